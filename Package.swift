@@ -1,0 +1,71 @@
+// swift-tools-version:6.0
+// detour-analytics: a self-hosted analytics pipeline for deep-link attribution.
+// Layers: C system library → Swift wrapper → component library → one thin executable.
+import PackageDescription
+
+let strict: [SwiftSetting] = [
+    .swiftLanguageMode(.v6),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
+let package = Package(
+    name: "detour-analytics",
+    products: [
+        .executable(name: "detour-analytics", targets: ["detour-analytics"])
+    ],
+    targets: [
+        // C libraries from Debian, found through pkg-config.
+        .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        .systemLibrary(name: "CZstd", pkgConfig: "libzstd", providers: [.apt(["libzstd-dev"])]),
+        .systemLibrary(
+            name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
+
+        // Shared libraries.
+        .target(name: "Observability", swiftSettings: strict),
+        .target(name: "EventModel", swiftSettings: strict),
+        .target(name: "EventLog", dependencies: ["CZlib", "CZstd", "Observability"], swiftSettings: strict),
+        .target(name: "Postgres", dependencies: ["CLibPQ"], swiftSettings: strict),
+
+        // Components.
+        .target(
+            name: "Ingest",
+            dependencies: ["CMicroHTTPD", "CZlib", "CZstd", "EventModel", "EventLog", "Postgres", "Observability"],
+            swiftSettings: strict),
+        .target(
+            name: "Aggregator",
+            dependencies: ["EventModel", "EventLog", "Postgres", "Observability"],
+            swiftSettings: strict),
+        .target(name: "Reports", dependencies: ["Postgres", "Observability"], swiftSettings: strict),
+        .target(name: "Simulator", dependencies: ["EventModel", "CZlib"], swiftSettings: strict),
+
+        // The one executable.
+        .executableTarget(
+            name: "detour-analytics",
+            dependencies: [
+                "Observability", "EventModel", "EventLog", "Postgres", "Ingest", "Aggregator", "Reports",
+                "Simulator",
+            ],
+            swiftSettings: strict),
+
+        // Tests mirror targets one to one; IntegrationTests run the whole pipeline.
+        .target(name: "TestSupport", dependencies: ["Postgres"], path: "Tests/TestSupport", swiftSettings: strict),
+        .testTarget(name: "ObservabilityTests", dependencies: ["Observability"], swiftSettings: strict),
+        .testTarget(name: "EventModelTests", dependencies: ["EventModel"], swiftSettings: strict),
+        .testTarget(name: "EventLogTests", dependencies: ["EventLog", "EventModel"], swiftSettings: strict),
+        .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"], swiftSettings: strict),
+        .testTarget(
+            name: "IngestTests", dependencies: ["Ingest", "EventLog", "EventModel", "TestSupport"],
+            swiftSettings: strict),
+        .testTarget(
+            name: "AggregatorTests", dependencies: ["Aggregator", "EventLog", "EventModel", "Postgres", "TestSupport"],
+            swiftSettings: strict),
+        .testTarget(name: "ReportsTests", dependencies: ["Reports", "Postgres", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "EventModel"], swiftSettings: strict),
+        .testTarget(
+            name: "IntegrationTests",
+            dependencies: ["Ingest", "Aggregator", "Reports", "Simulator", "EventLog", "Postgres", "TestSupport"],
+            swiftSettings: strict),
+    ]
+)

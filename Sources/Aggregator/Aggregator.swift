@@ -1,0 +1,1 @@
+// Aggregator: see the module's files.

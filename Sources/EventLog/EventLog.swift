@@ -1,0 +1,1 @@
+// EventLog: see the module's files.

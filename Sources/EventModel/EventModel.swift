@@ -1,0 +1,1 @@
+// EventModel: see the module's files.

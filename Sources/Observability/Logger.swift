@@ -1,0 +1,108 @@
+import Foundation
+import Synchronization
+
+/// A structured logger with swift-log's call shape: a constant message plus dotted metadata keys,
+/// one line per record to standard error, e.g.
+/// `2026-11-29T17:20:00.123Z info aggregator: cycle.done rows=512 cycle.ms=41`.
+package struct Logger: Sendable {
+    /// Severity, ordered from the most verbose.
+    package enum Level: Int, Sendable, Comparable, CaseIterable {
+        case trace, debug, info, notice, warning, error, critical
+
+        package static func < (lhs: Level, rhs: Level) -> Bool { lhs.rawValue < rhs.rawValue }
+
+        /// Parses a level name such as `info` or `warning`; nil for anything else.
+        package init?(name: String) {
+            guard let level = Level.allCases.first(where: { "\($0)" == name.lowercased() }) else { return nil }
+            self = level
+        }
+    }
+
+    /// The component this logger speaks for (`ingest`, `aggregator`, ...).
+    package let label: String
+
+    /// Creates a logger for one component.
+    package init(label: String) { self.label = label }
+
+    /// The minimum level written, for every logger; set once at start-up.
+    package static var minimumLevel: Level {
+        get { sharedState.withLock { $0.level } }
+        set { sharedState.withLock { $0.level = newValue } }
+    }
+
+    /// Sends every line to `sink` instead of standard error (tests read what was logged).
+    package static func redirect(to sink: (@Sendable (String) -> Void)?) {
+        sharedState.withLock { $0.sink = sink }
+    }
+
+    package func trace(_ message: StaticString, _ metadata: KeyValuePairs<String, String> = [:]) {
+        log(.trace, message, metadata)
+    }
+    package func debug(_ message: StaticString, _ metadata: KeyValuePairs<String, String> = [:]) {
+        log(.debug, message, metadata)
+    }
+    package func info(_ message: StaticString, _ metadata: KeyValuePairs<String, String> = [:]) {
+        log(.info, message, metadata)
+    }
+    package func notice(_ message: StaticString, _ metadata: KeyValuePairs<String, String> = [:]) {
+        log(.notice, message, metadata)
+    }
+    package func warning(_ message: StaticString, _ metadata: KeyValuePairs<String, String> = [:]) {
+        log(.warning, message, metadata)
+    }
+    package func error(_ message: StaticString, _ metadata: KeyValuePairs<String, String> = [:]) {
+        log(.error, message, metadata)
+    }
+    package func critical(_ message: StaticString, _ metadata: KeyValuePairs<String, String> = [:]) {
+        log(.critical, message, metadata)
+    }
+
+    /// Writes one record if `level` is at or above the minimum level.
+    package func log(_ level: Level, _ message: StaticString, _ metadata: KeyValuePairs<String, String>) {
+        let (minimum, sink) = Logger.sharedState.withLock { ($0.level, $0.sink) }
+        guard level >= minimum else { return }
+        var line = "\(Logger.timestamp()) \(level) \(label): \(message)"
+        for (key, value) in metadata {
+            line += " \(key)=\(Logger.quoted(value))"
+        }
+        if let sink {
+            sink(line)
+        } else {
+            line += "\n"
+            FileHandle.standardError.write(Data(line.utf8))
+        }
+    }
+
+    private struct State {
+        var level: Level = .info
+        var sink: (@Sendable (String) -> Void)?
+    }
+    private static let sharedState = Mutex(State())
+
+    private static func quoted(_ value: String) -> String {
+        if !value.isEmpty, !value.contains(where: { $0 == " " || $0 == "\"" || $0 == "=" || $0.isNewline }) {
+            return value
+        }
+        var escaped = "\""
+        for character in value {
+            switch character {
+            case "\"": escaped += "\\\""
+            case "\\": escaped += "\\\\"
+            case "\n": escaped += "\\n"
+            default: escaped.append(character)
+            }
+        }
+        return escaped + "\""
+    }
+
+    private static func timestamp() -> String {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        var seconds = time_t(now.tv_sec)
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        return String(
+            format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", parts.tm_year + 1900, parts.tm_mon + 1,
+            parts.tm_mday, parts.tm_hour, parts.tm_min, parts.tm_sec, Int(now.tv_nsec / 1_000_000))
+    }
+}

@@ -1,0 +1,1 @@
+// Reports: see the module's files.

@@ -1,0 +1,1 @@
+// Simulator: see the module's files.
