@@ -28,6 +28,11 @@ enum LoadSQL {
         SELECT pg_try_advisory_xact_lock(1684370546, hashtext(current_schema())) AS locked
         """
 
+    /// The load lock, waiting for it (replay and rollup rebuild).
+    static let lock: SQL = """
+        SELECT pg_advisory_xact_lock(1684370546, hashtext(current_schema()))::text AS locked
+        """
+
     /// Every node's checkpoint.
     static let readCheckpoints: SQL = """
         SELECT node, segment, frame_offset, loaded_events FROM load_checkpoints

@@ -36,6 +36,12 @@ final class Loader {
         var backlog = false
         /// Where each node's reading ended.
         var positions: [String: LogPosition] = [:]
+        /// Compressed bytes read, where a node's read stayed within one segment (for the lag estimate).
+        var compressedBytesRead: Int64 = 0
+        /// Compressed log bytes left after this cycle's read, per node (the lag metric).
+        var bytesBehind: [String: Int64] = [:]
+        /// Damaged frames the reader skipped (logged by the aggregator).
+        var damaged: [FrameDamage] = []
         /// The newest `received_at` among the records of this cycle.
         var newestReceivedAt: Timestamp?
         /// (app, day) keys whose rollups were refreshed.
@@ -85,13 +91,16 @@ final class Loader {
     }
 
     /// Runs one cycle. Returns nil when another aggregator holds the load lock.
-    func runCycle(mode: Mode = .checkpointed) throws(AggregatorError) -> Report? {
+    /// - Parameter waitForLock: wait for the load lock instead of returning nil (replay, rebuild).
+    func runCycle(mode: Mode = .checkpointed, waitForLock: Bool = false) throws(AggregatorError) -> Report? {
         let connection = try connected()
         do {
             try partitions.ensureAhead(
                 connection, days: configuration.partitionsAheadDays, today: StagingBatch.day(of: .now()))
             return try connection.withTransaction { connection in
-                guard try connection.query(LoadSQL.tryLock).first?["locked", as: Bool.self] == true else {
+                if waitForLock {
+                    try connection.query(LoadSQL.lock)
+                } else if try connection.query(LoadSQL.tryLock).first?["locked", as: Bool.self] != true {
                     return nil
                 }
                 return try load(connection, mode: mode)
@@ -120,7 +129,7 @@ final class Loader {
         guard !nodes.isEmpty else { return report }
 
         var staging = StagingBatch()
-        try hooks.beforeCopy?()
+        try hooks.beforeCopy?(connection)
         _ = try connection.copyIn(LoadSQL.copyStaging) { buffer in
             var remainingRecords = configuration.maxEventsPerCycle
             var remainingBytes = configuration.maxBytesPerCycle
@@ -131,14 +140,20 @@ final class Loader {
                 let maxBytes = max(4096, remainingBytes / share)
                 let chunk = try source.read(
                     node: node, after: starts[node] ?? nil, maxRecords: maxRecords, maxBytes: maxBytes)
-                if chunk.records.count >= maxRecords || chunk.bytes >= maxBytes - 65_536 {
-                    report.backlog = true
-                }
-                remainingRecords -= chunk.records.count
-                remainingBytes -= chunk.bytes
-                report.records += chunk.records.count
+                // Backlog: this read returned records and the log still extends past where it
+                // stopped. (An empty read is never backlog, so a torn tail cannot cause a busy loop.)
+                let behind = source.bytesBehind(node: node, after: chunk.next)
+                report.bytesBehind[node] = behind
+                if !chunk.isEmpty, behind > 0 { report.backlog = true }
+                remainingRecords -= chunk.count
+                remainingBytes -= chunk.bytes.count
+                report.records += chunk.count
                 report.positions[node] = chunk.next
-                staging.add(chunk.records, node: node, to: &buffer)
+                if let from = starts[node] ?? nil, from.segment == chunk.next.segment {
+                    report.compressedBytesRead += chunk.next.offset - from.offset
+                }
+                report.damaged += chunk.damaged
+                staging.add(chunk, node: node, to: &buffer)
             }
         }
         report.undecodable = staging.undecodable
@@ -146,7 +161,7 @@ final class Loader {
         if staging.undecodable > 0 {
             logger.warning("records.undecodable", ["count": "\(staging.undecodable)", "first.error": staging.firstError ?? ""])
         }
-        try hooks.afterCopy?()
+        try hooks.afterCopy?(connection)
 
         if staging.rows > 0 {
             try partitions.ensure(days: staging.days, connection)
@@ -158,18 +173,20 @@ final class Loader {
                 connection, from: checkpoints, to: report.positions, records: staging.recordsByNode,
                 newestReceivedAt: staging.newestReceivedAtByNode)
         }
-        try hooks.beforeCommit?()
+        try hooks.beforeCommit?(connection)
         return report
     }
 
-    /// Moves staged rows into the raw tables and upserts the derived tables.
+    /// Moves staged rows into the raw tables (each statement also upserts its derived table:
+    /// devices from new events, links from new clicks) and records the touched keys.
     private func insertRaw(_ connection: Connection) throws -> RowCounts {
+        func inserted(_ sql: SQL) throws -> Int {
+            try connection.query(sql).first?["inserted", as: Int.self] ?? 0
+        }
         var counts = RowCounts()
-        counts.events = try connection.execute(LoadSQL.insertEvents)
-        counts.clicks = try connection.execute(LoadSQL.insertClicks)
-        counts.matches = try connection.execute(LoadSQL.insertMatches)
-        try connection.execute(LoadSQL.upsertDevices)
-        try connection.execute(LoadSQL.upsertLinks)
+        counts.events = try inserted(LoadSQL.insertEvents)
+        counts.clicks = try inserted(LoadSQL.insertClicks)
+        counts.matches = try inserted(LoadSQL.insertMatches)
         return counts
     }
 
@@ -182,11 +199,12 @@ final class Loader {
 
 /// Test seams: each closure runs at its step of the cycle, inside the transaction; throwing from
 /// one rolls the cycle back exactly as a crash or a lost connection at that point would.
+/// Each is given the cycle's connection.
 struct LoaderHooks: Sendable {
     /// After the lock and checkpoints, before the COPY.
-    var beforeCopy: (@Sendable () throws -> Void)?
+    var beforeCopy: (@Sendable (Connection) throws -> Void)?
     /// After the COPY, before the raw inserts.
-    var afterCopy: (@Sendable () throws -> Void)?
+    var afterCopy: (@Sendable (Connection) throws -> Void)?
     /// After everything, just before COMMIT.
-    var beforeCommit: (@Sendable () throws -> Void)?
+    var beforeCommit: (@Sendable (Connection) throws -> Void)?
 }

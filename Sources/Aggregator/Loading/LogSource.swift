@@ -25,27 +25,21 @@ struct LogSource {
         }
     }
 
-    /// One node's records after `position` (nil: from the beginning).
-    struct Chunk {
-        /// The records, each one envelope line without its newline.
-        var records: [[UInt8]]
-        /// Where the next read continues.
-        var next: LogPosition
-        /// Bytes of the records.
-        var bytes: Int
-    }
-
-    /// Reads up to `maxRecords` records / `maxBytes` bytes of `node` after `position`.
+    /// Reads up to `maxRecords` records / about `maxBytes` bytes of `node` after `position`
+    /// (nil: from the beginning). Damaged frames are skipped by the reader and returned in the batch.
     func read(node: String, after position: LogPosition?, maxRecords: Int, maxBytes: Int) throws(AggregatorError)
-        -> Chunk
+        -> LogBatch
     {
         do {
-            let reader = try LogReader(directory: directory, node: node)
-            let batch = try reader.read(after: position, maxRecords: maxRecords, maxBytes: maxBytes)
-            let records = batch.records
-            return Chunk(records: records, next: batch.next, bytes: records.reduce(0) { $0 + $1.count })
+            return try LogReader(directory: directory, node: node)
+                .read(after: position, maxRecords: maxRecords, maxBytes: maxBytes)
         } catch {
             throw .log(node: node, reason: "\(error)")
         }
+    }
+
+    /// Compressed bytes of `node`'s log after `position` (the lag metric).
+    func bytesBehind(node: String, after position: LogPosition?) -> Int64 {
+        (try? LogReader(directory: directory, node: node).bytesBehind(position)) ?? 0
     }
 }

@@ -1,3 +1,4 @@
+import EventLog
 import EventModel
 import Postgres
 
@@ -54,10 +55,11 @@ struct StagingBatch {
     }
 
     /// Decodes `records` of `node` and appends their rows to `buffer`.
-    mutating func add(_ records: [[UInt8]], node: String, to buffer: inout CopyBuffer) {
-        recordsByNode[node, default: 0] += records.count
+    mutating func add(_ batch: LogBatch, node: String, to buffer: inout CopyBuffer) {
+        recordsByNode[node, default: 0] += batch.count
         row.reserveCapacity(4096)
-        for record in records {
+        for index in 0..<batch.count {
+            let record = batch[index]
             let envelope: Envelope
             do {
                 envelope = try Envelope(decoding: record)
