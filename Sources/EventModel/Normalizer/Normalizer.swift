@@ -42,8 +42,10 @@ package enum Normalizer {
         guard root.kind == .object else { throw .notAnObject }
         guard let events = root["batch"] else { throw .invalidBatch(message: "the body has no \"batch\" array") }
         guard events.kind == .array else { throw .invalidBatch(message: "\"batch\" must be an array") }
-        try checkCount(events.count, limits: limits)
+        let count = events.count
+        try checkCount(count, limits: limits)
         var normalizer = EventNormalizer(context: context, limits: limits, sentAt: nil)
+        normalizer.result.accepted.reserveCapacity(count)
         normalizer.sentAt = normalizer.readSentAt(root)
         for (index, event) in events.elements.enumerated() {
             normalizer.sdkEvent(event, index: index, kind: nil, allowsType: true)
@@ -68,7 +70,9 @@ package enum Normalizer {
         normalizer.sentAt = normalizer.readSentAt(root)
         if let events = root["batch"] {
             guard events.kind == .array else { throw .invalidBatch(message: "\"batch\" must be an array") }
-            try checkCount(events.count, limits: limits)
+            let count = events.count
+            try checkCount(count, limits: limits)
+            normalizer.result.accepted.reserveCapacity(count)
             for (index, event) in events.elements.enumerated() {
                 normalizer.linkEvent(event, index: index, kind: nil)
             }
@@ -85,7 +89,9 @@ package enum Normalizer {
             }
         }
         let clickCount = clicks?.count ?? 0
-        try checkCount(clickCount + (matches?.count ?? 0), limits: limits)
+        let count = clickCount + (matches?.count ?? 0)
+        try checkCount(count, limits: limits)
+        normalizer.result.accepted.reserveCapacity(count)
         if let clicks {
             for (index, event) in clicks.elements.enumerated() {
                 normalizer.linkEvent(event, index: index, kind: .click)
