@@ -17,12 +17,16 @@ package enum ScannerBenchmark {
         package var scannerMBps: Double
         /// `JSONSerialization`'s throughput in MB/s.
         package var foundationMBps: Double
+        /// Events per second through `Normalizer.batch` plus `Envelope.encode(into:)` on the
+        /// 100-event sample batch, on one thread.
+        package var normalizedEventsPerSecond: Double
 
         /// A one-line summary.
         package var description: String {
             let ratio = foundationMBps > 0 ? scannerMBps / foundationMBps : 0
             return "scanner \(Int(scannerMBps.rounded())) MB/s, JSONSerialization \(Int(foundationMBps.rounded())) MB/s"
-                + " (\((ratio * 10).rounded() / 10)x) over \(bytesPerPass) bytes per pass"
+                + " (\((ratio * 10).rounded() / 10)x) over \(bytesPerPass) bytes per pass;"
+                + " normalise+encode \(Int(normalizedEventsPerSecond.rounded())) events/s"
         }
     }
 
@@ -86,6 +90,32 @@ package enum ScannerBenchmark {
         precondition(sink != 0, "the bodies must be valid JSON objects")
         return Result(
             bytesPerPass: bytesPerPass, scannerPasses: scanner.passes, foundationPasses: foundation.passes,
-            scannerMBps: scanner.mbps, foundationMBps: foundation.mbps)
+            scannerMBps: scanner.mbps, foundationMBps: foundation.mbps,
+            normalizedEventsPerSecond: normalizeAndEncode(seconds: seconds))
+    }
+
+    /// Events per second through the normaliser and the envelope encoder on the sample batch.
+    static func normalizeAndEncode(seconds: Double) -> Double {
+        let body = sampleBodies[sampleBodies.count - 1]
+        let context = RequestContext(appID: "app_bench", sdkHeader: "ios/1.0.2", receivedAt: .now())
+        var buffer: [UInt8] = []
+        var events = 0
+        let clock = ContinuousClock()
+        let start = clock.now
+        let limit = Duration.nanoseconds(Int64(seconds * 1e9))
+        while clock.now - start < limit {
+            for _ in 0..<10 {
+                guard let result = try? Normalizer.batch(body: body, context: context) else { return 0 }
+                buffer.removeAll(keepingCapacity: true)
+                for envelope in result.accepted {
+                    envelope.encode(into: &buffer)
+                    buffer.append(UInt8(ascii: "\n"))
+                }
+                events += result.accepted.count
+            }
+        }
+        let elapsed = clock.now - start
+        let secs = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        return Double(events) / secs
     }
 }
