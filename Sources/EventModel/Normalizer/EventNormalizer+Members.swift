@@ -90,12 +90,19 @@ extension EventNormalizer {
 }
 
 extension EventNormalizer {
-    /// The `X-SDK` header, else the body's `sdk` string; an unusable body value is ignored with a warning.
+    /// The `X-SDK` header, else the body's `sdk` string. Either must be 1 to 128 bytes without
+    /// control characters; an unusable value is ignored with a warning (it is informational and
+    /// not worth losing the event over).
     mutating func sdk(index: Int) -> String? {
-        if let header = context.sdkHeader, !header.isEmpty { return header }
+        if let header = context.sdkHeader, !header.isEmpty {
+            var header = header
+            if header.withUTF8({ DeviceID.isValidIdentifier($0) }) { return header }
+            result.warnings.append("event \(index): the X-SDK header is not 1 to \(Self.maxIdentifierBytes) printable bytes and was ignored")
+        }
         guard let value = fields[.sdk], !value.isNull else { return nil }
-        guard let text = value.string, !text.isEmpty, text.utf8.count <= Self.maxIdentifierBytes else {
-            result.warnings.append("event \(index): \"sdk\" is not a string of 1 to \(Self.maxIdentifierBytes) bytes and was ignored")
+        guard let text = value.withStringBytes({ DeviceID.isValidIdentifier($0) ? String(decoding: $0, as: UTF8.self) : nil }) ?? nil
+        else {
+            result.warnings.append("event \(index): \"sdk\" is not a string of 1 to \(Self.maxIdentifierBytes) printable bytes and was ignored")
             return nil
         }
         return text

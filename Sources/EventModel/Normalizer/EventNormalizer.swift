@@ -36,7 +36,8 @@ struct EventNormalizer {
             let envelope = try makeSDKEnvelope(value, index: index, kind: kind, allowsType: allowsType)
             result.accepted.append(envelope)
         } catch {
-            result.rejected.append(EventRejection(index: index, code: error.code.rawValue, message: error.message))
+            result.rejected.append(
+                EventRejection(index: index, code: error.code.rawValue, message: error.message, rawEvent: Array(value.rawBytes)))
         }
     }
 
@@ -99,7 +100,8 @@ struct EventNormalizer {
             let envelope = try makeLinkEnvelope(value, index: index, kind: kind)
             result.accepted.append(envelope)
         } catch {
-            result.rejected.append(EventRejection(index: index, code: error.code.rawValue, message: error.message))
+            result.rejected.append(
+                EventRejection(index: index, code: error.code.rawValue, message: error.message, rawEvent: Array(value.rawBytes)))
         }
     }
 
