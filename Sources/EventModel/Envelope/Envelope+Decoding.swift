@@ -23,7 +23,8 @@ extension Envelope {
         let root = document.root
         guard root.kind == .object else { throw .notAnObject }
         let fields = EnvelopeFields(root)
-        guard let version = fields[.v]?.int64 else { throw .missingField("v") }
+        guard let versionValue = fields[.v] else { throw .missingField("v") }
+        guard let version = versionValue.int64 else { throw .invalidField("v") }
         guard version == Int64(Envelope.version) else { throw .unsupportedVersion(Int(clamping: version)) }
         guard let kind: EventKind = try fields.optionalEnum(.kind) else { throw .missingField("kind") }
         self.init(
