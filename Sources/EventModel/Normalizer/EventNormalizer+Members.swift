@@ -75,17 +75,37 @@ extension EventNormalizer {
         return Array(value.rawBytes)
     }
 
+    /// `attribution`: an object whose three members are strings or null; absent members are null
+    /// (Android drops null members). Unknown members are ignored; the first of a repeated one wins.
     func attribution() throws(Rejection) -> Attribution? {
         guard let value = fields[.attribution], !value.isNull else { return nil }
         guard value.kind == .object else { throw Rejection(.invalidType, "\"attribution\" must be an object") }
-        func member(_ name: String) throws(Rejection) -> String? {
-            guard let member = value[name], !member.isNull else { return nil }
-            guard let text = member.string else { throw Rejection(.invalidType, "\"attribution.\(name)\" must be a string or null") }
-            return text
+        var attribution = Attribution()
+        var seen = (install: false, open: false, type: false)
+        for (key, member) in value.members {
+            let text: String?
+            if member.isNull {
+                text = nil
+            } else if let string = member.string {
+                text = string
+            } else {
+                text = nil
+                if key.stringEquals("install_click_id") || key.stringEquals("open_click_id") || key.stringEquals("open_type") {
+                    throw Rejection(.invalidType, "\"attribution.\(key.string ?? "")\" must be a string or null")
+                }
+            }
+            if key.stringEquals("install_click_id") {
+                if !seen.install { attribution.installClickID = text }
+                seen.install = true
+            } else if key.stringEquals("open_click_id") {
+                if !seen.open { attribution.openClickID = text }
+                seen.open = true
+            } else if key.stringEquals("open_type") {
+                if !seen.type { attribution.openType = text }
+                seen.type = true
+            }
         }
-        return Attribution(
-            installClickID: try member("install_click_id"), openClickID: try member("open_click_id"),
-            openType: try member("open_type"))
+        return attribution
     }
 }
 
