@@ -68,9 +68,12 @@ struct EventNormalizer {
         }
         let device = try deviceID()
         let clientID = try clientEventID()
-        let (time, clock) = resolveTime(client: client, index: index)
-
+        let attribution = try attribution()
+        let clickID = try optionalString(.clickID).flatMap { $0.isEmpty ? nil : $0 }
         let data = try rawJSON(.data)
+        let metadata = try rawJSON(.metadata)
+        // Every check has passed: from here on nothing rejects, so warnings only concern accepted events.
+        let (time, clock) = resolveTime(client: client, index: index)
         let id = clientID ?? hashedID { hash in
             hash.append(kind.rawValue)
             hash.append(device)
@@ -85,10 +88,10 @@ struct EventNormalizer {
         envelope.sdk = sdk(index: index)
         envelope.clientTimestamp = client
         envelope.sentAt = sentAt
-        envelope.attribution = try attribution()
-        envelope.clickID = try optionalString(.clickID).flatMap { $0.isEmpty ? nil : $0 }
+        envelope.attribution = attribution
+        envelope.clickID = clickID
         envelope.data = data
-        envelope.metadata = try rawJSON(.metadata)
+        envelope.metadata = metadata
         return envelope
     }
 
@@ -127,8 +130,7 @@ struct EventNormalizer {
         }
         let client = try requiredTimestamp()
         let clientID = try clientEventID()
-        let (time, clock) = resolveTime(client: client, index: index)
-        var envelope = Envelope(id: "", app: context.appID, kind: kind, time: time, receivedAt: context.receivedAt, clock: clock)
+        var envelope = Envelope(id: "", app: context.appID, kind: kind, time: client, receivedAt: context.receivedAt)
         envelope.clickID = clickID
         envelope.clientTimestamp = client
         envelope.sentAt = sentAt
@@ -165,6 +167,8 @@ struct EventNormalizer {
                 envelope.score = number
             }
         }
+        // Every check has passed: from here on nothing rejects, so warnings only concern accepted events.
+        (envelope.time, envelope.clock) = resolveTime(client: client, index: index)
         envelope.id = clientID ?? hashedID { hash in
             hash.append(kind.rawValue)
             hash.append(clickID)
