@@ -135,37 +135,9 @@ struct EventNormalizer {
         envelope.clientTimestamp = client
         envelope.sentAt = sentAt
         if kind == .click {
-            let url = try requiredString(.url)
-            guard let link = LinkURL(url.utf8) else { throw Rejection(.invalidURL, "\"url\" must be an absolute URL") }
-            envelope.url = url
-            envelope.path = link.path
-            envelope.query = link.query
-            if let platform = try readString(.platform, { Platform(caseInsensitive: $0) }) {
-                guard let platform else {
-                    throw Rejection(.invalidPlatform, "\"platform\" must be \"ios\", \"android\", \"desktop\" or \"unknown\"")
-                }
-                envelope.platform = platform
-            } else {
-                envelope.platform = .unknown
-            }
-            guard let clickKind = ClickKind(rawValue: try requiredString(.kind)) else {
-                throw Rejection(.invalidClickKind, "\"kind\" must be \"web\" or \"universal_link\"")
-            }
-            envelope.clickKind = clickKind
-            envelope.userAgent = try optionalString(.userAgent)
-            envelope.ip = try optionalString(.ip)
-            envelope.referrer = try optionalString(.referrer)
+            try readClick(into: &envelope)
         } else {
-            guard let method = MatchMethod(rawValue: try requiredString(.method)) else {
-                throw Rejection(.invalidMethod, "\"method\" must be \"deterministic\" or \"probabilistic\"")
-            }
-            envelope.method = method
-            if let score = fields[.score], !score.isNull {
-                guard let number = score.double else {
-                    throw Rejection(.invalidType, "\"score\" must be a number")
-                }
-                envelope.score = number
-            }
+            try readMatch(into: &envelope)
         }
         // Every check has passed: from here on nothing rejects, so warnings only concern accepted events.
         (envelope.time, envelope.clock) = resolveTime(client: client, index: index)
@@ -177,5 +149,41 @@ struct EventNormalizer {
             hash.append(envelope.url ?? "")
         }
         return envelope
+    }
+
+    /// url (with path and query), platform (default `unknown`), kind, user_agent, ip, referrer.
+    private func readClick(into envelope: inout Envelope) throws(Rejection) {
+        let url = try requiredString(.url)
+        guard let link = LinkURL(url.utf8) else { throw Rejection(.invalidURL, "\"url\" must be an absolute URL") }
+        envelope.url = url
+        envelope.path = link.path
+        envelope.query = link.query
+        if let platform = try readString(.platform, { Platform(caseInsensitive: $0) }) {
+            guard let platform else {
+                throw Rejection(.invalidPlatform, "\"platform\" must be \"ios\", \"android\", \"desktop\" or \"unknown\"")
+            }
+            envelope.platform = platform
+        } else {
+            envelope.platform = .unknown
+        }
+        guard let clickKind = ClickKind(rawValue: try requiredString(.kind)) else {
+            throw Rejection(.invalidClickKind, "\"kind\" must be \"web\" or \"universal_link\"")
+        }
+        envelope.clickKind = clickKind
+        envelope.userAgent = try optionalString(.userAgent)
+        envelope.ip = try optionalString(.ip)
+        envelope.referrer = try optionalString(.referrer)
+    }
+
+    /// method and the optional score.
+    private func readMatch(into envelope: inout Envelope) throws(Rejection) {
+        guard let method = MatchMethod(rawValue: try requiredString(.method)) else {
+            throw Rejection(.invalidMethod, "\"method\" must be \"deterministic\" or \"probabilistic\"")
+        }
+        envelope.method = method
+        if let score = fields[.score], !score.isNull {
+            guard let number = score.double else { throw Rejection(.invalidType, "\"score\" must be a number") }
+            envelope.score = number
+        }
     }
 }
