@@ -40,6 +40,18 @@ struct JSONWriter {
     }
 
     /// Writes bytes verbatim (raw JSON).
+    mutating func raw(bytes: UnsafeBufferPointer<UInt8>) {
+        guard let base = bytes.baseAddress else { return }
+        memcpy(cursor, base, bytes.count)
+        cursor += bytes.count
+    }
+
+    /// Moves past `count` bytes written directly at `cursor`.
+    mutating func advance(by count: Int) {
+        cursor += count
+    }
+
+    /// Writes bytes verbatim (raw JSON).
     mutating func raw(_ bytes: [UInt8]) {
         bytes.withUnsafeBufferPointer { source in
             guard let base = source.baseAddress else { return }

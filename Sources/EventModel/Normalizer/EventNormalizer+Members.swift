@@ -46,13 +46,13 @@ extension EventNormalizer {
         return Timestamp(microseconds: parsed)
     }
 
-    /// The device id: 1 to 128 bytes without control characters, lowercased when UUID-shaped.
-    func deviceID() throws(Rejection) -> String {
-        let normalized = try readString(.deviceID, required: true) { DeviceID.normalize($0) }!
-        guard let normalized else {
+    /// The device id member, checked: 1 to 128 bytes without control characters.
+    func deviceID() throws(Rejection) -> JSONValue {
+        let isValid = try readString(.deviceID, required: true) { DeviceID.isValidIdentifier($0) }!
+        guard isValid else {
             throw Rejection(.invalidDeviceID, "\"device_id\" must be 1 to \(Self.maxIdentifierBytes) bytes without control characters")
         }
-        return normalized
+        return fields[.deviceID]!
     }
 
     /// The client's id: the first of event_id, message_id, messageId, insert_id, uuid present.
@@ -67,12 +67,6 @@ extension EventNormalizer {
             return id
         }
         return nil
-    }
-
-    /// Raw JSON of `data`/`metadata`; `null` counts as absent.
-    func rawJSON(_ field: EventField) throws(Rejection) -> [UInt8]? {
-        guard let value = fields[field], !value.isNull else { return nil }
-        return Array(value.rawBytes)
     }
 
     /// `attribution`: an object whose three members are strings or null; absent members are null
@@ -144,6 +138,29 @@ extension EventNormalizer {
         body(&hash)
         return hash.eventID
     }
+
+    /// The digest of an SDK event: app, kind, normalised device, name, client time, raw data.
+    mutating func digest(of event: SDKEvent) -> (UInt64, UInt64) {
+        hash.reset()
+        hash.append(context.appID)
+        hash.append(event.kind.rawValue)
+        event.device.withStringBytes { bytes in
+            DeviceID.withNormalized(bytes) { hash.append($0) }
+        }
+        event.name.withStringBytes { hash.append($0) }
+        hash.append(event.client.microseconds)
+        if let data = event.data {
+            data.document.bytes.withUnsafeBufferPointer { hash.append(UnsafeBufferPointer(rebasing: $0[data.byteRange])) }
+        } else {
+            hash.append(EmptyCollection<UInt8>())
+        }
+        return hash.words
+    }
+
+    /// `"h:"` + 32 hex digits of `digest(of:)`.
+    mutating func hashedID(of event: SDKEvent) -> String {
+        EventHash.eventID(digest(of: event))
+    }
 }
 
 /// Device id normalisation and identifier checks.
@@ -158,6 +175,18 @@ enum DeviceID {
     /// True for ids starting with `h:`, the prefix reserved for hashed ids.
     static func isHashedID(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         bytes.count >= 2 && bytes[0] == UInt8(ascii: "h") && bytes[1] == UInt8(ascii: ":")
+    }
+
+    /// Calls `body` with the normalised bytes of a valid device id (lowercased when UUID-shaped).
+    static func withNormalized<R>(_ bytes: UnsafeBufferPointer<UInt8>, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+        guard isUUIDShaped(bytes), bytes.contains(where: { $0 &- 65 < 26 }) else { return body(bytes) }
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 36) { scratch in
+            for k in 0..<36 {
+                let b = bytes[k]
+                scratch[k] = b &- 65 < 26 ? b | 0x20 : b
+            }
+            return body(UnsafeBufferPointer(scratch))
+        }
     }
 
     /// The normalised device id, or nil when it is not a valid identifier.

@@ -7,6 +7,10 @@ extension NormalizedRequest {
     ///
     /// Raw rejected events are not echoed back to the client.
     package func encodedResponse() -> [UInt8] {
+        encodedResponse(acceptedCount: accepted.count)
+    }
+
+    func encodedResponse(acceptedCount: Int) -> [UInt8] {
         var bound = 64 + warnings.reduce(0) { $0 + JSONWriter.bound(of: $1) + 1 }
         for rejection in rejected {
             bound += 64 + JSONWriter.bound(of: rejection.code) + JSONWriter.bound(of: rejection.message)
@@ -14,7 +18,7 @@ extension NormalizedRequest {
         return [UInt8](unsafeUninitializedCapacity: bound) { buffer, count in
             var w = JSONWriter(buffer.baseAddress!)
             w.raw(#"{"accepted":"#)
-            w.raw(Array(String(accepted.count).utf8))
+            w.raw(Array(String(acceptedCount).utf8))
             w.raw(#","rejected":["#)
             for (k, rejection) in rejected.enumerated() {
                 if k > 0 { w.byte(UInt8(ascii: ",")) }
