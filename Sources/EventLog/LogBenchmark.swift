@@ -20,6 +20,8 @@ package enum LogBenchmark {
         package var durability: Durability = .fsync
         /// Group commit delay of the throughput runs (the log's default is 2 ms).
         package var groupCommitDelay: Duration = .milliseconds(2)
+        /// Compression level (zstd 1 by default; the same number is used for gzip, clamped to 1...9).
+        package var compressionLevel: Int = 1
         /// Size of the open segment built for the recovery measurement; 0 skips it.
         package var recoverySegmentBytes: Int64 = 128 * 1024 * 1024
 
@@ -57,6 +59,7 @@ package enum LogBenchmark {
             configuration.codec = codec
             configuration.durability = options.durability
             configuration.groupCommitDelay = options.groupCommitDelay
+            configuration.compressionLevel = options.compressionLevel
             var result = try measureAppends(configuration, pool: pool, options: options)
             if options.recoverySegmentBytes > 0 {
                 (result.recoverySeconds, result.recoveredSegmentBytes) = try measureRecovery(
@@ -71,7 +74,7 @@ package enum LogBenchmark {
     /// The results as a table.
     package static func render(_ results: [Result], options: Options) -> String {
         var out = "event log benchmark: \(options.threads) threads, \(options.recordsPerAppend) records/append, "
-            + "durability \(options.durability), commit delay \(options.groupCommitDelay), \(ProcessInfo.processInfo.activeProcessorCount) cores\n"
+            + "durability \(options.durability), commit delay \(options.groupCommitDelay), level \(options.compressionLevel), \(ProcessInfo.processInfo.activeProcessorCount) cores\n"
         for result in results {
             out += "\(result.codec.rawValue): \(result.events) events in \(fmt(result.seconds)) s = "
                 + "\(Int(result.eventsPerSecond)) events/s, \(fmt(result.megabytesPerSecond)) MB/s NDJSON, "

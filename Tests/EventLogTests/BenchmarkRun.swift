@@ -18,6 +18,7 @@ import Testing
         if let bytes = environment["DETOUR_BENCH_RECOVERY_MIB"].flatMap(Int64.init) { options.recoverySegmentBytes = bytes << 20 }
         if environment["DETOUR_BENCH_INTERVAL"] != nil { options.durability = .interval(.milliseconds(50)) }
         if let micros = environment["DETOUR_BENCH_DELAY_US"].flatMap(Int64.init) { options.groupCommitDelay = .microseconds(micros) }
+        if let level = environment["DETOUR_BENCH_LEVEL"].flatMap(Int.init) { options.compressionLevel = level }
         let results = try LogBenchmark.run(options)
         print(LogBenchmark.render(results, options: options))
     }

@@ -5,7 +5,7 @@
 # Environment knobs: DETOUR_BENCH_EVENTS (default 1000000), DETOUR_BENCH_THREADS (8),
 # DETOUR_BENCH_BATCH (records per append, 20), DETOUR_BENCH_RECOVERY_MIB (128, 0 skips),
 # DETOUR_BENCH_DELAY_US (group commit delay, 2000),
-# DETOUR_BENCH_INTERVAL (set: interval durability 50 ms instead of fsync), DETOUR_BENCH_DIR.
+# DETOUR_BENCH_LEVEL (compression level, 1), DETOUR_BENCH_INTERVAL (set: interval durability 50 ms instead of fsync), DETOUR_BENCH_DIR.
 set -e
 cd "$(dirname "$0")/../.."
 DETOUR_BENCH_LOG=1 swift test -c release -Xswiftc -enable-testing --filter LogBenchmarkRun 2>&1 | grep -E "^(event log|zstd|gzip)"
