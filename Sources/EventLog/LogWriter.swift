@@ -46,14 +46,23 @@ package final class LogWriter: Sendable {
     private let commitDelayNanos: UInt64
 
     /// Opens the node's log, recovering the open segment (a torn tail is cut and logged), and
-    /// starts the writer thread. Frames go to a new segment.
-    /// - Throws: `LogError.io` when the directory cannot be created or read, `.invalidConfiguration`.
+    /// starts the writer thread. Frames go to a new segment. Call `close()` when done: the writer
+    /// thread keeps the writer alive until then.
+    /// - Throws: `LogError.io` when the directory cannot be created or read, `.invalidConfiguration`,
+    ///   `.unavailable` when another process writes to the same node directory.
     package init(configuration: LogConfiguration) throws(LogError) {
         let configuration = try configuration.validated()
         self.configuration = configuration
         metrics = LogMetrics(configuration: configuration)
-        let recovered = try Recovery.run(nodeDirectory: configuration.nodeDirectory)
-        core = try WriterCore(configuration: configuration, recovered: recovered, metrics: metrics)
+        let lockFD = try WriterCore.lockDirectory(configuration.nodeDirectory)
+        let recovered: Recovery.Result
+        do {
+            recovered = try Recovery.run(nodeDirectory: configuration.nodeDirectory)
+            core = try WriterCore(configuration: configuration, lockFD: lockFD, recovered: recovered, metrics: metrics)
+        } catch {
+            Glibc.close(lockFD)
+            throw error
+        }
         pendingLimit = min(configuration.maxPendingBytes, configuration.maxFrameBytes)
         commitDelayNanos = UInt64(max(0, configuration.groupCommitDelay.microseconds)) * 1000
         let shared = Shared()
