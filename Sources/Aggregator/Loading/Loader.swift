@@ -31,7 +31,7 @@ final class Loader {
     }
 
     /// What a committed cycle did.
-    struct Report: Sendable {
+    struct Report {
         /// Records read from the log.
         var records = 0
         /// Records that did not decode as envelopes (skipped, counted, logged).
@@ -50,6 +50,10 @@ final class Loader {
         var damaged: [FrameDamage] = []
         /// The newest `received_at` among the records of this cycle.
         var newestReceivedAt: Timestamp?
+        /// Time spent per step of the transaction (for the benchmark and debug logs).
+        var phases: [(String, Duration)] = []
+        /// When the body finished and COMMIT was sent.
+        var startedCommitAt: ContinuousClock.Instant?
         /// UTC days of the staged rows (their partitions are ensured after COMMIT).
         var days = Set<Int64>()
         /// (app, day) keys whose rollups were refreshed.
@@ -113,7 +117,10 @@ final class Loader {
                 }
                 return try load(connection, mode: mode)
             }
-            if let report, !report.days.isEmpty {
+            let committedAt = ContinuousClock.now
+            guard var report else { return nil }
+            if let started = report.startedCommitAt { report.phases.append(("commit", committedAt - started)) }
+            if !report.days.isEmpty {
                 do {
                     try partitions.ensure(days: report.days, connection)
                 } catch {
@@ -147,6 +154,12 @@ final class Loader {
 
         var staging = StagingBatch()
         try hooks.beforeCopy?(connection)
+        var clock = ContinuousClock.now
+        func phase(_ name: String) {
+            let now = ContinuousClock.now
+            report.phases.append((name, now - clock))
+            clock = now
+        }
         _ = try connection.copyIn(LoadSQL.copyStaging) { buffer in
             var remainingRecords = configuration.maxEventsPerCycle
             var remainingBytes = configuration.maxBytesPerCycle
@@ -182,8 +195,11 @@ final class Loader {
 
         if staging.rows > 0 {
             report.days = staging.days
+            phase("read+copy")
             report.inserted = try insertRaw(connection)
+            phase("insert")
             report.touchedKeys = try refreshRollups(connection)
+            phase("rollups")
         }
         if case .checkpointed = mode {
             try Checkpoints.advance(
@@ -191,6 +207,7 @@ final class Loader {
                 newestReceivedAt: staging.newestReceivedAtByNode)
         }
         try hooks.beforeCommit?(connection)
+        report.startedCommitAt = ContinuousClock.now
         return report
     }
 

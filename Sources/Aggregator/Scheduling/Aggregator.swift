@@ -217,7 +217,8 @@ package final class Aggregator: @unchecked Sendable {
         return CycleSummary(
             ran: true, records: report.records, undecodable: report.undecodable, events: report.inserted.events,
             clicks: report.inserted.clicks, matches: report.inserted.matches, touchedKeys: report.touchedKeys,
-            backlog: report.backlog, duration: duration)
+            backlog: report.backlog, duration: duration,
+            phases: Dictionary(report.phases, uniquingKeysWith: +))
     }
 
     /// One line per state change, never per retry.
