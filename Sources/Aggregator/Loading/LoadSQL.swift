@@ -22,6 +22,9 @@ enum LoadSQL {
     static let copyStaging: SQL = SQL(
         stringLiteral: "COPY pg_temp.load_staging (\(StagingEncoder.columns.joined(separator: ", "))) FROM STDIN")
 
+    /// Statistics for the planner after each COPY (a sample; milliseconds for a full batch).
+    static let analyzeStaging = "ANALYZE pg_temp.load_staging"
+
     /// The load lock: a transaction-level advisory lock keyed by ('detr', hash of the schema), so
     /// aggregators of one schema exclude each other and tests in separate schemas do not.
     static let tryLock: SQL = """
@@ -94,6 +97,11 @@ enum LoadSQL {
                                       install_click_at)
             SELECT s.app_id, s.device_id, s.event_time, s.platform, s.sdk, c.install_click_id, c.event_time
             FROM seen s LEFT JOIN clicked c ON c.app_id = s.app_id AND c.device_id = s.device_id
+            LEFT JOIN devices x ON x.app_id = s.app_id AND x.device_id = s.device_id
+            -- Only new devices and real corrections reach ON CONFLICT: a conflicting row is locked
+            -- (and its page written) even when the update's WHERE is false.
+            WHERE x.device_id IS NULL OR s.event_time < x.first_seen
+               OR (c.event_time IS NOT NULL AND (x.install_click_at IS NULL OR c.event_time < x.install_click_at))
             ON CONFLICT (app_id, device_id) DO UPDATE SET
                 first_seen = LEAST(d.first_seen, EXCLUDED.first_seen),
                 platform = CASE WHEN EXCLUDED.first_seen < d.first_seen THEN EXCLUDED.platform ELSE d.platform END,

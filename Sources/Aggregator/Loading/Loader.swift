@@ -195,6 +195,9 @@ final class Loader {
 
         if staging.rows > 0 {
             report.days = staging.days
+            // The temporary table has no statistics: without them the planner guesses a handful of
+            // rows and joins staging to the fresh ids with a nested loop, quadratic in the batch.
+            try connection.unsafeSQL(LoadSQL.analyzeStaging)
             phase("read+copy")
             report.inserted = try insertRaw(connection)
             phase("insert")
