@@ -97,11 +97,13 @@ enum LoadSQL {
                                       install_click_at)
             SELECT s.app_id, s.device_id, s.event_time, s.platform, s.sdk, c.install_click_id, c.event_time
             FROM seen s LEFT JOIN clicked c ON c.app_id = s.app_id AND c.device_id = s.device_id
-            LEFT JOIN devices x ON x.app_id = s.app_id AND x.device_id = s.device_id
             -- Only new devices and real corrections reach ON CONFLICT: a conflicting row is locked
-            -- (and its page written) even when the update's WHERE is false.
-            WHERE x.device_id IS NULL OR s.event_time < x.first_seen
-               OR (c.event_time IS NOT NULL AND (x.install_click_at IS NULL OR c.event_time < x.install_click_at))
+            -- (and its page written) even when the update's WHERE is false. One index probe per device
+            -- of the batch, never a scan of the devices table.
+            WHERE NOT EXISTS (
+                SELECT 1 FROM devices x
+                WHERE x.app_id = s.app_id AND x.device_id = s.device_id AND x.first_seen <= s.event_time
+                  AND (c.event_time IS NULL OR (x.install_click_at IS NOT NULL AND x.install_click_at <= c.event_time)))
             ON CONFLICT (app_id, device_id) DO UPDATE SET
                 first_seen = LEAST(d.first_seen, EXCLUDED.first_seen),
                 platform = CASE WHEN EXCLUDED.first_seen < d.first_seen THEN EXCLUDED.platform ELSE d.platform END,
