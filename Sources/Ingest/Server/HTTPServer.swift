@@ -135,9 +135,16 @@ private let accessHandler: MHD_AccessHandlerCallback = {
     if uploadSize.pointee > 0, let uploadData {
         let chunk = UnsafeRawBufferPointer(start: uploadData, count: uploadSize.pointee)
         uploadSize.pointee = 0
+        if state.earlyResponse != nil {
+            state.bytesIn += chunk.count
+            return .YES
+        }
         return state.receive(chunk) == .close ? .NO : .YES
     }
     state.isAnswered = true
+    if let early = state.earlyResponse {
+        return queue(early, on: connection, state: state, core: core)
+    }
     if state.isOverLimit {
         return queue(core.handler.bodyTooLarge(context: state.context, limit: state.limit), on: connection, state: state, core: core)
     }
@@ -156,6 +163,9 @@ private let accessHandler: MHD_AccessHandlerCallback = {
         return .YES
     }
 }
+
+/// Bodies up to this size are read and dropped when the answer is known from the head.
+private let smallBodyDiscardLimit = 64 * 1024
 
 private func begin(
     core: ServerCore, connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?,
@@ -180,6 +190,15 @@ private func begin(
     }
     conCls.pointee = Unmanaged.passRetained(state).toOpaque()
     if let early {
+        // libmicrohttpd closes the connection when a response is queued before the request is
+        // fully received. Small bodies are read and dropped so the connection stays alive; large
+        // or chunked ones are cut off right away.
+        let chunked = head.header("Transfer-Encoding") != nil
+        let declared = head.header("Content-Length").flatMap { Int($0) } ?? 0
+        if !chunked, declared <= smallBodyDiscardLimit, early.status != 413 {
+            state.earlyResponse = early
+            return .YES
+        }
         state.isAnswered = true
         return queue(early, on: connection, state: state, core: core)
     }

@@ -17,6 +17,8 @@ final class RequestState: @unchecked Sendable {
     /// Bytes thrown away after the limit was crossed.
     var discarded = 0
     var isAnswered = false
+    /// An answer decided from the head, sent once the (small) body has been read and dropped.
+    var earlyResponse: HTTPResponse?
     let pending = Mutex<HTTPResponse?>(nil)
 
     init(route: String, started: ContinuousClock.Instant, limit: Int, context: any Sendable) {
