@@ -13,7 +13,14 @@ final class CommitQueue: Sendable {
         var records: [[UInt8]]
         var deadLetters: [[UInt8]]
         var completion: @Sendable (_ error: (any Error)?) -> Void
+
+        var byteCount: Int {
+            records.reduce(0) { $0 + $1.count + 1 } + deadLetters.reduce(0) { $0 + $1.count + 1 }
+        }
     }
+
+    /// Most bytes (records and dead letters) in one group's appends.
+    private let maxGroupBytes = 8 << 20
 
     private struct State {
         var jobs: [Job] = []
@@ -76,11 +83,22 @@ final class CommitQueue: Sendable {
     private func run() {
         while true {
             wake.wait()
-            let (group, isStopped) = state.withLock { state in
-                let jobs = state.jobs
-                state.jobs.removeAll(keepingCapacity: true)
-                return (jobs, state.isStopped)
+            let (group, isStopped, hasMore) = state.withLock { state in
+                // Take jobs up to `maxGroupBytes` (at least one), so one append stays well inside
+                // the log's frame limit; the rest goes to the next round.
+                var bytes = 0
+                var taken = 0
+                for job in state.jobs {
+                    let size = job.byteCount
+                    if taken > 0, bytes + size > maxGroupBytes { break }
+                    bytes += size
+                    taken += 1
+                }
+                let jobs = Array(state.jobs.prefix(taken))
+                state.jobs.removeFirst(taken)
+                return (jobs, state.isStopped, !state.jobs.isEmpty)
             }
+            if hasMore { wake.signal() }
             if !group.isEmpty { commit(group) }
             if isStopped, state.withLock({ $0.jobs.isEmpty }) {
                 stopped.signal()
