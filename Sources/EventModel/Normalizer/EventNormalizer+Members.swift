@@ -14,57 +14,57 @@ extension EventNormalizer {
         }
     }
 
-    func optionalStringBytes(_ field: EventField) throws(Rejection) -> [UInt8]? {
-        guard let value = fields[field], !value.isNull else { return nil }
-        guard let bytes = value.stringBytes else { throw Rejection(.invalidType, "\"\(field.key)\" must be a string") }
-        return bytes
+    /// Reads a string member through `body` without copying it; nil when absent or `null`.
+    ///
+    /// - Throws: `missing_field` when `required` and absent or `null`; `invalid_type` when not a string.
+    func readString<R>(
+        _ field: EventField, required: Bool = false, _ body: (UnsafeBufferPointer<UInt8>) -> R
+    ) throws(Rejection) -> R? {
+        guard let value = fields[field], !value.isNull else {
+            if required { throw Rejection(.missingField, "\"\(field.key)\" is required") }
+            return nil
+        }
+        guard let result = value.withStringBytes(body) else {
+            throw Rejection(.invalidType, "\"\(field.key)\" must be a string")
+        }
+        return result
     }
 
     func optionalString(_ field: EventField) throws(Rejection) -> String? {
-        try optionalStringBytes(field).map { String(decoding: $0, as: UTF8.self) }
+        try readString(field) { String(decoding: $0, as: UTF8.self) }
     }
 
-    func requiredStringBytes(_ field: EventField, name: String? = nil) throws(Rejection) -> [UInt8] {
-        guard let bytes = try optionalStringBytes(field) else {
-            throw Rejection(.missingField, "\"\(name ?? field.key.description)\" is required")
-        }
-        return bytes
+    func requiredString(_ field: EventField) throws(Rejection) -> String {
+        try readString(field, required: true) { String(decoding: $0, as: UTF8.self) }!
     }
 
     func requiredTimestamp() throws(Rejection) -> Timestamp {
-        let bytes = try requiredStringBytes(.timestamp)
-        guard let time = Timestamp(iso8601: bytes) else {
+        let parsed = try readString(.timestamp, required: true) { Timestamp.parse($0) }!
+        guard let parsed else {
             throw Rejection(.invalidTimestamp, "\"timestamp\" must be ISO-8601 with a zone, e.g. 2026-06-01T10:20:30.123Z")
         }
-        return time
+        return Timestamp(microseconds: parsed)
     }
 
     /// The device id: 1 to 128 bytes without control characters, lowercased when UUID-shaped.
     func deviceID() throws(Rejection) -> String {
-        var bytes = try requiredStringBytes(.deviceID)
-        guard !bytes.isEmpty, bytes.count <= Self.maxIdentifierBytes,
-            !bytes.contains(where: { $0 < 0x20 || $0 == 0x7F })
-        else {
+        let normalized = try readString(.deviceID, required: true) { DeviceID.normalize($0) }!
+        guard let normalized else {
             throw Rejection(.invalidDeviceID, "\"device_id\" must be 1 to \(Self.maxIdentifierBytes) bytes without control characters")
         }
-        if DeviceID.isUUIDShaped(bytes) { DeviceID.lowercaseASCII(&bytes) }
-        return String(decoding: bytes, as: UTF8.self)
+        return normalized
     }
 
     /// The client's id: the first of event_id, message_id, messageId, insert_id, uuid present.
     func clientEventID() throws(Rejection) -> String? {
         for field in EventField.idFields {
-            guard let value = fields[field], !value.isNull else { continue }
-            guard let bytes = value.stringBytes else { throw Rejection(.invalidType, "\"\(field.key)\" must be a string") }
-            guard !bytes.isEmpty, bytes.count <= Self.maxIdentifierBytes,
-                !bytes.contains(where: { $0 < 0x20 || $0 == 0x7F }),
-                !(bytes.count >= 2 && bytes[0] == UInt8(ascii: "h") && bytes[1] == UInt8(ascii: ":"))
-            else {
+            guard let id = try readString(field, { DeviceID.isValidIdentifier($0) && !DeviceID.isHashedID($0) ? String(decoding: $0, as: UTF8.self) : nil }) else { continue }
+            guard let id else {
                 throw Rejection(
                     .invalidEventID,
                     "\"\(field.key)\" must be 1 to \(Self.maxIdentifierBytes) bytes without control characters, not starting with \"h:\"")
             }
-            return String(decoding: bytes, as: UTF8.self)
+            return id
         }
         return nil
     }
@@ -119,12 +119,40 @@ extension EventNormalizer {
     }
 }
 
-/// Device id normalisation.
+/// Device id normalisation and identifier checks.
 enum DeviceID {
+    /// 1 to 128 bytes without control characters.
+    static func isValidIdentifier(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard !bytes.isEmpty, bytes.count <= EventNormalizer.maxIdentifierBytes else { return false }
+        for b in bytes where b < 0x20 || b == 0x7F { return false }
+        return true
+    }
+
+    /// True for ids starting with `h:`, the prefix reserved for hashed ids.
+    static func isHashedID(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        bytes.count >= 2 && bytes[0] == UInt8(ascii: "h") && bytes[1] == UInt8(ascii: ":")
+    }
+
+    /// The normalised device id, or nil when it is not a valid identifier.
+    static func normalize(_ bytes: UnsafeBufferPointer<UInt8>) -> String? {
+        guard isValidIdentifier(bytes) else { return nil }
+        guard isUUIDShaped(bytes), bytes.contains(where: { $0 &- 65 < 26 }) else {
+            return String(decoding: bytes, as: UTF8.self)
+        }
+        return String(unsafeUninitializedCapacity: bytes.count) { out in
+            for k in 0..<bytes.count {
+                let b = bytes[k]
+                out[k] = b &- 65 < 26 ? b | 0x20 : b
+            }
+            return bytes.count
+        }
+    }
+
     /// True for `8-4-4-4-12` hex digits in any case.
-    static func isUUIDShaped(_ bytes: [UInt8]) -> Bool {
+    static func isUUIDShaped(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         guard bytes.count == 36 else { return false }
-        for (k, b) in bytes.enumerated() {
+        for k in 0..<36 {
+            let b = bytes[k]
             if k == 8 || k == 13 || k == 18 || k == 23 {
                 guard b == UInt8(ascii: "-") else { return false }
             } else {
@@ -133,17 +161,26 @@ enum DeviceID {
         }
         return true
     }
-
-    static func lowercaseASCII(_ bytes: inout [UInt8]) {
-        for k in bytes.indices where bytes[k] &- 65 < 26 { bytes[k] |= 0x20 }
-    }
 }
 
 extension Platform {
-    /// The platform named by `bytes` in any case.
-    init?(lowercasing bytes: [UInt8]) {
-        var lower = bytes
-        DeviceID.lowercaseASCII(&lower)
-        self.init(rawValue: String(decoding: lower, as: UTF8.self))
+    /// The platform named by `bytes` in any ASCII case.
+    init?(caseInsensitive bytes: UnsafeBufferPointer<UInt8>) {
+        func equals(_ name: StaticString) -> Bool {
+            guard bytes.count == name.utf8CodeUnitCount else { return false }
+            for k in 0..<bytes.count where bytes[k] | 0x20 != name.utf8Start[k] { return false }
+            return true
+        }
+        if equals("ios") {
+            self = .ios
+        } else if equals("android") {
+            self = .android
+        } else if equals("desktop") {
+            self = .desktop
+        } else if equals("unknown") {
+            self = .unknown
+        } else {
+            return nil
+        }
     }
 }

@@ -44,7 +44,7 @@ struct EventNormalizer {
         _ value: JSONValue, index: Int, kind fixedKind: EventKind?, allowsType: Bool
     ) throws(Rejection) -> Envelope {
         try checkShape(value)
-        try fields.collect(from: value, mask: EventField.sdkMask(allowsType: allowsType))
+        try fields.collect(from: value, mask: allowsType ? EventField.sdkBatchMask : EventField.sdkMask)
         var kind = fixedKind ?? .event
         if allowsType, let type = try optionalString(.type) {
             switch type {
@@ -53,22 +53,22 @@ struct EventNormalizer {
             default: throw Rejection(.invalidKind, "\"type\" must be \"event\" or \"retention\"")
             }
         }
-        let nameBytes = try requiredStringBytes(.eventName)
-        guard !nameBytes.isEmpty else { throw Rejection(.invalidName, "\"event_name\" must not be empty") }
-        let nameLength = nameBytes.reduce(0) { $0 + ($1 & 0xC0 == 0x80 ? 0 : 1) }
+        let (name, nameLength) = try readString(.eventName, required: true) { bytes in
+            (String(decoding: bytes, as: UTF8.self), bytes.reduce(0) { $0 + ($1 & 0xC0 == 0x80 ? 0 : 1) })
+        }!
+        guard nameLength > 0 else { throw Rejection(.invalidName, "\"event_name\" must not be empty") }
         guard nameLength <= limits.maxNameLength else {
             throw Rejection(.nameTooLong, "\"event_name\" has \(nameLength) characters, at most \(limits.maxNameLength) are allowed")
         }
         let client = try requiredTimestamp()
-        let platformText = try requiredStringBytes(.platform)
-        guard let platform = Platform(lowercasing: platformText), platform == .ios || platform == .android else {
+        let platform = try readString(.platform, required: true) { Platform(caseInsensitive: $0) }!
+        guard let platform, platform == .ios || platform == .android else {
             throw Rejection(.invalidPlatform, "\"platform\" must be \"ios\" or \"android\"")
         }
         let device = try deviceID()
         let clientID = try clientEventID()
         let (time, clock) = resolveTime(client: client, index: index)
 
-        let name = String(decoding: nameBytes, as: UTF8.self)
         let data = try rawJSON(.data)
         let id = clientID ?? hashedID { hash in
             hash.append(kind.rawValue)
@@ -117,13 +117,12 @@ struct EventNormalizer {
             default: throw Rejection(.invalidKind, "\"type\" must be \"click\" or \"match\"")
             }
         }
-        let clickIDBytes = try requiredStringBytes(.clickID)
-        guard !clickIDBytes.isEmpty, clickIDBytes.count <= Self.maxIdentifierBytes,
-            !clickIDBytes.contains(where: { $0 < 0x20 || $0 == 0x7F })
-        else {
+        let clickID = try readString(.clickID, required: true) { bytes in
+            DeviceID.isValidIdentifier(bytes) ? String(decoding: bytes, as: UTF8.self) : nil
+        }!
+        guard let clickID else {
             throw Rejection(.invalidClickID, "\"click_id\" must be 1 to \(Self.maxIdentifierBytes) bytes without control characters")
         }
-        let clickID = String(decoding: clickIDBytes, as: UTF8.self)
         let client = try requiredTimestamp()
         let clientID = try clientEventID()
         let (time, clock) = resolveTime(client: client, index: index)
@@ -132,21 +131,20 @@ struct EventNormalizer {
         envelope.clientTimestamp = client
         envelope.sentAt = sentAt
         if kind == .click {
-            let urlBytes = try requiredStringBytes(.url)
-            guard let link = LinkURL(urlBytes) else { throw Rejection(.invalidURL, "\"url\" must be an absolute URL") }
-            envelope.url = String(decoding: urlBytes, as: UTF8.self)
+            let url = try requiredString(.url)
+            guard let link = LinkURL(url.utf8) else { throw Rejection(.invalidURL, "\"url\" must be an absolute URL") }
+            envelope.url = url
             envelope.path = link.path
             envelope.query = link.query
-            if let platformText = try optionalStringBytes(.platform) {
-                guard let platform = Platform(lowercasing: platformText) else {
+            if let platform = try readString(.platform, { Platform(caseInsensitive: $0) }) {
+                guard let platform else {
                     throw Rejection(.invalidPlatform, "\"platform\" must be \"ios\", \"android\", \"desktop\" or \"unknown\"")
                 }
                 envelope.platform = platform
             } else {
                 envelope.platform = .unknown
             }
-            let kindText = try requiredStringBytes(.kind, name: "kind")
-            guard let clickKind = ClickKind(rawValue: String(decoding: kindText, as: UTF8.self)) else {
+            guard let clickKind = ClickKind(rawValue: try requiredString(.kind)) else {
                 throw Rejection(.invalidClickKind, "\"kind\" must be \"web\" or \"universal_link\"")
             }
             envelope.clickKind = clickKind
@@ -154,8 +152,7 @@ struct EventNormalizer {
             envelope.ip = try optionalString(.ip)
             envelope.referrer = try optionalString(.referrer)
         } else {
-            let methodText = try requiredStringBytes(.method)
-            guard let method = MatchMethod(rawValue: String(decoding: methodText, as: UTF8.self)) else {
+            guard let method = MatchMethod(rawValue: try requiredString(.method)) else {
                 throw Rejection(.invalidMethod, "\"method\" must be \"deterministic\" or \"probabilistic\"")
             }
             envelope.method = method
