@@ -8,6 +8,7 @@ extension Connection {
     /// error) is not silently rolled back at COMMIT: it throws `PostgresError.server` (25P02).
     ///
     /// - Throws: whatever `body` throws (after rolling back), or the error of BEGIN/COMMIT.
+    @discardableResult
     package func withTransaction<T>(_ body: (Connection) throws -> T) throws -> T {
         let depth = transactionDepth
         let savepoint = "detour_sp_\(depth)"

@@ -15,7 +15,8 @@ final class ResultHandle: @unchecked Sendable {
         var names: [String] = []
         var index: [String: Int] = [:]
         for column in 0..<count {
-            let name = String(cString: PQfname(pointer, Int32(column)))
+            // COPY results report a column count without names: PQfname is NULL there.
+            let name = PQfname(pointer, Int32(column)).map { String(cString: $0) } ?? ""
             names.append(name)
             if index[name] == nil { index[name] = column }
         }
