@@ -128,4 +128,12 @@ import Testing
         #expect(result.accepted.first?.clientTimestamp == Timestamp(iso8601: "2031-01-01T00:00:00.000Z"))
         #expect(result.warnings.count == 1)
     }
+
+    @Test("a rejected event carries no clock warning")
+    func rejectedHasNoWarning() throws {
+        let body = #"{"event_name":"a","timestamp":"2031-01-01T00:00:00.000Z","platform":"ios","device_id":"d1","attribution":7}"#
+        let result = try Normalizer.single(body: Array(body.utf8), kind: .event, context: RequestContext(appID: "a", receivedAt: Self.received))
+        #expect(result.rejected.map(\.code) == ["invalid_type"])
+        #expect(result.warnings.isEmpty)
+    }
 }

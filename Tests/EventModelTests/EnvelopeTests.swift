@@ -81,6 +81,7 @@ import Testing
         ("[]", .notAnObject),
         (#"{"id":"x"}"#, .missingField("v")),
         (#"{"v":2}"#, .unsupportedVersion(2)),
+        (#"{"v":"1"}"#, .invalidField("v")),
         (#"{"v":1,"kind":"view"}"#, .invalidField("kind")),
         (#"{"v":1,"kind":"event","app":"a","time":"2026-06-01T10:20:30Z","received_at":"2026-06-01T10:20:30Z","clock":"ok"}"#, .missingField("id")),
         (#"{"v":1,"id":"x","kind":"event","app":"a","time":"noon","received_at":"2026-06-01T10:20:30Z","clock":"ok"}"#, .invalidField("time")),

@@ -46,13 +46,13 @@ extension EventNormalizer {
         return Timestamp(microseconds: parsed)
     }
 
-    /// The device id: 1 to 128 bytes without control characters, lowercased when UUID-shaped.
-    func deviceID() throws(Rejection) -> String {
-        let normalized = try readString(.deviceID, required: true) { DeviceID.normalize($0) }!
-        guard let normalized else {
+    /// The device id member, checked: 1 to 128 bytes without control characters.
+    func deviceID() throws(Rejection) -> JSONValue {
+        let isValid = try readString(.deviceID, required: true) { DeviceID.isValidIdentifier($0) }!
+        guard isValid else {
             throw Rejection(.invalidDeviceID, "\"device_id\" must be 1 to \(Self.maxIdentifierBytes) bytes without control characters")
         }
-        return normalized
+        return fields[.deviceID]!
     }
 
     /// The client's id: the first of event_id, message_id, messageId, insert_id, uuid present.
@@ -69,33 +69,54 @@ extension EventNormalizer {
         return nil
     }
 
-    /// Raw JSON of `data`/`metadata`; `null` counts as absent.
-    func rawJSON(_ field: EventField) throws(Rejection) -> [UInt8]? {
-        guard let value = fields[field], !value.isNull else { return nil }
-        return Array(value.rawBytes)
-    }
-
+    /// `attribution`: an object whose three members are strings or null; absent members are null
+    /// (Android drops null members). Unknown members are ignored; the first of a repeated one wins.
     func attribution() throws(Rejection) -> Attribution? {
         guard let value = fields[.attribution], !value.isNull else { return nil }
         guard value.kind == .object else { throw Rejection(.invalidType, "\"attribution\" must be an object") }
-        func member(_ name: String) throws(Rejection) -> String? {
-            guard let member = value[name], !member.isNull else { return nil }
-            guard let text = member.string else { throw Rejection(.invalidType, "\"attribution.\(name)\" must be a string or null") }
-            return text
+        var attribution = Attribution()
+        var seen = (install: false, open: false, type: false)
+        for (key, member) in value.members {
+            let text: String?
+            if member.isNull {
+                text = nil
+            } else if let string = member.string {
+                text = string
+            } else {
+                text = nil
+                if key.stringEquals("install_click_id") || key.stringEquals("open_click_id") || key.stringEquals("open_type") {
+                    throw Rejection(.invalidType, "\"attribution.\(key.string ?? "")\" must be a string or null")
+                }
+            }
+            if key.stringEquals("install_click_id") {
+                if !seen.install { attribution.installClickID = text }
+                seen.install = true
+            } else if key.stringEquals("open_click_id") {
+                if !seen.open { attribution.openClickID = text }
+                seen.open = true
+            } else if key.stringEquals("open_type") {
+                if !seen.type { attribution.openType = text }
+                seen.type = true
+            }
         }
-        return Attribution(
-            installClickID: try member("install_click_id"), openClickID: try member("open_click_id"),
-            openType: try member("open_type"))
+        return attribution
     }
 }
 
 extension EventNormalizer {
-    /// The `X-SDK` header, else the body's `sdk` string; an unusable body value is ignored with a warning.
+    /// The `X-SDK` header, else the body's `sdk` string. Either must be 1 to 128 bytes without
+    /// control characters; an unusable value is ignored with a warning (it is informational and
+    /// not worth losing the event over).
     mutating func sdk(index: Int) -> String? {
-        if let header = context.sdkHeader, !header.isEmpty { return header }
+        if let header = context.sdkHeader, !header.isEmpty {
+            var header = header
+            if header.withUTF8({ DeviceID.isValidIdentifier($0) }) { return header }
+            result.warnings.append("event \(index): the X-SDK header is not 1 to \(Self.maxIdentifierBytes) printable bytes and was ignored")
+        }
         guard let value = fields[.sdk], !value.isNull else { return nil }
-        guard let text = value.string, !text.isEmpty, text.utf8.count <= Self.maxIdentifierBytes else {
-            result.warnings.append("event \(index): \"sdk\" is not a string of 1 to \(Self.maxIdentifierBytes) bytes and was ignored")
+        guard let text = value.withStringBytes({ DeviceID.isValidIdentifier($0) ? String(decoding: $0, as: UTF8.self) : nil }) ?? nil
+        else {
+            result.warnings.append("event \(index): \"sdk\" is not a string of 1 to \(Self.maxIdentifierBytes) printable bytes and was ignored")
             return nil
         }
         return text
@@ -117,6 +138,29 @@ extension EventNormalizer {
         body(&hash)
         return hash.eventID
     }
+
+    /// The digest of an SDK event: app, kind, normalised device, name, client time, raw data.
+    mutating func digest(of event: SDKEvent) -> (UInt64, UInt64) {
+        hash.reset()
+        hash.append(context.appID)
+        hash.append(event.kind.rawValue)
+        event.device.withStringBytes { bytes in
+            DeviceID.withNormalized(bytes) { hash.append($0) }
+        }
+        event.name.withStringBytes { hash.append($0) }
+        hash.append(event.client.microseconds)
+        if let data = event.data {
+            data.document.bytes.withUnsafeBufferPointer { hash.append(UnsafeBufferPointer(rebasing: $0[data.byteRange])) }
+        } else {
+            hash.append(EmptyCollection<UInt8>())
+        }
+        return hash.words
+    }
+
+    /// `"h:"` + 32 hex digits of `digest(of:)`.
+    mutating func hashedID(of event: SDKEvent) -> String {
+        EventHash.eventID(digest(of: event))
+    }
 }
 
 /// Device id normalisation and identifier checks.
@@ -131,6 +175,18 @@ enum DeviceID {
     /// True for ids starting with `h:`, the prefix reserved for hashed ids.
     static func isHashedID(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         bytes.count >= 2 && bytes[0] == UInt8(ascii: "h") && bytes[1] == UInt8(ascii: ":")
+    }
+
+    /// Calls `body` with the normalised bytes of a valid device id (lowercased when UUID-shaped).
+    static func withNormalized<R>(_ bytes: UnsafeBufferPointer<UInt8>, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+        guard isUUIDShaped(bytes), bytes.contains(where: { $0 &- 65 < 26 }) else { return body(bytes) }
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 36) { scratch in
+            for k in 0..<36 {
+                let b = bytes[k]
+                scratch[k] = b &- 65 < 26 ? b | 0x20 : b
+            }
+            return body(UnsafeBufferPointer(scratch))
+        }
     }
 
     /// The normalised device id, or nil when it is not a valid identifier.
