@@ -132,6 +132,23 @@ struct HTTPEdgeTests {
         #expect(response.text.contains("ingest_request_duration_seconds_bucket"))
     }
 
+    @Test("metrics include the event log's append and fsync latency")
+    func logMetrics() throws {
+        let server = try TestServer(useLog: true, sharedMetrics: true)
+        let post = try server.client().request("POST", "/api/analytics/event", headers: TestServer.sdkHeaders(), body: Self.event)
+        #expect(post.status == 200)
+        let text = try server.client().request("GET", "/metrics").text
+        #expect(text.contains("eventlog_fsync_seconds_bucket"))
+        #expect(text.contains("eventlog_append_seconds_bucket"))
+        #expect(text.contains("ingest_requests_total"))
+    }
+
+    @Test("a query string does not change the route")
+    func queryString() throws {
+        let server = try TestServer()
+        #expect(try server.client().request("GET", "/healthz?probe=1").status == 200)
+    }
+
     @Test("readyz turns 503 when the log is not writable")
     func readiness() throws {
         let server = try TestServer()

@@ -15,14 +15,15 @@ final class TestServer {
     let deadLetters = MemorySink()
     let keySource: StaticKeySource
     let keys: KeyStore
-    let metrics = MetricsRegistry()
+    let metrics: MetricsRegistry
     let server: IngestServer
     let directory: String
     /// The real event log and dead-letter log, when the server was made with `useLog`.
     let log: LogWriter?
     let deadLetterLog: LogWriter?
 
-    init(useLog: Bool = false, configure: (inout IngestConfiguration) -> Void = { _ in }) throws {
+    init(useLog: Bool = false, sharedMetrics: Bool = false, configure: (inout IngestConfiguration) -> Void = { _ in }) throws {
+        metrics = sharedMetrics ? .shared : MetricsRegistry()
         directory = NSTemporaryDirectory() + "ingest-test-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         if useLog {
