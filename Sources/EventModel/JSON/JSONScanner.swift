@@ -253,10 +253,10 @@ private struct Scanner {
             i &+= 5
             if unit >= 0xDC00 && unit <= 0xDFFF { throw JSONError(.invalidEscape, at: start) }
             guard unit >= 0xD800 && unit <= 0xDBFF else { return i }
+            guard i < n else { throw JSONError(.unexpectedEnd, at: n) }
+            guard byte(i) == UInt8(ascii: "\\") else { throw JSONError(.invalidEscape, at: start) }
             guard i &+ 1 < n else { throw JSONError(.unexpectedEnd, at: n) }
-            guard byte(i) == UInt8(ascii: "\\"), byte(i &+ 1) == UInt8(ascii: "u") else {
-                throw JSONError(.invalidEscape, at: start)
-            }
+            guard byte(i &+ 1) == UInt8(ascii: "u") else { throw JSONError(.invalidEscape, at: start) }
             let low = try hex4(at: i &+ 2)
             guard low >= 0xDC00 && low <= 0xDFFF else { throw JSONError(.invalidEscape, at: start) }
             return i &+ 6
