@@ -5,7 +5,7 @@ import Observability
 @main
 enum DetourAnalytics {
     static let commands: [any Command.Type] = [
-        MigrateCommand.self, AppsCommand.self,
+        ServeCommand.self, MigrateCommand.self, AppsCommand.self, SegmentsCommand.self,
     ]
 
     static func main() {

@@ -1,3 +1,5 @@
+import Foundation
+
 /// One `detour-analytics` command. Each lives in its own file under Commands/.
 protocol Command {
     /// The word that selects it: `migrate`, `apps`, `run`, ...
@@ -46,4 +48,9 @@ extension Arguments {
     mutating func dataDirectory(_ environment: Environment) throws -> String {
         try option("--data-dir", default: environment.dataDirectory) ?? environment.dataDirectory
     }
+}
+
+/// Writes a line to standard output at once (unbuffered), so scripts reading it see it immediately.
+func say(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
 }

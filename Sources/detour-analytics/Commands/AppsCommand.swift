@@ -63,11 +63,8 @@ enum AppsCommand: Command {
                         """)
                 }
             }
-        } catch let error as PostgresError {
-            if case .server(let sqlState, _, _) = error, sqlState == "23505" {
-                throw UsageError(description: "app \(id) already exists")
-            }
-            throw error
+        } catch let error as PostgresError where error.isUniqueViolation {
+            throw UsageError(description: "app \(id) already exists")
         }
         return (publishable, secret)
     }

@@ -1,1 +1,0 @@
-// EventLog: see the module's files.

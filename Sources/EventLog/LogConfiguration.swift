@@ -1,0 +1,101 @@
+import Glibc
+import Synchronization
+
+/// How long the log waits before an append counts as durable.
+package enum Durability: Sendable, Equatable {
+    /// Every frame is `fdatasync`ed before its appends return (default): acknowledged means on disk.
+    case fsync
+    /// Appends return after `write`; the writer syncs at most this long after a write. A crash of
+    /// the machine (not of the process) can lose up to this window of acknowledged records.
+    case interval(Duration)
+}
+
+/// The wall clock the log uses for segment age, retention and frame timestamps (injectable for tests).
+package struct LogClock: Sendable {
+    /// Microseconds since the Unix epoch.
+    package let now: @Sendable () -> Int64
+
+    /// A clock reading `now`.
+    package init(now: @escaping @Sendable () -> Int64) { self.now = now }
+
+    /// The system's real-time clock.
+    package static let system = LogClock {
+        var spec = timespec()
+        clock_gettime(CLOCK_REALTIME, &spec)
+        return Int64(spec.tv_sec) * 1_000_000 + Int64(spec.tv_nsec) / 1000
+    }
+}
+
+/// A clock tests move by hand.
+package final class ManualClock: Sendable {
+    private let micros: Atomic<Int64>
+    /// Starts at `start` microseconds since the epoch.
+    package init(start: Int64 = 1_780_000_000_000_000) { micros = Atomic(start) }
+    /// Moves the clock forward.
+    package func advance(by duration: Duration) { micros.wrappingAdd(duration.microseconds, ordering: .relaxed) }
+    /// The clock as a `LogClock`.
+    package var clock: LogClock { LogClock { [self] in self.micros.load(ordering: .relaxed) } }
+}
+
+extension Duration {
+    /// Whole microseconds in this duration.
+    package var microseconds: Int64 {
+        components.seconds * 1_000_000 + components.attoseconds / 1_000_000_000_000
+    }
+}
+
+/// Configuration of one log (events or dead letters) of one node.
+package struct LogConfiguration: Sendable {
+    /// Parent directory of the node directories, e.g. `<data>/segments` or `<data>/deadletter`.
+    package var directory: String
+    /// This ingest node's name; segments live in `<directory>/<node>/`. Default `node-1`.
+    package var node: String = "node-1"
+    /// Codec of new frames. Default zstd.
+    package var codec: Codec = .zstd
+    /// zstd level (1...19) or zlib level (1...9). Default 1.
+    package var compressionLevel: Int = 1
+    /// A segment is sealed before it would grow past this many bytes. Default 128 MiB.
+    package var maxSegmentBytes: Int64 = 128 * 1024 * 1024
+    /// A segment is sealed at the first commit after it is this old. Default 300 s.
+    package var maxSegmentAge: Duration = .seconds(300)
+    /// A group commit starts once this many uncompressed bytes wait. Default 256 KiB.
+    package var groupCommitBytes: Int = 256 * 1024
+    /// ... or once the oldest waiting append has waited this long. Default 2 ms.
+    package var groupCommitDelay: Duration = .milliseconds(2)
+    /// When appends count as durable. Default `.fsync`.
+    package var durability: Durability = .fsync
+    /// Appends fail with `diskFull` once the node's segments use this many bytes. Default nil (no cap).
+    package var maxDiskBytes: Int64? = nil
+    /// Uncompressed bytes that may wait for the writer; appends beyond block. Default 64 MiB.
+    package var maxPendingBytes: Int = 64 * 1024 * 1024
+    /// How long an append blocks on a full queue before failing with `unavailable`. Default 1 s.
+    package var enqueueTimeout: Duration = .seconds(1)
+    /// After a failed commit the log reports not writable for this long (Retry-After). Default 1 s.
+    package var retryAfter: Duration = .seconds(1)
+    /// The largest uncompressed frame; one append must fit. Default and maximum 64 MiB.
+    package var maxFrameBytes: Int = SegmentFormat.maxFrameBytes
+    /// Wall clock for ages and frame timestamps. Default the system clock.
+    package var clock: LogClock = .system
+
+    /// A configuration with defaults for everything but the directory.
+    package init(directory: String, node: String = "node-1") {
+        self.directory = directory
+        self.node = node
+    }
+
+    /// The directory holding this node's segments.
+    package var nodeDirectory: String { directory + "/" + node }
+
+    func validated() throws(LogError) -> LogConfiguration {
+        guard !node.isEmpty, !node.contains("/"), node != ".", node != ".." else {
+            throw .invalidConfiguration("node must be a plain name")
+        }
+        guard maxFrameBytes > 0, maxFrameBytes <= SegmentFormat.maxFrameBytes else {
+            throw .invalidConfiguration("maxFrameBytes must be 1...\(SegmentFormat.maxFrameBytes)")
+        }
+        guard maxSegmentBytes > 0, groupCommitBytes > 0, maxPendingBytes >= maxFrameBytes || maxPendingBytes > 0 else {
+            throw .invalidConfiguration("sizes must be positive")
+        }
+        return self
+    }
+}

@@ -1,0 +1,38 @@
+import Glibc
+import Observability
+
+/// Deletes segments that are both loaded and old; measures disk usage.
+package enum LogRetention {
+    private static let logger = Logger(label: "eventlog")
+
+    /// Deletes the node's sealed segments that lie wholly before `loadedThrough` (the aggregator's
+    /// checkpoint) and were last written at least `olderThan` ago. Never deletes the open (newest)
+    /// segment, nor the checkpoint's segment or anything after it.
+    /// - Parameters:
+    ///   - directory: parent of node directories (`<data>/segments`).
+    ///   - clock: wall clock for the age test (tests inject one).
+    /// - Returns: the paths deleted, oldest first.
+    /// - Throws: `.io` when the directory cannot be listed or a file cannot be removed.
+    @discardableResult
+    package static func deleteLoaded(
+        directory: String, node: String, loadedThrough: LogPosition, olderThan: Duration, clock: LogClock = .system
+    ) throws(LogError) -> [String] {
+        let reader = try LogReader(directory: directory, node: node)
+        let now = clock.now()
+        var deleted: [String] = []
+        for segment in try reader.segments() {
+            guard !segment.isOpen, segment.id < loadedThrough.segment else { break }
+            guard now - segment.modifiedAt >= olderThan.microseconds else { continue }
+            if unlink(segment.path) != 0, errno != ENOENT { throw .io(call: "unlink", errno: errno, path: segment.path) }
+            deleted.append(segment.path)
+            logger.info("segment.deleted", ["segment.path": segment.path, "segment.bytes": "\(segment.bytes)"])
+        }
+        if !deleted.isEmpty { try FileSystem.fsyncDirectory(reader.nodeDirectory) }
+        return deleted
+    }
+
+    /// Bytes used by the node's segments (for the disk usage metric and the cap).
+    package static func diskUsage(directory: String, node: String) throws(LogError) -> Int64 {
+        try FileSystem.diskUsage(of: directory + "/" + node)
+    }
+}

@@ -1,0 +1,70 @@
+import Glibc
+import Observability
+
+/// Start-up check of a node's log: cuts a torn or corrupt tail off the open segment and finds the
+/// next record sequence number and segment id.
+enum Recovery {
+    /// What recovery found and did.
+    struct Result: Equatable {
+        var nextSegmentID: UInt64
+        var nextSequence: UInt64
+        var diskBytes: Int64
+        /// Bytes cut from the end of the open segment (0 when it was clean).
+        var truncatedBytes: Int64
+        /// Frames with good checksums in the open segment.
+        var framesChecked: Int
+    }
+
+    static let logger = Logger(label: "eventlog")
+
+    /// Recovers `nodeDirectory` (created if missing).
+    static func run(nodeDirectory: String) throws(LogError) -> Result {
+        try FileSystem.makeDirectories(nodeDirectory)
+        let ids = try FileSystem.segmentIDs(in: nodeDirectory)
+        var result = Result(
+            nextSegmentID: (ids.last ?? 0) + 1, nextSequence: 0, diskBytes: 0, truncatedBytes: 0, framesChecked: 0)
+        guard let openID = ids.last else { return result }
+        let path = nodeDirectory + "/" + SegmentFormat.fileName(segment: openID)
+        let scanner = try FrameScanner(path: path)
+        var lastFrame: FrameMetadata?
+        let scan = try scanner.scanAll { entry in lastFrame = entry.metadata }
+        result.framesChecked = scan.frames
+        for problem in scan.problems where !problem.isTail {
+            logger.warning(
+                "segment.damaged_frame_kept",
+                ["segment.path": path, "frame.offset": "\(problem.offset)", "reason": problem.reason])
+        }
+        if scan.goodEnd < scanner.size {
+            let reason = scan.problems.first(where: { $0.isTail })?.reason ?? "trailing bytes"
+            result.truncatedBytes = scanner.size - scan.goodEnd
+            logger.warning(
+                "segment.tail_truncated",
+                [
+                    "segment.path": path, "cut.offset": "\(scan.goodEnd)", "cut.bytes": "\(result.truncatedBytes)",
+                    "reason": reason,
+                ])
+            let fd = try FileSystem.open(path, flags: O_WRONLY)
+            defer { close(fd) }
+            try FileSystem.syscall("ftruncate", path: path) { ftruncate(fd, off_t(scan.goodEnd)) }
+            try FileSystem.syscall("fdatasync", path: path) { fdatasync(fd) }
+        }
+        if let lastFrame {
+            result.nextSequence = lastFrame.firstSequence + UInt64(lastFrame.recordCount)
+        } else {
+            result.nextSequence = try lastSequence(before: openID, ids: ids, nodeDirectory: nodeDirectory)
+        }
+        result.diskBytes = try FileSystem.diskUsage(of: nodeDirectory)
+        return result
+    }
+
+    /// The next sequence number after the newest good frame of the segments before `openID`.
+    private static func lastSequence(before openID: UInt64, ids: [UInt64], nodeDirectory: String) throws(LogError) -> UInt64 {
+        for id in ids.reversed() where id < openID {
+            let scanner = try FrameScanner(path: nodeDirectory + "/" + SegmentFormat.fileName(segment: id))
+            var lastFrame: FrameMetadata?
+            _ = try scanner.scanAll { entry in lastFrame = entry.metadata }
+            if let lastFrame { return lastFrame.firstSequence + UInt64(lastFrame.recordCount) }
+        }
+        return 0
+    }
+}

@@ -1,0 +1,75 @@
+import Glibc
+
+extension SegmentInspector {
+    /// `segments list` output: a header and one line per segment.
+    package static func renderList(_ reports: [SegmentReport]) -> String {
+        var out = "segment                                               state   frames   records       bytes  ratio  received_at range  damage\n"
+        for report in reports {
+            out += report.renderedLine() + "\n"
+        }
+        let records = reports.reduce(0) { $0 + $1.records }
+        let bytes = reports.reduce(Int64(0)) { $0 + $1.bytes }
+        out += "total: \(reports.count) segments, \(records) records, \(bytes) bytes\n"
+        return out
+    }
+}
+
+extension SegmentReport {
+    /// One line: path, open/sealed, frames, records, bytes, compression ratio, time range, damage.
+    package func renderedLine() -> String {
+        let ratio = bytes > 0 ? Double(uncompressedBytes) / Double(bytes) : 0
+        let range = receivedAtRange.map { "\($0.first) .. \($0.last)" } ?? "-"
+        return "\(path)  \(isOpen ? "open  " : "sealed")  \(goodFrames)  \(records)  \(bytes)  "
+            + formatRatio(ratio) + "  \(range)  \(damage.isEmpty ? "ok" : "\(damage.count) damaged")"
+    }
+
+    /// `segments inspect FILE` output: the summary line and one line per frame.
+    package func rendered() -> String {
+        var out = renderedLine() + "\n"
+        out += "offset        codec  records  frame_bytes  ndjson_bytes  first_seq    committed_at              status\n"
+        for frame in frames {
+            let codec = frame.codec?.rawValue ?? "-"
+            let sequence = frame.firstSequence.map(String.init) ?? "-"
+            let committed = frame.committedAt.map(formatMicros) ?? "-"
+            out += "\(frame.offset)  \(codec)  \(frame.records)  \(frame.frameBytes)  \(frame.uncompressedBytes)  \(sequence)  \(committed)  \(frame.problem.map { "DAMAGED: \($0)" } ?? "ok")\n"
+        }
+        return out
+    }
+}
+
+extension VerifyReport {
+    /// `segments verify` output: every damaged frame with its position, then a verdict line.
+    package func rendered() -> String {
+        var out = ""
+        for segment in segments {
+            for frame in segment.damage {
+                out += "DAMAGED \(segment.path) offset \(frame.offset) (\(frame.frameBytes) bytes): \(frame.problem ?? "")\n"
+            }
+        }
+        let frames = segments.reduce(0) { $0 + $1.goodFrames }
+        let records = segments.reduce(0) { $0 + $1.records }
+        let damaged = segments.reduce(0) { $0 + $1.damage.count }
+        out += isHealthy
+            ? "ok: \(segments.count) segments, \(frames) frames, \(records) records verified\n"
+            : "FAILED: \(damaged) damaged regions in \(segments.count) segments (\(frames) good frames, \(records) records)\n"
+        return out
+    }
+}
+
+private func formatRatio(_ ratio: Double) -> String {
+    let tenths = Int((ratio * 10).rounded())
+    return "\(tenths / 10).\(tenths % 10)x"
+}
+
+/// `YYYY-MM-DDTHH:MM:SS.mmmZ` for microseconds since the epoch.
+func formatMicros(_ micros: Int64) -> String {
+    var seconds = time_t(micros / 1_000_000)
+    var parts = tm()
+    gmtime_r(&seconds, &parts)
+    func pad(_ value: Int32, _ width: Int) -> String {
+        let text = String(value)
+        return String(repeating: "0", count: max(0, width - text.count)) + text
+    }
+    return "\(pad(parts.tm_year + 1900, 4))-\(pad(parts.tm_mon + 1, 2))-\(pad(parts.tm_mday, 2))T"
+        + "\(pad(parts.tm_hour, 2)):\(pad(parts.tm_min, 2)):\(pad(parts.tm_sec, 2)).\(pad(Int32(micros % 1_000_000 / 1000), 3))Z"
+}

@@ -1,1 +1,0 @@
-// EventModel: see the module's files.

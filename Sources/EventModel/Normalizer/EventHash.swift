@@ -1,0 +1,106 @@
+// Deterministic event ids for events sent without one.
+//
+// SipHash-2-4 with 128-bit output (Aumasson & Bernstein) under a fixed key, over length-prefixed
+// fields: each field is its byte length as 8 little-endian bytes followed by its bytes, so field
+// boundaries cannot shift ("ab","c" and "a","bc" differ). The key is a constant, not a secret: the
+// point is that the same request always yields the same id, across processes and releases.
+// Changing the key or the field list changes every hashed id and breaks dedup of retried requests
+// across the change, so do neither lightly.
+
+/// A 128-bit SipHash-2-4 over length-prefixed fields, rendered as `"h:"` + 32 hex digits.
+package struct EventHash: Sendable {
+    /// The fixed key: "detour-analytics" as two little-endian words.
+    static let key: (UInt64, UInt64) = (0x612d_7275_6f74_6564, 0x7363_6974_796c_616e)
+
+    private var buffer: [UInt8] = []
+
+    /// Creates an empty hash input.
+    package init() {
+        buffer.reserveCapacity(256)
+    }
+
+    /// Appends one field, length-prefixed.
+    package mutating func append<C: Collection<UInt8>>(_ bytes: C) {
+        var count = UInt64(bytes.count).littleEndian
+        withUnsafeBytes(of: &count) { buffer.append(contentsOf: $0) }
+        buffer.append(contentsOf: bytes)
+    }
+
+    /// Appends one string field (its UTF-8 bytes).
+    package mutating func append(_ text: String) {
+        append(text.utf8)
+    }
+
+    /// Appends an integer field (8 little-endian bytes, itself length-prefixed).
+    package mutating func append(_ value: Int64) {
+        var word = value.littleEndian
+        withUnsafeBytes(of: &word) { append($0) }
+    }
+
+    /// The 16-byte digest of everything appended.
+    package var digest: [UInt8] {
+        let (a, b) = buffer.withUnsafeBufferPointer { SipHash128.hash($0, key: EventHash.key) }
+        var out: [UInt8] = []
+        out.reserveCapacity(16)
+        for word in [a, b] {
+            for k in 0..<8 { out.append(UInt8(truncatingIfNeeded: word >> (8 * UInt64(k)))) }
+        }
+        return out
+    }
+
+    /// `"h:"` + 32 lowercase hex digits of the digest.
+    package var eventID: String {
+        let hex = Array("0123456789abcdef".utf8)
+        var text: [UInt8] = [UInt8(ascii: "h"), UInt8(ascii: ":")]
+        for b in digest {
+            text.append(hex[Int(b >> 4)])
+            text.append(hex[Int(b & 0xF)])
+        }
+        return String(decoding: text, as: UTF8.self)
+    }
+
+    /// Clears the input for reuse.
+    package mutating func reset() {
+        buffer.removeAll(keepingCapacity: true)
+    }
+}
+
+/// SipHash-2-4 with a 128-bit result.
+enum SipHash128 {
+    static func hash(_ message: UnsafeBufferPointer<UInt8>, key: (UInt64, UInt64)) -> (UInt64, UInt64) {
+        var v0: UInt64 = key.0 ^ 0x736f_6d65_7073_6575
+        var v1: UInt64 = key.1 ^ 0x646f_7261_6e64_6f6d ^ 0xee
+        var v2: UInt64 = key.0 ^ 0x6c79_6765_6e65_7261
+        var v3: UInt64 = key.1 ^ 0x7465_6462_7974_6573
+
+        @inline(__always) func rotl(_ x: UInt64, _ b: UInt64) -> UInt64 { (x << b) | (x >> (64 - b)) }
+        @inline(__always) func round() {
+            v0 &+= v1; v1 = rotl(v1, 13); v1 ^= v0; v0 = rotl(v0, 32)
+            v2 &+= v3; v3 = rotl(v3, 16); v3 ^= v2
+            v0 &+= v3; v3 = rotl(v3, 21); v3 ^= v0
+            v2 &+= v1; v1 = rotl(v1, 17); v1 ^= v2; v2 = rotl(v2, 32)
+        }
+
+        let n = message.count
+        let blocks = n / 8
+        let raw = UnsafeRawBufferPointer(message)
+        for k in 0..<blocks {
+            let m = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: k * 8, as: UInt64.self))
+            v3 ^= m
+            round(); round()
+            v0 ^= m
+        }
+        var last = UInt64(truncatingIfNeeded: n) << 56
+        for k in 0..<(n & 7) { last |= UInt64(message[blocks * 8 + k]) << (8 * UInt64(k)) }
+        v3 ^= last
+        round(); round()
+        v0 ^= last
+        v2 ^= 0xee
+        round(); round(); round(); round()
+        let a = v0 ^ v1 ^ v2 ^ v3
+        v1 ^= 0xdd
+        round(); round(); round(); round()
+        let b = v0 ^ v1 ^ v2 ^ v3
+        return (a, b)
+    }
+}

@@ -1,0 +1,116 @@
+/// Turns SDK and link-service request bodies into envelopes, event by event.
+///
+/// Each function validates the body once with the JSON scanner, then normalises every event on its
+/// own: a bad event is rejected with a stable code (see `docs/envelope.md`) while the others are
+/// accepted. Body-level problems refuse the whole request with a `BodyError`.
+package enum Normalizer {
+    /// Extra nesting the body may have beyond `IngestLimits.maxDepth` before the whole request is
+    /// refused; within it a too-deep event is rejected on its own (`too_deep`).
+    package static let bodyDepthAllowance = 64
+
+    /// Normalises one SDK event from `POST /api/analytics/event` or `/retention`.
+    ///
+    /// - Parameters:
+    ///   - body: the decompressed request body.
+    ///   - kind: `.event` or `.retention`.
+    ///   - context: app, `X-SDK` header and arrival time.
+    ///   - limits: size, depth and name limits.
+    /// - Throws: `BodyError` when the body is not a JSON object.
+    package static func single(
+        body: [UInt8], kind: EventKind, context: RequestContext, limits: IngestLimits = IngestLimits()
+    ) throws(BodyError) -> NormalizedRequest {
+        let document = try parse(body, limits: limits)
+        let root = document.root
+        guard root.kind == .object else { throw .notAnObject }
+        var normalizer = EventNormalizer(context: context, limits: limits, sentAt: nil)
+        normalizer.sdkEvent(root, index: 0, kind: kind == .retention ? .retention : .event, allowsType: false)
+        return normalizer.result
+    }
+
+    /// Normalises `{"sent_at": ISO?, "batch": [event, ...]}` from `POST /api/analytics/batch`.
+    ///
+    /// Each element is an SDK body plus optional `"type": "event" | "retention"` (default `event`)
+    /// and an optional client id. Segment's `sentAt` is read when `sent_at` is absent.
+    ///
+    /// - Throws: `BodyError` when the body is not a JSON object with a non-empty `batch` array
+    ///   within `limits.maxBatchEvents`.
+    package static func batch(
+        body: [UInt8], context: RequestContext, limits: IngestLimits = IngestLimits()
+    ) throws(BodyError) -> NormalizedRequest {
+        let document = try parse(body, limits: limits)
+        let root = document.root
+        guard root.kind == .object else { throw .notAnObject }
+        guard let events = root["batch"] else { throw .invalidBatch(message: "the body has no \"batch\" array") }
+        guard events.kind == .array else { throw .invalidBatch(message: "\"batch\" must be an array") }
+        try checkCount(events.count, limits: limits)
+        var normalizer = EventNormalizer(context: context, limits: limits, sentAt: nil)
+        normalizer.sentAt = normalizer.readSentAt(root)
+        for (index, event) in events.elements.enumerated() {
+            normalizer.sdkEvent(event, index: index, kind: nil, allowsType: true)
+        }
+        return normalizer.result
+    }
+
+    /// Normalises the link service's `{"clicks":[...],"matches":[...]}` or
+    /// `{"batch":[{"type":"click"|"match",...}]}` from `POST /api/link/events`.
+    ///
+    /// In the first form, rejection indices count clicks first, then matches
+    /// (match `k` has index `clicks.count + k`). An optional `sent_at` applies the clock rules.
+    ///
+    /// - Throws: `BodyError` when the body has no event list, an empty one, or too many events.
+    package static func linkEvents(
+        body: [UInt8], context: RequestContext, limits: IngestLimits = IngestLimits()
+    ) throws(BodyError) -> NormalizedRequest {
+        let document = try parse(body, limits: limits)
+        let root = document.root
+        guard root.kind == .object else { throw .notAnObject }
+        var normalizer = EventNormalizer(context: context, limits: limits, sentAt: nil)
+        normalizer.sentAt = normalizer.readSentAt(root)
+        if let events = root["batch"] {
+            guard events.kind == .array else { throw .invalidBatch(message: "\"batch\" must be an array") }
+            try checkCount(events.count, limits: limits)
+            for (index, event) in events.elements.enumerated() {
+                normalizer.linkEvent(event, index: index, kind: nil)
+            }
+            return normalizer.result
+        }
+        let clicks = root["clicks"]
+        let matches = root["matches"]
+        guard clicks != nil || matches != nil else {
+            throw .invalidBatch(message: "the body has no \"clicks\", \"matches\" or \"batch\" array")
+        }
+        for (name, list) in [("clicks", clicks), ("matches", matches)] {
+            if let list, list.kind != .array, !list.isNull {
+                throw .invalidBatch(message: "\"\(name)\" must be an array")
+            }
+        }
+        let clickCount = clicks?.count ?? 0
+        try checkCount(clickCount + (matches?.count ?? 0), limits: limits)
+        if let clicks {
+            for (index, event) in clicks.elements.enumerated() {
+                normalizer.linkEvent(event, index: index, kind: .click)
+            }
+        }
+        if let matches {
+            for (offset, event) in matches.elements.enumerated() {
+                normalizer.linkEvent(event, index: clickCount + offset, kind: .match)
+            }
+        }
+        return normalizer.result
+    }
+
+    static func parse(_ body: [UInt8], limits: IngestLimits) throws(BodyError) -> JSONDocument {
+        let depthLimit = limits.maxDepth + bodyDepthAllowance
+        do throws(JSONError) {
+            return try JSONDocument(parsing: body, maxDepth: depthLimit)
+        } catch {
+            if error.reason == .tooDeep { throw .tooDeep(limit: depthLimit) }
+            throw .invalidJSON(message: error.reason.rawValue, byteOffset: error.byteOffset)
+        }
+    }
+
+    static func checkCount(_ count: Int, limits: IngestLimits) throws(BodyError) {
+        guard count > 0 else { throw .emptyBatch }
+        guard count <= limits.maxBatchEvents else { throw .tooManyEvents(count: count, limit: limits.maxBatchEvents) }
+    }
+}

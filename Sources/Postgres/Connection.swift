@@ -1,0 +1,191 @@
+import Foundation
+internal import CLibPQ
+
+/// One blocking connection to PostgreSQL through libpq.
+///
+/// The connection string is anything `PQconnectdb` accepts: a `postgresql://user@host:port/db?...`
+/// URL or a `host=... dbname=...` keyword string. After connecting, the session is set to
+/// `DateStyle ISO`, `TimeZone UTC` and `client_encoding UTF8`, so timestamps decode the same way
+/// everywhere and `::date` casts are UTC days (reports convert to an app's zone explicitly).
+///
+/// Concurrency: a connection is used by one thread at a time (the aggregator's serial queue, one
+/// request handler); it may move between threads. Share work across threads with one connection each.
+///
+/// Transactions: `withTransaction` nests by savepoints: an inner block that throws rolls back to
+/// its savepoint and rethrows; the outermost block commits or rolls back the whole transaction.
+package final class Connection: @unchecked Sendable {
+    // @unchecked Sendable: the PGconn is owned by this object alone and freed in deinit; callers use
+    // a connection from one thread at a time (documented above), which is libpq's own rule.
+    private var handle: OpaquePointer?
+    var transactionDepth = 0
+
+    /// Opens a connection.
+    ///
+    /// - Parameters:
+    ///   - url: a `postgresql://` URL or libpq keyword string.
+    ///   - applicationName: shown in `pg_stat_activity`, unless `url` sets `application_name`.
+    ///   - connectTimeout: seconds to wait for the server, unless `url` sets `connect_timeout`
+    ///     (libpq's own default is to wait forever, which would stall a retry loop).
+    /// - Throws: `PostgresError.connection` with libpq's message (never the password).
+    package init(
+        url: String, applicationName: String = "detour-analytics", connectTimeout: Int = 10
+    ) throws(PostgresError) {
+        // Keywords before `dbname` are defaults: the expanded URL overrides them (expand_dbname = 1).
+        let keywords = ["application_name", "connect_timeout", "dbname"]
+        let values = [applicationName, String(connectTimeout), url]
+        let connection: OpaquePointer? = withCStringArray(keywords) { keywordPointers in
+            withCStringArray(values) { valuePointers in
+                PQconnectdbParams(keywordPointers, valuePointers, 1)
+            }
+        }
+        guard let conn = connection else {
+            throw .connection(message: "out of memory allocating a connection")
+        }
+        handle = conn
+        guard PQstatus(conn) == CONNECTION_OK else {
+            let message = Connection.errorMessage(conn)
+            PQfinish(conn)
+            handle = nil
+            throw .connection(message: message)
+        }
+        PQsetNoticeProcessor(conn, { _, _ in }, nil)  // NOTICEs ("already exists, skipping") are noise
+        try setUpSession()
+    }
+
+    deinit {
+        if let handle { PQfinish(handle) }
+    }
+
+    /// Closes the connection; later calls throw `PostgresError.closed`. Closing twice is harmless.
+    package func close() {
+        if let handle { PQfinish(handle) }
+        handle = nil
+        transactionDepth = 0
+    }
+
+    /// The server's major version number, e.g. 150018 for 15.18.
+    package var serverVersion: Int {
+        guard let handle else { return 0 }
+        return Int(PQserverVersion(handle))
+    }
+
+    /// True when the connection is open and answers a trivial query (one round trip).
+    package func isHealthy() -> Bool {
+        guard let handle, PQstatus(handle) == CONNECTION_OK else { return false }
+        return (try? query("select 1")) != nil
+    }
+
+    /// Re-establishes a broken connection with the same parameters (an open transaction is lost).
+    ///
+    /// - Throws: `PostgresError.connection` when the server is still unreachable.
+    package func reconnect() throws(PostgresError) {
+        guard let handle else { throw .closed }
+        transactionDepth = 0
+        PQreset(handle)
+        guard PQstatus(handle) == CONNECTION_OK else {
+            throw .connection(message: Connection.errorMessage(handle))
+        }
+        try setUpSession()
+    }
+
+    /// Runs a parameterised statement and returns its rows.
+    ///
+    /// - Throws: `PostgresError.server` with the SQLSTATE, or `.connection` when the link is lost.
+    package func query(_ sql: SQL) throws(PostgresError) -> QueryResult {
+        let conn = try liveHandle()
+        let result = try withCStrings(sql.binds) { values in
+            sql.bindTypes.withUnsafeBufferPointer { types in
+                PQexecParams(
+                    conn, sql.text, Int32(sql.binds.count), types.baseAddress, values, nil, nil, 0)
+            }
+        }
+        return QueryResult(handle: try check(result, query: sql.text, expecting: [PGRES_TUPLES_OK, PGRES_COMMAND_OK]))
+    }
+
+    /// Runs a parameterised statement and returns the number of rows it affected.
+    @discardableResult
+    package func execute(_ sql: SQL) throws(PostgresError) -> Int {
+        try query(sql).affectedRows
+    }
+
+    /// Runs SQL text as is through the simple query protocol: several statements separated by `;`,
+    /// no parameters. For migrations and fixed maintenance statements only, never for values.
+    package func unsafeSQL(_ text: String) throws(PostgresError) {
+        let conn = try liveHandle()
+        _ = try check(PQexec(conn, text), query: text, expecting: [PGRES_TUPLES_OK, PGRES_COMMAND_OK, PGRES_EMPTY_QUERY])
+    }
+
+    // MARK: - Internals shared with the other Connection files
+
+    func liveHandle() throws(PostgresError) -> OpaquePointer {
+        guard let handle else { throw .closed }
+        return handle
+    }
+
+    /// Turns a `PGresult` into a handle, or throws the server's error (SQLSTATE, message, detail, hint).
+    func check(
+        _ result: OpaquePointer?, query: String?, expecting statuses: [ExecStatusType]
+    ) throws(PostgresError) -> ResultHandle {
+        guard let result else {
+            throw .connection(message: handle.map(Connection.errorMessage) ?? "no connection")
+        }
+        let owned = ResultHandle(result)
+        let status = PQresultStatus(result)
+        if statuses.contains(status) { return owned }
+        throw error(from: result, query: query)
+    }
+
+    func error(from result: OpaquePointer, query: String?) -> PostgresError {
+        func field(_ code: UInt8) -> String? {
+            guard let value = PQresultErrorField(result, Int32(code)) else { return nil }
+            return String(cString: value)
+        }
+        guard let state = field(UInt8(ascii: "C")) else {
+            // No SQLSTATE: the error came from libpq itself, typically a lost connection.
+            let text = String(cString: PQresultErrorMessage(result)).trimmingWhitespace()
+            let fallback = handle.map(Connection.errorMessage) ?? "unknown error"
+            return .connection(message: text.isEmpty ? fallback : text)
+        }
+        return .server(
+            sqlState: state, message: field(UInt8(ascii: "M")) ?? "", detail: field(UInt8(ascii: "D")),
+            hint: field(UInt8(ascii: "H")), query: query)
+    }
+
+    static func errorMessage(_ conn: OpaquePointer) -> String {
+        String(cString: PQerrorMessage(conn)).trimmingWhitespace()
+    }
+
+    private func setUpSession() throws(PostgresError) {
+        try unsafeSQL("SET DateStyle TO 'ISO, YMD'; SET TimeZone TO 'UTC'; SET client_encoding TO 'UTF8'")
+    }
+}
+
+/// Calls `body` with a C array of NUL-terminated copies of `strings` (NULL entries stay NULL).
+private func withCStrings<R>(
+    _ strings: [String?], _ body: (UnsafePointer<UnsafePointer<CChar>?>?) throws(PostgresError) -> R
+) throws(PostgresError) -> R {
+    if strings.isEmpty { return try body(nil) }
+    let pointers: [UnsafeMutablePointer<CChar>?] = strings.map { $0.map { strdup($0) } }
+    defer { for pointer in pointers { free(pointer) } }
+    let constPointers = pointers.map { $0.map { UnsafePointer($0) } }
+    return try constPointers.withUnsafeBufferPointer { buffer throws(PostgresError) in
+        try body(buffer.baseAddress)
+    }
+}
+
+/// Calls `body` with a NULL-terminated C array of C strings (libpq's keyword/value arrays).
+private func withCStringArray<R>(_ strings: [String], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> R) -> R {
+    let pointers: [UnsafeMutablePointer<CChar>?] = strings.map { strdup($0) } + [nil]
+    defer { for pointer in pointers { free(pointer) } }
+    let constPointers = pointers.map { $0.map { UnsafePointer($0) } }
+    return constPointers.withUnsafeBufferPointer { body($0.baseAddress!) }
+}
+
+extension String {
+    func trimmingWhitespace() -> String {
+        var scalars = Substring(self)
+        while let last = scalars.last, last.isWhitespace { scalars.removeLast() }
+        while let first = scalars.first, first.isWhitespace { scalars.removeFirst() }
+        return String(scalars)
+    }
+}

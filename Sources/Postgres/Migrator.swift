@@ -1,0 +1,154 @@
+import Foundation
+
+/// Applies the numbered migration files of a directory (`001_core.sql`, `002_reports.sql`, ...).
+///
+/// Rules:
+/// - A file is named `NNN_name.sql`; it is applied once, in version order, inside its own
+///   transaction, and recorded in `schema_migrations(version, name, checksum, applied_at)`.
+/// - Files must not contain transaction control (`BEGIN`/`COMMIT`) and must not qualify names with
+///   a schema: everything lands in the first schema of the connection's `search_path`, so tests
+///   can run each in its own schema.
+/// - Safe from several processes at once: the migrator holds a session advisory lock (keyed by
+///   the current schema) for the whole run; the second process waits, then finds nothing to do.
+/// - An applied file whose SHA-256 changed is refused: fix forward with a new file instead.
+package struct Migrator: Sendable {
+    /// One migration file.
+    package struct Migration: Sendable, Equatable {
+        /// The number before the first `_`.
+        package var version: Int
+        /// The file name without `.sql`, e.g. `001_core`.
+        package var name: String
+        /// The SQL text.
+        package var sql: String
+    }
+
+    /// The directory holding the `.sql` files.
+    package let directory: String
+
+    /// Creates a migrator for a directory such as `<repo>/sql` or `/usr/share/detour-analytics/sql`.
+    package init(directory: String) { self.directory = directory }
+
+    /// Finds the migrations directory at run time.
+    ///
+    /// Tries, in order: `explicit` (a `--sql-dir` flag; returned as is when given), then
+    /// `<prefix>/share/detour-analytics/sql` next to an installed binary (`<prefix>/bin/...`),
+    /// `/usr/share/detour-analytics/sql`, and finally the `sql/` of a source checkout above the
+    /// executable (running from `.build/debug`). A candidate counts when it holds a `.sql` file.
+    ///
+    /// - Parameters:
+    ///   - explicit: a directory the user named, if any.
+    ///   - executablePath: the running binary, e.g. `CommandLine.arguments[0]` resolved.
+    /// - Returns: the directory, or nil when none was found.
+    package static func findDirectory(explicit: String?, executablePath: String) -> String? {
+        if let explicit { return explicit }
+        let fm = FileManager.default
+        let executable = URL(fileURLWithPath: executablePath).resolvingSymlinksInPath()
+        var candidates: [String] = []
+        let binDirectory = executable.deletingLastPathComponent()
+        candidates.append(binDirectory.deletingLastPathComponent().appendingPathComponent("share/detour-analytics/sql").path)
+        candidates.append("/usr/share/detour-analytics/sql")
+        var directory = binDirectory
+        for _ in 0..<8 where directory.path != "/" {
+            if fm.fileExists(atPath: directory.appendingPathComponent("Package.swift").path) {
+                candidates.append(directory.appendingPathComponent("sql").path)
+                break
+            }
+            directory = directory.deletingLastPathComponent()
+        }
+        return candidates.first { candidate in
+            ((try? fm.contentsOfDirectory(atPath: candidate)) ?? []).contains { $0.hasSuffix(".sql") }
+        }
+    }
+
+    /// The migration files in version order.
+    ///
+    /// - Throws: `PostgresError.migration` if the directory cannot be read, a name is malformed,
+    ///   or two files share a version.
+    package func migrations() throws(PostgresError) -> [Migration] {
+        let names: [String]
+        do {
+            names = try FileManager.default.contentsOfDirectory(atPath: directory)
+        } catch {
+            throw .migration(message: "cannot read the migrations directory \(directory)")
+        }
+        var result: [Migration] = []
+        for file in names where file.hasSuffix(".sql") {
+            let name = String(file.dropLast(4))
+            guard let prefix = name.split(separator: "_").first, let version = Int(prefix), prefix.count >= 3 else {
+                throw .migration(message: "migration file \(file) is not named NNN_name.sql")
+            }
+            guard let data = FileManager.default.contents(atPath: directory + "/" + file),
+                let sql = String(data: data, encoding: .utf8)
+            else { throw .migration(message: "cannot read migration file \(file)") }
+            if let clash = result.first(where: { $0.version == version }) {
+                throw .migration(message: "migrations \(clash.name) and \(name) share version \(version)")
+            }
+            result.append(Migration(version: version, name: name, sql: sql))
+        }
+        return result.sorted { $0.version < $1.version }
+    }
+
+    /// Applies every migration not yet recorded, each in its own transaction.
+    ///
+    /// - Returns: the names of the migrations applied by this call (empty when up to date).
+    /// - Throws: `PostgresError.migration` for a changed checksum or unreadable files,
+    ///   `PostgresError.server` when a file fails (that file is rolled back, earlier ones stay).
+    @discardableResult
+    package func migrate(_ connection: Connection) throws(PostgresError) -> [String] {
+        let files = try migrations()
+        let schema = try connection.query("select current_schema() as s").first?["s", as: String?.self] ?? nil
+        guard let schema else {
+            throw .migration(message: "no schema in search_path to migrate (current_schema() is NULL)")
+        }
+        let key = Connection.advisoryKey("detour-analytics.migrate." + schema)
+        try connection.advisoryLock(key: key)
+        defer { _ = try? connection.advisoryUnlock(key: key) }
+
+        try connection.unsafeSQL(
+            """
+            CREATE TABLE IF NOT EXISTS schema_migrations (
+                version integer PRIMARY KEY,
+                name text NOT NULL,
+                checksum text NOT NULL,
+                applied_at timestamptz NOT NULL DEFAULT now()
+            )
+            """)
+        var applied: [Int: (name: String, checksum: String)] = [:]
+        for row in try connection.query("select version, name, checksum from schema_migrations") {
+            applied[try row["version", as: Int.self]] =
+                (try row["name", as: String.self], try row["checksum", as: String.self])
+        }
+        var done: [String] = []
+        for file in files {
+            let checksum = try checksum(of: file.sql, connection)
+            if let existing = applied[file.version] {
+                guard existing.checksum == checksum else {
+                    throw .migration(
+                        message: "migration \(file.name) was changed after it was applied (checksum differs); "
+                            + "add a new migration instead of editing an applied one")
+                }
+                continue
+            }
+            do {
+                try connection.withTransaction { connection in
+                    try connection.unsafeSQL(file.sql)
+                    try connection.execute(
+                        "insert into schema_migrations (version, name, checksum) values (\(file.version), \(file.name), \(checksum))"
+                    )
+                }
+            } catch let error as PostgresError {
+                throw error
+            } catch {
+                throw .migration(message: "\(file.name): \(error)")
+            }
+            done.append(file.name)
+        }
+        return done
+    }
+
+    /// SHA-256 of the file text, computed by the server (hex).
+    private func checksum(of sql: String, _ connection: Connection) throws(PostgresError) -> String {
+        try connection.query("select encode(sha256(convert_to(\(sql), 'UTF8')), 'hex') as c").first?["c", as: String.self]
+            ?? ""
+    }
+}

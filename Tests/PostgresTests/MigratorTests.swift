@@ -1,0 +1,129 @@
+import Foundation
+import Postgres
+import Synchronization
+import TestSupport
+import Testing
+
+@Suite struct MigratorTests {
+    let sqlDirectory = RepositoryRoot.path + "/sql"
+
+    @Test("migrating twice applies every file once; the second run is a no-op")
+    func twice() throws {
+        let db = try TestDatabase.make(migrate: false)
+        defer { db.drop() }
+        let connection = try db.connect()
+        defer { connection.close() }
+        let migrator = Migrator(directory: sqlDirectory)
+        let files = try migrator.migrations().map(\.name)
+        #expect(files.first == "001_core")
+        #expect(try migrator.migrate(connection) == files)
+        #expect(try migrator.migrate(connection) == [])
+        let recorded = try connection.query("select name, checksum from schema_migrations order by version")
+        #expect(try recorded.map { try $0["name", as: String.self] } == files)
+        #expect(try recorded.allSatisfy { try $0["checksum", as: String.self].count == 64 })
+        // Everything landed in the test's schema, nothing in public.
+        let tables = try connection.query(
+            "select count(*) as n from pg_tables where schemaname = \(db.schema) and tablename = 'events_default'")
+        #expect(try tables.first?["n", as: Int.self] == 1)
+        let role = try connection.query("select rolcanlogin from pg_roles where rolname = 'detour_analyst'")
+        #expect(try role.first?["rolcanlogin", as: Bool.self] == false)
+    }
+
+    @Test("two migrators at once both succeed and apply each file exactly once")
+    func concurrent() throws {
+        let db = try TestDatabase.make(migrate: false)
+        defer { db.drop() }
+        let migrator = Migrator(directory: sqlDirectory)
+        let outcomes = Mutex<[Result<[String], PostgresError>]>([])
+        let url = db.url
+        DispatchQueue.concurrentPerform(iterations: 2) { _ in
+            let result = Result { () throws(PostgresError) -> [String] in
+                let connection = try Connection(url: url)
+                defer { connection.close() }
+                return try migrator.migrate(connection)
+            }
+            outcomes.withLock { $0.append(result) }
+        }
+        let results = outcomes.withLock { $0 }
+        #expect(results.count == 2)
+        var applied: [String] = []
+        for result in results {
+            switch result {
+            case .success(let names): applied += names
+            case .failure(let error): Issue.record("migrator failed: \(error)")
+            }
+        }
+        #expect(applied.sorted() == (try migrator.migrations().map(\.name)).sorted())
+        let connection = try db.connect()
+        defer { connection.close() }
+        #expect(
+            try connection.query("select count(*) as n from schema_migrations").first?["n", as: Int.self]
+                == applied.count)
+    }
+
+    @Test("an applied migration whose file changed is refused")
+    func checksumChanged() throws {
+        let db = try TestDatabase.make(migrate: false)
+        defer { db.drop() }
+        let directory = try makeTemporaryCopy(of: sqlDirectory)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let connection = try db.connect()
+        defer { connection.close() }
+        let migrator = Migrator(directory: directory)
+        try migrator.migrate(connection)
+        let file = directory + "/001_core.sql"
+        let original = try String(contentsOfFile: file, encoding: .utf8)
+        try (original + "\n-- edited after release\n").write(toFile: file, atomically: true, encoding: .utf8)
+        let error = #expect(throws: PostgresError.self) { try migrator.migrate(connection) }
+        guard case .migration(let message) = error else {
+            Issue.record("expected a migration error")
+            return
+        }
+        #expect(message.contains("001_core"))
+        #expect(message.contains("checksum"))
+    }
+
+    @Test("a failing migration is rolled back and earlier ones stay applied")
+    func failingMigration() throws {
+        let db = try TestDatabase.make(migrate: false)
+        defer { db.drop() }
+        let directory = try makeTemporaryCopy(of: sqlDirectory)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try "create table half_done (a int);\nselect no_such_function();\n"
+            .write(toFile: directory + "/900_broken.sql", atomically: true, encoding: .utf8)
+        let connection = try db.connect()
+        defer { connection.close() }
+        let error = #expect(throws: PostgresError.self) { try Migrator(directory: directory).migrate(connection) }
+        #expect(error?.sqlState == "42883")
+        let names = try connection.query("select name from schema_migrations").map { try $0["name", as: String.self] }
+        #expect(names.contains("001_core"))
+        #expect(!names.contains("900_broken"))
+        #expect(try connection.query("select to_regclass('half_done') is null as gone").first?["gone", as: Bool.self] == true)
+    }
+
+    @Test("badly named or duplicate migration files are refused before anything runs")
+    func badNames() throws {
+        let directory = try makeTemporaryCopy(of: sqlDirectory)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try "select 1;".write(toFile: directory + "/001_again.sql", atomically: true, encoding: .utf8)
+        #expect(throws: PostgresError.self) { try Migrator(directory: directory).migrations() }
+        #expect(throws: PostgresError.self) { try Migrator(directory: "/nonexistent/sql").migrations() }
+    }
+
+    private func makeTemporaryCopy(of directory: String) throws -> String {
+        let target = NSTemporaryDirectory() + "migrations-" + UUID().uuidString
+        try FileManager.default.copyItem(atPath: directory, toPath: target)
+        return target
+    }
+}
+
+@Suite struct MigrationDirectoryTests {
+    @Test("the migrations directory is found from a binary inside the checkout, or taken as given")
+    func findDirectory() {
+        let fromBuild = Migrator.findDirectory(
+            explicit: nil, executablePath: RepositoryRoot.path + "/.build/debug/detour-analytics")
+        #expect(fromBuild == RepositoryRoot.path + "/sql")
+        #expect(Migrator.findDirectory(explicit: "/opt/x/sql", executablePath: "/usr/bin/x") == "/opt/x/sql")
+        #expect(Migrator.findDirectory(explicit: nil, executablePath: "/nonexistent/bin/detour-analytics") == nil)
+    }
+}

@@ -1,0 +1,149 @@
+# shellcheck shell=bash
+# pg.sh: start and stop a throwaway, project-local PostgreSQL cluster (no system service, no Docker).
+#
+# Source it, then:
+#   pg_local_start DIR   # initdb DIR if needed, start (or reuse) the cluster, create database `detour`,
+#                        # export DATABASE_URL=postgresql://<user>@127.0.0.1:<port>/detour and PG_LOCAL_PORT
+#   pg_local_stop DIR    # fast shutdown; a no-op when nothing runs in DIR
+#
+# The cluster listens on 127.0.0.1 only (plus a unix socket inside DIR) with trust authentication for
+# local connections: it is for development and tests, never for production data. fsync stays on.
+# When run as root, initdb/pg_ctl run as the `postgres` user (initdb refuses root) and DIR is chowned to it.
+# Binaries: $PG_BIN, default /usr/lib/postgresql/15/bin.
+
+PG_BIN="${PG_BIN:-/usr/lib/postgresql/15/bin}"
+
+# Runs a command as the cluster owner: `postgres` when we are root, ourselves otherwise.
+_pg_as_owner() {
+    if [ "$(id -u)" -eq 0 ]; then
+        runuser -u postgres -- "$@"
+    else
+        "$@"
+    fi
+}
+
+# The database user name the cluster was initialised with.
+_pg_owner_name() {
+    if [ "$(id -u)" -eq 0 ]; then echo postgres; else id -un; fi
+}
+
+# Prints a free TCP port on 127.0.0.1 (asks the kernel for an ephemeral one).
+_pg_free_port() {
+    if command -v python3 >/dev/null 2>&1; then
+        python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+        return
+    fi
+    local port
+    for _ in $(seq 1 50); do
+        port=$(( 20000 + RANDOM % 30000 ))
+        if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then echo "$port"; return; fi
+    done
+    echo "pg.sh: no free port found" >&2
+    return 1
+}
+
+# The port recorded in DIR/postmaster.pid (line 4), if any.
+_pg_pid_port() {
+    sed -n '4p' "$1/postmaster.pid" 2>/dev/null
+}
+
+pg_local_start() {
+    local dir="${1:?usage: pg_local_start DIR}"
+    local owner port
+    owner="$(_pg_owner_name)"
+    mkdir -p "$dir"
+    dir="$(cd "$dir" && pwd)"
+    if [ "$(id -u)" -eq 0 ]; then
+        chown postgres: "$dir"
+        chmod 700 "$dir"
+        # The postgres user must reach DIR through its parents; open only the parents that block it.
+        if ! runuser -u postgres -- test -x "$dir"; then
+            local p="$dir"
+            while [ "$p" != "/" ]; do
+                p="$(dirname "$p")"
+                if ! runuser -u postgres -- test -x "$p"; then
+                    echo "pg.sh: allowing the postgres user to traverse $p (chmod o+x)" >&2
+                    chmod o+x "$p"
+                fi
+            done
+        fi
+    fi
+
+    if [ ! -s "$dir/PG_VERSION" ]; then
+        echo "pg.sh: initialising a PostgreSQL cluster in $dir" >&2
+        local initlog
+        initlog="$(mktemp "${TMPDIR:-/tmp}/pg-initdb.XXXXXX")"
+        chmod 666 "$initlog"
+        if ! _pg_as_owner "$PG_BIN/initdb" -D "$dir" -U "$owner" --auth=trust --encoding=UTF8 \
+                --locale=C.UTF-8 >"$initlog" 2>&1 \
+            && ! _pg_as_owner "$PG_BIN/initdb" -D "$dir" -U "$owner" --auth=trust --encoding=UTF8 \
+                --no-locale >"$initlog" 2>&1; then
+            echo "pg.sh: initdb failed:" >&2
+            cat "$initlog" >&2
+            rm -f "$initlog"
+            return 1
+        fi
+        rm -f "$initlog"
+        {
+            echo "# pg.sh: a local development cluster (listen address, port and socket come from pg_ctl -o)"
+            echo "fsync = on"
+            echo "synchronous_commit = on"
+            echo "full_page_writes = on"
+            echo "shared_buffers = 128MB"
+            echo "max_connections = 200"
+            echo "max_locks_per_transaction = 256"
+            echo "logging_collector = off"
+            echo "timezone = 'UTC'"
+        } | _pg_as_owner tee -a "$dir/postgresql.conf" >/dev/null
+    fi
+
+    # Reuse a running cluster; clear a stale postmaster.pid left by a crash.
+    if _pg_as_owner "$PG_BIN/pg_ctl" -D "$dir" status >/dev/null 2>&1; then
+        port="$(_pg_pid_port "$dir")"
+        echo "pg.sh: reusing the cluster running in $dir on port $port" >&2
+    else
+        if [ -f "$dir/postmaster.pid" ]; then
+            local pid
+            pid="$(head -1 "$dir/postmaster.pid")"
+            if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && grep -q postgres "/proc/$pid/comm" 2>/dev/null; then
+                echo "pg.sh: a postmaster (pid $pid) owns $dir but does not answer; stop it first" >&2
+                return 1
+            fi
+            echo "pg.sh: removing a stale postmaster.pid in $dir" >&2
+            rm -f "$dir/postmaster.pid"
+        fi
+        port="$(_pg_free_port)" || return 1
+        # A unix socket path is limited to 107 bytes; with a deep DIR, listen on TCP only.
+        local socketdir="$dir"
+        if [ $(( ${#dir} + 20 )) -gt 107 ]; then socketdir=""; fi
+        if ! _pg_as_owner "$PG_BIN/pg_ctl" -D "$dir" -w -t 60 -l "$dir/server.log" \
+            -o "-p $port -c listen_addresses=127.0.0.1 -c unix_socket_directories='$socketdir'" start >/dev/null; then
+            echo "pg.sh: PostgreSQL failed to start; the end of $dir/server.log:" >&2
+            tail -20 "$dir/server.log" >&2
+            return 1
+        fi
+    fi
+
+    # Create the application database once.
+    if ! "$PG_BIN/psql" -h 127.0.0.1 -p "$port" -U "$owner" -d postgres -tAc \
+        "select 1 from pg_database where datname = 'detour'" | grep -q 1; then
+        "$PG_BIN/createdb" -h 127.0.0.1 -p "$port" -U "$owner" detour 2>/dev/null \
+            || "$PG_BIN/psql" -h 127.0.0.1 -p "$port" -U "$owner" -d postgres -tAc \
+                "select 1 from pg_database where datname = 'detour'" | grep -q 1 \
+            || { echo "pg.sh: could not create database detour" >&2; return 1; }
+    fi
+
+    export PG_LOCAL_PORT="$port"
+    export DATABASE_URL="postgresql://$owner@127.0.0.1:$port/detour"
+    echo "pg.sh: PostgreSQL ready at $DATABASE_URL" >&2
+}
+
+pg_local_stop() {
+    local dir="${1:?usage: pg_local_stop DIR}"
+    [ -f "$dir/postmaster.pid" ] || return 0
+    if _pg_as_owner "$PG_BIN/pg_ctl" -D "$dir" status >/dev/null 2>&1; then
+        _pg_as_owner "$PG_BIN/pg_ctl" -D "$dir" -m fast -w -t 60 stop >/dev/null \
+            || { echo "pg.sh: fast stop failed, trying immediate" >&2;
+                 _pg_as_owner "$PG_BIN/pg_ctl" -D "$dir" -m immediate -w stop >/dev/null; }
+    fi
+}
