@@ -81,10 +81,6 @@ final class HTTPConnection {
 
     /// Reads more bytes into the buffer; returns false at end of stream.
     private func fill() throws(SimulationError) -> Bool {
-        if start > 0 && start == buffer.count {
-            buffer.removeAll(keepingCapacity: true)
-            start = 0
-        }
         var chunk = [UInt8](repeating: 0, count: 64 * 1024)
         let count = chunk.withUnsafeMutableBytes { raw in
             retryingEINTR { recv(descriptor, raw.baseAddress!, raw.count, 0) }
@@ -124,6 +120,9 @@ final class HTTPConnection {
     }
 
     private func readResponse() throws(SimulationError) -> Response {
+        // Drop the previous answer's bytes (only here: readLine keeps offsets into the buffer).
+        buffer.removeSubrange(0..<start)
+        start = 0
         let statusLine = String(decoding: try readLine(limit: Self.maxHeaderBytes), as: UTF8.self)
         let parts = statusLine.split(separator: " ", maxSplits: 2)
         guard parts.count >= 2, parts[0].hasPrefix("HTTP/1."), let status = Int(parts[1]) else {

@@ -35,7 +35,7 @@ extension TruthCalculator {
         let install = installs[Int(device)].install
         guard install >= clickTime && install <= deadline else { return [] }
         var times = [install]
-        let events = world.events[ranges[Int(device)]].sorted { $0.time < $1.time }
+        let events = world.events[ranges[Int(device)]]  // already in time order (DeviceTimeline)
         for (kind, name) in [(Event.Kind.retention, "app_open"), (.event, "sign_up"), (.event, "purchase")] {
             let previous = times.last!
             guard

@@ -38,6 +38,9 @@ struct DeviceTimeline {
         let buys = signsUp && rng.chance(purchaseRate)
         let purchaseGap = rng.chance(0.4) ? 0 : rng.int(1...2)
         let currency = ["USD", "EUR", "GBP"][rng.weighted([0.6, 0.25, 0.15])]
+        // Some attributed installs send their first action (the first install_click_id) days later.
+        let quietUntil = isNewest && info.installClick != nil && rng.chance(0.1)
+            ? install + rng.int64(2...4) * SimulatedTime.day : install
         var signUpIndex = Int.max
         cursor = install - 60 * SimulatedTime.second
         var sessionRanges: [Range<Int>] = []
@@ -61,9 +64,14 @@ struct DeviceTimeline {
             attribution = EventAttribution(installClick: info.installClick, openClick: openClick, openType: openType)
             cursor = start
             let first = events.count
-            openSession(first: index == 0, universalClick: planned.universal ? openClick : nil)
+            let quiet = start < quietUntil
+            openSession(first: index == 0, universalClick: planned.universal ? openClick : nil, quiet: quiet)
+            if quiet {
+                sessionRanges.append(first..<events.count)
+                continue
+            }
             commonActions(returning: index > 0)
-            if signsUp && !signedUp && index >= signUpSession {
+            if signsUp && !signedUp && index >= signUpSession {  // (quiet sessions never get here)
                 action("sign_up")
                 signedUp = true
                 signUpIndex = index
@@ -106,7 +114,11 @@ struct DeviceTimeline {
         return starts.sorted { $0.time < $1.time }
     }
 
-    private mutating func openSession(first: Bool, universalClick: Int32?) {
+    private mutating func openSession(first: Bool, universalClick: Int32?, quiet: Bool) {
+        if quiet {
+            emit(.retention, "app_open", .none)
+            return
+        }
         let tutorialFirst = first && rng.chance(0.05)
         if tutorialFirst { action("tutorial_begin") }
         emit(.retention, "app_open", .none)
