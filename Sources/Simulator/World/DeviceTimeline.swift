@@ -108,7 +108,8 @@ struct DeviceTimeline {
         if !skewed && rng.chance(WorldShape.universalLinkShare) {
             let late = rng.chance(0.8)
             let low = install + (late ? 7 * SimulatedTime.day + SimulatedTime.hour : SimulatedTime.day)
-            let high = late ? end - SimulatedTime.hour : min(install + 6 * SimulatedTime.day, end - SimulatedTime.hour)
+            // Early opens stay within 5 days, so "at least 7 days" reads the same in elapsed time and in calendar days.
+            let high = late ? end - SimulatedTime.hour : min(install + 5 * SimulatedTime.day, end - SimulatedTime.hour)
             if low < high { starts.append((low + rng.int64(0...(high - low) / 1000) * 1000, true)) }
         }
         return starts.sorted { $0.time < $1.time }
