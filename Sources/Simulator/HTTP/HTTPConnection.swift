@@ -16,6 +16,8 @@ final class HTTPConnection {
 
     private let descriptor: Int32
     private var buffer: [UInt8] = []
+    /// Receive scratch space, allocated once per connection.
+    private var chunk = [UInt8](repeating: 0, count: 64 * 1024)
     private var start = 0
     /// False once the server asked to close or the socket failed.
     private(set) var isReusable = true
@@ -81,7 +83,6 @@ final class HTTPConnection {
 
     /// Reads more bytes into the buffer; returns false at end of stream.
     private func fill() throws(SimulationError) -> Bool {
-        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
         let count = chunk.withUnsafeMutableBytes { raw in
             retryingEINTR { recv(descriptor, raw.baseAddress!, raw.count, 0) }
         }
@@ -174,7 +175,10 @@ final class HTTPConnection {
 
 extension Substring {
     fileprivate func trimmingSpaces() -> String {
-        String(drop(while: { $0 == " " || $0 == "\t" }).reversed().drop(while: { $0 == " " || $0 == "\t" }).reversed())
+        var text = self
+        while let first = text.first, first == " " || first == "\t" { text.removeFirst() }
+        while let last = text.last, last == " " || last == "\t" { text.removeLast() }
+        return String(text)
     }
 }
 

@@ -29,9 +29,15 @@ package struct SimulatedRequest: Sendable, Equatable {
 
     /// The request as HTTP/1.1 bytes, with `Host` and `Content-Length`, keep-alive implied.
     package func serialized(host: String) -> [UInt8] {
-        var head = "\(method) \(path) HTTP/1.1\r\nHost: \(host)\r\n"
-        for header in headers { head += "\(header.name): \(header.value)\r\n" }
-        head += "Content-Length: \(body.count)\r\n\r\n"
-        return Array(head.utf8) + body
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(256 + body.count)
+        func append(_ text: String) { bytes.append(contentsOf: text.utf8) }
+        append(method); append(" "); append(path); append(" HTTP/1.1\r\nHost: "); append(host); append("\r\n")
+        for header in headers {
+            append(header.name); append(": "); append(header.value); append("\r\n")
+        }
+        append("Content-Length: "); append(String(body.count)); append("\r\n\r\n")
+        bytes.append(contentsOf: body)
+        return bytes
     }
 }
