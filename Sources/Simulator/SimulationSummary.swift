@@ -19,8 +19,9 @@ package struct SimulationSummary: Sendable, CustomStringConvertible {
     package var problems: [String] = []
     /// Wall time spent sending.
     package var duration: Duration = .zero
-    /// Devices and valid events in the world, for context.
+    /// Devices in the world, for context.
     package var worldDevices = 0
+    /// Valid events in the world, for context.
     package var worldEvents = 0
     /// Where the truth file was written, if requested.
     package var truthPath: String?

@@ -60,3 +60,27 @@ import Testing
         }
     }
 }
+
+@Suite struct EdgeWorldTests {
+    @Test("tiny and odd worlds generate, encode and compute without trouble", arguments: [(1, 1, 1), (1, 2, 3), (3, 50, 2), (40, 5, 60)])
+    func tinyWorlds(links: Int, devices: Int, days: Int) {
+        let world = Simulation.world(
+            WorldParameters(appID: "a", links: links, devices: devices, days: days, start: SimulatedTime.parseDay("2026-02-27")!, seed: 11))
+        let truth = Simulation.truth(of: world)
+        let requests = Simulation.requests(for: world, appID: "a", publishableKey: "p", secretKey: "s")
+        #expect(truth.totals.devices == world.devices.count)
+        #expect(!requests.isEmpty)
+        for event in world.events { #expect(event.time >= world.parameters.start && event.time < world.end) }
+    }
+
+    @Test("calendar arithmetic round-trips across leap days and years")
+    func calendar() {
+        for text in ["1970-01-01", "2024-02-29", "2026-12-31", "2000-03-01"] {
+            let ms = SimulatedTime.parseDay(text)!
+            #expect(SimulatedTime.dayString(SimulatedTime.dayIndex(ms)) == text)
+            #expect(SimulatedTime.iso8601(ms + 3_723_004) == text + "T01:02:03.004Z")
+        }
+        #expect(SimulatedTime.parseDay("2026-02-29") == nil)
+        #expect(SimulatedTime.parseDay("2026-6-1") == nil)
+    }
+}

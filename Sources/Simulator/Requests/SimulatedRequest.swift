@@ -10,7 +10,9 @@ package struct SimulatedRequest: Sendable, Equatable {
 
     /// One header line.
     package struct Header: Sendable, Equatable {
+        /// Header name, e.g. `X-SDK`.
         package var name: String
+        /// Header value.
         package var value: String
     }
 

@@ -4,10 +4,13 @@
 /// truth are exact. Formatting is done here, without Foundation, so output bytes never depend on
 /// a locale or a Foundation version.
 package enum SimulatedTime {
-    /// Milliseconds in one second, minute, hour and day.
+    /// Milliseconds in one second.
     package static let second: Int64 = 1000
+    /// Milliseconds in one minute.
     package static let minute: Int64 = 60_000
+    /// Milliseconds in one hour.
     package static let hour: Int64 = 3_600_000
+    /// Milliseconds in one day.
     package static let day: Int64 = 86_400_000
 
     /// `YYYY-MM-DDTHH:MM:SS.mmmZ` for a millisecond time (always 24 bytes for years 1000-9999).
