@@ -1,0 +1,60 @@
+import Foundation
+
+/// One `detour-analytics` command. Each lives in its own file under Commands/.
+protocol Command {
+    /// The word that selects it: `migrate`, `apps`, `run`, ...
+    static var name: String { get }
+    /// One line for the top-level help.
+    static var summary: String { get }
+    /// The full `--help` text: usage, flags with defaults, environment variables.
+    static var help: String { get }
+    /// Runs the command and returns the process exit status.
+    static func run(_ arguments: inout Arguments, environment: Environment) throws -> Int32
+}
+
+/// The process environment, read in exactly one place (conventions: no other code reads it).
+struct Environment {
+    let variables: [String: String]
+
+    subscript(_ name: String) -> String? {
+        guard let value = variables[name], !value.isEmpty else { return nil }
+        return value
+    }
+
+    /// `DETOUR_DATA_DIR`, default `./data`.
+    var dataDirectory: String { self["DETOUR_DATA_DIR"] ?? "data" }
+}
+
+/// Help text shared by commands that talk to PostgreSQL.
+let databaseHelp = """
+      --database-url URL   PostgreSQL connection URL (env DATABASE_URL; required)
+    """
+
+/// Help text shared by commands that use the data directory.
+let dataDirectoryHelp = """
+      --data-dir DIR       data directory holding segments/ and the key cache (env DETOUR_DATA_DIR; default ./data)
+    """
+
+extension Arguments {
+    /// The database URL from `--database-url` or `DATABASE_URL`, if either is given. Commands check
+    /// for it with `requireDatabase` after `finish()`, so a mistyped flag is reported as such.
+    mutating func databaseURL(_ environment: Environment) throws -> String? {
+        try option("--database-url", default: environment["DATABASE_URL"])
+    }
+
+    /// The data directory from `--data-dir` or `DETOUR_DATA_DIR`.
+    mutating func dataDirectory(_ environment: Environment) throws -> String {
+        try option("--data-dir", default: environment.dataDirectory) ?? environment.dataDirectory
+    }
+}
+
+/// Writes a line to standard output at once (unbuffered), so scripts reading it see it immediately.
+func say(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}
+
+/// The database URL, or a usage error saying how to give one.
+func requireDatabase(_ url: String?) throws -> String {
+    guard let url else { throw UsageError(description: "no database: pass --database-url or set DATABASE_URL") }
+    return url
+}

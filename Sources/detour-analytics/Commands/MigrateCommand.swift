@@ -1,0 +1,54 @@
+import Foundation
+import Postgres
+
+/// `detour-analytics migrate`: applies the numbered SQL files under `sql/`.
+enum MigrateCommand: Command {
+    static let name = "migrate"
+    static let summary = "apply database migrations (idempotent, safe from two processes at once)"
+    static let help = """
+        Usage: detour-analytics migrate [--database-url URL] [--sql-dir DIR]
+
+        Applies sql/NNN_name.sql files that are not yet recorded in schema_migrations, in order, each in
+        its own transaction, under an advisory lock so two processes at once apply each file once.
+
+        Options:
+        \(databaseHelp)
+          --sql-dir DIR        directory of migration files (env DETOUR_SQL_DIR; default: the sql/ folder
+                               found beside the binary or in the source tree, else /usr/share/detour-analytics/sql)
+        """
+
+    static func run(_ arguments: inout Arguments, environment: Environment) throws -> Int32 {
+        let url = try arguments.databaseURL(environment)
+        let directory = try arguments.option("--sql-dir", default: environment["DETOUR_SQL_DIR"]) ?? locateSQLDirectory()
+        try arguments.finish()
+        let applied = try migrate(url: try requireDatabase(url), directory: directory)
+        print(applied.isEmpty ? "migrate: schema is up to date" : "migrate: applied \(applied.joined(separator: ", "))")
+        return 0
+    }
+
+    /// Applies pending migrations and returns their names.
+    static func migrate(url: String, directory: String) throws -> [String] {
+        let connection = try Connection(url: url)
+        defer { connection.close() }
+        return try Migrator(directory: directory).migrate(connection)
+    }
+
+    /// Finds the migrations: beside the binary (`<prefix>/share/detour-analytics/sql`), in the source
+    /// tree above the binary (development builds under `.build/`), then the system location.
+    static func locateSQLDirectory() -> String {
+        let fileManager = FileManager.default
+        let executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        var candidates: [URL] = []
+        var directory = executable.deletingLastPathComponent()
+        for _ in 0..<6 {
+            candidates.append(directory.appendingPathComponent("share/detour-analytics/sql"))
+            candidates.append(directory.appendingPathComponent("sql"))
+            directory = directory.deletingLastPathComponent()
+        }
+        candidates.append(URL(fileURLWithPath: "/usr/share/detour-analytics/sql"))
+        let found = candidates.first { url in
+            (try? fileManager.contentsOfDirectory(atPath: url.path))?.contains { $0.hasPrefix("001_") } ?? false
+        }
+        return (found ?? candidates.last!).path
+    }
+}

@@ -1,0 +1,60 @@
+import Foundation
+import Observability
+
+/// The one executable: parses the command word and hands off to the command.
+@main
+enum DetourAnalytics {
+    static let commands: [any Command.Type] = [
+        RunCommand.self, ServeCommand.self, AggregateCommand.self, MigrateCommand.self, AppsCommand.self,
+        SegmentsCommand.self, SimulateCommand.self,
+    ]
+
+    static func main() {
+        var tokens = Array(CommandLine.arguments.dropFirst())
+        let environment = Environment(variables: ProcessInfo.processInfo.environment)
+        if let level = environment["DETOUR_LOG_LEVEL"].flatMap(Logger.Level.init(name:)) {
+            Logger.minimumLevel = level
+        }
+        guard let word = tokens.first, !word.hasPrefix("-") else {
+            print(topLevelHelp)
+            exit(tokens.isEmpty || tokens.contains("--help") || tokens.contains("-h") ? 0 : 64)
+        }
+        tokens.removeFirst()
+        guard let command = commands.first(where: { $0.name == word }) else {
+            FileHandle.standardError.write(Data("error: unknown command \(word)\n\n\(topLevelHelp)\n".utf8))
+            exit(64)
+        }
+        var arguments = Arguments(tokens)
+        if arguments.wantsHelp {
+            print(command.help)
+            exit(0)
+        }
+        do {
+            exit(try command.run(&arguments, environment: environment))
+        } catch let error as UsageError {
+            FileHandle.standardError.write(Data("error: \(error)\n\n\(command.help)\n".utf8))
+            exit(64)
+        } catch {
+            FileHandle.standardError.write(Data("error: \(error)\n".utf8))
+            exit(1)
+        }
+    }
+
+    static var topLevelHelp: String {
+        let lines = commands.map { "  \($0.name.padding(toLength: 12, withPad: " ", startingAt: 0)) \($0.summary)" }
+        return """
+            detour-analytics: a self-hosted analytics pipeline for deep-link attribution.
+
+            Usage: detour-analytics <command> [options]     (detour-analytics <command> --help for details)
+
+            Commands:
+            \(lines.joined(separator: "\n"))
+
+            Environment:
+              DATABASE_URL         PostgreSQL connection URL
+              DETOUR_DATA_DIR      data directory (segments, dead letters, key cache); default ./data
+              DETOUR_HTTP_ADDR     ingest listen address; default 127.0.0.1:8080
+              DETOUR_LOG_LEVEL     trace|debug|info|notice|warning|error; default info
+            """
+    }
+}
