@@ -1,8 +1,9 @@
 import Foundation
-@testable import Ingest
 import Postgres
 import TestSupport
 import Testing
+
+@testable import Ingest
 
 @Suite("API keys from PostgreSQL, cached in memory and on disk")
 struct KeyStoreTests {
@@ -82,7 +83,8 @@ struct KeyStoreTests {
         configuration.port = 0
         configuration.threads = 1
         let sink = MemorySink()
-        let server = try IngestServer(configuration: configuration, keys: keys, sink: sink, deadLetterSink: MemorySink())
+        let server = try IngestServer(
+            configuration: configuration, keys: keys, sink: sink, deadLetterSink: MemorySink())
         defer { server.shutdown() }
         let response = try RawHTTPClient(port: server.port).request(
             "POST", "/api/analytics/event", headers: TestServer.sdkHeaders(), body: BadInputTests.event)
@@ -98,8 +100,10 @@ struct KeyStoreTests {
         server.keySource.setReachable(false)
         #expect(!server.keys.refresh())
         #expect(
-            try server.client().request("POST", "/api/analytics/event", headers: TestServer.sdkHeaders(), body: BadInputTests.event)
-                .status == 200)
+            try server.client().request(
+                "POST", "/api/analytics/event", headers: TestServer.sdkHeaders(), body: BadInputTests.event
+            )
+            .status == 200)
         server.keySource.setReachable(true)
         server.keySource.set([APIKeyRecord(appID: "app_new", kind: .publishable, key: "pk_new")])
         #expect(server.keys.refresh())

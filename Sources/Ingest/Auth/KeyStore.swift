@@ -59,7 +59,8 @@ package final class KeyStore: Sendable {
         if !refresh() { loadCache() }
         let queue = DispatchQueue(label: "ingest.keys")
         let source = DispatchSource.makeTimerSource(queue: queue)
-        let nanos = Int(refreshInterval.components.seconds) * 1_000_000_000
+        let nanos =
+            Int(refreshInterval.components.seconds) * 1_000_000_000
             + Int(refreshInterval.components.attoseconds / 1_000_000_000)
         source.schedule(deadline: .now() + .nanoseconds(nanos), repeating: .nanoseconds(nanos))
         source.setEventHandler { [weak self] in _ = self?.refresh() }
@@ -106,14 +107,16 @@ package final class KeyStore: Sendable {
 
     /// Checks `key` (as sent by the client) for `appID`, comparing hashes in constant time.
     package func verify(key: String, appID: String) -> Verdict {
-        let hashBytes = hashMemo.withLock { $0[key] } ?? {
-            let computed = Array(SHA256.hex(Array(key.utf8)).utf8)
-            hashMemo.withLock { memo in
-                if memo.count >= maxMemo { memo.removeAll(keepingCapacity: true) }
-                memo[key] = computed
-            }
-            return computed
-        }()
+        let hashBytes =
+            hashMemo.withLock { $0[key] }
+            ?? {
+                let computed = Array(SHA256.hex(Array(key.utf8)).utf8)
+                hashMemo.withLock { memo in
+                    if memo.count >= maxMemo { memo.removeAll(keepingCapacity: true) }
+                    memo[key] = computed
+                }
+                return computed
+            }()
         return snapshot.withLock { snapshot in
             var found: KeyKind?
             for candidate in snapshot.byApp[appID] ?? [] where constantTimeEquals(candidate.hash, hashBytes) {

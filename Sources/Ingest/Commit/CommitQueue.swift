@@ -16,7 +16,9 @@ final class CommitQueue: Sendable {
         /// Bytes this job adds to a group's appends.
         let byteCount: Int
 
-        init(records: [[UInt8]], deadLetters: [[UInt8]], completion: @escaping @Sendable (_ error: (any Error)?) -> Void) {
+        init(
+            records: [[UInt8]], deadLetters: [[UInt8]], completion: @escaping @Sendable (_ error: (any Error)?) -> Void
+        ) {
             self.records = records
             self.deadLetters = deadLetters
             self.completion = completion

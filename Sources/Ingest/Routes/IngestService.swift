@@ -80,7 +80,9 @@ final class IngestService: HTTPHandler {
         do {
             decoded = try Decompressor.decode(body, encoding: info.encoding, limit: configuration.maxDecompressedBytes)
         } catch {
-            return refuse(error, info: info, raw: error == .decompressedTooLarge(limit: configuration.maxDecompressedBytes) ? nil : body)
+            return refuse(
+                error, info: info,
+                raw: error == .decompressedTooLarge(limit: configuration.maxDecompressedBytes) ? nil : body)
         }
         let outcome: NormalizedRequest
         do {
@@ -113,10 +115,12 @@ final class IngestService: HTTPHandler {
 
     private func readiness() -> HTTPResponse {
         if isShuttingDown.load(ordering: .relaxed) {
-            return HTTPResponse(status: 503, body: Array(#"{"status":"shutting_down"}"#.utf8), headers: [("Retry-After", "1")])
+            return HTTPResponse(
+                status: 503, body: Array(#"{"status":"shutting_down"}"#.utf8), headers: [("Retry-After", "1")])
         }
         if !sink.isWritable {
-            return HTTPResponse(status: 503, body: Array(#"{"status":"log_unavailable"}"#.utf8), headers: [("Retry-After", "1")])
+            return HTTPResponse(
+                status: 503, body: Array(#"{"status":"log_unavailable"}"#.utf8), headers: [("Retry-After", "1")])
         }
         return HTTPResponse(status: 200, body: Array(#"{"status":"ready"}"#.utf8))
     }

@@ -146,7 +146,9 @@ private let accessHandler: MHD_AccessHandlerCallback = {
         return queue(early, on: connection, state: state, core: core)
     }
     if state.isOverLimit {
-        return queue(core.handler.bodyTooLarge(context: state.context, limit: state.limit), on: connection, state: state, core: core)
+        return queue(
+            core.handler.bodyTooLarge(context: state.context, limit: state.limit), on: connection, state: state,
+            core: core)
     }
     let body = state.body
     state.body = []

@@ -1,7 +1,8 @@
 import EventLog
 import Foundation
-@testable import Ingest
 import Observability
+
+@testable import Ingest
 
 /// A real ingest server on 127.0.0.1, an ephemeral port, in-memory sinks and fixed keys.
 final class TestServer {
@@ -22,7 +23,9 @@ final class TestServer {
     let log: LogWriter?
     let deadLetterLog: LogWriter?
 
-    init(useLog: Bool = false, sharedMetrics: Bool = false, configure: (inout IngestConfiguration) -> Void = { _ in }) throws {
+    init(useLog: Bool = false, sharedMetrics: Bool = false, configure: (inout IngestConfiguration) -> Void = { _ in })
+        throws
+    {
         metrics = sharedMetrics ? .shared : MetricsRegistry()
         directory = NSTemporaryDirectory() + "ingest-test-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
