@@ -74,9 +74,10 @@ struct OpenAPITests {
         for probe in Self.probes {
             let response = try server.client().request(
                 probe.method, probe.path, headers: probe.headers, body: Array(probe.body.utf8))
+            // A 405 is declared on the path's one operation; unknown paths use `x-unmatched-path`.
             let declared =
                 spec.operations[OpenAPISpec.Key(method: probe.method, path: probe.path)]
-                ?? spec.operations.first(where: { $0.key.path == probe.path })?.value  // 405 lives on the path's operation
+                ?? spec.operations.first(where: { $0.key.path == probe.path })?.value
                 ?? spec.unmatched
             #expect(
                 declared[response.status] != nil, "\(probe.testDescription): status \(response.status) not declared")
