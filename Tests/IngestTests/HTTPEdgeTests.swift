@@ -151,6 +151,20 @@ struct HTTPEdgeTests {
         #expect(text.contains("ingest_requests_total"))
     }
 
+    @Test("malformed HTTP is answered or dropped by the server, which keeps serving")
+    func malformedHTTP() throws {
+        let server = try TestServer()
+        let garbage = try server.client()
+        garbage.send(Array("\u{01}\u{02} NOT HTTP AT ALL\r\n\r\n".utf8))
+        if let response = try? garbage.readResponse() { #expect(response.status >= 400) }
+        let huge = try server.client()
+        huge.send(
+            Array("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "a", count: 64 * 1024))\r\n\r\n".utf8)
+        )
+        if let response = try? huge.readResponse() { #expect(response.status >= 400) }
+        #expect(server.isServing())
+    }
+
     @Test("a query string does not change the route")
     func queryString() throws {
         let server = try TestServer()
