@@ -31,6 +31,20 @@ struct KeyStoreTests {
                 == "41edece42d63e8d9bf515a9ba6932e1c20cbc9f5a5d134645adb5db1b9737ea3")
     }
 
+    @Test("the key source never waits forever for a connection")
+    func connectTimeout() {
+        #expect(
+            PostgresKeySource.withConnectTimeout("postgresql://u@h/db", seconds: 5)
+                == "postgresql://u@h/db?connect_timeout=5")
+        #expect(
+            PostgresKeySource.withConnectTimeout("postgresql://u@h/db?sslmode=disable", seconds: 3)
+                == "postgresql://u@h/db?sslmode=disable&connect_timeout=3")
+        #expect(
+            PostgresKeySource.withConnectTimeout("host=h dbname=d", seconds: 5) == "host=h dbname=d connect_timeout=5")
+        #expect(
+            PostgresKeySource.withConnectTimeout("host=h connect_timeout=9", seconds: 5) == "host=h connect_timeout=9")
+    }
+
     @Test("keys come from the database; new keys are picked up and revoked keys dropped on refresh")
     func databaseKeys() throws {
         let database = try TestDatabase.make()
