@@ -45,6 +45,8 @@ final class CommitQueue: Sendable {
     private let appendLatency: Histogram
     private let groupSize: Histogram
     private let deadLetterFailures: Counter
+    private let appendFailures: Counter
+    private let isFailing = Atomic<Bool>(false)
 
     init(sink: any EventSink, deadLetterSink: any EventSink, committers: Int = 2, metrics: MetricsRegistry) {
         self.sink = sink
@@ -57,6 +59,8 @@ final class CommitQueue: Sendable {
             buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024])
         deadLetterFailures = metrics.counter(
             "ingest_dead_letter_failures_total", help: "Dead-letter records that could not be written")
+        appendFailures = metrics.counter(
+            "ingest_append_failures_total", help: "Accepted events answered 503 because the log failed")
         for index in 0..<committers {
             let thread = Thread { [self] in run() }
             thread.name = "ingest.commit.\(index)"
@@ -130,9 +134,14 @@ final class CommitQueue: Sendable {
         if !records.isEmpty {
             do {
                 try sink.append(records)
+                if isFailing.exchange(false, ordering: .relaxed) { logger.notice("log.append_recovered", [:]) }
             } catch {
                 failure = error
-                logger.error("log.append_failed", ["records": String(records.count), "error": "\(error)"])
+                appendFailures.increment(by: records.count)
+                // One line per outage, not per group: failures come every few milliseconds.
+                if !isFailing.exchange(true, ordering: .relaxed) {
+                    logger.error("log.append_failed", ["records": String(records.count), "error": "\(error)"])
+                }
             }
         }
         appendLatency.observe(since: start)
