@@ -105,6 +105,18 @@ struct BadInputTests {
         #expect(server.sink.records.count == 1)
     }
 
+    @Test("a full disk in the real event log answers 503 log_unavailable and turns readyz to 503")
+    func diskFull() throws {
+        let server = try TestServer(useLog: true, configureLog: { $0.maxDiskBytes = 1 })
+        let response = try server.client().request(
+            "POST", "/api/analytics/event", headers: TestServer.sdkHeaders(), body: Self.event)
+        #expect(response.status == 503)
+        #expect(response.errorCode == "log_unavailable")
+        #expect(response.header("Retry-After") != nil)
+        #expect(try server.client().request("GET", "/readyz").status == 503)
+        #expect(server.isServing())
+    }
+
     @Test("the per-app rate limit answers 429 with Retry-After and spares other apps")
     func rateLimit() throws {
         let server = try TestServer {

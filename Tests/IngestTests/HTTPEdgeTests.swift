@@ -69,6 +69,7 @@ struct HTTPEdgeTests {
             "POST", "/api/link/events", headers: TestServer.sdkHeaders(), body: Array(#"{"clicks":[]}"#.utf8))
         #expect(response.status == 403)
         #expect(response.errorCode == "key_not_allowed")
+        #expect(server.isServing())
     }
 
     @Test(

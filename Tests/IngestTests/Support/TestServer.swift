@@ -23,14 +23,20 @@ final class TestServer {
     let log: LogWriter?
     let deadLetterLog: LogWriter?
 
-    init(useLog: Bool = false, sharedMetrics: Bool = false, configure: (inout IngestConfiguration) -> Void = { _ in })
+    init(
+        useLog: Bool = false, sharedMetrics: Bool = false,
+        configure: (inout IngestConfiguration) -> Void = { _ in },
+        configureLog: (inout LogConfiguration) -> Void = { _ in }
+    )
         throws
     {
         metrics = sharedMetrics ? .shared : MetricsRegistry()
         directory = NSTemporaryDirectory() + "ingest-test-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         if useLog {
-            log = try LogWriter(configuration: LogConfiguration(directory: directory + "/segments"))
+            var logConfiguration = LogConfiguration(directory: directory + "/segments")
+            configureLog(&logConfiguration)
+            log = try LogWriter(configuration: logConfiguration)
             deadLetterLog = try LogWriter(configuration: LogConfiguration(directory: directory + "/deadletter"))
         } else {
             log = nil
