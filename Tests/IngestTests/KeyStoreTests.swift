@@ -108,6 +108,38 @@ struct KeyStoreTests {
         #expect(keys.verify(key: TestServer.publishableKey, appID: TestServer.app) == .valid(.publishable))
     }
 
+    @Test("a key created in PostgreSQL is accepted over HTTP after the next timed refresh")
+    func timedRefresh() throws {
+        let database = try TestDatabase.make()
+        defer { database.drop() }
+        let connection = try database.connect()
+        defer { connection.close() }
+        try connection.execute("insert into apps (id, name) values ('app_late', 'Late')")
+        let keys = KeyStore(source: PostgresKeySource(url: database.url), cacheFile: nil, refreshInterval: .seconds(1))
+        keys.start()
+        defer { keys.stop() }
+        var configuration = IngestConfiguration()
+        configuration.port = 0
+        configuration.threads = 1
+        let server = try IngestServer(
+            configuration: configuration, keys: keys, sink: MemorySink(), deadLetterSink: MemorySink())
+        defer { server.shutdown() }
+        let headers = TestServer.sdkHeaders(key: "pk_late", app: "app_late")
+        let client = try RawHTTPClient(port: server.port)
+        #expect(
+            try client.request("POST", "/api/analytics/event", headers: headers, body: BadInputTests.event).status
+                == 401)
+        try Self.addKey(connection, app: "app_late", kind: "publishable", key: "pk_late")
+        var status = 0
+        for _ in 0..<100 {  // at most 10 s; the refresh interval is 1 s
+            status = try client.request("POST", "/api/analytics/event", headers: headers, body: BadInputTests.event)
+                .status
+            if status == 200 { break }
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        #expect(status == 200)
+    }
+
     @Test("a running server keeps its keys when the source fails and picks up new ones when it is back")
     func refreshFailureKeepsKeys() throws {
         let server = try TestServer()
