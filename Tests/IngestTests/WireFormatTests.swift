@@ -140,6 +140,22 @@ struct WireFormatTests {
         #expect(deadLetters[1].contains(#""index":3"#))
     }
 
+    @Test("a rejected pretty-printed event is dead-lettered as one readable line in the real log")
+    func prettyPrintedRejection() throws {
+        let server = try TestServer(useLog: true)
+        let body = "{\n  \"event_name\": \"purchase\",\r\n  \"timestamp\": \"not a time\",\n  \"platform\": \"ios\"\n}"
+        let response = try server.client().request(
+            "POST", "/api/analytics/event", headers: TestServer.sdkHeaders(), body: Array(body.utf8))
+        #expect(response.status == 400)
+        let lines = try server.deadLetterLines()
+        try #require(lines.count == 1)
+        let record = try JSONSerialization.jsonObject(with: Data(lines[0].utf8)) as? [String: Any]
+        #expect((record?["raw"] as? [String: Any])?["timestamp"] as? String == "not a time")
+        #expect(record?["app"] as? String == TestServer.app)
+        #expect(record?["route"] as? String == "event")
+        #expect(try server.storedLines().isEmpty)
+    }
+
     @Test("a batch with no valid event is 400 with the same answer shape")
     func allInvalidBatch() throws {
         let server = try TestServer()

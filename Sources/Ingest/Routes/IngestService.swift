@@ -80,15 +80,20 @@ final class IngestService: HTTPHandler {
         do {
             decoded = try Decompressor.decode(body, encoding: info.encoding, limit: configuration.maxDecompressedBytes)
         } catch {
-            return refuse(
-                error, info: info,
-                raw: error == .decompressedTooLarge(limit: configuration.maxDecompressedBytes) ? nil : body)
+            // The body as received (compressed, so bounded by maxBodyBytes even for a bomb).
+            return refuse(error, info: info, raw: body, rawIsJSON: false)
         }
         let outcome: NormalizedRequest
         do {
             outcome = try normalize(decoded, info: info)
         } catch {
-            return refuse(IngestError(error), info: info, raw: decoded)
+            // Only bodies the scanner validated completely are kept as JSON.
+            let isJSON =
+                switch error {
+                case .invalidJSON, .tooDeep: false
+                default: true
+                }
+            return refuse(IngestError(error), info: info, raw: decoded, rawIsJSON: isJSON)
         }
         let records = outcome.accepted.map { $0.encoded() }
         let deadLetters = outcome.rejected.isEmpty ? [] : deadLetters(for: outcome.rejected, body: decoded, info: info)
