@@ -140,6 +140,22 @@ struct WireFormatTests {
         #expect(deadLetters[1].contains(#""index":3"#))
     }
 
+    @Test("a pretty-printed event with line breaks inside data is stored as one line")
+    func prettyPrintedAccepted() throws {
+        let server = try TestServer(useLog: true)
+        let body =
+            "{\n \"event_name\": \"purchase\",\n \"data\": {\n  \"revenue\": 1,\r\n  \"currency\": \"USD\"\n },\n"
+            + " \"timestamp\": \"2026-06-01T10:20:30.123Z\", \"platform\": \"ios\",\n"
+            + " \"device_id\": \"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b\"\n}\n"
+        let response = try server.client().request(
+            "POST", "/api/analytics/event", headers: TestServer.sdkHeaders(), body: Array(body.utf8))
+        #expect(response.status == 200, "\(response.text)")
+        let lines = try server.storedLines()
+        try #require(lines.count == 1)
+        let envelope = try Envelope(decoding: Array(lines[0].utf8))
+        #expect(envelope.name == "purchase")
+    }
+
     @Test("a rejected pretty-printed event is dead-lettered as one readable line in the real log")
     func prettyPrintedRejection() throws {
         let server = try TestServer(useLog: true)

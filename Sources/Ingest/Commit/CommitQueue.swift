@@ -1,4 +1,5 @@
 import Dispatch
+import EventLog
 import Foundation
 import Observability
 import Synchronization
@@ -129,25 +130,44 @@ final class CommitQueue: Sendable {
                 logger.error("deadletter.append_failed", ["records": String(deadLetters.count), "error": "\(error)"])
             }
         }
-        let records = group.flatMap(\.records)
-        var failure: (any Error)?
-        if !records.isEmpty {
-            do {
-                try sink.append(records)
-                if isFailing.exchange(false, ordering: .relaxed) { logger.notice("log.append_recovered", [:]) }
-            } catch {
-                failure = error
-                appendFailures.increment(by: records.count)
-                // One line per outage, not per group: failures come every few milliseconds.
-                if !isFailing.exchange(true, ordering: .relaxed) {
-                    logger.error("log.append_failed", ["records": String(records.count), "error": "\(error)"])
-                }
+        var failures: [(any Error)?] = Array(repeating: nil, count: group.count)
+        if let error = append(group.flatMap(\.records)) {
+            if group.count > 1, Self.isRecordError(error) {
+                // One request's records must not fail the others that share its group.
+                for (index, job) in group.enumerated() { failures[index] = append(job.records) }
+            } else {
+                failures = Array(repeating: error, count: group.count)
             }
         }
         appendLatency.observe(since: start)
         groupSize.observe(Double(group.count))
-        for job in group {
+        for (job, failure) in zip(group, failures) {
             job.completion(job.records.isEmpty ? nil : failure)
+        }
+    }
+
+    /// Appends `records` to the event log; returns the error, logged once per outage.
+    private func append(_ records: [[UInt8]]) -> (any Error)? {
+        guard !records.isEmpty else { return nil }
+        do {
+            try sink.append(records)
+            if isFailing.exchange(false, ordering: .relaxed) { logger.notice("log.append_recovered", [:]) }
+            return nil
+        } catch {
+            appendFailures.increment(by: records.count)
+            // One line per outage, not per group: failures come every few milliseconds.
+            if !isFailing.exchange(true, ordering: .relaxed) {
+                logger.error("log.append_failed", ["records": String(records.count), "error": "\(error)"])
+            }
+            return error
+        }
+    }
+
+    /// Errors caused by the records themselves rather than by the log's state.
+    static func isRecordError(_ error: any Error) -> Bool {
+        switch error as? LogError {
+        case .invalidRecord, .tooLarge: true
+        default: false
         }
     }
 }
