@@ -42,6 +42,8 @@ package final class KeyStore: Sendable {
     /// Bounded: cleared when it reaches `maxMemo` entries (garbage keys cannot grow it).
     private let hashMemo = Mutex<[String: [UInt8]]>([:])
     private let maxMemo = 10_000
+    /// Longest key considered at all, in bytes.
+    private let maxKeyBytes = 256
 
     /// Creates a store; call `start()` to load keys and begin refreshing.
     /// - Parameters:
@@ -107,6 +109,8 @@ package final class KeyStore: Sendable {
 
     /// Checks `key` (as sent by the client) for `appID`, comparing hashes in constant time.
     package func verify(key: String, appID: String) -> Verdict {
+        // No issued key is this long; refusing early also keeps the hash memo small.
+        guard key.utf8.count <= maxKeyBytes else { return .unknown }
         let hashBytes =
             hashMemo.withLock { $0[key] }
             ?? {
