@@ -49,7 +49,10 @@ final class CommitQueue: Sendable {
     private let appendFailures: Counter
     private let isFailing = Atomic<Bool>(false)
 
-    init(sink: any EventSink, deadLetterSink: any EventSink, committers: Int = 2, metrics: MetricsRegistry) {
+    /// `committers`: threads blocked in `append` at once. More than two keeps the next group
+    /// entering the log while the current one is in fsync, even when the log waits
+    /// `groupCommitDelay` before a commit.
+    init(sink: any EventSink, deadLetterSink: any EventSink, committers: Int = 4, metrics: MetricsRegistry) {
         self.sink = sink
         self.deadLetterSink = deadLetterSink
         self.committers = committers
