@@ -9,7 +9,8 @@ import Observability
 /// (`maxPendingBytes`): a full queue blocks appends up to `enqueueTimeout`, then fails them with
 /// `.unavailable`.
 package final class LogWriter: Sendable {
-    private struct Shared {
+    /// State shared by appenders and the writer thread; only touched under the monitor's lock.
+    private final class Shared {
         var pending: [UInt8] = []
         var pendingRecords = 0
         /// Monotonic ns when the first record of the pending batch arrived.
@@ -55,7 +56,7 @@ package final class LogWriter: Sendable {
         core = try WriterCore(configuration: configuration, recovered: recovered, metrics: metrics)
         pendingLimit = min(configuration.maxPendingBytes, configuration.maxFrameBytes)
         commitDelayNanos = UInt64(max(0, configuration.groupCommitDelay.microseconds)) * 1000
-        var shared = Shared()
+        let shared = Shared()
         shared.pending.reserveCapacity(configuration.groupCommitBytes * 2)
         monitor = Monitor(shared, conditions: 3)
         let thread = Thread { [self] in self.runWriter() }
