@@ -24,7 +24,16 @@ import Testing
             }
             close(fds[1])
             #expect(pid > 0)
-            let acknowledged = collectAcks(from: fds[0], killing: pid, after: 3000)
+            var secondWriter: LogError?
+            let acknowledged = collectAcks(from: fds[0], killing: pid, after: 3000) {
+                // While the child appends, a second process cannot open the same node for writing.
+                do throws(LogError) {
+                    try LogWriter(configuration: configuration).close()
+                } catch {
+                    secondWriter = error
+                }
+            }
+            #expect(secondWriter == .unavailable(reason: "another process is writing to \(configuration.nodeDirectory)"))
             close(fds[0])
             #expect(acknowledged.count >= 3000)
 
@@ -61,12 +70,17 @@ import Testing
     }
 
     /// Reads acknowledged ids until `count` arrived (or 60 s passed), SIGKILLs the child, reads the rest.
-    private func collectAcks(from fd: Int32, killing pid: pid_t, after count: Int) -> [Int] {
+    private func collectAcks(from fd: Int32, killing pid: pid_t, after count: Int, whileRunning: () -> Void) -> [Int] {
         var text: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65536)
         var killed = false
+        var checked = false
         let deadline = Date().addingTimeInterval(60)
         while true {
+            if !checked, text.count(where: { $0 == 10 }) >= 100 {
+                whileRunning()
+                checked = true
+            }
             if !killed, text.count(where: { $0 == 10 }) >= count || Date() > deadline {
                 kill(pid, SIGKILL)
                 var status: Int32 = 0
