@@ -35,6 +35,9 @@ struct ServeForBenchmark {
         if let threads = Int(ProcessInfo.processInfo.environment["DETOUR_INGEST_THREADS"] ?? "") {
             configuration.threads = threads
         }
+        if let commitThreads = Int(ProcessInfo.processInfo.environment["DETOUR_INGEST_COMMIT_THREADS"] ?? "") {
+            configuration.commitThreads = commitThreads
+        }
         let server = try IngestServer(configuration: configuration, keys: keys, sink: log, deadLetterSink: deadLetters)
         Thread.sleep(forTimeInterval: Double(Self.seconds))
         server.shutdown()

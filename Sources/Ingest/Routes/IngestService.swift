@@ -33,7 +33,8 @@ final class IngestService: HTTPHandler {
         self.keys = keys
         self.sink = sink
         self.metrics = IngestMetrics(registry: registry)
-        self.commits = CommitQueue(sink: sink, deadLetterSink: deadLetterSink, metrics: registry)
+        self.commits = CommitQueue(
+            sink: sink, deadLetterSink: deadLetterSink, committers: configuration.commitThreads, metrics: registry)
         self.rateLimiter = configuration.rateLimitPerSecond.map {
             RateLimiter(rate: $0, burst: configuration.rateLimitBurst)
         }
