@@ -31,13 +31,21 @@ package enum LogBenchmark {
 
     /// Results for one codec.
     package struct Result: Sendable {
+        /// Codec measured.
         package var codec: Codec
+        /// Records appended and acknowledged.
         package var events: Int
+        /// Wall time of the append run.
         package var seconds: Double
+        /// NDJSON bytes appended (records plus newlines).
         package var ndjsonBytes: Int64
+        /// Bytes of the segments written.
         package var diskBytes: Int64
+        /// Frames (group commits) written.
         package var frames: Int
+        /// Writer start-up time over a full open segment, nil when not measured.
         package var recoverySeconds: Double?
+        /// Size of that segment.
         package var recoveredSegmentBytes: Int64?
         /// Appended records per second.
         package var eventsPerSecond: Double { Double(events) / seconds }
