@@ -21,10 +21,24 @@ package final class Connection: @unchecked Sendable {
 
     /// Opens a connection.
     ///
-    /// - Parameter url: a `postgresql://` URL or libpq keyword string.
+    /// - Parameters:
+    ///   - url: a `postgresql://` URL or libpq keyword string.
+    ///   - applicationName: shown in `pg_stat_activity`, unless `url` sets `application_name`.
+    ///   - connectTimeout: seconds to wait for the server, unless `url` sets `connect_timeout`
+    ///     (libpq's own default is to wait forever, which would stall a retry loop).
     /// - Throws: `PostgresError.connection` with libpq's message (never the password).
-    package init(url: String) throws(PostgresError) {
-        guard let conn = PQconnectdb(url) else {
+    package init(
+        url: String, applicationName: String = "detour-analytics", connectTimeout: Int = 10
+    ) throws(PostgresError) {
+        // Keywords before `dbname` are defaults: the expanded URL overrides them (expand_dbname = 1).
+        let keywords = ["application_name", "connect_timeout", "dbname"]
+        let values = [applicationName, String(connectTimeout), url]
+        let connection: OpaquePointer? = withCStringArray(keywords) { keywordPointers in
+            withCStringArray(values) { valuePointers in
+                PQconnectdbParams(keywordPointers, valuePointers, 1)
+            }
+        }
+        guard let conn = connection else {
             throw .connection(message: "out of memory allocating a connection")
         }
         handle = conn
@@ -157,6 +171,14 @@ private func withCStrings<R>(
     return try constPointers.withUnsafeBufferPointer { buffer throws(PostgresError) in
         try body(buffer.baseAddress)
     }
+}
+
+/// Calls `body` with a NULL-terminated C array of C strings (libpq's keyword/value arrays).
+private func withCStringArray<R>(_ strings: [String], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> R) -> R {
+    let pointers: [UnsafeMutablePointer<CChar>?] = strings.map { strdup($0) } + [nil]
+    defer { for pointer in pointers { free(pointer) } }
+    let constPointers = pointers.map { $0.map { UnsafePointer($0) } }
+    return constPointers.withUnsafeBufferPointer { body($0.baseAddress!) }
 }
 
 extension String {

@@ -48,6 +48,11 @@ package struct CopyBuffer {
     /// Appends one text-format field from UTF-8 bytes (e.g. raw JSON), escaped.
     package mutating func appendField(bytes value: some Collection<UInt8>) {
         separate()
+        let needsEscaping = value.contains { $0 == UInt8(ascii: "\\") || $0 == 9 || $0 == 10 || $0 == 13 }
+        guard needsEscaping else {
+            bytes.append(contentsOf: value)
+            return
+        }
         for byte in value {
             switch byte {
             case UInt8(ascii: "\\"): bytes.append(UInt8(ascii: "\\")); bytes.append(UInt8(ascii: "\\"))

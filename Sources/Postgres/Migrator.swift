@@ -28,6 +28,38 @@ package struct Migrator: Sendable {
     /// Creates a migrator for a directory such as `<repo>/sql` or `/usr/share/detour-analytics/sql`.
     package init(directory: String) { self.directory = directory }
 
+    /// Finds the migrations directory at run time.
+    ///
+    /// Tries, in order: `explicit` (a `--sql-dir` flag; returned as is when given), then
+    /// `<prefix>/share/detour-analytics/sql` next to an installed binary (`<prefix>/bin/...`),
+    /// `/usr/share/detour-analytics/sql`, and finally the `sql/` of a source checkout above the
+    /// executable (running from `.build/debug`). A candidate counts when it holds a `.sql` file.
+    ///
+    /// - Parameters:
+    ///   - explicit: a directory the user named, if any.
+    ///   - executablePath: the running binary, e.g. `CommandLine.arguments[0]` resolved.
+    /// - Returns: the directory, or nil when none was found.
+    package static func findDirectory(explicit: String?, executablePath: String) -> String? {
+        if let explicit { return explicit }
+        let fm = FileManager.default
+        let executable = URL(fileURLWithPath: executablePath).resolvingSymlinksInPath()
+        var candidates: [String] = []
+        let binDirectory = executable.deletingLastPathComponent()
+        candidates.append(binDirectory.deletingLastPathComponent().appendingPathComponent("share/detour-analytics/sql").path)
+        candidates.append("/usr/share/detour-analytics/sql")
+        var directory = binDirectory
+        for _ in 0..<8 where directory.path != "/" {
+            if fm.fileExists(atPath: directory.appendingPathComponent("Package.swift").path) {
+                candidates.append(directory.appendingPathComponent("sql").path)
+                break
+            }
+            directory = directory.deletingLastPathComponent()
+        }
+        return candidates.first { candidate in
+            ((try? fm.contentsOfDirectory(atPath: candidate)) ?? []).contains { $0.hasSuffix(".sql") }
+        }
+    }
+
     /// The migration files in version order.
     ///
     /// - Throws: `PostgresError.migration` if the directory cannot be read, a name is malformed,

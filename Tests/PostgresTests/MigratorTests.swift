@@ -116,3 +116,14 @@ import Testing
         return target
     }
 }
+
+@Suite struct MigrationDirectoryTests {
+    @Test("the migrations directory is found from a binary inside the checkout, or taken as given")
+    func findDirectory() {
+        let fromBuild = Migrator.findDirectory(
+            explicit: nil, executablePath: RepositoryRoot.path + "/.build/debug/detour-analytics")
+        #expect(fromBuild == RepositoryRoot.path + "/sql")
+        #expect(Migrator.findDirectory(explicit: "/opt/x/sql", executablePath: "/usr/bin/x") == "/opt/x/sql")
+        #expect(Migrator.findDirectory(explicit: nil, executablePath: "/nonexistent/bin/detour-analytics") == nil)
+    }
+}

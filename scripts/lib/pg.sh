@@ -56,24 +56,39 @@ pg_local_start() {
     if [ "$(id -u)" -eq 0 ]; then
         chown postgres: "$dir"
         chmod 700 "$dir"
-        # The postgres user must be able to reach DIR through its parents.
-        local p="$dir"
-        while [ "$p" != "/" ]; do p="$(dirname "$p")"; chmod o+x "$p" 2>/dev/null || true; done
+        # The postgres user must reach DIR through its parents; open only the parents that block it.
+        if ! runuser -u postgres -- test -x "$dir"; then
+            local p="$dir"
+            while [ "$p" != "/" ]; do
+                p="$(dirname "$p")"
+                if ! runuser -u postgres -- test -x "$p"; then
+                    echo "pg.sh: allowing the postgres user to traverse $p (chmod o+x)" >&2
+                    chmod o+x "$p"
+                fi
+            done
+        fi
     fi
 
     if [ ! -s "$dir/PG_VERSION" ]; then
         echo "pg.sh: initialising a PostgreSQL cluster in $dir" >&2
-        _pg_as_owner "$PG_BIN/initdb" -D "$dir" -U "$owner" --auth=trust --encoding=UTF8 \
-            --locale=C.UTF-8 >"$dir.initdb.log" 2>&1 \
-            || _pg_as_owner "$PG_BIN/initdb" -D "$dir" -U "$owner" --auth=trust --encoding=UTF8 \
-                --no-locale >"$dir.initdb.log" 2>&1 \
-            || { echo "pg.sh: initdb failed, see $dir.initdb.log" >&2; cat "$dir.initdb.log" >&2; return 1; }
+        local initlog
+        initlog="$(mktemp "${TMPDIR:-/tmp}/pg-initdb.XXXXXX")"
+        chmod 666 "$initlog"
+        if ! _pg_as_owner "$PG_BIN/initdb" -D "$dir" -U "$owner" --auth=trust --encoding=UTF8 \
+                --locale=C.UTF-8 >"$initlog" 2>&1 \
+            && ! _pg_as_owner "$PG_BIN/initdb" -D "$dir" -U "$owner" --auth=trust --encoding=UTF8 \
+                --no-locale >"$initlog" 2>&1; then
+            echo "pg.sh: initdb failed:" >&2
+            cat "$initlog" >&2
+            rm -f "$initlog"
+            return 1
+        fi
+        rm -f "$initlog"
         {
-            echo "# pg.sh: a local development cluster"
-            echo "listen_addresses = '127.0.0.1'"
-            echo "unix_socket_directories = '$dir'"
+            echo "# pg.sh: a local development cluster (listen address, port and socket come from pg_ctl -o)"
             echo "fsync = on"
             echo "synchronous_commit = on"
+            echo "full_page_writes = on"
             echo "shared_buffers = 128MB"
             echo "max_connections = 200"
             echo "max_locks_per_transaction = 256"
@@ -98,8 +113,11 @@ pg_local_start() {
             rm -f "$dir/postmaster.pid"
         fi
         port="$(_pg_free_port)" || return 1
+        # A unix socket path is limited to 107 bytes; with a deep DIR, listen on TCP only.
+        local socketdir="$dir"
+        if [ $(( ${#dir} + 20 )) -gt 107 ]; then socketdir=""; fi
         if ! _pg_as_owner "$PG_BIN/pg_ctl" -D "$dir" -w -t 60 -l "$dir/server.log" \
-            -o "-p $port -c listen_addresses=127.0.0.1 -k $dir" start >/dev/null; then
+            -o "-p $port -c listen_addresses=127.0.0.1 -c unix_socket_directories='$socketdir'" start >/dev/null; then
             echo "pg.sh: PostgreSQL failed to start; the end of $dir/server.log:" >&2
             tail -20 "$dir/server.log" >&2
             return 1
