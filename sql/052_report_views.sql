@@ -1,0 +1,191 @@
+-- 052_report_views: the report views analysts query (docs/reports.md documents every column with
+-- an example query) and the analyst role's grants. Views read only rollups, apps and
+-- load_checkpoints; '' keys of the rollups come out as NULL. Every view has app_id first: filter
+-- on it (and on day) and PostgreSQL pushes the filter down to the rollups' primary keys.
+
+-- Per link and day, with ios/android splits.
+CREATE VIEW report_link_daily AS
+SELECT r.app_id, r.path, r.day,
+       sum(r.clicks)::bigint AS clicks,
+       sum(r.universal_link_opens)::bigint AS universal_link_opens,
+       sum(r.matched_installs)::bigint AS matched_installs,
+       sum(r.attributed_installs)::bigint AS attributed_installs,
+       CASE WHEN sum(r.clicks) > 0 THEN round(sum(r.matched_installs)::numeric / sum(r.clicks), 6) END AS install_rate,
+       sum(r.reengagements)::bigint AS reengagements,
+       coalesce(sum(r.clicks) FILTER (WHERE r.platform = 'ios'), 0)::bigint AS clicks_ios,
+       coalesce(sum(r.clicks) FILTER (WHERE r.platform = 'android'), 0)::bigint AS clicks_android,
+       coalesce(sum(r.universal_link_opens) FILTER (WHERE r.platform = 'ios'), 0)::bigint AS universal_link_opens_ios,
+       coalesce(sum(r.universal_link_opens) FILTER (WHERE r.platform = 'android'), 0)::bigint AS universal_link_opens_android,
+       coalesce(sum(r.matched_installs) FILTER (WHERE r.platform = 'ios'), 0)::bigint AS matched_installs_ios,
+       coalesce(sum(r.matched_installs) FILTER (WHERE r.platform = 'android'), 0)::bigint AS matched_installs_android,
+       coalesce(sum(r.attributed_installs) FILTER (WHERE r.platform = 'ios'), 0)::bigint AS attributed_installs_ios,
+       coalesce(sum(r.attributed_installs) FILTER (WHERE r.platform = 'android'), 0)::bigint AS attributed_installs_android,
+       coalesce(sum(r.reengagements) FILTER (WHERE r.platform = 'ios'), 0)::bigint AS reengagements_ios,
+       coalesce(sum(r.reengagements) FILTER (WHERE r.platform = 'android'), 0)::bigint AS reengagements_android
+FROM rollup_link_daily r
+GROUP BY r.app_id, r.path, r.day
+HAVING sum(r.clicks + r.universal_link_opens + r.matched_installs + r.attributed_installs + r.reengagements) > 0;
+
+-- Events of attributed devices per link, day, kind and name.
+CREATE VIEW report_link_daily_events AS
+SELECT r.app_id, r.path, r.day, r.kind, r.name,
+       sum(r.events)::bigint AS events,
+       coalesce(sum(r.events) FILTER (WHERE r.platform = 'ios'), 0)::bigint AS events_ios,
+       coalesce(sum(r.events) FILTER (WHERE r.platform = 'android'), 0)::bigint AS events_android
+FROM rollup_link_events_daily r
+GROUP BY r.app_id, r.path, r.day, r.kind, r.name;
+
+-- Revenue (purchase minus refund) of attributed devices per link, day and currency.
+CREATE VIEW report_link_daily_revenue AS
+SELECT r.app_id, r.path, r.day, r.currency,
+       sum(r.revenue) AS revenue,
+       coalesce(sum(r.revenue) FILTER (WHERE r.platform = 'ios'), 0) AS revenue_ios,
+       coalesce(sum(r.revenue) FILTER (WHERE r.platform = 'android'), 0) AS revenue_android
+FROM rollup_link_revenue_daily r
+GROUP BY r.app_id, r.path, r.day, r.currency;
+
+-- Click-side counts per UTM breakdown (NULL = parameter absent).
+CREATE VIEW report_link_daily_utm AS
+SELECT r.app_id, r.path, r.day, nullif(r.utm_source, '') AS utm_source, nullif(r.utm_medium, '') AS utm_medium,
+       nullif(r.utm_campaign, '') AS utm_campaign,
+       sum(r.clicks)::bigint AS clicks, sum(r.universal_link_opens)::bigint AS universal_link_opens,
+       sum(r.matched_installs)::bigint AS matched_installs, sum(r.attributed_installs)::bigint AS attributed_installs
+FROM rollup_link_daily r
+WHERE r.clicks + r.universal_link_opens + r.matched_installs + r.attributed_installs > 0
+GROUP BY r.app_id, r.path, r.day, r.utm_source, r.utm_medium, r.utm_campaign;
+
+-- Installs per app and install day: attributed, organic and (among organic) unattributable.
+CREATE VIEW report_installs_daily AS
+SELECT r.app_id, r.day,
+       sum(r.installs)::bigint AS installs,
+       coalesce(sum(r.installs) FILTER (WHERE r.path <> ''), 0)::bigint AS attributed_installs,
+       coalesce(sum(r.installs) FILTER (WHERE r.path = ''), 0)::bigint AS organic_installs,
+       coalesce(sum(r.installs) FILTER (WHERE r.path = '' AND r.unattributable), 0)::bigint AS unattributable_installs
+FROM rollup_installs_daily r
+GROUP BY r.app_id, r.day;
+
+-- Attribution per link and day: matched and attributed installs; actions of attributed devices by
+-- install date (cohort_actions: everything the devices installed that day did, as loaded so far)
+-- and by event date (activity_actions); last-touch opens (actions whose open_click_id is a click
+-- on the link, any device).
+CREATE VIEW report_attribution AS
+SELECT u.app_id, u.path, u.day,
+       sum(u.matched)::bigint AS matched_installs, sum(u.attributed)::bigint AS attributed_installs,
+       sum(u.cohort_actions)::bigint AS cohort_actions, sum(u.activity_actions)::bigint AS activity_actions,
+       sum(u.opens)::bigint AS last_touch_opens
+FROM (
+    SELECT r.app_id, r.path, r.day, r.matched_installs AS matched, r.attributed_installs AS attributed,
+           0::bigint AS cohort_actions, 0::bigint AS activity_actions, r.last_touch_opens AS opens
+    FROM rollup_link_daily r
+    UNION ALL
+    SELECT e.app_id, e.path, e.day, 0, 0, 0, e.events, 0 FROM rollup_link_events_daily e WHERE e.kind = 'event'
+    UNION ALL
+    SELECT e.app_id, e.path, e.install_day, 0, 0, e.events, 0, 0 FROM rollup_link_events_daily e WHERE e.kind = 'event'
+) u
+GROUP BY u.app_id, u.path, u.day
+HAVING sum(u.matched + u.attributed + u.cohort_actions + u.activity_actions + u.opens) > 0;
+
+-- Actions of attributed devices per name, by install date (basis 'install_date') and by event date
+-- (basis 'event_date').
+CREATE VIEW report_attribution_events AS
+SELECT e.app_id, e.path, e.install_day AS day, 'install_date'::text AS basis, e.name, sum(e.events)::bigint AS events
+FROM rollup_link_events_daily e WHERE e.kind = 'event'
+GROUP BY e.app_id, e.path, e.install_day, e.name
+UNION ALL
+SELECT e.app_id, e.path, e.day, 'event_date', e.name, sum(e.events)::bigint
+FROM rollup_link_events_daily e WHERE e.kind = 'event'
+GROUP BY e.app_id, e.path, e.day, e.name;
+
+-- Revenue of attributed devices per currency, by install date and by event date.
+CREATE VIEW report_attribution_revenue AS
+SELECT r.app_id, r.path, r.install_day AS day, 'install_date'::text AS basis, r.currency, sum(r.revenue) AS revenue
+FROM rollup_link_revenue_daily r
+GROUP BY r.app_id, r.path, r.install_day, r.currency
+UNION ALL
+SELECT r.app_id, r.path, r.day, 'event_date', r.currency, sum(r.revenue)
+FROM rollup_link_revenue_daily r
+GROUP BY r.app_id, r.path, r.day, r.currency;
+
+-- Funnel definitions: the default link funnel of every app plus the app-defined ones.
+CREATE VIEW report_funnel_definitions AS
+SELECT a.id AS app_id, 'default'::text AS funnel_id, 'Link funnel'::text AS name,
+       ARRAY['click', 'install', 'app_open', 'sign_up', 'purchase']::text[] AS steps
+FROM apps a
+UNION ALL
+SELECT f.app_id, f.funnel_id, f.name, f.steps FROM funnels f;
+
+-- Funnels per cohort day (day of step 1), link (NULL: organic devices of an event-first funnel) and
+-- step: devices reaching the step (step 1 of a click funnel: web clicks), conversion from the
+-- previous step and from step 1, median seconds from the previous step.
+CREATE VIEW report_funnel AS
+SELECT c.app_id, c.funnel_id, d.name AS funnel_name, nullif(c.path, '') AS path, c.day, g.step,
+       d.steps[g.step] AS step_name,
+       coalesce(r.devices, 0)::bigint AS devices,
+       CASE WHEN g.step > 1 THEN round(coalesce(r.devices, 0)::numeric / nullif(p.devices, 0), 6) END
+           AS conversion_from_previous,
+       round(coalesce(r.devices, 0)::numeric / c.devices, 6) AS conversion_overall,
+       extract(epoch FROM r.median_from_previous) AS median_seconds_from_previous
+FROM rollup_funnel_daily c
+JOIN report_funnel_definitions d ON d.app_id = c.app_id AND d.funnel_id = c.funnel_id
+CROSS JOIN LATERAL generate_series(1, cardinality(d.steps)) g(step)
+LEFT JOIN rollup_funnel_daily r
+    ON r.app_id = c.app_id AND r.day = c.day AND r.funnel_id = c.funnel_id AND r.path = c.path AND r.step = g.step
+LEFT JOIN rollup_funnel_daily p
+    ON p.app_id = c.app_id AND p.day = c.day AND p.funnel_id = c.funnel_id AND p.path = c.path AND p.step = g.step - 1
+WHERE c.step = 1;
+
+-- The load watermark: the newest received_at the aggregator has loaded (NULL before any load).
+CREATE VIEW report_watermark AS
+SELECT max(c.newest_received_at) AS watermark FROM load_checkpoints c;
+
+-- Retention per install cohort and link (NULL = organic): cohort size and devices with an app_open
+-- on exactly day N, NULL while day N has not been reached (the app-local date of the load
+-- watermark, or of now() before any load, is before install day + N).
+CREATE VIEW report_retention AS
+SELECT c.app_id, nullif(c.path, '') AS path, c.day AS cohort_day, c.size AS cohort_size,
+       CASE WHEN c.day + 1 <= w.day THEN coalesce(r.d1, 0) END AS d1,
+       CASE WHEN c.day + 3 <= w.day THEN coalesce(r.d3, 0) END AS d3,
+       CASE WHEN c.day + 7 <= w.day THEN coalesce(r.d7, 0) END AS d7,
+       CASE WHEN c.day + 14 <= w.day THEN coalesce(r.d14, 0) END AS d14,
+       CASE WHEN c.day + 30 <= w.day THEN coalesce(r.d30, 0) END AS d30,
+       CASE WHEN c.day + 1 <= w.day THEN round(coalesce(r.d1, 0)::numeric / c.size, 6) END AS d1_rate,
+       CASE WHEN c.day + 3 <= w.day THEN round(coalesce(r.d3, 0)::numeric / c.size, 6) END AS d3_rate,
+       CASE WHEN c.day + 7 <= w.day THEN round(coalesce(r.d7, 0)::numeric / c.size, 6) END AS d7_rate,
+       CASE WHEN c.day + 14 <= w.day THEN round(coalesce(r.d14, 0)::numeric / c.size, 6) END AS d14_rate,
+       CASE WHEN c.day + 30 <= w.day THEN round(coalesce(r.d30, 0)::numeric / c.size, 6) END AS d30_rate
+FROM (
+    SELECT i.app_id, i.day, i.path, sum(i.installs)::bigint AS size
+    FROM rollup_installs_daily i GROUP BY i.app_id, i.day, i.path
+) c
+LEFT JOIN (
+    SELECT t.app_id, t.install_day, t.path,
+           sum(t.returned) FILTER (WHERE t.day - t.install_day = 1)::bigint AS d1,
+           sum(t.returned) FILTER (WHERE t.day - t.install_day = 3)::bigint AS d3,
+           sum(t.returned) FILTER (WHERE t.day - t.install_day = 7)::bigint AS d7,
+           sum(t.returned) FILTER (WHERE t.day - t.install_day = 14)::bigint AS d14,
+           sum(t.returned) FILTER (WHERE t.day - t.install_day = 30)::bigint AS d30
+    FROM rollup_retention_daily t GROUP BY t.app_id, t.install_day, t.path
+) r ON r.app_id = c.app_id AND r.install_day = c.day AND r.path = c.path
+CROSS JOIN LATERAL (
+    SELECT (coalesce((SELECT max(k.newest_received_at) FROM load_checkpoints k), now())
+            AT TIME ZONE coalesce((SELECT a.time_zone FROM apps a WHERE a.id = c.app_id), 'UTC'))::date AS day
+) w;
+
+-- The analyst role reads the report views and nothing else (no raw tables, no rollups, no writes).
+DO $grant$
+DECLARE
+    v record;
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'detour_analyst') THEN
+        RAISE WARNING 'role detour_analyst does not exist: report views not granted';
+        RETURN;
+    END IF;
+    EXECUTE format('GRANT USAGE ON SCHEMA %I TO detour_analyst', current_schema());
+    FOR v IN
+        SELECT c.relname FROM pg_class c
+        WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'v' AND c.relname LIKE 'report\_%'
+    LOOP
+        EXECUTE format('GRANT SELECT ON %I.%I TO detour_analyst', current_schema(), v.relname);
+    END LOOP;
+END
+$grant$;
