@@ -42,6 +42,15 @@ package struct InstallsRow: Sendable, Equatable {
     package var organicInstalls: Int
     /// Organic devices whose SDK never sent an attribution object.
     package var unattributableInstalls: Int
+
+    /// Makes a row.
+    package init(day: ReportDay, installs: Int, attributedInstalls: Int, organicInstalls: Int, unattributableInstalls: Int) {
+        self.day = day
+        self.installs = installs
+        self.attributedInstalls = attributedInstalls
+        self.organicInstalls = organicInstalls
+        self.unattributableInstalls = unattributableInstalls
+    }
 }
 
 /// The attribution report of an app for a range of days.

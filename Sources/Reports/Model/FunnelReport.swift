@@ -20,6 +20,20 @@ package struct FunnelStepRow: Sendable, Equatable {
     package var conversionOverall: String?
     /// Median seconds from the previous step (exact decimal text), nil when no device reached it.
     package var medianSecondsFromPrevious: String?
+
+    /// Makes a row.
+    package init(funnelID: String, funnelName: String, path: String?, day: ReportDay, step: Int, stepName: String, devices: Int, conversionFromPrevious: String?, conversionOverall: String?, medianSecondsFromPrevious: String?) {
+        self.funnelID = funnelID
+        self.funnelName = funnelName
+        self.path = path
+        self.day = day
+        self.step = step
+        self.stepName = stepName
+        self.devices = devices
+        self.conversionFromPrevious = conversionFromPrevious
+        self.conversionOverall = conversionOverall
+        self.medianSecondsFromPrevious = medianSecondsFromPrevious
+    }
 }
 
 /// Funnels of an app for a range of cohort days.

@@ -71,6 +71,19 @@ package struct UTMRow: Sendable, Equatable {
     package var matchedInstalls: Int
     /// Attributed installs.
     package var attributedInstalls: Int
+
+    /// Makes a row.
+    package init(path: String, day: ReportDay, source: String?, medium: String?, campaign: String?, clicks: Int, universalLinkOpens: Int, matchedInstalls: Int, attributedInstalls: Int) {
+        self.path = path
+        self.day = day
+        self.source = source
+        self.medium = medium
+        self.campaign = campaign
+        self.clicks = clicks
+        self.universalLinkOpens = universalLinkOpens
+        self.matchedInstalls = matchedInstalls
+        self.attributedInstalls = attributedInstalls
+    }
 }
 
 /// The per-link daily report of an app for a range of days.

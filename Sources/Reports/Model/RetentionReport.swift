@@ -12,6 +12,15 @@ package struct RetentionRow: Sendable, Equatable {
     package var retained: [Int?]
     /// retained / cohort_size (exact decimal text), nil while not reached.
     package var rates: [String?]
+
+    /// Makes a row.
+    package init(path: String?, cohortDay: ReportDay, cohortSize: Int, retained: [Int?], rates: [String?]) {
+        self.path = path
+        self.cohortDay = cohortDay
+        self.cohortSize = cohortSize
+        self.retained = retained
+        self.rates = rates
+    }
 }
 
 /// Retention cohorts of an app for a range of install days.
