@@ -18,7 +18,7 @@ struct DailyReportHTML {
             p.meta { color: #5a6577; margin: 0 0 12px; font-size: 13px; }
             p.partial { background: #fff3cd; border: 1px solid #e0b400; padding: 8px 12px; font-weight: 600; }
             table { border-collapse: collapse; font-size: 12px; margin: 8px 0; }
-            th, td { border: 1px solid #d8dde6; padding: 3px 8px; text-align: right; }
+            th, td { border: 1px solid #d8dde6; padding: 3px 8px; text-align: right; white-space: nowrap; }
             th { background: #f1f4f9; }
             td.text, th.text { text-align: left; }
             svg { display: block; margin: 8px 0; }
