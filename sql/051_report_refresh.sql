@@ -476,10 +476,9 @@ BEGIN
         SELECT x.funnel_id, x.steps FROM funnels x WHERE x.app_id = p_app
     LOOP
         IF f.steps[1] = 'click' THEN
+            -- MATERIALIZED: report_funnel_times runs once per click, not once per use of its result.
             INSERT INTO rollup_funnel_daily (app_id, funnel_id, day, path, step, devices, median_from_previous)
-            SELECT p_app, f.funnel_id, p_day, t.path, g.step, count(*),
-                   percentile_cont(0.5) WITHIN GROUP (ORDER BY t.times[g.step] - t.times[g.step - 1])
-            FROM (
+            WITH t AS MATERIALIZED (
                 SELECT c.path, report_funnel_times(p_app, d.device_id, d.install_at, c.click_time, f.steps,
                                                    c.click_time + s.conversion_window) AS times
                 FROM clicks c
@@ -488,21 +487,25 @@ BEGIN
                     WHERE r.app_id = c.app_id AND r.install_click_id = c.click_id
                     ORDER BY r.install_at, r.device_id LIMIT 1) d ON true
                 WHERE c.app_id = p_app AND c.click_time >= lo AND c.click_time < hi AND c.click_kind = 'web'
-            ) t
+            )
+            SELECT p_app, f.funnel_id, p_day, t.path, g.step, count(*),
+                   percentile_cont(0.5) WITHIN GROUP (ORDER BY t.times[g.step] - t.times[g.step - 1])
+            FROM t
             JOIN generate_series(1, cardinality(f.steps)) g(step) ON g.step <= cardinality(t.times)
             GROUP BY t.path, g.step;
         ELSE
             INSERT INTO rollup_funnel_daily (app_id, funnel_id, day, path, step, devices, median_from_previous)
-            SELECT p_app, f.funnel_id, p_day, t.path, g.step, count(*),
-                   percentile_cont(0.5) WITHIN GROUP (ORDER BY t.times[g.step] - t.times[g.step - 1])
-            FROM (
+            WITH t AS MATERIALIZED (
                 SELECT coalesce(d.link_path, '') AS path,
                        report_funnel_times(p_app, n.device_id, d.install_at, n.entered_at, f.steps,
                                            n.entered_at + s.conversion_window) AS times
                 FROM rollup_funnel_entries n
                 JOIN rollup_devices d ON d.app_id = n.app_id AND d.device_id = n.device_id
                 WHERE n.app_id = p_app AND n.funnel_id = f.funnel_id AND n.entered_day = p_day
-            ) t
+            )
+            SELECT p_app, f.funnel_id, p_day, t.path, g.step, count(*),
+                   percentile_cont(0.5) WITHIN GROUP (ORDER BY t.times[g.step] - t.times[g.step - 1])
+            FROM t
             JOIN generate_series(1, cardinality(f.steps)) g(step) ON g.step <= cardinality(t.times)
             GROUP BY t.path, g.step;
         END IF;
