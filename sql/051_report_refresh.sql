@@ -2,6 +2,12 @@
 -- rollups stay correct"). Replaces the aggregator's refresh_rollups / rebuild_rollups (020) with
 -- the same signatures; rollup_events_daily (020) is still maintained exactly as 020 did.
 --
+-- Two ways to drive it:
+--   * refresh_rollups(app_ids, days) inside the load transaction: rollups current at commit;
+--   * queue_rollups(app_ids, days) inside the load transaction (cheap: records what was touched in
+--     rollup_pending_*), and process_rollups() in a transaction of its own on a timer: loads stay
+--     fast however big a day is, reports lag by the timer. Both give the same rollups.
+--
 -- refresh_rollups(app_ids, days) runs inside the loader's transaction. The unit of work is the
 -- (app, local day) key: every rollup row of a key is deleted and recomputed from the raw tables of
 -- that day (partition-pruned) and from the derived per-device and per-click tables. The key set
@@ -276,8 +282,23 @@ BEGIN
 END
 $fn$;
 
--- The seam the aggregator calls inside its load transaction (see the header).
-CREATE OR REPLACE FUNCTION refresh_rollups(p_app_ids text[], p_days date[])
+-- Work waiting for process_rollups (queue_rollups fills them; both are cheap to append to).
+CREATE TABLE rollup_pending_keys (app_id text NOT NULL, day date NOT NULL, PRIMARY KEY (app_id, day));
+CREATE TABLE rollup_pending_devices (
+    app_id text NOT NULL, device_id text NOT NULL, min_time timestamptz, PRIMARY KEY (app_id, device_id));
+CREATE TABLE rollup_pending_clicks (
+    app_id text NOT NULL, click_id text NOT NULL, click_time timestamptz NOT NULL,
+    PRIMARY KEY (app_id, click_id, click_time));
+
+-- Serialises everything that rewrites rollups in this schema (process, refresh, rebuild).
+CREATE OR REPLACE FUNCTION rollup_lock() RETURNS void
+LANGUAGE sql AS $fn$
+    SELECT pg_advisory_xact_lock(1684370546, hashtext('rollups:' || current_schema()))
+$fn$;
+
+-- Records what a load cycle touched (same arguments and staging rules as refresh_rollups) without
+-- recomputing anything: the cheap half, for a loader that runs process_rollups on its own timer.
+CREATE OR REPLACE FUNCTION queue_rollups(p_app_ids text[], p_days date[])
 RETURNS void
 LANGUAGE plpgsql AS $fn$
 DECLARE
@@ -331,7 +352,54 @@ BEGIN
             ON CONFLICT DO NOTHING;
         END LOOP;
     END IF;
+
+    INSERT INTO rollup_pending_keys (app_id, day) SELECT app_id, day FROM pg_temp.rollup_work_keys
+    ON CONFLICT DO NOTHING;
+    INSERT INTO rollup_pending_devices AS p (app_id, device_id, min_time)
+    SELECT app_id, device_id, min_time FROM pg_temp.rollup_work_devices
+    ON CONFLICT (app_id, device_id) DO UPDATE SET min_time = LEAST(p.min_time, EXCLUDED.min_time);
+    INSERT INTO rollup_pending_clicks (app_id, click_id, click_time)
+    SELECT app_id, click_id, click_time FROM pg_temp.rollup_work_clicks
+    ON CONFLICT DO NOTHING;
+END
+$fn$;
+
+-- Applies all queued work: re-derives the queued devices and clicks, then recomputes every affected
+-- (app, day). Returns the number of (app, day) keys recomputed. Serialised with rollup_lock().
+CREATE OR REPLACE FUNCTION process_rollups()
+RETURNS integer
+LANGUAGE plpgsql AS $fn$
+DECLARE
+    processed integer;
+BEGIN
+    PERFORM rollup_lock();
+    PERFORM rollup_prepare_work();
+    WITH taken AS (DELETE FROM rollup_pending_keys RETURNING app_id, day)
+    INSERT INTO pg_temp.rollup_work_keys (app_id, day) SELECT DISTINCT app_id, day FROM taken;
+    WITH taken AS (DELETE FROM rollup_pending_devices RETURNING app_id, device_id, min_time)
+    INSERT INTO pg_temp.rollup_work_devices (app_id, device_id, min_time)
+    SELECT app_id, device_id, min(min_time) FROM taken GROUP BY app_id, device_id;
+    WITH taken AS (DELETE FROM rollup_pending_clicks RETURNING app_id, click_id, click_time)
+    INSERT INTO pg_temp.rollup_work_clicks (app_id, click_id, click_time)
+    SELECT DISTINCT app_id, click_id, click_time FROM taken;
     PERFORM rollup_apply_work();
+    SELECT count(*) INTO processed FROM pg_temp.rollup_work_keys;
+    RETURN processed;
+END
+$fn$;
+
+-- The seam the aggregator calls inside its load transaction (see the header): queue, then process
+-- at once, so the rollups are current when the load commits.
+CREATE OR REPLACE FUNCTION refresh_rollups(p_app_ids text[], p_days date[])
+RETURNS void
+LANGUAGE plpgsql AS $fn$
+BEGIN
+    IF p_app_ids IS NULL OR p_days IS NULL THEN
+        RETURN;
+    END IF;
+    PERFORM rollup_lock();
+    PERFORM queue_rollups(p_app_ids, p_days);
+    PERFORM process_rollups();
 END
 $fn$;
 
@@ -344,6 +412,7 @@ LANGUAGE plpgsql AS $fn$
 DECLARE
     k record;
 BEGIN
+    PERFORM rollup_lock();
     IF to_regclass('rollup_events_daily') IS NOT NULL THEN
         EXECUTE 'DELETE FROM rollup_events_daily';
         EXECUTE 'INSERT INTO rollup_events_daily (app_id, day, kind, name, events, devices)
@@ -360,6 +429,9 @@ BEGIN
     DELETE FROM rollup_funnel_entries;
     DELETE FROM rollup_devices;
     DELETE FROM rollup_clicks;
+    DELETE FROM rollup_pending_keys;
+    DELETE FROM rollup_pending_devices;
+    DELETE FROM rollup_pending_clicks;
 
     INSERT INTO pg_temp.rollup_work_clicks (app_id, click_id, click_time)
     SELECT DISTINCT ON (c.app_id, c.click_id) c.app_id, c.click_id, c.click_time FROM clicks c

@@ -171,6 +171,13 @@ CROSS JOIN LATERAL (
             AT TIME ZONE coalesce((SELECT a.time_zone FROM apps a WHERE a.id = c.app_id), 'UTC'))::date AS day
 ) w;
 
+-- Rollup work queued by queue_rollups and not processed yet, per app (the daily job refuses a day
+-- while its app has pending work).
+CREATE VIEW report_rollups_pending AS
+SELECT p.app_id, count(*)::bigint AS pending_days, min(p.day) AS oldest_day, max(p.day) AS newest_day
+FROM rollup_pending_keys p
+GROUP BY p.app_id;
+
 -- The analyst role reads the report views and nothing else (no raw tables, no rollups, no writes).
 DO $grant$
 DECLARE

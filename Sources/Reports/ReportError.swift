@@ -8,6 +8,8 @@ package enum ReportError: Error, Equatable, CustomStringConvertible {
     /// before any load) has not reached `requiredWatermark` (end of the day in the app's time zone
     /// plus the grace period).
     case dayNotComplete(app: String, day: ReportDay, watermark: String?, requiredWatermark: String)
+    /// The app has rollup work queued (`queue_rollups`) that `process_rollups()` has not applied yet.
+    case rollupsPending(app: String, days: Int)
     /// PostgreSQL failed; `message` is the server's or the client library's message.
     case database(message: String)
     /// Writing an output file failed.
@@ -18,7 +20,7 @@ package enum ReportError: Error, Equatable, CustomStringConvertible {
     package var exitCode: Int32 {
         switch self {
         case .invalidParameter, .unknownApp: return 64  // EX_USAGE
-        case .dayNotComplete: return 75  // EX_TEMPFAIL
+        case .dayNotComplete, .rollupsPending: return 75  // EX_TEMPFAIL
         case .database: return 69  // EX_UNAVAILABLE
         case .io: return 74  // EX_IOERR
         }
@@ -29,7 +31,7 @@ package enum ReportError: Error, Equatable, CustomStringConvertible {
         switch self {
         case .invalidParameter: return 400
         case .unknownApp: return 404
-        case .dayNotComplete: return 409
+        case .dayNotComplete, .rollupsPending: return 409
         case .database: return 503
         case .io: return 500
         }
@@ -41,6 +43,7 @@ package enum ReportError: Error, Equatable, CustomStringConvertible {
         case .invalidParameter: return "invalid_parameter"
         case .unknownApp: return "unknown_app"
         case .dayNotComplete: return "day_not_complete"
+        case .rollupsPending: return "rollups_pending"
         case .database: return "database_unavailable"
         case .io: return "io_error"
         }
@@ -56,6 +59,9 @@ package enum ReportError: Error, Equatable, CustomStringConvertible {
             return "day \(day) of app \(app) is not completely loaded yet: the load watermark is "
                 + "\(watermark ?? "empty (nothing loaded)"), it must reach \(required) (end of the day in the app's "
                 + "time zone plus the grace period); run again later or pass --allow-partial"
+        case .rollupsPending(let app, let days):
+            return "app \(app) has rollup work for \(days) day(s) queued and not processed yet; run process_rollups() "
+                + "(the aggregator does it on its timer) or pass --allow-partial"
         case .database(let message):
             return "database error: \(message)"
         case .io(let path, let message):

@@ -29,6 +29,28 @@ import Testing
         #expect(outputs.first?.isComplete == true)
     }
 
+    @Test("refuses while rollup work is queued, and runs once process_rollups has applied it")
+    func refusesPendingRollups() throws {
+        let database = try Database()
+        defer { database.close() }
+        let fixture = Fixture(database.connection, queued: true)
+        try fixture.app("a")
+        fixture.click("c1", path: "/x", at: "2026-06-01T10:00:00Z")
+        try fixture.load()
+        try fixture.watermark("2026-06-03T00:00:00Z")
+        let out = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let job = DailyReport(connection: database.connection)
+        #expect(throws: ReportError.rollupsPending(app: "a", days: 1)) {
+            _ = try job.run(date: day("2026-06-01"), app: "a", outDirectory: out, formats: [.json], allowPartial: false)
+        }
+        #expect(try ReportService(connection: database.connection).processPending() == 1)
+        let outputs = try job.run(date: day("2026-06-01"), app: "a", outDirectory: out, formats: [.json], allowPartial: false)
+        #expect(outputs.first?.isComplete == true)
+        let json = try String(contentsOfFile: out + "/2026-06-01/a/report.json", encoding: .utf8)
+        #expect(json.contains(#""clicks":1"#))
+    }
+
     @Test("the grace period is measured from the end of the day in the app's time zone")
     func graceInTimeZone() throws {
         let database = try Database()

@@ -7,7 +7,7 @@ package import Postgres
 ///
 /// - Completeness: day D of an app is complete when the load watermark (the newest `received_at`
 ///   loaded, from `load_checkpoints`) is at or after the end of D in the app's time zone plus
-///   `graceSeconds` (default 600). An incomplete day is refused with `ReportError.dayNotComplete`
+///   `graceSeconds` (default 600), and no rollup work of the app is queued unprocessed. An incomplete day is refused with `ReportError.dayNotComplete`
 ///   (exit status 75) before anything is written, unless `allowPartial`, in which case every file
 ///   says `complete: false`.
 /// - Idempotent: the files depend only on the data and the watermark (no generation time inside),
@@ -49,6 +49,9 @@ package struct DailyReport {
         for id in apps {
             let status = try completeness(app: id, date: date)
             if !status.isComplete && !allowPartial {
+                if status.pendingDays > 0 {
+                    throw .rollupsPending(app: id, days: status.pendingDays)
+                }
                 throw .dayNotComplete(app: id, day: date, watermark: status.watermark, requiredWatermark: status.required)
             }
             statuses.append((id, status))
@@ -86,10 +89,11 @@ package struct DailyReport {
         do {
             let row = try connection.query(ReportSQL.completeness(app: app, day: date, graceSeconds: graceSeconds))
                 .first
+            let pending = try row?["pending_days", as: Int.self] ?? 0
             return Completeness(
-                isComplete: try row?["complete", as: Bool.self] ?? false,
+                isComplete: (try row?["complete", as: Bool.self] ?? false) && pending == 0,
                 watermark: try row?["watermark", as: String?.self] ?? nil,
-                required: try row?["required", as: String.self] ?? "")
+                required: try row?["required", as: String.self] ?? "", pendingDays: pending)
         } catch {
             throw .database(message: "\(error)")
         }
@@ -116,6 +120,8 @@ package struct DailyReport {
         package var watermark: String?
         /// End of the day in the app's time zone plus the grace period (ISO 8601 UTC).
         package var required: String
+        /// Rollup days of the app queued and not processed yet (any makes the day incomplete).
+        package var pendingDays: Int
     }
 }
 

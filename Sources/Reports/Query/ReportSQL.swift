@@ -141,20 +141,25 @@ package enum ReportSQL {
     }
 
     /// Whether day `day` of `app` is completely loaded. Columns: `watermark` (text or NULL),
-    /// `required` (text: end of the day in the app's time zone plus `graceSeconds`), `complete` (bool).
+    /// `required` (text: end of the day in the app's time zone plus `graceSeconds`), `complete` (bool),
+    /// `pending_days` (rollup days queued by `queue_rollups` and not processed yet).
     package static func completeness(app: String, day: ReportDay, graceSeconds: Int) -> SQL {
         """
         SELECT to_char(w.watermark AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS watermark,
                to_char((report_day_start(\(day.iso8601)::date + 1, s.time_zone) + make_interval(secs => \(graceSeconds)))
                        AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS required,
                coalesce(w.watermark >= report_day_start(\(day.iso8601)::date + 1, s.time_zone)
-                                       + make_interval(secs => \(graceSeconds)), false) AS complete
+                                       + make_interval(secs => \(graceSeconds)), false) AS complete,
+               coalesce((SELECT p.pending_days FROM report_rollups_pending p WHERE p.app_id = \(app)), 0) AS pending_days
         FROM report_watermark w CROSS JOIN rollup_settings(\(app)) s
         """
     }
 
     /// Every app id, sorted. Columns: `id`.
     package static let apps: SQL = "SELECT id FROM apps ORDER BY id"
+
+    /// Applies rollup work queued by `queue_rollups`. Columns: `days` (the (app, day) keys recomputed).
+    package static let processPending: SQL = "SELECT process_rollups() AS days"
 
     /// Recomputes every rollup from the raw tables (`report rebuild`). Columns: `done`.
     package static let rebuild: SQL = "SELECT rebuild_rollups()::text AS done"

@@ -184,6 +184,15 @@ package struct ReportService {
         }
     }
 
+    /// Applies rollup work queued by `queue_rollups` (a no-op when the loader refreshes at once);
+    /// needs the writer role. Returns the number of (app, day) keys recomputed.
+    ///
+    /// - Throws: `ReportError.database`.
+    @discardableResult
+    package func processPending() throws(ReportError) -> Int {
+        try run { try connection.query(ReportSQL.processPending).first?["days", as: Int.self] ?? 0 }
+    }
+
     /// Recomputes every rollup from the raw tables (`report rebuild`); needs the writer role.
     ///
     /// - Throws: `ReportError.database`.

@@ -11,13 +11,21 @@ import TestSupport
 final class Fixture {
     let connection: Connection
     let staging: Bool
+    /// Queue the work (`queue_rollups`) instead of refreshing at once; `process()` applies it.
+    let queued: Bool
     private var pending: [SQL] = []
     private var touched: [(String, String)] = []
     private var counter = 0
 
-    init(_ connection: Connection, staging: Bool = true) {
+    init(_ connection: Connection, staging: Bool = true, queued: Bool = false) {
         self.connection = connection
         self.staging = staging
+        self.queued = queued
+    }
+
+    /// Applies queued rollup work.
+    func process() throws {
+        try connection.execute("SELECT process_rollups()")
     }
 
     /// Creates an app with its report settings.
@@ -94,10 +102,11 @@ final class Fixture {
             }
             for statement in statements { try connection.execute(statement) }
             guard !keys.isEmpty else { return }
-            try connection.execute(
-                """
-                SELECT refresh_rollups(\(keys.map(\.0))::text[], \(keys.map(\.1))::date[])
-                """)
+            if queued {
+                try connection.execute("SELECT queue_rollups(\(keys.map(\.0))::text[], \(keys.map(\.1))::date[])")
+            } else {
+                try connection.execute("SELECT refresh_rollups(\(keys.map(\.0))::text[], \(keys.map(\.1))::date[])")
+            }
         }
     }
 
