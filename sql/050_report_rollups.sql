@@ -27,8 +27,9 @@ CREATE TABLE funnels (
 -- only (so the reports never depend on how the loader maintains `devices`):
 --   install_at       earliest event of any kind; install_day its local day; platform its platform;
 --   has_attribution  some event carries an attribution object (else the device is "unattributable");
---   install_click_*  the install_click_id of the device's earliest event carrying one, with the
---                    click's time and local day once the click is loaded (NULL before);
+--   install_click_*  the install_click_id of the device's earliest event carrying one (that
+--                    event's time: install_click_event_at), with the click's time and local day
+--                    once the click is loaded (NULL before);
 --   link_path, utm_* the attributed link: set when that click is loaded and was made at most
 --                    apps.install_lookback before the install (and not after it); NULL = organic.
 CREATE TABLE rollup_devices (
@@ -41,6 +42,7 @@ CREATE TABLE rollup_devices (
     install_click_id text,
     install_click_at timestamptz,
     install_click_day date,
+    install_click_event_at timestamptz,
     link_path text,
     utm_source text,
     utm_medium text,

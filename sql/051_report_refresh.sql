@@ -33,6 +33,7 @@ BEGIN
             ON COMMIT DELETE ROWS;
         CREATE TEMP TABLE rollup_work_devices (
             app_id text NOT NULL, device_id text NOT NULL, min_time timestamptz, changed boolean NOT NULL DEFAULT false,
+            stable boolean NOT NULL DEFAULT false, is_new boolean NOT NULL DEFAULT false,
             PRIMARY KEY (app_id, device_id)) ON COMMIT DELETE ROWS;
         CREATE TEMP TABLE rollup_work_clicks (
             app_id text NOT NULL, click_id text NOT NULL, click_time timestamptz NOT NULL,
@@ -103,27 +104,64 @@ $fn$;
 
 -- Derives the state of every device in pg_temp.rollup_work_devices into pg_temp.rollup_work_states
 -- (rollup_devices' columns), and their funnel entries into pg_temp.rollup_work_entries.
+--
+-- The common case is cheap: a known device whose new events (all at or after min_time) are not
+-- older than its install, add no first attribution object and no earlier install click is
+-- "stable": its old state is copied, and only its new events are looked at (index range scans
+-- pruned to the partitions at or after min_time). A new device's events are all at or after
+-- min_time. Only known devices that may have changed are re-derived from all their events.
 CREATE OR REPLACE FUNCTION rollup_compute_states() RETURNS void
 LANGUAGE plpgsql AS $fn$
+DECLARE
+    oldest_new timestamptz;
 BEGIN
+    UPDATE pg_temp.rollup_work_devices w SET is_new = true
+    WHERE NOT EXISTS (SELECT 1 FROM rollup_devices o WHERE o.app_id = w.app_id AND o.device_id = w.device_id);
+    UPDATE pg_temp.rollup_work_devices w SET stable = true
+    FROM rollup_devices o
+    WHERE o.app_id = w.app_id AND o.device_id = w.device_id AND w.min_time IS NOT NULL AND w.min_time >= o.install_at
+      -- its install click did not just arrive
+      AND NOT EXISTS (
+          SELECT 1 FROM pg_temp.rollup_work_clicks k WHERE k.app_id = o.app_id AND k.click_id = o.install_click_id)
+      AND NOT EXISTS (
+          SELECT 1 FROM events e
+          WHERE e.app_id = w.app_id AND e.device_id = w.device_id AND e.event_time >= w.min_time
+            AND ((NOT o.has_attribution
+                  AND (e.open_type IS NOT NULL OR e.install_click_id IS NOT NULL OR e.open_click_id IS NOT NULL))
+                 OR (e.install_click_id IS NOT NULL
+                     AND (o.install_click_id IS NULL OR e.event_time < o.install_click_event_at))));
     ANALYZE pg_temp.rollup_work_devices;
+    SELECT min(min_time) INTO oldest_new FROM pg_temp.rollup_work_devices WHERE is_new;
+
+    INSERT INTO pg_temp.rollup_work_states
+    SELECT o.* FROM pg_temp.rollup_work_devices w
+    JOIN rollup_devices o ON o.app_id = w.app_id AND o.device_id = w.device_id
+    WHERE w.stable;
+
     INSERT INTO pg_temp.rollup_work_states (app_id, device_id, install_at, install_day, platform, has_attribution,
-        install_click_id, install_click_at, install_click_day, link_path, utm_source, utm_medium, utm_campaign)
+        install_click_id, install_click_at, install_click_day, install_click_event_at, link_path, utm_source,
+        utm_medium, utm_campaign)
     WITH ev AS MATERIALIZED (
         SELECT e.app_id, e.device_id, e.event_time, e.event_id, e.platform, e.install_click_id,
                (e.open_type IS NOT NULL OR e.install_click_id IS NOT NULL OR e.open_click_id IS NOT NULL) AS attributed
         FROM events e JOIN pg_temp.rollup_work_devices w ON w.app_id = e.app_id AND w.device_id = e.device_id
+        WHERE w.is_new AND e.event_time >= oldest_new
+        UNION ALL
+        SELECT e.app_id, e.device_id, e.event_time, e.event_id, e.platform, e.install_click_id,
+               (e.open_type IS NOT NULL OR e.install_click_id IS NOT NULL OR e.open_click_id IS NOT NULL)
+        FROM events e JOIN pg_temp.rollup_work_devices w ON w.app_id = e.app_id AND w.device_id = e.device_id
+        WHERE NOT w.is_new AND NOT w.stable
     ), first_event AS (
         SELECT DISTINCT ON (app_id, device_id) app_id, device_id, event_time, platform
         FROM ev ORDER BY app_id, device_id, event_time, event_id
     ), install_click AS (
-        SELECT DISTINCT ON (app_id, device_id) app_id, device_id, install_click_id
+        SELECT DISTINCT ON (app_id, device_id) app_id, device_id, install_click_id, event_time
         FROM ev WHERE install_click_id IS NOT NULL ORDER BY app_id, device_id, event_time, event_id
     ), flags AS (
         SELECT app_id, device_id, bool_or(attributed) AS has_attribution FROM ev GROUP BY app_id, device_id
     )
     SELECT f.app_id, f.device_id, f.event_time, (f.event_time AT TIME ZONE s.time_zone)::date, coalesce(f.platform, ''),
-           g.has_attribution, i.install_click_id, c.click_time, c.click_day,
+           g.has_attribution, i.install_click_id, c.click_time, c.click_day, i.event_time,
            CASE WHEN v.ok THEN c.path END, CASE WHEN v.ok THEN c.utm_source END,
            CASE WHEN v.ok THEN c.utm_medium END, CASE WHEN v.ok THEN c.utm_campaign END
     FROM first_event f
@@ -133,8 +171,14 @@ BEGIN
     LEFT JOIN rollup_clicks c ON c.app_id = i.app_id AND c.click_id = i.install_click_id
     CROSS JOIN LATERAL (
         SELECT (c.click_time <= f.event_time AND f.event_time - c.click_time <= s.install_lookback) AS ok) v;
+    ANALYZE pg_temp.rollup_work_states;
 
-    -- Entries into app funnels that start with an event (or 'install').
+    -- Funnel entries: a stable device keeps an entry its new events cannot precede.
+    INSERT INTO pg_temp.rollup_work_entries
+    SELECT o.* FROM pg_temp.rollup_work_devices w
+    JOIN rollup_funnel_entries o ON o.app_id = w.app_id AND o.device_id = w.device_id
+    WHERE w.stable AND w.min_time >= o.entered_at;
+    -- Entries into app funnels that start with an event (or 'install'), for the rest.
     INSERT INTO pg_temp.rollup_work_entries (app_id, funnel_id, device_id, entered_at, entered_day)
     SELECT x.app_id, x.funnel_id, x.device_id, x.entered_at, (x.entered_at AT TIME ZONE s.time_zone)::date
     FROM (
@@ -149,7 +193,10 @@ BEGIN
         WHERE f.steps[1] NOT IN ('install', 'click')
         GROUP BY e.app_id, f.funnel_id, e.device_id
     ) x
-    CROSS JOIN LATERAL rollup_settings(x.app_id) s;
+    CROSS JOIN LATERAL rollup_settings(x.app_id) s
+    WHERE NOT EXISTS (
+        SELECT 1 FROM pg_temp.rollup_work_entries k
+        WHERE k.app_id = x.app_id AND k.funnel_id = x.funnel_id AND k.device_id = x.device_id);
 END
 $fn$;
 
@@ -188,14 +235,14 @@ BEGIN
     PERFORM rollup_compute_states();
 
     UPDATE pg_temp.rollup_work_devices w SET changed = true
-    WHERE NOT EXISTS (
+    WHERE NOT w.stable AND NOT EXISTS (
         SELECT 1 FROM rollup_devices o JOIN pg_temp.rollup_work_states n ON n.app_id = o.app_id AND n.device_id = o.device_id
         WHERE o.app_id = w.app_id AND o.device_id = w.device_id
           AND (o.install_at, o.install_day, o.platform, o.has_attribution, o.install_click_id, o.install_click_at,
-               o.install_click_day, o.link_path, o.utm_source, o.utm_medium, o.utm_campaign)
+               o.install_click_day, o.install_click_event_at, o.link_path, o.utm_source, o.utm_medium, o.utm_campaign)
               IS NOT DISTINCT FROM
               (n.install_at, n.install_day, n.platform, n.has_attribution, n.install_click_id, n.install_click_at,
-               n.install_click_day, n.link_path, n.utm_source, n.utm_medium, n.utm_campaign));
+               n.install_click_day, n.install_click_event_at, n.link_path, n.utm_source, n.utm_medium, n.utm_campaign));
 
     INSERT INTO pg_temp.rollup_work_keys (app_id, day)
     SELECT DISTINCT x.app_id, x.day FROM (
