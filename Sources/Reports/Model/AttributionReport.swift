@@ -64,4 +64,14 @@ package struct AttributionReport: RenderableReport, Equatable {
     package var rows: [AttributionRow]
     /// App-wide installs per day (organic and unattributable beside attributed), sorted by day.
     package var installs: [InstallsRow]
+
+    /// Makes a report.
+    package init(app: String, from: ReportDay, to: ReportDay, watermark: String?, rows: [AttributionRow], installs: [InstallsRow]) {
+        self.app = app
+        self.from = from
+        self.to = to
+        self.watermark = watermark
+        self.rows = rows
+        self.installs = installs
+    }
 }

@@ -45,4 +45,13 @@ package struct FunnelReport: RenderableReport, Equatable {
     package var watermark: String?
     /// Sorted by funnel, path (organic last), day, step.
     package var rows: [FunnelStepRow]
+
+    /// Makes a report.
+    package init(app: String, from: ReportDay, to: ReportDay, watermark: String?, rows: [FunnelStepRow]) {
+        self.app = app
+        self.from = from
+        self.to = to
+        self.watermark = watermark
+        self.rows = rows
+    }
 }

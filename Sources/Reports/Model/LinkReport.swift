@@ -97,4 +97,14 @@ package struct LinkReport: RenderableReport, Equatable {
     package var rows: [LinkDayRow]
     /// UTM breakdown rows, sorted by path, day, source, medium, campaign.
     package var utm: [UTMRow]
+
+    /// Makes a report.
+    package init(app: String, from: ReportDay, to: ReportDay, watermark: String?, rows: [LinkDayRow], utm: [UTMRow]) {
+        self.app = app
+        self.from = from
+        self.to = to
+        self.watermark = watermark
+        self.rows = rows
+        self.utm = utm
+    }
 }

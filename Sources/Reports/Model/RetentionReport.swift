@@ -32,4 +32,13 @@ package struct RetentionReport: RenderableReport, Equatable {
     package var watermark: String?
     /// Sorted by path (organic last) then cohort day.
     package var rows: [RetentionRow]
+
+    /// Makes a report.
+    package init(app: String, from: ReportDay, to: ReportDay, watermark: String?, rows: [RetentionRow]) {
+        self.app = app
+        self.from = from
+        self.to = to
+        self.watermark = watermark
+        self.rows = rows
+    }
 }
