@@ -84,9 +84,11 @@ CREATE TABLE rollup_link_daily (
     matched_installs bigint NOT NULL DEFAULT 0,
     attributed_installs bigint NOT NULL DEFAULT 0,
     reengagements bigint NOT NULL DEFAULT 0,
-    last_touch_opens bigint NOT NULL DEFAULT 0,
-    PRIMARY KEY (app_id, day, path, platform, utm_source, utm_medium, utm_campaign)
+    last_touch_opens bigint NOT NULL DEFAULT 0
 );
+-- Unique by construction (one GROUP BY per key refresh); a plain index on the key prefix is all the
+-- deletes and the views' filters need, and is much cheaper to maintain than a 7-column primary key.
+CREATE INDEX rollup_link_daily_day ON rollup_link_daily (app_id, day);
 
 -- Events (actions and retention events) of attributed devices, by event day AND install day, so
 -- one table serves the activity view (sum over install_day) and the cohort view (sum over day).
@@ -98,9 +100,9 @@ CREATE TABLE rollup_link_events_daily (
     platform text NOT NULL,
     kind text NOT NULL,
     name text NOT NULL,
-    events bigint NOT NULL,
-    PRIMARY KEY (app_id, day, install_day, path, platform, kind, name)
+    events bigint NOT NULL
 );
+CREATE INDEX rollup_link_events_daily_day ON rollup_link_events_daily (app_id, day);
 
 -- Revenue (purchase minus refund) of attributed devices per currency, by event day and install day.
 CREATE TABLE rollup_link_revenue_daily (
@@ -110,9 +112,9 @@ CREATE TABLE rollup_link_revenue_daily (
     path text NOT NULL,
     platform text NOT NULL,
     currency text NOT NULL,
-    revenue numeric NOT NULL,
-    PRIMARY KEY (app_id, day, install_day, path, platform, currency)
+    revenue numeric NOT NULL
 );
+CREATE INDEX rollup_link_revenue_daily_day ON rollup_link_revenue_daily (app_id, day);
 
 -- Installs per install day, link ('' = organic), platform and whether the device is unattributable.
 CREATE TABLE rollup_installs_daily (
