@@ -67,54 +67,100 @@ CREATE TABLE rollup_funnel_entries (
 );
 CREATE INDEX rollup_funnel_entries_day ON rollup_funnel_entries (app_id, funnel_id, entered_day);
 
--- Per link and day: clicks and universal-link opens (click day, click platform and UTM), matched
--- installs (match day, the click's platform and UTM), attributed installs (install day, device
--- platform, install click's UTM), re-engagements and last-touch opens (event day, device platform,
--- UTM ''). Every count sums exactly over platform and UTM.
+-- Per link and day, one row, with the ios/android splits as columns (the views read it without
+-- grouping): clicks and universal-link opens (click day, click platform), matched installs (match
+-- day, the click's platform), attributed installs (install day, device platform), re-engagements
+-- and last-touch opens (event day, device platform).
 CREATE TABLE rollup_link_daily (
     app_id text NOT NULL,
     day date NOT NULL,
     path text NOT NULL,
-    platform text NOT NULL,
+    clicks integer NOT NULL,
+    universal_link_opens integer NOT NULL,
+    matched_installs integer NOT NULL,
+    attributed_installs integer NOT NULL,
+    reengagements integer NOT NULL,
+    last_touch_opens integer NOT NULL,
+    clicks_ios integer NOT NULL,
+    clicks_android integer NOT NULL,
+    universal_link_opens_ios integer NOT NULL,
+    universal_link_opens_android integer NOT NULL,
+    matched_installs_ios integer NOT NULL,
+    matched_installs_android integer NOT NULL,
+    attributed_installs_ios integer NOT NULL,
+    attributed_installs_android integer NOT NULL,
+    reengagements_ios integer NOT NULL,
+    reengagements_android integer NOT NULL,
+    PRIMARY KEY (app_id, day, path)
+);
+
+-- Click-side counts per link, day and UTM breakdown ('' = parameter absent): clicks and opens by
+-- the click's UTM, matched installs by the matched click's, attributed installs by the install
+-- click's. Unique by construction (one GROUP BY per key refresh): a plain index on the key
+-- prefix is what the deletes and the views' filters need, cheaper than a 6-column primary key.
+CREATE TABLE rollup_link_utm_daily (
+    app_id text NOT NULL,
+    day date NOT NULL,
+    path text NOT NULL,
     utm_source text NOT NULL,
     utm_medium text NOT NULL,
     utm_campaign text NOT NULL,
-    clicks bigint NOT NULL DEFAULT 0,
-    universal_link_opens bigint NOT NULL DEFAULT 0,
-    matched_installs bigint NOT NULL DEFAULT 0,
-    attributed_installs bigint NOT NULL DEFAULT 0,
-    reengagements bigint NOT NULL DEFAULT 0,
-    last_touch_opens bigint NOT NULL DEFAULT 0
+    clicks integer NOT NULL,
+    universal_link_opens integer NOT NULL,
+    matched_installs integer NOT NULL,
+    attributed_installs integer NOT NULL
 );
--- Unique by construction (one GROUP BY per key refresh); a plain index on the key prefix is all the
--- deletes and the views' filters need, and is much cheaper to maintain than a 7-column primary key.
-CREATE INDEX rollup_link_daily_day ON rollup_link_daily (app_id, day);
+CREATE INDEX rollup_link_utm_daily_day ON rollup_link_utm_daily (app_id, day);
 
--- Events (actions and retention events) of attributed devices, by event day AND install day, so
--- one table serves the activity view (sum over install_day) and the cohort view (sum over day).
+-- Events (actions and retention events) of attributed devices per link, event day, kind and name.
 CREATE TABLE rollup_link_events_daily (
     app_id text NOT NULL,
     day date NOT NULL,
-    install_day date NOT NULL,
     path text NOT NULL,
-    platform text NOT NULL,
     kind text NOT NULL,
     name text NOT NULL,
-    events bigint NOT NULL
+    events integer NOT NULL,
+    events_ios integer NOT NULL,
+    events_android integer NOT NULL,
+    PRIMARY KEY (app_id, day, path, kind, name)
 );
-CREATE INDEX rollup_link_events_daily_day ON rollup_link_events_daily (app_id, day);
 
--- Revenue (purchase minus refund) of attributed devices per currency, by event day and install day.
+-- Revenue (purchase minus refund) of attributed devices per link, event day and currency.
 CREATE TABLE rollup_link_revenue_daily (
+    app_id text NOT NULL,
+    day date NOT NULL,
+    path text NOT NULL,
+    currency text NOT NULL,
+    revenue numeric NOT NULL,
+    revenue_ios numeric NOT NULL,
+    revenue_android numeric NOT NULL,
+    PRIMARY KEY (app_id, day, path, currency)
+);
+
+-- Actions of attributed devices by event day AND install day (the cohort view sums over day for a
+-- range of install days; keeping the event day makes a new action touch only its own day).
+CREATE TABLE rollup_cohort_events_daily (
     app_id text NOT NULL,
     day date NOT NULL,
     install_day date NOT NULL,
     path text NOT NULL,
-    platform text NOT NULL,
+    name text NOT NULL,
+    events integer NOT NULL
+);
+CREATE INDEX rollup_cohort_events_daily_day ON rollup_cohort_events_daily (app_id, day);
+CREATE INDEX rollup_cohort_events_daily_install ON rollup_cohort_events_daily (app_id, install_day);
+
+-- Revenue of attributed devices by event day and install day, per currency.
+CREATE TABLE rollup_cohort_revenue_daily (
+    app_id text NOT NULL,
+    day date NOT NULL,
+    install_day date NOT NULL,
+    path text NOT NULL,
     currency text NOT NULL,
     revenue numeric NOT NULL
 );
-CREATE INDEX rollup_link_revenue_daily_day ON rollup_link_revenue_daily (app_id, day);
+CREATE INDEX rollup_cohort_revenue_daily_day ON rollup_cohort_revenue_daily (app_id, day);
+CREATE INDEX rollup_cohort_revenue_daily_install ON rollup_cohort_revenue_daily (app_id, install_day);
 
 -- Installs per install day, link ('' = organic), platform and whether the device is unattributable.
 CREATE TABLE rollup_installs_daily (
@@ -152,9 +198,6 @@ CREATE TABLE rollup_funnel_daily (
     PRIMARY KEY (app_id, day, funnel_id, path, step)
 );
 
--- The cohort view (attribution by install date) filters on install_day.
-CREATE INDEX rollup_link_events_daily_install ON rollup_link_events_daily (app_id, install_day);
-CREATE INDEX rollup_link_revenue_daily_install ON rollup_link_revenue_daily (app_id, install_day);
 
 -- Clicks by id: one row per loaded click with the dimensions the reports need (its link, local day,
 -- platform, UTM), so joins from matches, install clicks and open clicks are one index probe each

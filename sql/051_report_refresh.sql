@@ -41,6 +41,14 @@ BEGIN
         CREATE TEMP TABLE rollup_work_states (LIKE rollup_devices, PRIMARY KEY (app_id, device_id)) ON COMMIT DELETE ROWS;
         CREATE TEMP TABLE rollup_work_entries (LIKE rollup_funnel_entries, PRIMARY KEY (app_id, funnel_id, device_id))
             ON COMMIT DELETE ROWS;
+        -- rollup_refresh_day's per-day intermediates.
+        CREATE TEMP TABLE rollup_work_link (
+            path text, platform text, utm_source text, utm_medium text, utm_campaign text, clicks integer,
+            opens_ul integer, matched integer, attributed integer, reengaged integer, last_touch integer)
+            ON COMMIT DELETE ROWS;
+        CREATE TEMP TABLE rollup_work_events (
+            install_day date, path text, platform text, kind text, name text, events integer, currency text,
+            revenue numeric) ON COMMIT DELETE ROWS;
     ELSE
         TRUNCATE pg_temp.rollup_work_keys, pg_temp.rollup_work_devices, pg_temp.rollup_work_clicks,
             pg_temp.rollup_work_states, pg_temp.rollup_work_entries;
@@ -468,8 +476,11 @@ BEGIN
     END IF;
     PERFORM rollup_prepare_work();
     DELETE FROM rollup_link_daily;
+    DELETE FROM rollup_link_utm_daily;
     DELETE FROM rollup_link_events_daily;
     DELETE FROM rollup_link_revenue_daily;
+    DELETE FROM rollup_cohort_events_daily;
+    DELETE FROM rollup_cohort_revenue_daily;
     DELETE FROM rollup_installs_daily;
     DELETE FROM rollup_retention_daily;
     DELETE FROM rollup_funnel_daily;
@@ -519,57 +530,95 @@ BEGIN
     hi := report_day_start(p_day + 1, s.time_zone);
 
     -- Per link: clicks, universal-link opens, matched and attributed installs, re-engagements,
-    -- last-touch opens.
+    -- last-touch opens; at the grain of platform and UTM first, then rolled into the two tables.
     DELETE FROM rollup_link_daily WHERE app_id = p_app AND day = p_day;
-    INSERT INTO rollup_link_daily (app_id, day, path, platform, utm_source, utm_medium, utm_campaign, clicks,
-        universal_link_opens, matched_installs, attributed_installs, reengagements, last_touch_opens)
-    SELECT p_app, p_day, u.path, u.platform, u.utm_source, u.utm_medium, u.utm_campaign, sum(u.clicks), sum(u.opens_ul),
-           sum(u.matched), sum(u.attributed), sum(u.reengaged), sum(u.last_touch)
+    DELETE FROM rollup_link_utm_daily WHERE app_id = p_app AND day = p_day;
+    TRUNCATE pg_temp.rollup_work_link;
+    INSERT INTO pg_temp.rollup_work_link
+    SELECT c.path, coalesce(c.platform, ''), coalesce(c.utm_source, ''), coalesce(c.utm_medium, ''),
+           coalesce(c.utm_campaign, ''), (c.click_kind = 'web')::int, (c.click_kind = 'universal_link')::int, 0, 0, 0, 0
+    FROM clicks c WHERE c.app_id = p_app AND c.click_time >= lo AND c.click_time < hi
+    UNION ALL
+    SELECT c.path, c.platform, c.utm_source, c.utm_medium, c.utm_campaign, 0, 0, 1, 0, 0, 0
+    FROM matches m JOIN rollup_clicks c ON c.app_id = m.app_id AND c.click_id = m.click_id
+    WHERE m.app_id = p_app AND m.match_time >= lo AND m.match_time < hi
+    UNION ALL
+    SELECT d.link_path, d.platform, d.utm_source, d.utm_medium, d.utm_campaign, 0, 0, 0, 1, 0, 0
+    FROM rollup_devices d WHERE d.app_id = p_app AND d.install_day = p_day AND d.link_path IS NOT NULL
+    UNION ALL
+    SELECT o.path, o.platform, '', '', '', 0, 0, 0, 0,
+           (count(DISTINCT o.device_id) FILTER (WHERE o.reengaged))::int, count(*)::int
     FROM (
-        SELECT c.path, coalesce(c.platform, '') AS platform, coalesce(c.utm_source, '') AS utm_source,
-               coalesce(c.utm_medium, '') AS utm_medium, coalesce(c.utm_campaign, '') AS utm_campaign,
-               (c.click_kind = 'web')::int AS clicks, (c.click_kind = 'universal_link')::int AS opens_ul,
-               0 AS matched, 0 AS attributed, 0 AS reengaged, 0 AS last_touch
-        FROM clicks c WHERE c.app_id = p_app AND c.click_time >= lo AND c.click_time < hi
-        UNION ALL
-        SELECT c.path, c.platform, c.utm_source, c.utm_medium, c.utm_campaign, 0, 0, 1, 0, 0, 0
-        FROM matches m JOIN rollup_clicks c ON c.app_id = m.app_id AND c.click_id = m.click_id
-        WHERE m.app_id = p_app AND m.match_time >= lo AND m.match_time < hi
-        UNION ALL
-        SELECT d.link_path, d.platform, d.utm_source, d.utm_medium, d.utm_campaign, 0, 0, 0, 1, 0, 0
-        FROM rollup_devices d WHERE d.app_id = p_app AND d.install_day = p_day AND d.link_path IS NOT NULL
-        UNION ALL
-        SELECT o.path, o.platform, '', '', '', 0, 0, 0, 0,
-               (count(DISTINCT o.device_id) FILTER (WHERE o.reengaged))::int, count(*)::int
-        FROM (
-            SELECT c.path, coalesce(d.platform, e.platform, '') AS platform, e.device_id,
-                   coalesce(e.event_time - d.install_at >= s.reengagement_inactivity, false) AS reengaged
-            FROM events e
-            JOIN rollup_clicks c ON c.app_id = e.app_id AND c.click_id = e.open_click_id
-            LEFT JOIN rollup_devices d ON d.app_id = e.app_id AND d.device_id = e.device_id
-            WHERE e.app_id = p_app AND e.event_time >= lo AND e.event_time < hi AND e.kind = 'event'
-              AND e.open_click_id IS NOT NULL
-        ) o
-        GROUP BY o.path, o.platform
-    ) u
-    GROUP BY u.path, u.platform, u.utm_source, u.utm_medium, u.utm_campaign;
+        SELECT c.path, coalesce(d.platform, e.platform, '') AS platform, e.device_id,
+               coalesce(e.event_time - d.install_at >= s.reengagement_inactivity, false) AS reengaged
+        FROM events e
+        JOIN rollup_clicks c ON c.app_id = e.app_id AND c.click_id = e.open_click_id
+        LEFT JOIN rollup_devices d ON d.app_id = e.app_id AND d.device_id = e.device_id
+        WHERE e.app_id = p_app AND e.event_time >= lo AND e.event_time < hi AND e.kind = 'event'
+          AND e.open_click_id IS NOT NULL
+    ) o
+    GROUP BY o.path, o.platform;
 
-    -- Events and revenue of attributed devices, by event day and install day.
+    INSERT INTO rollup_link_daily (app_id, day, path, clicks, universal_link_opens, matched_installs,
+        attributed_installs, reengagements, last_touch_opens, clicks_ios, clicks_android, universal_link_opens_ios,
+        universal_link_opens_android, matched_installs_ios, matched_installs_android, attributed_installs_ios,
+        attributed_installs_android, reengagements_ios, reengagements_android)
+    SELECT p_app, p_day, u.path, sum(u.clicks), sum(u.opens_ul), sum(u.matched), sum(u.attributed), sum(u.reengaged),
+           sum(u.last_touch),
+           coalesce(sum(u.clicks) FILTER (WHERE u.platform = 'ios'), 0),
+           coalesce(sum(u.clicks) FILTER (WHERE u.platform = 'android'), 0),
+           coalesce(sum(u.opens_ul) FILTER (WHERE u.platform = 'ios'), 0),
+           coalesce(sum(u.opens_ul) FILTER (WHERE u.platform = 'android'), 0),
+           coalesce(sum(u.matched) FILTER (WHERE u.platform = 'ios'), 0),
+           coalesce(sum(u.matched) FILTER (WHERE u.platform = 'android'), 0),
+           coalesce(sum(u.attributed) FILTER (WHERE u.platform = 'ios'), 0),
+           coalesce(sum(u.attributed) FILTER (WHERE u.platform = 'android'), 0),
+           coalesce(sum(u.reengaged) FILTER (WHERE u.platform = 'ios'), 0),
+           coalesce(sum(u.reengaged) FILTER (WHERE u.platform = 'android'), 0)
+    FROM pg_temp.rollup_work_link u
+    GROUP BY u.path;
+
+    INSERT INTO rollup_link_utm_daily (app_id, day, path, utm_source, utm_medium, utm_campaign, clicks,
+        universal_link_opens, matched_installs, attributed_installs)
+    SELECT p_app, p_day, u.path, u.utm_source, u.utm_medium, u.utm_campaign, sum(u.clicks), sum(u.opens_ul),
+           sum(u.matched), sum(u.attributed)
+    FROM pg_temp.rollup_work_link u
+    WHERE u.clicks + u.opens_ul + u.matched + u.attributed > 0
+    GROUP BY u.path, u.utm_source, u.utm_medium, u.utm_campaign;
+
+    -- Events and revenue of attributed devices: per link and day, and per install-day cohort.
     DELETE FROM rollup_link_events_daily WHERE app_id = p_app AND day = p_day;
-    INSERT INTO rollup_link_events_daily (app_id, day, install_day, path, platform, kind, name, events)
-    SELECT p_app, p_day, d.install_day, d.link_path, d.platform, e.kind, e.name, count(*)
-    FROM events e JOIN rollup_devices d ON d.app_id = e.app_id AND d.device_id = e.device_id
-    WHERE e.app_id = p_app AND e.event_time >= lo AND e.event_time < hi AND d.link_path IS NOT NULL
-    GROUP BY d.install_day, d.link_path, d.platform, e.kind, e.name;
-
+    DELETE FROM rollup_cohort_events_daily WHERE app_id = p_app AND day = p_day;
     DELETE FROM rollup_link_revenue_daily WHERE app_id = p_app AND day = p_day;
-    INSERT INTO rollup_link_revenue_daily (app_id, day, install_day, path, platform, currency, revenue)
-    SELECT p_app, p_day, d.install_day, d.link_path, d.platform, report_revenue_currency(e.data),
-           sum(CASE WHEN e.name = 'refund' THEN -report_revenue_amount(e.data) ELSE report_revenue_amount(e.data) END)
+    DELETE FROM rollup_cohort_revenue_daily WHERE app_id = p_app AND day = p_day;
+    TRUNCATE pg_temp.rollup_work_events;
+    INSERT INTO pg_temp.rollup_work_events
+    SELECT d.install_day, d.link_path, d.platform, e.kind, e.name, count(*)::int,
+           CASE WHEN e.kind = 'event' AND e.name IN ('purchase', 'refund') THEN report_revenue_currency(e.data) END,
+           CASE WHEN e.kind = 'event' AND e.name IN ('purchase', 'refund') THEN
+               sum(CASE WHEN e.name = 'refund' THEN -report_revenue_amount(e.data) ELSE report_revenue_amount(e.data) END)
+           END
     FROM events e JOIN rollup_devices d ON d.app_id = e.app_id AND d.device_id = e.device_id
     WHERE e.app_id = p_app AND e.event_time >= lo AND e.event_time < hi AND d.link_path IS NOT NULL
-      AND e.kind = 'event' AND e.name IN ('purchase', 'refund') AND report_revenue_amount(e.data) IS NOT NULL
-    GROUP BY d.install_day, d.link_path, d.platform, report_revenue_currency(e.data);
+    GROUP BY d.install_day, d.link_path, d.platform, e.kind, e.name,
+             CASE WHEN e.kind = 'event' AND e.name IN ('purchase', 'refund') THEN report_revenue_currency(e.data) END;
+
+    INSERT INTO rollup_link_events_daily (app_id, day, path, kind, name, events, events_ios, events_android)
+    SELECT p_app, p_day, w.path, w.kind, w.name, sum(w.events),
+           coalesce(sum(w.events) FILTER (WHERE w.platform = 'ios'), 0),
+           coalesce(sum(w.events) FILTER (WHERE w.platform = 'android'), 0)
+    FROM pg_temp.rollup_work_events w GROUP BY w.path, w.kind, w.name;
+    INSERT INTO rollup_cohort_events_daily (app_id, day, install_day, path, name, events)
+    SELECT p_app, p_day, w.install_day, w.path, w.name, sum(w.events)
+    FROM pg_temp.rollup_work_events w WHERE w.kind = 'event' GROUP BY w.install_day, w.path, w.name;
+    INSERT INTO rollup_link_revenue_daily (app_id, day, path, currency, revenue, revenue_ios, revenue_android)
+    SELECT p_app, p_day, w.path, w.currency, sum(w.revenue),
+           coalesce(sum(w.revenue) FILTER (WHERE w.platform = 'ios'), 0),
+           coalesce(sum(w.revenue) FILTER (WHERE w.platform = 'android'), 0)
+    FROM pg_temp.rollup_work_events w WHERE w.revenue IS NOT NULL GROUP BY w.path, w.currency;
+    INSERT INTO rollup_cohort_revenue_daily (app_id, day, install_day, path, currency, revenue)
+    SELECT p_app, p_day, w.install_day, w.path, w.currency, sum(w.revenue)
+    FROM pg_temp.rollup_work_events w WHERE w.revenue IS NOT NULL GROUP BY w.install_day, w.path, w.currency;
 
     -- Installs of the day (cohort sizes), by link ('' = organic).
     DELETE FROM rollup_installs_daily WHERE app_id = p_app AND day = p_day;

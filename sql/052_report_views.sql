@@ -6,53 +6,39 @@
 -- Per link and day, with ios/android splits.
 CREATE VIEW report_link_daily AS
 SELECT r.app_id, r.path, r.day,
-       sum(r.clicks)::bigint AS clicks,
-       sum(r.universal_link_opens)::bigint AS universal_link_opens,
-       sum(r.matched_installs)::bigint AS matched_installs,
-       sum(r.attributed_installs)::bigint AS attributed_installs,
-       CASE WHEN sum(r.clicks) > 0 THEN round(sum(r.matched_installs)::numeric / sum(r.clicks), 6) END AS install_rate,
-       sum(r.reengagements)::bigint AS reengagements,
-       coalesce(sum(r.clicks) FILTER (WHERE r.platform = 'ios'), 0)::bigint AS clicks_ios,
-       coalesce(sum(r.clicks) FILTER (WHERE r.platform = 'android'), 0)::bigint AS clicks_android,
-       coalesce(sum(r.universal_link_opens) FILTER (WHERE r.platform = 'ios'), 0)::bigint AS universal_link_opens_ios,
-       coalesce(sum(r.universal_link_opens) FILTER (WHERE r.platform = 'android'), 0)::bigint AS universal_link_opens_android,
-       coalesce(sum(r.matched_installs) FILTER (WHERE r.platform = 'ios'), 0)::bigint AS matched_installs_ios,
-       coalesce(sum(r.matched_installs) FILTER (WHERE r.platform = 'android'), 0)::bigint AS matched_installs_android,
-       coalesce(sum(r.attributed_installs) FILTER (WHERE r.platform = 'ios'), 0)::bigint AS attributed_installs_ios,
-       coalesce(sum(r.attributed_installs) FILTER (WHERE r.platform = 'android'), 0)::bigint AS attributed_installs_android,
-       coalesce(sum(r.reengagements) FILTER (WHERE r.platform = 'ios'), 0)::bigint AS reengagements_ios,
-       coalesce(sum(r.reengagements) FILTER (WHERE r.platform = 'android'), 0)::bigint AS reengagements_android
+       r.clicks::bigint AS clicks, r.universal_link_opens::bigint AS universal_link_opens,
+       r.matched_installs::bigint AS matched_installs, r.attributed_installs::bigint AS attributed_installs,
+       CASE WHEN r.clicks > 0 THEN round(r.matched_installs::numeric / r.clicks, 6) END AS install_rate,
+       r.reengagements::bigint AS reengagements,
+       r.clicks_ios::bigint AS clicks_ios, r.clicks_android::bigint AS clicks_android,
+       r.universal_link_opens_ios::bigint AS universal_link_opens_ios,
+       r.universal_link_opens_android::bigint AS universal_link_opens_android,
+       r.matched_installs_ios::bigint AS matched_installs_ios,
+       r.matched_installs_android::bigint AS matched_installs_android,
+       r.attributed_installs_ios::bigint AS attributed_installs_ios,
+       r.attributed_installs_android::bigint AS attributed_installs_android,
+       r.reengagements_ios::bigint AS reengagements_ios, r.reengagements_android::bigint AS reengagements_android
 FROM rollup_link_daily r
-GROUP BY r.app_id, r.path, r.day
-HAVING sum(r.clicks + r.universal_link_opens + r.matched_installs + r.attributed_installs + r.reengagements) > 0;
+WHERE r.clicks + r.universal_link_opens + r.matched_installs + r.attributed_installs + r.reengagements > 0;
 
 -- Events of attributed devices per link, day, kind and name.
 CREATE VIEW report_link_daily_events AS
-SELECT r.app_id, r.path, r.day, r.kind, r.name,
-       sum(r.events)::bigint AS events,
-       coalesce(sum(r.events) FILTER (WHERE r.platform = 'ios'), 0)::bigint AS events_ios,
-       coalesce(sum(r.events) FILTER (WHERE r.platform = 'android'), 0)::bigint AS events_android
-FROM rollup_link_events_daily r
-GROUP BY r.app_id, r.path, r.day, r.kind, r.name;
+SELECT r.app_id, r.path, r.day, r.kind, r.name, r.events::bigint AS events, r.events_ios::bigint AS events_ios,
+       r.events_android::bigint AS events_android
+FROM rollup_link_events_daily r;
 
 -- Revenue (purchase minus refund) of attributed devices per link, day and currency.
 CREATE VIEW report_link_daily_revenue AS
-SELECT r.app_id, r.path, r.day, r.currency,
-       sum(r.revenue) AS revenue,
-       coalesce(sum(r.revenue) FILTER (WHERE r.platform = 'ios'), 0) AS revenue_ios,
-       coalesce(sum(r.revenue) FILTER (WHERE r.platform = 'android'), 0) AS revenue_android
-FROM rollup_link_revenue_daily r
-GROUP BY r.app_id, r.path, r.day, r.currency;
+SELECT r.app_id, r.path, r.day, r.currency, r.revenue, r.revenue_ios, r.revenue_android
+FROM rollup_link_revenue_daily r;
 
 -- Click-side counts per UTM breakdown (NULL = parameter absent).
 CREATE VIEW report_link_daily_utm AS
 SELECT r.app_id, r.path, r.day, nullif(r.utm_source, '') AS utm_source, nullif(r.utm_medium, '') AS utm_medium,
        nullif(r.utm_campaign, '') AS utm_campaign,
-       sum(r.clicks)::bigint AS clicks, sum(r.universal_link_opens)::bigint AS universal_link_opens,
-       sum(r.matched_installs)::bigint AS matched_installs, sum(r.attributed_installs)::bigint AS attributed_installs
-FROM rollup_link_daily r
-WHERE r.clicks + r.universal_link_opens + r.matched_installs + r.attributed_installs > 0
-GROUP BY r.app_id, r.path, r.day, r.utm_source, r.utm_medium, r.utm_campaign;
+       r.clicks::bigint AS clicks, r.universal_link_opens::bigint AS universal_link_opens,
+       r.matched_installs::bigint AS matched_installs, r.attributed_installs::bigint AS attributed_installs
+FROM rollup_link_utm_daily r;
 
 -- Installs per app and install day: attributed, organic and (among organic) unattributable.
 CREATE VIEW report_installs_daily AS
@@ -75,12 +61,12 @@ SELECT u.app_id, u.path, u.day,
        sum(u.opens)::bigint AS last_touch_opens
 FROM (
     SELECT r.app_id, r.path, r.day, r.matched_installs AS matched, r.attributed_installs AS attributed,
-           0::bigint AS cohort_actions, 0::bigint AS activity_actions, r.last_touch_opens AS opens
+           0 AS cohort_actions, 0 AS activity_actions, r.last_touch_opens AS opens
     FROM rollup_link_daily r
     UNION ALL
     SELECT e.app_id, e.path, e.day, 0, 0, 0, e.events, 0 FROM rollup_link_events_daily e WHERE e.kind = 'event'
     UNION ALL
-    SELECT e.app_id, e.path, e.install_day, 0, 0, e.events, 0, 0 FROM rollup_link_events_daily e WHERE e.kind = 'event'
+    SELECT c.app_id, c.path, c.install_day, 0, 0, c.events, 0, 0 FROM rollup_cohort_events_daily c
 ) u
 GROUP BY u.app_id, u.path, u.day
 HAVING sum(u.matched + u.attributed + u.cohort_actions + u.activity_actions + u.opens) > 0;
@@ -88,23 +74,21 @@ HAVING sum(u.matched + u.attributed + u.cohort_actions + u.activity_actions + u.
 -- Actions of attributed devices per name, by install date (basis 'install_date') and by event date
 -- (basis 'event_date').
 CREATE VIEW report_attribution_events AS
-SELECT e.app_id, e.path, e.install_day AS day, 'install_date'::text AS basis, e.name, sum(e.events)::bigint AS events
-FROM rollup_link_events_daily e WHERE e.kind = 'event'
-GROUP BY e.app_id, e.path, e.install_day, e.name
+SELECT c.app_id, c.path, c.install_day AS day, 'install_date'::text AS basis, c.name, sum(c.events)::bigint AS events
+FROM rollup_cohort_events_daily c
+GROUP BY c.app_id, c.path, c.install_day, c.name
 UNION ALL
-SELECT e.app_id, e.path, e.day, 'event_date', e.name, sum(e.events)::bigint
-FROM rollup_link_events_daily e WHERE e.kind = 'event'
-GROUP BY e.app_id, e.path, e.day, e.name;
+SELECT e.app_id, e.path, e.day, 'event_date', e.name, e.events::bigint
+FROM rollup_link_events_daily e WHERE e.kind = 'event';
 
 -- Revenue of attributed devices per currency, by install date and by event date.
 CREATE VIEW report_attribution_revenue AS
-SELECT r.app_id, r.path, r.install_day AS day, 'install_date'::text AS basis, r.currency, sum(r.revenue) AS revenue
-FROM rollup_link_revenue_daily r
-GROUP BY r.app_id, r.path, r.install_day, r.currency
+SELECT c.app_id, c.path, c.install_day AS day, 'install_date'::text AS basis, c.currency, sum(c.revenue) AS revenue
+FROM rollup_cohort_revenue_daily c
+GROUP BY c.app_id, c.path, c.install_day, c.currency
 UNION ALL
-SELECT r.app_id, r.path, r.day, 'event_date', r.currency, sum(r.revenue)
-FROM rollup_link_revenue_daily r
-GROUP BY r.app_id, r.path, r.day, r.currency;
+SELECT r.app_id, r.path, r.day, 'event_date', r.currency, r.revenue
+FROM rollup_link_revenue_daily r;
 
 -- Funnel definitions: the default link funnel of every app plus the app-defined ones.
 CREATE VIEW report_funnel_definitions AS
