@@ -17,8 +17,8 @@ enum Checkpoints {
         for row in try connection.query(LoadSQL.readCheckpoints) {
             let node = try row["node", as: String.self]
             let segment = try row["segment", as: Int64.self]
-            let offset = try row["offset", as: Int64.self]
-            let loaded = try row["records_loaded", as: Int64.self]
+            let offset = try row["frame_offset", as: Int64.self]
+            let loaded = try row["loaded_events", as: Int64.self]
             entries[node] = Entry(position: LogPosition(segment: UInt64(segment), offset: offset), recordsLoaded: loaded)
         }
         return entries

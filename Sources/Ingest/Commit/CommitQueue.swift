@@ -1,0 +1,137 @@
+import Dispatch
+import Foundation
+import Observability
+import Synchronization
+
+/// Hands finished requests' records to the sinks in groups. Requests enqueue and return to their
+/// event loop (the connection is suspended); a few committer threads take everything queued, make
+/// one `append` per sink, and complete every request in the group. While one group is being made
+/// durable the next one accumulates, so many requests share one fsync.
+final class CommitQueue: Sendable {
+    /// One request's records and what to do once they are durable (or not).
+    struct Job: Sendable {
+        var records: [[UInt8]]
+        var deadLetters: [[UInt8]]
+        var completion: @Sendable (_ error: (any Error)?) -> Void
+
+        var byteCount: Int {
+            records.reduce(0) { $0 + $1.count + 1 } + deadLetters.reduce(0) { $0 + $1.count + 1 }
+        }
+    }
+
+    /// Most bytes (records and dead letters) in one group's appends.
+    private let maxGroupBytes = 8 << 20
+
+    private struct State {
+        var jobs: [Job] = []
+        var isStopped = false
+        var running = 0
+    }
+
+    private let sink: any EventSink
+    private let deadLetterSink: any EventSink
+    private let state = Mutex(State())
+    private let wake = DispatchSemaphore(value: 0)
+    private let stopped = DispatchSemaphore(value: 0)
+    private let committers: Int
+    private let logger = Logger(label: "ingest")
+    private let appendLatency: Histogram
+    private let groupSize: Histogram
+    private let deadLetterFailures: Counter
+
+    init(sink: any EventSink, deadLetterSink: any EventSink, committers: Int = 2, metrics: MetricsRegistry) {
+        self.sink = sink
+        self.deadLetterSink = deadLetterSink
+        self.committers = committers
+        appendLatency = metrics.histogram(
+            "ingest_commit_duration_seconds", help: "Time for one group of requests to become durable")
+        groupSize = metrics.histogram(
+            "ingest_commit_group_requests", help: "Requests sharing one append",
+            buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024])
+        deadLetterFailures = metrics.counter(
+            "ingest_dead_letter_failures_total", help: "Dead-letter records that could not be written")
+        for index in 0..<committers {
+            let thread = Thread { [self] in run() }
+            thread.name = "ingest.commit.\(index)"
+            thread.start()
+        }
+        state.withLock { $0.running = committers }
+    }
+
+    /// Queues a job; its completion runs on a committer thread. After `stop()` it completes at once
+    /// with `IngestError.shuttingDown`.
+    func enqueue(_ job: Job) {
+        let accepted = state.withLock { state -> Bool in
+            guard !state.isStopped else { return false }
+            state.jobs.append(job)
+            return true
+        }
+        if accepted { wake.signal() } else { job.completion(IngestError.shuttingDown) }
+    }
+
+    /// Commits what is queued, then stops the committer threads.
+    func stop() {
+        let running = state.withLock { state -> Int in
+            guard !state.isStopped else { return 0 }
+            state.isStopped = true
+            return state.running
+        }
+        for _ in 0..<running { wake.signal() }
+        for _ in 0..<running { stopped.wait() }
+    }
+
+    private func run() {
+        while true {
+            wake.wait()
+            let (group, isStopped, hasMore) = state.withLock { state in
+                // Take jobs up to `maxGroupBytes` (at least one), so one append stays well inside
+                // the log's frame limit; the rest goes to the next round.
+                var bytes = 0
+                var taken = 0
+                for job in state.jobs {
+                    let size = job.byteCount
+                    if taken > 0, bytes + size > maxGroupBytes { break }
+                    bytes += size
+                    taken += 1
+                }
+                let jobs = Array(state.jobs.prefix(taken))
+                state.jobs.removeFirst(taken)
+                return (jobs, state.isStopped, !state.jobs.isEmpty)
+            }
+            if hasMore { wake.signal() }
+            if !group.isEmpty { commit(group) }
+            if isStopped, state.withLock({ $0.jobs.isEmpty }) {
+                stopped.signal()
+                return
+            }
+        }
+    }
+
+    private func commit(_ group: [Job]) {
+        let start = ContinuousClock.now
+        let deadLetters = group.flatMap(\.deadLetters)
+        if !deadLetters.isEmpty {
+            do {
+                try deadLetterSink.append(deadLetters)
+            } catch {
+                deadLetterFailures.increment(by: deadLetters.count)
+                logger.error("deadletter.append_failed", ["records": String(deadLetters.count), "error": "\(error)"])
+            }
+        }
+        let records = group.flatMap(\.records)
+        var failure: (any Error)?
+        if !records.isEmpty {
+            do {
+                try sink.append(records)
+            } catch {
+                failure = error
+                logger.error("log.append_failed", ["records": String(records.count), "error": "\(error)"])
+            }
+        }
+        appendLatency.observe(since: start)
+        groupSize.observe(Double(group.count))
+        for job in group {
+            job.completion(job.records.isEmpty ? nil : failure)
+        }
+    }
+}

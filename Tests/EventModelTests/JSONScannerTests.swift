@@ -1,0 +1,151 @@
+import Testing
+
+@testable import EventModel
+
+@Suite struct JSONScannerTests {
+    static let valid: [String] = [
+        "{}", "[]", "0", "-0", "1.5", "-1.5e10", "1E+2", "1e-2", "true", "false", "null", #""""#,
+        #"  {"a" : [1, 2, {"b": null}] }  "#, "\t\r\n[ ]\n", #""\u00e9\n\t\"\\\/\b\f\r""#,
+        #""\ud83d\ude00""#, "\"héllo 😀 ✓\"", #"{"a":1,"a":2}"#, "123456789012345678901234567890",
+        "1e400", #"[[[[[[[[[[]]]]]]]]]]"#, #"{"":""}"#, "\"\u{7F}\"", #""\u0000""#, "-0.0e-0", "[1e5,2E-5,3e+5]",
+        #"{"a":{"b":{"c":[]}}}"#, "\"\u{2028}\u{FEFF}\"", #""\uDBFF\uDFFF""#, "[\"a\",\"\"]",
+    ]
+
+    static let invalid: [(String, JSONError.Reason, Int)] = [
+        ("", .unexpectedEnd, 0),
+        ("   ", .unexpectedEnd, 3),
+        ("{", .unexpectedEnd, 1),
+        ("[1,]", .unexpectedByte, 3),
+        (#"{"a":1,}"#, .unexpectedByte, 7),
+        (#"{"a" 1}"#, .unexpectedByte, 5),
+        ("{1:2}", .unexpectedByte, 1),
+        ("01", .invalidNumber, 1),
+        ("-01", .invalidNumber, 2),
+        ("1.", .unexpectedEnd, 2),
+        ("1.e5", .invalidNumber, 2),
+        ("1e", .unexpectedEnd, 2),
+        ("-", .unexpectedEnd, 1),
+        ("-a", .invalidNumber, 1),
+        (".5", .unexpectedByte, 0),
+        ("+1", .unexpectedByte, 0),
+        ("tru", .unexpectedEnd, 3),
+        ("nul1", .unexpectedByte, 3),
+        ("[1] x", .trailingGarbage, 4),
+        ("{} {}", .trailingGarbage, 3),
+        ("\"a\tb\"", .controlCharacter, 2),
+        ("\"a\u{1}b\"", .controlCharacter, 2),
+        (#""\x""#, .invalidEscape, 1),
+        (#""\u12""#, .invalidEscape, 5),
+        (#""\ud800""#, .invalidEscape, 1),
+        (#""\udc00""#, .invalidEscape, 1),
+        (#""\ud800\u0041""#, .invalidEscape, 1),
+        ("[1 2]", .unexpectedByte, 3),
+        ("'a'", .unexpectedByte, 0),
+        ("NaN", .unexpectedByte, 0),
+        ("[Infinity]", .unexpectedByte, 1),
+        ("[True]", .unexpectedByte, 1),
+        ("[0x10]", .unexpectedByte, 2),
+        ("[1e+]", .invalidNumber, 4),
+        ("[1.e1]", .invalidNumber, 3),
+        ("[01.5]", .invalidNumber, 2),
+        ("[-.5]", .invalidNumber, 2),
+        ("[,1]", .unexpectedByte, 1),
+        ("{,}", .unexpectedByte, 1),
+        (#"{"a":1 "b":2}"#, .unexpectedByte, 7),
+        (#"["\u00"]"#, .invalidEscape, 6),
+        (#"["\"]"#, .unexpectedEnd, 5),
+        ("\u{FEFF}{}", .unexpectedByte, 0),
+        ("{}\u{0}", .trailingGarbage, 2),
+    ]
+
+    @Test("valid documents are accepted", arguments: valid)
+    func acceptsValid(_ text: String) throws {
+        _ = try JSONDocument(parsing: Array(text.utf8))
+    }
+
+    @Test("invalid documents are refused with the offset of the first error", arguments: invalid)
+    func refusesInvalid(_ text: String, _ reason: JSONError.Reason, _ offset: Int) {
+        #expect(throws: JSONError(reason, at: offset)) { try JSONDocument(parsing: Array(text.utf8)) }
+    }
+
+    static let invalidUTF8: [[UInt8]] = [
+        [0x22, 0xFF, 0x22], [0x22, 0xC0, 0xAF, 0x22], [0x22, 0xE0, 0x80, 0xAF, 0x22],
+        [0x22, 0xED, 0xA0, 0x80, 0x22], [0x22, 0xF4, 0x90, 0x80, 0x80, 0x22], [0x22, 0x80, 0x22],
+        [0x22, 0xC3, 0x22], [0x22, 0x61, 0x62, 0x63, 0x64, 0x65, 0x66, 0x67, 0x68, 0xE2, 0x82, 0x22],
+        [0x22, 0xF8, 0x88, 0x80, 0x80, 0x80, 0x22],
+    ]
+
+    @Test("strings with invalid UTF-8 are refused", arguments: invalidUTF8)
+    func refusesInvalidUTF8(_ bytes: [UInt8]) {
+        #expect(throws: JSONError.self) { try JSONDocument(parsing: bytes) }
+        do {
+            _ = try JSONDocument(parsing: bytes)
+        } catch {
+            #expect(error.reason == .invalidUTF8)
+        }
+    }
+
+    @Test("nesting beyond the depth limit is refused, at the limit accepted")
+    func depthLimit() throws {
+        let ok = String(repeating: "[", count: 32) + String(repeating: "]", count: 32)
+        _ = try JSONDocument(parsing: Array(ok.utf8), maxDepth: 32)
+        let deep = String(repeating: "[", count: 33) + String(repeating: "]", count: 33)
+        #expect(throws: JSONError(.tooDeep, at: 32)) { try JSONDocument(parsing: Array(deep.utf8), maxDepth: 32) }
+        let huge = String(repeating: "{\"a\":", count: 100_000)
+        #expect(throws: JSONError.self) { try JSONDocument(parsing: Array(huge.utf8), maxDepth: 512) }
+    }
+
+    @Test("every truncation of a valid document is an error, never a crash")
+    func truncations() throws {
+        let text = #"{"event_name":"purchase","data":{"revenue":29.99,"tags":["a","b\u00e9"],"ok":true,"x":null,"n":-1e-5,"s":"ünï😀"},"timestamp":"2026-06-01T10:20:30.123Z"}"#
+        let bytes = Array(text.utf8)
+        _ = try JSONDocument(parsing: bytes)
+        for cut in 0..<bytes.count {
+            #expect(throws: JSONError.self) { try JSONDocument(parsing: Array(bytes[0..<cut])) }
+        }
+    }
+
+    @Test("member lookup, strings, numbers and raw slices read what was written")
+    func accessors() throws {
+        let text = #"{"name":"plain","esc":"a\"b\u00e9\ud83d\ude00","n":42,"neg":-9223372036854775808,"big":9223372036854775808,"f":29.99,"obj":{"k":[1,2,3]},"t":true,"z":null,"name":"second"}"#
+        let document = try JSONDocument(parsing: Array(text.utf8))
+        let root = document.root
+        #expect(root.kind == .object)
+        #expect(root.count == 10)
+        #expect(root["name"]?.string == "plain")
+        #expect(root["esc"]?.string == "a\"bé😀")
+        #expect(root["n"]?.int64 == 42)
+        #expect(root["n"]?.double == 42)
+        #expect(root["neg"]?.int64 == Int64.min)
+        #expect(root["big"]?.int64 == nil)
+        #expect(root["big"]?.double == 9223372036854775808)
+        #expect(root["f"]?.double == 29.99)
+        #expect(root["f"]?.int64 == nil)
+        #expect(root["t"]?.bool == true)
+        #expect(root["z"]?.isNull == true)
+        #expect(root["missing"] == nil)
+        let object = try #require(root["obj"])
+        #expect(String(decoding: object.rawBytes, as: UTF8.self) == #"{"k":[1,2,3]}"#)
+        #expect(object.nestingDepth == 2)
+        #expect(root.nestingDepth == 3)
+        let list = try #require(object["k"])
+        #expect(list.elements.map { $0.int64 } == [1, 2, 3])
+        #expect(list.count == 3)
+        #expect(root["esc"]?.stringEquals("a\"bé😀") == true)
+        #expect(root["esc"]?.stringEquals("a\"be😀") == false)
+    }
+
+    @Test("numbers out of range read as nil rather than infinity or a wrapped integer")
+    func hugeNumbers() throws {
+        let document = try JSONDocument(parsing: Array("[1e400, -1e400, 1e-400, 123456789012345678901234567890, 9223372036854775807, 1.0]".utf8))
+        let values = Array(document.root.elements)
+        #expect(values[0].double == nil)
+        #expect(values[1].double == nil)
+        #expect(values[2].double == 0)
+        #expect(values[3].int64 == nil)
+        #expect(values[3].double == 1.2345678901234568e29)
+        #expect(values[4].int64 == Int64.max)
+        #expect(values[5].int64 == nil)
+        #expect(values[5].double == 1)
+    }
+}
