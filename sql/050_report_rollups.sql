@@ -199,6 +199,14 @@ CREATE TABLE rollup_funnel_daily (
 );
 
 
+-- Per app: the newest event time loaded. Retention caps "day N reached" at the app-local date of
+-- the older of this and the load watermark, so a history loaded today (a backfill, a simulated
+-- month) does not report zeros for days its data never reached.
+CREATE TABLE rollup_apps (
+    app_id text PRIMARY KEY,
+    newest_event_at timestamptz NOT NULL
+);
+
 -- Clicks by id: one row per loaded click with the dimensions the reports need (its link, local day,
 -- platform, UTM), so joins from matches, install clicks and open clicks are one index probe each
 -- instead of a probe into every daily partition of `clicks`.

@@ -408,6 +408,25 @@ BEGIN
         END LOOP;
     END IF;
 
+    -- The app's newest loaded event time (caps retention's "day N reached").
+    IF to_regclass('pg_temp.load_staging') IS NOT NULL THEN
+        INSERT INTO rollup_apps AS a (app_id, newest_event_at)
+        SELECT x.app_id, max(x.time) FROM pg_temp.load_staging x
+        WHERE x.kind IN ('event', 'retention') AND x.app_id = ANY (p_app_ids) GROUP BY x.app_id
+        ON CONFLICT (app_id) DO UPDATE SET newest_event_at = GREATEST(a.newest_event_at, EXCLUDED.newest_event_at);
+    ELSE
+        INSERT INTO rollup_apps AS a (app_id, newest_event_at)
+        SELECT t.app_id, max(e.event_time)
+        FROM (SELECT DISTINCT u.app_id, u.day FROM unnest(p_app_ids, p_days) AS u(app_id, day)) t
+        CROSS JOIN LATERAL (
+            SELECT max(x.event_time) AS event_time FROM events x
+            WHERE x.app_id = t.app_id AND x.event_time >= t.day::timestamp AT TIME ZONE 'UTC'
+              AND x.event_time < (t.day + 1)::timestamp AT TIME ZONE 'UTC') e
+        WHERE e.event_time IS NOT NULL
+        GROUP BY t.app_id
+        ON CONFLICT (app_id) DO UPDATE SET newest_event_at = GREATEST(a.newest_event_at, EXCLUDED.newest_event_at);
+    END IF;
+
     INSERT INTO rollup_pending_keys (app_id, day) SELECT app_id, day FROM pg_temp.rollup_work_keys
     ON CONFLICT DO NOTHING;
     INSERT INTO rollup_pending_devices AS p (app_id, device_id, min_time)
@@ -490,6 +509,8 @@ BEGIN
     DELETE FROM rollup_pending_keys;
     DELETE FROM rollup_pending_devices;
     DELETE FROM rollup_pending_clicks;
+    DELETE FROM rollup_apps;
+    INSERT INTO rollup_apps (app_id, newest_event_at) SELECT e.app_id, max(e.event_time) FROM events e GROUP BY e.app_id;
 
     INSERT INTO pg_temp.rollup_work_clicks (app_id, click_id, click_time)
     SELECT DISTINCT ON (c.app_id, c.click_id) c.app_id, c.click_id, c.click_time FROM clicks c

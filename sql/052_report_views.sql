@@ -37,7 +37,8 @@ CREATE VIEW report_link_daily_utm AS
 SELECT r.app_id, r.path, r.day, nullif(r.utm_source, '') AS utm_source, nullif(r.utm_medium, '') AS utm_medium,
        nullif(r.utm_campaign, '') AS utm_campaign,
        r.clicks::bigint AS clicks, r.universal_link_opens::bigint AS universal_link_opens,
-       r.matched_installs::bigint AS matched_installs, r.attributed_installs::bigint AS attributed_installs
+       r.matched_installs::bigint AS matched_installs, r.attributed_installs::bigint AS attributed_installs,
+       CASE WHEN r.clicks > 0 THEN round(r.matched_installs::numeric / r.clicks, 6) END AS install_rate
 FROM rollup_link_utm_daily r;
 
 -- Installs per app and install day: attributed, organic and (among organic) unattributable.
@@ -123,8 +124,9 @@ CREATE VIEW report_watermark AS
 SELECT max(c.newest_received_at) AS watermark FROM load_checkpoints c;
 
 -- Retention per install cohort and link (NULL = organic): cohort size and devices with an app_open
--- on exactly day N, NULL while day N has not been reached (the app-local date of the load
--- watermark, or of now() before any load, is before install day + N).
+-- on exactly day N, NULL while day N has not been reached: install day + N is after the app-local
+-- date of the older of the load watermark (now() before any load) and the app's newest loaded
+-- event time (so a history loaded late does not report zeros for days its data never reached).
 CREATE VIEW report_retention AS
 SELECT c.app_id, nullif(c.path, '') AS path, c.day AS cohort_day, c.size AS cohort_size,
        CASE WHEN c.day + 1 <= w.day THEN coalesce(r.d1, 0) END AS d1,
@@ -151,7 +153,8 @@ LEFT JOIN (
     FROM rollup_retention_daily t GROUP BY t.app_id, t.install_day, t.path
 ) r ON r.app_id = c.app_id AND r.install_day = c.day AND r.path = c.path
 CROSS JOIN LATERAL (
-    SELECT (coalesce((SELECT max(k.newest_received_at) FROM load_checkpoints k), now())
+    SELECT (least(coalesce((SELECT max(k.newest_received_at) FROM load_checkpoints k), now()),
+                  coalesce((SELECT n.newest_event_at FROM rollup_apps n WHERE n.app_id = c.app_id), 'infinity'))
             AT TIME ZONE coalesce((SELECT a.time_zone FROM apps a WHERE a.id = c.app_id), 'UTC'))::date AS day
 ) w;
 

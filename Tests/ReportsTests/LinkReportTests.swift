@@ -108,5 +108,12 @@ import Testing
         let organic = report.rows[1]
         #expect(organic.path == nil && organic.cohortSize == 2)
         #expect(organic.retained == [0, 0, nil, nil, nil])
+
+        // A watermark far beyond the data (a history loaded later): days after the app's newest
+        // event (06-09) stay null rather than turning into zeros.
+        try Fixture(database.connection).watermark("2026-11-29T00:00:00Z")
+        let later = try ReportService(connection: database.connection).retention(
+            app: "a", from: day("2026-06-01"), to: day("2026-06-30"))
+        #expect(later.rows[0].retained == [1, 0, 0, nil, nil])
     }
 }
