@@ -22,16 +22,22 @@ import Testing
             #expect(try rows.first?["n", as: Int.self] ?? 0 > 0, "\(view) is empty or unreadable")
         }
         // The service's queries run as the analyst too.
-        let report = try ReportService(connection: connection).links(app: "a", from: day("2026-06-01"), to: day("2026-06-30"))
+        let report = try ReportService(connection: connection).links(
+            app: "a", from: day("2026-06-01"), to: day("2026-06-30"))
         #expect(report.rows.count == 5)
 
         for relation in ["events", "clicks", "matches", "devices", "apps", "rollup_link_daily", "load_checkpoints"] {
-            #expect(sqlState { _ = try connection.query(SQL(stringLiteral: "SELECT * FROM \(relation) LIMIT 1")) } == "42501",
+            #expect(
+                sqlState { _ = try connection.query(SQL(stringLiteral: "SELECT * FROM \(relation) LIMIT 1")) }
+                    == "42501",
                 "\(relation) is readable")
         }
-        #expect(sqlState { try connection.execute(
-            "INSERT INTO events (app_id, event_id, kind, name, device_id, event_time, received_at) VALUES ('a', 'x', 'event', 'n', 'd', now(), now())")
-        } == "42501")
+        #expect(
+            sqlState {
+                try connection.execute(
+                    "INSERT INTO events (app_id, event_id, kind, name, device_id, event_time, received_at) VALUES ('a', 'x', 'event', 'n', 'd', now(), now())"
+                )
+            } == "42501")
         // A view of aggregates is not updatable: PostgreSQL refuses before checking privileges (55000).
         #expect(["42501", "55000"].contains(sqlState { try connection.execute("DELETE FROM report_link_daily") }))
         #expect(sqlState { try connection.execute("SELECT rebuild_rollups()") } == "42501")

@@ -14,18 +14,23 @@ import Testing
         let job = DailyReport(connection: database.connection)
         var caught: ReportError?
         do {
-            _ = try job.run(date: day("2026-06-05"), app: "a", outDirectory: out, formats: [.csv, .json, .html], allowPartial: false)
+            _ = try job.run(
+                date: day("2026-06-05"), app: "a", outDirectory: out, formats: [.csv, .json, .html], allowPartial: false
+            )
         } catch {
             caught = error
         }
         #expect(caught?.exitCode == 75)
-        #expect(caught == .dayNotComplete(
-            app: "a", day: day("2026-06-05"), watermark: "2026-06-05T12:00:00.000000Z",
-            requiredWatermark: "2026-06-06T00:10:00.000000Z"))
+        #expect(
+            caught
+                == .dayNotComplete(
+                    app: "a", day: day("2026-06-05"), watermark: "2026-06-05T12:00:00.000000Z",
+                    requiredWatermark: "2026-06-06T00:10:00.000000Z"))
         #expect(try FileManager.default.contentsOfDirectory(atPath: out).isEmpty)
 
         // The day before is complete: the watermark passed its end plus the grace period.
-        let outputs = try job.run(date: day("2026-06-04"), app: "a", outDirectory: out, formats: [.json], allowPartial: false)
+        let outputs = try job.run(
+            date: day("2026-06-04"), app: "a", outDirectory: out, formats: [.json], allowPartial: false)
         #expect(outputs.first?.isComplete == true)
     }
 
@@ -45,7 +50,8 @@ import Testing
             _ = try job.run(date: day("2026-06-01"), app: "a", outDirectory: out, formats: [.json], allowPartial: false)
         }
         #expect(try ReportService(connection: database.connection).processPending() == 1)
-        let outputs = try job.run(date: day("2026-06-01"), app: "a", outDirectory: out, formats: [.json], allowPartial: false)
+        let outputs = try job.run(
+            date: day("2026-06-01"), app: "a", outDirectory: out, formats: [.json], allowPartial: false)
         #expect(outputs.first?.isComplete == true)
         let json = try String(contentsOfFile: out + "/2026-06-01/a/report.json", encoding: .utf8)
         #expect(json.contains(#""clicks":1"#))
@@ -62,8 +68,10 @@ import Testing
         #expect(try job.completeness(app: "a", date: day("2026-06-01")).isComplete == false)
         try fixture.watermark("2026-06-01T15:10:00Z")
         #expect(try job.completeness(app: "a", date: day("2026-06-01")).isComplete == true)
-        #expect(try DailyReport(connection: database.connection, graceSeconds: 3600).completeness(
-            app: "a", date: day("2026-06-01")).isComplete == false)
+        #expect(
+            try DailyReport(connection: database.connection, graceSeconds: 3600).completeness(
+                app: "a", date: day("2026-06-01")
+            ).isComplete == false)
     }
 
     @Test("allowPartial writes every format, says so, and a rerun gives identical files")
@@ -74,25 +82,32 @@ import Testing
         let out = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: out) }
         let job = DailyReport(connection: database.connection)
-        let first = try job.run(date: day("2026-06-01"), app: nil, outDirectory: out, formats: [.csv, .json, .html], allowPartial: true)
+        let first = try job.run(
+            date: day("2026-06-01"), app: nil, outDirectory: out, formats: [.csv, .json, .html], allowPartial: true)
         #expect(first.map(\.app) == ["a"])
         #expect(first[0].isComplete == true)
         let names = try FileManager.default.contentsOfDirectory(atPath: out + "/2026-06-01/a").sorted()
-        #expect(names == [
-            "attribution.csv", "funnel.csv", "installs.csv", "links.csv", "report.html", "report.json", "retention.csv", "utm.csv",
-        ])
+        #expect(
+            names == [
+                "attribution.csv", "funnel.csv", "installs.csv", "links.csv", "report.html", "report.json",
+                "retention.csv", "utm.csv",
+            ])
         let before = try contents(of: first[0].files)
-        let again = try job.run(date: day("2026-06-01"), app: "a", outDirectory: out, formats: [.csv, .json, .html], allowPartial: false)
+        let again = try job.run(
+            date: day("2026-06-01"), app: "a", outDirectory: out, formats: [.csv, .json, .html], allowPartial: false)
         #expect(try contents(of: again[0].files) == before)
 
         let json = try String(contentsOfFile: out + "/2026-06-01/a/report.json", encoding: .utf8)
-        #expect(json.hasPrefix(#"{"date":"2026-06-01","app":"a","complete":true,"watermark":"2026-06-05T12:00:00.000000Z""#))
+        #expect(
+            json.hasPrefix(#"{"date":"2026-06-01","app":"a","complete":true,"watermark":"2026-06-05T12:00:00.000000Z""#)
+        )
         #expect(json.contains(#""revenue":{"EUR":"10","USD":"29.99"}"#))
         let links = try String(contentsOfFile: out + "/2026-06-01/a/links.csv", encoding: .utf8)
         #expect(links.hasPrefix("report_date,complete,watermark,path,day,clicks,"))
         #expect(links.contains("2026-06-01,true,2026-06-05T12:00:00.000000Z,/x,2026-06-01,2,0,2,2,1.000000,"))
 
-        let partial = try job.run(date: day("2026-06-09"), app: "a", outDirectory: out, formats: [.csv, .json, .html], allowPartial: true)
+        let partial = try job.run(
+            date: day("2026-06-09"), app: "a", outDirectory: out, formats: [.csv, .json, .html], allowPartial: true)
         #expect(partial[0].isComplete == false)
         let partialJSON = try String(contentsOfFile: out + "/2026-06-09/a/report.json", encoding: .utf8)
         #expect(partialJSON.contains(#""complete":false"#))
@@ -101,7 +116,10 @@ import Testing
         let partialCSV = try String(contentsOfFile: out + "/2026-06-09/a/links.csv", encoding: .utf8)
         #expect(partialCSV.contains("2026-06-09,false,"))
         // No temporary files are left behind.
-        #expect(try FileManager.default.contentsOfDirectory(atPath: out + "/2026-06-09/a").allSatisfy { !$0.contains(".tmp-") })
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: out + "/2026-06-09/a").allSatisfy {
+                !$0.contains(".tmp-")
+            })
     }
 
     @Test("the HTML is self-contained with SVG charts and renders in headless Chromium")
@@ -172,7 +190,8 @@ struct Chromium {
             unavailableReason = "chromium is not on PATH and the tests are not running as root"
             return nil
         }
-        let status = run("/usr/bin/env", ["DEBIAN_FRONTEND=noninteractive", "apt-get", "install", "-y", "-q", "chromium"])
+        let status = run(
+            "/usr/bin/env", ["DEBIAN_FRONTEND=noninteractive", "apt-get", "install", "-y", "-q", "chromium"])
         if let path = lookup() { return Chromium(executable: path) }
         unavailableReason = "apt-get install chromium exited with \(status)"
         return nil

@@ -11,7 +11,10 @@ import Testing
             kind: "retention", parameters: ["app": "a", "from": "2026-06-01", "to": "2026-06-01"],
             connection: database.connection, today: day("2026-06-30"), defaultFormat: .json)
         #expect(ok.status == 200 && ok.exitCode == 0 && ok.contentType == "application/json")
-        #expect(ok.body.hasPrefix(#"{"report":"retention","app":"a","from":"2026-06-01","to":"2026-06-01","watermark":"2026-06-05T12:00:00.000000Z","tables":{"retention":[{"path":"/x","cohort_day":"2026-06-01","cohort_size":2,"d1":1,"d3":0,"d7":null,"#))
+        #expect(
+            ok.body.hasPrefix(
+                #"{"report":"retention","app":"a","from":"2026-06-01","to":"2026-06-01","watermark":"2026-06-05T12:00:00.000000Z","tables":{"retention":[{"path":"/x","cohort_day":"2026-06-01","cohort_size":2,"d1":1,"d3":0,"d7":null,"#
+            ))
 
         let unknownApp = ReportEndpoint.respond(
             kind: "links", parameters: ["app": "nope"], connection: database.connection, today: day("2026-06-30"),

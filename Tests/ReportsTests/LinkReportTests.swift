@@ -11,9 +11,10 @@ import Testing
         let report = try ReportService(connection: database.connection).links(
             app: "a", from: day("2026-06-01"), to: day("2026-06-30"))
         #expect(report.watermark == "2026-06-05T12:00:00.000000Z")
-        #expect(report.rows.map { "\($0.path) \($0.day)" } == [
-            "/x 2026-06-01", "/x 2026-06-02", "/x 2026-06-09", "/y 2026-06-01", "/y 2026-06-09",
-        ])
+        #expect(
+            report.rows.map { "\($0.path) \($0.day)" } == [
+                "/x 2026-06-01", "/x 2026-06-02", "/x 2026-06-09", "/y 2026-06-01", "/y 2026-06-09",
+            ])
         let x1 = report.rows[0]
         #expect(x1.clicks == 2 && x1.universalLinkOpens == 0 && x1.matchedInstalls == 2 && x1.attributedInstalls == 2)
         #expect(x1.installRate == "1.000000")
@@ -44,9 +45,10 @@ import Testing
         #expect(y9.reengagements == 1 && y9.ios.reengagements == 1)
         #expect(y9.events.isEmpty)
 
-        #expect(report.utm.map { "\($0.path) \($0.day) \($0.source ?? "-") \($0.clicks) \($0.matchedInstalls)" } == [
-            "/x 2026-06-01 - 1 1", "/x 2026-06-01 news 1 1", "/y 2026-06-01 - 1 0",
-        ])
+        #expect(
+            report.utm.map { "\($0.path) \($0.day) \($0.source ?? "-") \($0.clicks) \($0.matchedInstalls)" } == [
+                "/x 2026-06-01 - 1 1", "/x 2026-06-01 news 1 1", "/y 2026-06-01 - 1 0",
+            ])
     }
 
     @Test("attribution: installs by kind, cohort and activity actions and revenue, last-touch opens")
@@ -68,10 +70,12 @@ import Testing
         #expect(rows["/x 2026-06-02"]?.cohortActions == 0)
         #expect(rows["/y 2026-06-02"]?.lastTouchOpens == 1)
         #expect(rows["/y 2026-06-09"]?.lastTouchOpens == 1)
-        #expect(report.installs == [
-            InstallsRow(
-                day: day("2026-06-01"), installs: 4, attributedInstalls: 2, organicInstalls: 2, unattributableInstalls: 1)
-        ])
+        #expect(
+            report.installs == [
+                InstallsRow(
+                    day: day("2026-06-01"), installs: 4, attributedInstalls: 2, organicInstalls: 2,
+                    unattributableInstalls: 1)
+            ])
     }
 
     @Test("the default funnel counts steps in order with exact medians")

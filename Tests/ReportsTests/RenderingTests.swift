@@ -8,7 +8,8 @@ import Testing
         let query = try ReportQuery.parse(["app": "acme"], today: today, defaultFormat: .table)
         #expect(query == ReportQuery(app: "acme", from: day("2026-06-01"), to: today, format: .table))
         let explicit = try ReportQuery.parse(
-            ["app": "acme", "from": "2026-05-01", "to": "2026-05-31", "format": "JSON"], today: today, defaultFormat: .table)
+            ["app": "acme", "from": "2026-05-01", "to": "2026-05-31", "format": "JSON"], today: today,
+            defaultFormat: .table)
         #expect(explicit.from == day("2026-05-01") && explicit.to == day("2026-05-31") && explicit.format == .json)
         let cases: [([String: String], String)] = [
             ([:], "app"),
@@ -33,7 +34,8 @@ import Testing
                 #expect(error.exitCode == 64 && error.httpStatus == 400)
             }
         }
-        let withDate = try ReportQuery.parse(["app": "acme", "date": "x"], today: today, defaultFormat: .json, allowed: ["date"])
+        let withDate = try ReportQuery.parse(
+            ["app": "acme", "date": "x"], today: today, defaultFormat: .json, allowed: ["date"])
         #expect(withDate.app == "acme")
     }
 
@@ -53,14 +55,18 @@ import Testing
         row.installRate = "0.333333"
         row.revenue = ["USD": "10.10", "EUR": "-0.01"]
         row.events = ["purchase": 2]
-        let report = LinkReport(app: "acme", from: day("2026-06-01"), to: day("2026-06-01"), watermark: nil, rows: [row], utm: [])
+        let report = LinkReport(
+            app: "acme", from: day("2026-06-01"), to: day("2026-06-01"), watermark: nil, rows: [row], utm: [])
         let csv = ReportRenderer.render(report, as: .csv)
         let lines = csv.split(separator: "\r\n")
         #expect(lines.count == 2)
         #expect(lines[1].hasPrefix("\"/a,\"\"b\"\"\",2026-06-01,3,0,0,0,0.333333,0,"))
         #expect(lines[1].hasSuffix(",purchase=2,,EUR=-0.01 USD=10.10"))
         let json = ReportRenderer.render(report, as: .json)
-        #expect(json.hasPrefix(#"{"report":"links","app":"acme","from":"2026-06-01","to":"2026-06-01","watermark":null,"tables":{"links":[{"path":"/a,\"b\"","day":"2026-06-01","clicks":3,"#))
+        #expect(
+            json.hasPrefix(
+                #"{"report":"links","app":"acme","from":"2026-06-01","to":"2026-06-01","watermark":null,"tables":{"links":[{"path":"/a,\"b\"","day":"2026-06-01","clicks":3,"#
+            ))
         #expect(json.contains(#""install_rate":0.333333,"#))
         #expect(json.contains(#""revenue":{"EUR":"-0.01","USD":"10.10"}"#))
         #expect(json.contains(#""utm":[]"#))

@@ -38,7 +38,8 @@ package enum ReportEndpoint {
             let report = try ReportService(connection: connection).report(
                 reportKind, app: query.app, from: query.from, to: query.to)
             return ReportResponse(
-                status: 200, contentType: contentType(query.format), body: ReportRenderer.render(report, as: query.format),
+                status: 200, contentType: contentType(query.format),
+                body: ReportRenderer.render(report, as: query.format),
                 exitCode: 0)
         } catch {
             return failure(error, format: format)
@@ -50,12 +51,15 @@ package enum ReportEndpoint {
         let body: String
         switch format {
         case .json:
-            body = "{\"error\":" + ReportJSON.string(error.code) + ",\"message\":" + ReportJSON.string(error.description) + "}\n"
+            body =
+                "{\"error\":" + ReportJSON.string(error.code) + ",\"message\":" + ReportJSON.string(error.description)
+                + "}\n"
         case .csv, .table:
             body = error.description + "\n"
         }
         return ReportResponse(
-            status: error.httpStatus, contentType: format == .json ? contentType(.json) : contentType(.table), body: body,
+            status: error.httpStatus, contentType: format == .json ? contentType(.json) : contentType(.table),
+            body: body,
             exitCode: error.exitCode)
     }
 

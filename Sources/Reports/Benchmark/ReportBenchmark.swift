@@ -22,7 +22,8 @@ package enum ReportBenchmark {
     /// warm-up run).
     ///
     /// - Throws: `ReportError` from the queries.
-    package static func run(connection: Connection, app: String, to: ReportDay? = nil, runs: Int = 5) throws(ReportError)
+    package static func run(connection: Connection, app: String, to: ReportDay? = nil, runs: Int = 5)
+        throws(ReportError)
         -> [Timing]
     {
         let end: ReportDay
@@ -47,7 +48,9 @@ package enum ReportBenchmark {
             }
             samples.sort()
             timings.append(
-                Timing(name: name, medianMilliseconds: samples[samples.count / 2], minMilliseconds: samples[0], rows: rows))
+                Timing(
+                    name: name, medianMilliseconds: samples[samples.count / 2], minMilliseconds: samples[0], rows: rows)
+            )
         }
         try measure("links") { try service.links(app: app, from: start, to: end).rows.count }
         try measure("attribution") { try service.attribution(app: app, from: start, to: end).rows.count }

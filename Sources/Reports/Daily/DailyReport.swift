@@ -52,7 +52,8 @@ package struct DailyReport {
                 if status.pendingDays > 0 {
                     throw .rollupsPending(app: id, days: status.pendingDays)
                 }
-                throw .dayNotComplete(app: id, day: date, watermark: status.watermark, requiredWatermark: status.required)
+                throw .dayNotComplete(
+                    app: id, day: date, watermark: status.watermark, requiredWatermark: status.required)
             }
             statuses.append((id, status))
         }
@@ -77,7 +78,8 @@ package struct DailyReport {
             }
             outputs.append(
                 DailyReportOutput(
-                    app: id, directory: directory, files: files, isComplete: status.isComplete, watermark: content.watermark))
+                    app: id, directory: directory, files: files, isComplete: status.isComplete,
+                    watermark: content.watermark))
         }
         return outputs
     }

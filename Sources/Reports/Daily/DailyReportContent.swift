@@ -22,7 +22,8 @@ struct DailyReportContent {
             watermark: links.watermark, links: links,
             attribution: try service.attribution(app: app, from: date, to: date),
             funnel: try service.funnel(app: app, from: date, to: date),
-            retention: try service.retention(app: app, from: date.adding(days: -(DailyReport.retentionDays - 1)), to: date))
+            retention: try service.retention(
+                app: app, from: date.adding(days: -(DailyReport.retentionDays - 1)), to: date))
     }
 
     var reports: [any RenderableReport] { [links, attribution, funnel, retention] }
@@ -36,7 +37,9 @@ struct DailyReportContent {
             return reports.flatMap(\.tables).map { table in
                 var stamped = table
                 stamped.columns = ["report_date", "complete", "watermark"] + table.columns
-                stamped.rows = table.rows.map { [.text(date.iso8601), .text(isComplete ? "true" : "false"), .text(watermark)] + $0 }
+                stamped.rows = table.rows.map {
+                    [.text(date.iso8601), .text(isComplete ? "true" : "false"), .text(watermark)] + $0
+                }
                 return (table.name + ".csv", ReportRenderer.csv(stamped))
             }
         case .json:

@@ -54,7 +54,8 @@ struct DailyReportHTML {
     /// Links by clicks + installs, the top ones.
     private func linkBars() -> [SVGChart.LinkBar] {
         content.links.rows.map {
-            SVGChart.LinkBar(label: $0.path, clicks: $0.clicks, installs: $0.attributedInstalls, matched: $0.matchedInstalls)
+            SVGChart.LinkBar(
+                label: $0.path, clicks: $0.clicks, installs: $0.attributedInstalls, matched: $0.matchedInstalls)
         }
         .sorted { ($0.clicks + $0.installs, $1.label) > ($1.clicks + $1.installs, $0.label) }
     }

@@ -34,7 +34,8 @@ enum SVGChart {
         let top = 28.0
         let height = top + rowHeight * Double(max(shown.count, 1)) + 10
         let maximum = Double(max(1, shown.map { max($0.clicks, $0.installs) }.max() ?? 1))
-        var svg = open(id: "chart-links", width: labelWidth + plotWidth + 70, height: height,
+        var svg = open(
+            id: "chart-links", width: labelWidth + plotWidth + 70, height: height,
             title: "Clicks and attributed installs per link")
         svg += legend(x: labelWidth, y: 10, items: [("clicks", clickColor), ("attributed installs", installColor)])
         if shown.isEmpty {
@@ -47,7 +48,8 @@ enum SVGChart {
             let installWidth = plotWidth * Double(bar.installs) / maximum
             svg += rect(x: labelWidth, y: y + 3, width: clickWidth, height: 11, fill: clickColor, cls: "bar-clicks")
             svg += text(x: labelWidth + clickWidth + 4, y: y + 12, String(bar.clicks))
-            svg += rect(x: labelWidth, y: y + 15, width: installWidth, height: 11, fill: installColor, cls: "bar-installs")
+            svg += rect(
+                x: labelWidth, y: y + 15, width: installWidth, height: 11, fill: installColor, cls: "bar-installs")
             svg += text(x: labelWidth + installWidth + 4, y: y + 24, String(bar.installs))
         }
         return svg + "</svg>"
@@ -83,12 +85,14 @@ enum SVGChart {
         let plotWidth = 540.0
         let plotHeight = 180.0
         let maxDay = 30.0
-        var svg = open(id: "chart-retention", width: left + plotWidth + 30, height: top + plotHeight + 40,
+        var svg = open(
+            id: "chart-retention", width: left + plotWidth + 30, height: top + plotHeight + 40,
             title: "Retention curve")
         // Axes and grid.
         for percent in stride(from: 0, through: 100, by: 25) {
             let y = top + plotHeight * (1 - Double(percent) / 100)
-            svg += "<line x1=\"\(format(left))\" y1=\"\(format(y))\" x2=\"\(format(left + plotWidth))\" y2=\"\(format(y))\" stroke=\"#e3e7ee\"/>"
+            svg +=
+                "<line x1=\"\(format(left))\" y1=\"\(format(y))\" x2=\"\(format(left + plotWidth))\" y2=\"\(format(y))\" stroke=\"#e3e7ee\"/>"
             svg += text(x: left - 6, y: y + 4, "\(percent)%", anchor: "end")
         }
         for point in points {
@@ -101,7 +105,8 @@ enum SVGChart {
         }
         if coordinates.count > 1 {
             let list = coordinates.map { "\(format($0.0)),\(format($0.1))" }.joined(separator: " ")
-            svg += "<polyline class=\"retention-curve\" points=\"\(list)\" fill=\"none\" stroke=\"\(retentionColor)\" stroke-width=\"2.5\"/>"
+            svg +=
+                "<polyline class=\"retention-curve\" points=\"\(list)\" fill=\"none\" stroke=\"\(retentionColor)\" stroke-width=\"2.5\"/>"
         }
         for ((x, y), (_, rate)) in zip(coordinates, known) {
             svg += "<circle cx=\"\(format(x))\" cy=\"\(format(y))\" r=\"4\" fill=\"\(retentionColor)\"/>"

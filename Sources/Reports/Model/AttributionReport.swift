@@ -44,7 +44,9 @@ package struct InstallsRow: Sendable, Equatable {
     package var unattributableInstalls: Int
 
     /// Makes a row.
-    package init(day: ReportDay, installs: Int, attributedInstalls: Int, organicInstalls: Int, unattributableInstalls: Int) {
+    package init(
+        day: ReportDay, installs: Int, attributedInstalls: Int, organicInstalls: Int, unattributableInstalls: Int
+    ) {
         self.day = day
         self.installs = installs
         self.attributedInstalls = attributedInstalls
@@ -66,7 +68,9 @@ package struct AttributionReport: RenderableReport, Equatable {
     package var installs: [InstallsRow]
 
     /// Makes a report.
-    package init(app: String, from: ReportDay, to: ReportDay, watermark: String?, rows: [AttributionRow], installs: [InstallsRow]) {
+    package init(
+        app: String, from: ReportDay, to: ReportDay, watermark: String?, rows: [AttributionRow], installs: [InstallsRow]
+    ) {
         self.app = app
         self.from = from
         self.to = to

@@ -22,7 +22,10 @@ package struct FunnelStepRow: Sendable, Equatable {
     package var medianSecondsFromPrevious: String?
 
     /// Makes a row.
-    package init(funnelID: String, funnelName: String, path: String?, day: ReportDay, step: Int, stepName: String, devices: Int, conversionFromPrevious: String?, conversionOverall: String?, medianSecondsFromPrevious: String?) {
+    package init(
+        funnelID: String, funnelName: String, path: String?, day: ReportDay, step: Int, stepName: String, devices: Int,
+        conversionFromPrevious: String?, conversionOverall: String?, medianSecondsFromPrevious: String?
+    ) {
         self.funnelID = funnelID
         self.funnelName = funnelName
         self.path = path

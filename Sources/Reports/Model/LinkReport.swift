@@ -73,7 +73,10 @@ package struct UTMRow: Sendable, Equatable {
     package var attributedInstalls: Int
 
     /// Makes a row.
-    package init(path: String, day: ReportDay, source: String?, medium: String?, campaign: String?, clicks: Int, universalLinkOpens: Int, matchedInstalls: Int, attributedInstalls: Int) {
+    package init(
+        path: String, day: ReportDay, source: String?, medium: String?, campaign: String?, clicks: Int,
+        universalLinkOpens: Int, matchedInstalls: Int, attributedInstalls: Int
+    ) {
         self.path = path
         self.day = day
         self.source = source

@@ -45,7 +45,8 @@ package struct ReportQuery: Sendable, Equatable {
         }
         guard app.utf8.count <= 64,
             app.utf8.allSatisfy({ byte in
-                (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
+                (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
+                    || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
                     || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: "_")
                     || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "-")
             })

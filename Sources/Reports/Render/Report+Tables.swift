@@ -5,13 +5,15 @@ extension LinkReport {
         let columns = [
             "path", "day", "clicks", "universal_link_opens", "matched_installs", "attributed_installs", "install_rate",
             "reengagements", "clicks_ios", "clicks_android", "universal_link_opens_ios", "universal_link_opens_android",
-            "matched_installs_ios", "matched_installs_android", "attributed_installs_ios", "attributed_installs_android",
+            "matched_installs_ios", "matched_installs_android", "attributed_installs_ios",
+            "attributed_installs_android",
             "reengagements_ios", "reengagements_android", "events", "retention_events", "revenue",
         ]
         let links = rows.map { row -> [ReportValue] in
             [
                 .text(row.path), .text(row.day.iso8601), .int(row.clicks), .int(row.universalLinkOpens),
-                .int(row.matchedInstalls), .int(row.attributedInstalls), .decimal(row.installRate), .int(row.reengagements),
+                .int(row.matchedInstalls), .int(row.attributedInstalls), .decimal(row.installRate),
+                .int(row.reengagements),
                 .int(row.ios.clicks), .int(row.android.clicks), .int(row.ios.universalLinkOpens),
                 .int(row.android.universalLinkOpens), .int(row.ios.matchedInstalls), .int(row.android.matchedInstalls),
                 .int(row.ios.attributedInstalls), .int(row.android.attributedInstalls), .int(row.ios.reengagements),
@@ -74,12 +76,14 @@ extension FunnelReport {
             ReportTable(
                 name: "funnel",
                 columns: [
-                    "funnel_id", "funnel_name", "path", "day", "step", "step_name", "devices", "conversion_from_previous",
+                    "funnel_id", "funnel_name", "path", "day", "step", "step_name", "devices",
+                    "conversion_from_previous",
                     "conversion_overall", "median_seconds_from_previous",
                 ],
                 rows: rows.map { row in
                     [
-                        .text(row.funnelID), .text(row.funnelName), .text(row.path), .text(row.day.iso8601), .int(row.step),
+                        .text(row.funnelID), .text(row.funnelName), .text(row.path), .text(row.day.iso8601),
+                        .int(row.step),
                         .text(row.stepName), .int(row.devices), .decimal(row.conversionFromPrevious),
                         .decimal(row.conversionOverall), .decimal(row.medianSecondsFromPrevious),
                     ]

@@ -39,7 +39,8 @@ package enum ReportJSON {
         case .text(let text): return string(text)
         case .null: return "null"
         case .map(let entries):
-            return "{" + entries.keys.sorted().map { string($0) + ":" + encode(entries[$0]!) }.joined(separator: ",") + "}"
+            return "{" + entries.keys.sorted().map { string($0) + ":" + encode(entries[$0]!) }.joined(separator: ",")
+                + "}"
         }
     }
 

@@ -49,7 +49,8 @@ package struct ReportService {
             }
             for row in try connection.query(ReportSQL.linkDailyRevenue(app: app, from: from, to: to)) {
                 let key = try RowKey(row)
-                rows[key, default: LinkDayRow(path: key.path, day: key.day)].revenue[try row["currency", as: String.self]] =
+                rows[key, default: LinkDayRow(path: key.path, day: key.day)].revenue[
+                    try row["currency", as: String.self]] =
                     try row["revenue", as: String.self]
             }
             var utm: [UTMRow] = []
@@ -58,7 +59,8 @@ package struct ReportService {
                 utm.append(
                     UTMRow(
                         path: key.path, day: key.day, source: try row["utm_source", as: String?.self],
-                        medium: try row["utm_medium", as: String?.self], campaign: try row["utm_campaign", as: String?.self],
+                        medium: try row["utm_medium", as: String?.self],
+                        campaign: try row["utm_campaign", as: String?.self],
                         clicks: try row["clicks", as: Int.self],
                         universalLinkOpens: try row["universal_link_opens", as: Int.self],
                         matchedInstalls: try row["matched_installs", as: Int.self],
@@ -134,7 +136,8 @@ package struct ReportService {
             for row in try connection.query(ReportSQL.funnel(app: app, from: from, to: to)) {
                 rows.append(
                     FunnelStepRow(
-                        funnelID: try row["funnel_id", as: String.self], funnelName: try row["funnel_name", as: String.self],
+                        funnelID: try row["funnel_id", as: String.self],
+                        funnelName: try row["funnel_name", as: String.self],
                         path: try row["path", as: String?.self], day: try Self.day(row, "day"),
                         step: try row["step", as: Int.self], stepName: try row["step_name", as: String.self],
                         devices: try row["devices", as: Int.self],
