@@ -185,15 +185,19 @@ CREATE TABLE rollup_retention_daily (
 );
 CREATE INDEX rollup_retention_daily_cohort ON rollup_retention_daily (app_id, install_day);
 
--- Funnels per cohort day (day of step 1): devices reaching each step (step 1 of a click funnel:
--- web clicks) and the median time from the previous step.
+-- Funnels per cohort day (day of step 1): one row per link and step, also for steps nobody reached
+-- (devices 0), with the devices of the previous and of the first step (the views divide without
+-- joining) and the median time from the previous step.
 CREATE TABLE rollup_funnel_daily (
     app_id text NOT NULL,
     funnel_id text NOT NULL,
     day date NOT NULL,
     path text NOT NULL,
     step integer NOT NULL,
-    devices bigint NOT NULL,
+    step_name text NOT NULL,
+    devices integer NOT NULL,
+    devices_previous integer,
+    devices_first integer NOT NULL,
     median_from_previous interval,
     PRIMARY KEY (app_id, day, funnel_id, path, step)
 );

@@ -666,7 +666,8 @@ BEGIN
     LOOP
         IF f.steps[1] = 'click' THEN
             -- MATERIALIZED: report_funnel_times runs once per click, not once per use of its result.
-            INSERT INTO rollup_funnel_daily (app_id, funnel_id, day, path, step, devices, median_from_previous)
+            INSERT INTO rollup_funnel_daily (app_id, funnel_id, day, path, step, step_name, devices, devices_previous,
+                                             devices_first, median_from_previous)
             WITH t AS MATERIALIZED (
                 SELECT c.path, report_funnel_times(p_app, d.device_id, d.install_at, c.click_time, f.steps,
                                                    c.click_time + s.conversion_window) AS times
@@ -677,13 +678,24 @@ BEGIN
                     ORDER BY r.install_at, r.device_id LIMIT 1) d ON true
                 WHERE c.app_id = p_app AND c.click_time >= lo AND c.click_time < hi AND c.click_kind = 'web'
             )
-            SELECT p_app, f.funnel_id, p_day, t.path, g.step, count(*),
-                   percentile_cont(0.5) WITHIN GROUP (ORDER BY t.times[g.step] - t.times[g.step - 1])
-            FROM t
-            JOIN generate_series(1, cardinality(f.steps)) g(step) ON g.step <= cardinality(t.times)
-            GROUP BY t.path, g.step;
+            , reached AS (
+                SELECT t.path, g.step, count(*)::int AS devices,
+                       percentile_cont(0.5) WITHIN GROUP (ORDER BY t.times[g.step] - t.times[g.step - 1]) AS median
+                FROM t JOIN generate_series(1, cardinality(f.steps)) g(step) ON g.step <= cardinality(t.times)
+                GROUP BY t.path, g.step
+            ), grid AS (
+                SELECT p.path, g.step, coalesce(r.devices, 0) AS devices, r.median
+                FROM (SELECT DISTINCT t.path FROM t) p
+                CROSS JOIN generate_series(1, cardinality(f.steps)) g(step)
+                LEFT JOIN reached r ON r.path = p.path AND r.step = g.step
+            )
+            SELECT p_app, f.funnel_id, p_day, x.path, x.step, f.steps[x.step], x.devices,
+                   lag(x.devices) OVER (PARTITION BY x.path ORDER BY x.step),
+                   first_value(x.devices) OVER (PARTITION BY x.path ORDER BY x.step), x.median
+            FROM grid x;
         ELSE
-            INSERT INTO rollup_funnel_daily (app_id, funnel_id, day, path, step, devices, median_from_previous)
+            INSERT INTO rollup_funnel_daily (app_id, funnel_id, day, path, step, step_name, devices, devices_previous,
+                                             devices_first, median_from_previous)
             WITH t AS MATERIALIZED (
                 SELECT coalesce(d.link_path, '') AS path,
                        report_funnel_times(p_app, n.device_id, d.install_at, n.entered_at, f.steps,
@@ -692,11 +704,21 @@ BEGIN
                 JOIN rollup_devices d ON d.app_id = n.app_id AND d.device_id = n.device_id
                 WHERE n.app_id = p_app AND n.funnel_id = f.funnel_id AND n.entered_day = p_day
             )
-            SELECT p_app, f.funnel_id, p_day, t.path, g.step, count(*),
-                   percentile_cont(0.5) WITHIN GROUP (ORDER BY t.times[g.step] - t.times[g.step - 1])
-            FROM t
-            JOIN generate_series(1, cardinality(f.steps)) g(step) ON g.step <= cardinality(t.times)
-            GROUP BY t.path, g.step;
+            , reached AS (
+                SELECT t.path, g.step, count(*)::int AS devices,
+                       percentile_cont(0.5) WITHIN GROUP (ORDER BY t.times[g.step] - t.times[g.step - 1]) AS median
+                FROM t JOIN generate_series(1, cardinality(f.steps)) g(step) ON g.step <= cardinality(t.times)
+                GROUP BY t.path, g.step
+            ), grid AS (
+                SELECT p.path, g.step, coalesce(r.devices, 0) AS devices, r.median
+                FROM (SELECT DISTINCT t.path FROM t) p
+                CROSS JOIN generate_series(1, cardinality(f.steps)) g(step)
+                LEFT JOIN reached r ON r.path = p.path AND r.step = g.step
+            )
+            SELECT p_app, f.funnel_id, p_day, x.path, x.step, f.steps[x.step], x.devices,
+                   lag(x.devices) OVER (PARTITION BY x.path ORDER BY x.step),
+                   first_value(x.devices) OVER (PARTITION BY x.path ORDER BY x.step), x.median
+            FROM grid x;
         END IF;
     END LOOP;
 END

@@ -103,21 +103,14 @@ SELECT f.app_id, f.funnel_id, f.name, f.steps FROM funnels f;
 -- step: devices reaching the step (step 1 of a click funnel: web clicks), conversion from the
 -- previous step and from step 1, median seconds from the previous step.
 CREATE VIEW report_funnel AS
-SELECT c.app_id, c.funnel_id, d.name AS funnel_name, nullif(c.path, '') AS path, c.day, g.step,
-       d.steps[g.step] AS step_name,
-       coalesce(r.devices, 0)::bigint AS devices,
-       CASE WHEN g.step > 1 THEN round(coalesce(r.devices, 0)::numeric / nullif(p.devices, 0), 6) END
+SELECT r.app_id, r.funnel_id, d.name AS funnel_name, nullif(r.path, '') AS path, r.day, r.step, r.step_name,
+       r.devices::bigint AS devices,
+       CASE WHEN r.step > 1 THEN round(r.devices::numeric / nullif(r.devices_previous, 0), 6) END
            AS conversion_from_previous,
-       round(coalesce(r.devices, 0)::numeric / c.devices, 6) AS conversion_overall,
+       round(r.devices::numeric / nullif(r.devices_first, 0), 6) AS conversion_overall,
        extract(epoch FROM r.median_from_previous) AS median_seconds_from_previous
-FROM rollup_funnel_daily c
-JOIN report_funnel_definitions d ON d.app_id = c.app_id AND d.funnel_id = c.funnel_id
-CROSS JOIN LATERAL generate_series(1, cardinality(d.steps)) g(step)
-LEFT JOIN rollup_funnel_daily r
-    ON r.app_id = c.app_id AND r.day = c.day AND r.funnel_id = c.funnel_id AND r.path = c.path AND r.step = g.step
-LEFT JOIN rollup_funnel_daily p
-    ON p.app_id = c.app_id AND p.day = c.day AND p.funnel_id = c.funnel_id AND p.path = c.path AND p.step = g.step - 1
-WHERE c.step = 1;
+FROM rollup_funnel_daily r
+JOIN report_funnel_definitions d ON d.app_id = r.app_id AND d.funnel_id = r.funnel_id;
 
 -- The load watermark: the newest received_at the aggregator has loaded (NULL before any load).
 CREATE VIEW report_watermark AS
