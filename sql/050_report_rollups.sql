@@ -169,7 +169,7 @@ CREATE TABLE rollup_installs_daily (
     path text NOT NULL,
     platform text NOT NULL,
     unattributable boolean NOT NULL,
-    installs bigint NOT NULL,
+    installs integer NOT NULL,
     PRIMARY KEY (app_id, day, path, platform, unattributable)
 );
 
@@ -180,7 +180,7 @@ CREATE TABLE rollup_retention_daily (
     day date NOT NULL,
     install_day date NOT NULL,
     path text NOT NULL,
-    returned bigint NOT NULL,
+    returned integer NOT NULL,
     PRIMARY KEY (app_id, day, install_day, path)
 );
 CREATE INDEX rollup_retention_daily_cohort ON rollup_retention_daily (app_id, install_day);

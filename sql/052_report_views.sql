@@ -121,35 +121,43 @@ SELECT max(c.newest_received_at) AS watermark FROM load_checkpoints c;
 -- date of the older of the load watermark (now() before any load) and the app's newest loaded
 -- event time (so a history loaded late does not report zeros for days its data never reached).
 CREATE VIEW report_retention AS
-SELECT c.app_id, nullif(c.path, '') AS path, c.day AS cohort_day, c.size AS cohort_size,
-       CASE WHEN c.day + 1 <= w.day THEN coalesce(r.d1, 0) END AS d1,
-       CASE WHEN c.day + 3 <= w.day THEN coalesce(r.d3, 0) END AS d3,
-       CASE WHEN c.day + 7 <= w.day THEN coalesce(r.d7, 0) END AS d7,
-       CASE WHEN c.day + 14 <= w.day THEN coalesce(r.d14, 0) END AS d14,
-       CASE WHEN c.day + 30 <= w.day THEN coalesce(r.d30, 0) END AS d30,
-       CASE WHEN c.day + 1 <= w.day THEN round(coalesce(r.d1, 0)::numeric / c.size, 6) END AS d1_rate,
-       CASE WHEN c.day + 3 <= w.day THEN round(coalesce(r.d3, 0)::numeric / c.size, 6) END AS d3_rate,
-       CASE WHEN c.day + 7 <= w.day THEN round(coalesce(r.d7, 0)::numeric / c.size, 6) END AS d7_rate,
-       CASE WHEN c.day + 14 <= w.day THEN round(coalesce(r.d14, 0)::numeric / c.size, 6) END AS d14_rate,
-       CASE WHEN c.day + 30 <= w.day THEN round(coalesce(r.d30, 0)::numeric / c.size, 6) END AS d30_rate
+SELECT g.app_id, nullif(g.path, '') AS path, g.cohort_day, g.size AS cohort_size,
+       CASE WHEN g.cohort_day + 1 <= w.reached THEN g.d1 END AS d1,
+       CASE WHEN g.cohort_day + 3 <= w.reached THEN g.d3 END AS d3,
+       CASE WHEN g.cohort_day + 7 <= w.reached THEN g.d7 END AS d7,
+       CASE WHEN g.cohort_day + 14 <= w.reached THEN g.d14 END AS d14,
+       CASE WHEN g.cohort_day + 30 <= w.reached THEN g.d30 END AS d30,
+       CASE WHEN g.cohort_day + 1 <= w.reached THEN round(g.d1::numeric / g.size, 6) END AS d1_rate,
+       CASE WHEN g.cohort_day + 3 <= w.reached THEN round(g.d3::numeric / g.size, 6) END AS d3_rate,
+       CASE WHEN g.cohort_day + 7 <= w.reached THEN round(g.d7::numeric / g.size, 6) END AS d7_rate,
+       CASE WHEN g.cohort_day + 14 <= w.reached THEN round(g.d14::numeric / g.size, 6) END AS d14_rate,
+       CASE WHEN g.cohort_day + 30 <= w.reached THEN round(g.d30::numeric / g.size, 6) END AS d30_rate
 FROM (
-    SELECT i.app_id, i.day, i.path, sum(i.installs)::bigint AS size
-    FROM rollup_installs_daily i GROUP BY i.app_id, i.day, i.path
-) c
+    SELECT u.app_id, u.path, u.cohort_day, sum(u.size)::bigint AS size, sum(u.d1)::bigint AS d1,
+           sum(u.d3)::bigint AS d3, sum(u.d7)::bigint AS d7, sum(u.d14)::bigint AS d14, sum(u.d30)::bigint AS d30
+    FROM (
+        SELECT i.app_id, i.path, i.day AS cohort_day, i.installs AS size, 0 AS d1, 0 AS d3, 0 AS d7, 0 AS d14, 0 AS d30
+        FROM rollup_installs_daily i
+        UNION ALL
+        SELECT t.app_id, t.path, t.install_day, 0,
+               CASE WHEN t.day - t.install_day = 1 THEN t.returned ELSE 0 END,
+               CASE WHEN t.day - t.install_day = 3 THEN t.returned ELSE 0 END,
+               CASE WHEN t.day - t.install_day = 7 THEN t.returned ELSE 0 END,
+               CASE WHEN t.day - t.install_day = 14 THEN t.returned ELSE 0 END,
+               CASE WHEN t.day - t.install_day = 30 THEN t.returned ELSE 0 END
+        FROM rollup_retention_daily t
+    ) u
+    GROUP BY u.app_id, u.path, u.cohort_day
+    HAVING sum(u.size) > 0
+) g
 LEFT JOIN (
-    SELECT t.app_id, t.install_day, t.path,
-           sum(t.returned) FILTER (WHERE t.day - t.install_day = 1)::bigint AS d1,
-           sum(t.returned) FILTER (WHERE t.day - t.install_day = 3)::bigint AS d3,
-           sum(t.returned) FILTER (WHERE t.day - t.install_day = 7)::bigint AS d7,
-           sum(t.returned) FILTER (WHERE t.day - t.install_day = 14)::bigint AS d14,
-           sum(t.returned) FILTER (WHERE t.day - t.install_day = 30)::bigint AS d30
-    FROM rollup_retention_daily t GROUP BY t.app_id, t.install_day, t.path
-) r ON r.app_id = c.app_id AND r.install_day = c.day AND r.path = c.path
-CROSS JOIN LATERAL (
-    SELECT (least(coalesce((SELECT max(k.newest_received_at) FROM load_checkpoints k), now()),
-                  coalesce((SELECT n.newest_event_at FROM rollup_apps n WHERE n.app_id = c.app_id), 'infinity'))
-            AT TIME ZONE coalesce((SELECT a.time_zone FROM apps a WHERE a.id = c.app_id), 'UTC'))::date AS day
-) w;
+    -- per app: the last day reached (see above)
+    SELECT a.id AS app_id,
+           (least(m.watermark, coalesce(n.newest_event_at, 'infinity')) AT TIME ZONE a.time_zone)::date AS reached
+    FROM apps a
+    LEFT JOIN rollup_apps n ON n.app_id = a.id
+    CROSS JOIN (SELECT coalesce(max(k.newest_received_at), now()) AS watermark FROM load_checkpoints k) m
+) w ON w.app_id = g.app_id;
 
 -- Rollup work queued by queue_rollups and not processed yet, per app (the daily job refuses a day
 -- while its app has pending work).
