@@ -41,14 +41,6 @@ BEGIN
         CREATE TEMP TABLE rollup_work_states (LIKE rollup_devices, PRIMARY KEY (app_id, device_id)) ON COMMIT DELETE ROWS;
         CREATE TEMP TABLE rollup_work_entries (LIKE rollup_funnel_entries, PRIMARY KEY (app_id, funnel_id, device_id))
             ON COMMIT DELETE ROWS;
-        -- rollup_refresh_day's per-day intermediates.
-        CREATE TEMP TABLE rollup_work_link (
-            path text, platform text, utm_source text, utm_medium text, utm_campaign text, clicks integer,
-            opens_ul integer, matched integer, attributed integer, reengaged integer, last_touch integer)
-            ON COMMIT DELETE ROWS;
-        CREATE TEMP TABLE rollup_work_events (
-            install_day date, path text, platform text, kind text, name text, events integer, currency text,
-            revenue numeric) ON COMMIT DELETE ROWS;
     ELSE
         TRUNCATE pg_temp.rollup_work_keys, pg_temp.rollup_work_devices, pg_temp.rollup_work_clicks,
             pg_temp.rollup_work_states, pg_temp.rollup_work_entries;
@@ -344,6 +336,8 @@ CREATE TABLE rollup_pending_devices (
 CREATE TABLE rollup_pending_clicks (
     app_id text NOT NULL, click_id text NOT NULL, click_time timestamptz NOT NULL,
     PRIMARY KEY (app_id, click_id, click_time));
+-- UTC days whose rollup_events_daily (020) rows are due.
+CREATE TABLE rollup_pending_utc_days (app_id text NOT NULL, day date NOT NULL, PRIMARY KEY (app_id, day));
 
 -- Serialises everything that rewrites rollups in this schema (process, refresh, rebuild).
 CREATE OR REPLACE FUNCTION rollup_lock() RETURNS void
@@ -365,13 +359,17 @@ BEGIN
         RETURN;
     END IF;
     PERFORM rollup_prepare_work();
-    PERFORM rollup_refresh_events_daily(p_app_ids, p_days);
+    -- 020's UTC rollup_events_daily is refreshed by process_rollups for these keys.
+    INSERT INTO rollup_pending_utc_days (app_id, day)
+    SELECT DISTINCT u.app_id, u.day FROM unnest(p_app_ids, p_days) AS u(app_id, day)
+    WHERE u.app_id IS NOT NULL AND u.day IS NOT NULL
+    ON CONFLICT DO NOTHING;
 
     IF to_regclass('pg_temp.load_staging') IS NOT NULL THEN
         -- Exactly the rows of this cycle (a superset of those inserted: duplicates included).
         INSERT INTO pg_temp.rollup_work_keys (app_id, day)
-        SELECT DISTINCT x.app_id, (x.time AT TIME ZONE s.time_zone)::date
-        FROM pg_temp.load_staging x CROSS JOIN LATERAL rollup_settings(x.app_id) s
+        SELECT DISTINCT x.app_id, (x.time AT TIME ZONE coalesce(a.time_zone, 'UTC'))::date
+        FROM pg_temp.load_staging x LEFT JOIN apps a ON a.id = x.app_id
         WHERE x.app_id = ANY (p_app_ids)
         ON CONFLICT DO NOTHING;
         INSERT INTO pg_temp.rollup_work_devices (app_id, device_id, min_time)
@@ -445,9 +443,16 @@ RETURNS integer
 LANGUAGE plpgsql AS $fn$
 DECLARE
     processed integer;
+    utc_apps text[];
+    utc_days date[];
 BEGIN
     PERFORM rollup_lock();
     PERFORM rollup_prepare_work();
+    WITH taken AS (DELETE FROM rollup_pending_utc_days RETURNING app_id, day)
+    SELECT array_agg(app_id), array_agg(day) INTO utc_apps, utc_days FROM taken;
+    IF utc_apps IS NOT NULL THEN
+        PERFORM rollup_refresh_events_daily(utc_apps, utc_days);
+    END IF;
     WITH taken AS (DELETE FROM rollup_pending_keys RETURNING app_id, day)
     INSERT INTO pg_temp.rollup_work_keys (app_id, day) SELECT DISTINCT app_id, day FROM taken;
     WITH taken AS (DELETE FROM rollup_pending_devices RETURNING app_id, device_id, min_time)
@@ -509,6 +514,7 @@ BEGIN
     DELETE FROM rollup_pending_keys;
     DELETE FROM rollup_pending_devices;
     DELETE FROM rollup_pending_clicks;
+    DELETE FROM rollup_pending_utc_days;
     DELETE FROM rollup_apps;
     INSERT INTO rollup_apps (app_id, newest_event_at) SELECT e.app_id, max(e.event_time) FROM events e GROUP BY e.app_id;
 
@@ -546,6 +552,16 @@ DECLARE
     hi timestamptz;
     f record;
 BEGIN
+    IF to_regclass('pg_temp.rollup_work_link') IS NULL THEN
+        -- Per-day intermediates (temporary, emptied at commit).
+        CREATE TEMP TABLE rollup_work_link (
+            path text, platform text, utm_source text, utm_medium text, utm_campaign text, clicks integer,
+            opens_ul integer, matched integer, attributed integer, reengaged integer, last_touch integer)
+            ON COMMIT DELETE ROWS;
+        CREATE TEMP TABLE rollup_work_events (
+            install_day date, path text, platform text, kind text, name text, events integer, currency text,
+            revenue numeric) ON COMMIT DELETE ROWS;
+    END IF;
     SELECT * INTO s FROM rollup_settings(p_app);
     lo := report_day_start(p_day, s.time_zone);
     hi := report_day_start(p_day + 1, s.time_zone);
