@@ -49,6 +49,7 @@ import Testing
             report.utm.map { "\($0.path) \($0.day) \($0.source ?? "-") \($0.clicks) \($0.matchedInstalls)" } == [
                 "/x 2026-06-01 - 1 1", "/x 2026-06-01 news 1 1", "/y 2026-06-01 - 1 0",
             ])
+        #expect(report.utm.map(\.installRate) == ["1.000000", "1.000000", "0.000000"])
     }
 
     @Test("attribution: installs by kind, cohort and activity actions and revenue, last-touch opens")

@@ -71,11 +71,13 @@ package struct UTMRow: Sendable, Equatable {
     package var matchedInstalls: Int
     /// Attributed installs.
     package var attributedInstalls: Int
+    /// matched_installs / clicks as exact decimal text (6 places), nil when clicks = 0.
+    package var installRate: String?
 
     /// Makes a row.
     package init(
         path: String, day: ReportDay, source: String?, medium: String?, campaign: String?, clicks: Int,
-        universalLinkOpens: Int, matchedInstalls: Int, attributedInstalls: Int
+        universalLinkOpens: Int, matchedInstalls: Int, attributedInstalls: Int, installRate: String? = nil
     ) {
         self.path = path
         self.day = day
@@ -86,6 +88,7 @@ package struct UTMRow: Sendable, Equatable {
         self.universalLinkOpens = universalLinkOpens
         self.matchedInstalls = matchedInstalls
         self.attributedInstalls = attributedInstalls
+        self.installRate = installRate
     }
 }
 

@@ -56,11 +56,11 @@ package enum ReportSQL {
     }
 
     /// UTM breakdown. Columns: `path`, `day`, `utm_source`, `utm_medium`, `utm_campaign` (NULL when
-    /// absent), `clicks`, `universal_link_opens`, `matched_installs`, `attributed_installs`.
+    /// absent), `clicks`, `universal_link_opens`, `matched_installs`, `attributed_installs`, `install_rate` (text).
     package static func linkDailyUTM(app: String, from: ReportDay, to: ReportDay) -> SQL {
         """
         SELECT path, day::text AS day, utm_source, utm_medium, utm_campaign, clicks, universal_link_opens,
-               matched_installs, attributed_installs
+               matched_installs, attributed_installs, install_rate::text AS install_rate
         FROM report_link_daily_utm
         WHERE app_id = \(app) AND day BETWEEN \(from.iso8601)::date AND \(to.iso8601)::date
         ORDER BY path, day, utm_source NULLS FIRST, utm_medium NULLS FIRST, utm_campaign NULLS FIRST

@@ -25,6 +25,7 @@ extension LinkReport {
             [
                 .text(row.path), .text(row.day.iso8601), .text(row.source), .text(row.medium), .text(row.campaign),
                 .int(row.clicks), .int(row.universalLinkOpens), .int(row.matchedInstalls), .int(row.attributedInstalls),
+                .decimal(row.installRate),
             ]
         }
         return [
@@ -33,7 +34,7 @@ extension LinkReport {
                 name: "utm",
                 columns: [
                     "path", "day", "utm_source", "utm_medium", "utm_campaign", "clicks", "universal_link_opens",
-                    "matched_installs", "attributed_installs",
+                    "matched_installs", "attributed_installs", "install_rate",
                 ], rows: utmRows),
         ]
     }

@@ -64,7 +64,8 @@ package struct ReportService {
                         clicks: try row["clicks", as: Int.self],
                         universalLinkOpens: try row["universal_link_opens", as: Int.self],
                         matchedInstalls: try row["matched_installs", as: Int.self],
-                        attributedInstalls: try row["attributed_installs", as: Int.self]))
+                        attributedInstalls: try row["attributed_installs", as: Int.self],
+                        installRate: try row["install_rate", as: String?.self]))
             }
             return LinkReport(
                 app: app, from: from, to: to, watermark: watermark,
