@@ -271,3 +271,17 @@ $fn$;
 -- Late actions by their open click (re-engagements and last-touch opens when the click arrives
 -- after the actions that carry it). Partial: only actions opened through a link.
 CREATE INDEX events_app_open_click ON events (app_id, open_click_id) WHERE open_click_id IS NOT NULL;
+
+-- Every day boundary depends on apps.time_zone, and a name PostgreSQL does not know would make
+-- every rollup refresh of the app fail (and with it the load transaction that calls it). Refuse
+-- such names when an app is created or changed. NOT VALID: existing rows are not re-checked.
+CREATE FUNCTION report_is_time_zone(p_name text) RETURNS boolean
+LANGUAGE plpgsql IMMUTABLE AS $fn$
+BEGIN
+    PERFORM timestamptz '2000-01-01 00:00:00+00' AT TIME ZONE p_name;
+    RETURN true;
+EXCEPTION WHEN invalid_parameter_value OR data_exception THEN
+    RETURN false;
+END
+$fn$;
+ALTER TABLE apps ADD CONSTRAINT apps_time_zone_known CHECK (report_is_time_zone(time_zone)) NOT VALID;

@@ -189,3 +189,17 @@ import Testing
 
 /// Thrown to roll a transaction back on purpose.
 struct Rollback: Error {}
+
+@Suite struct AppSettingsTests {
+    @Test("an unknown reporting time zone is refused when the app is created or changed")
+    func unknownTimeZone() throws {
+        let database = try Database()
+        defer { database.close() }
+        let fixture = Fixture(database.connection)
+        #expect(throws: PostgresError.self) { try fixture.app("a", timeZone: "Mars/Olympus_Mons") }
+        try fixture.app("a", timeZone: "Europe/Berlin")
+        #expect(throws: PostgresError.self) {
+            try database.connection.execute("UPDATE apps SET time_zone = 'Nowhere' WHERE id = 'a'")
+        }
+    }
+}
