@@ -7,14 +7,16 @@ import Testing
     /// attributed action days after the install, the click after the action carrying it, an event
     /// older than the install that moves the install day (and breaks the attribution), a late
     /// re-engagement click. After every load the incremental rollups must equal a rebuild.
+    /// Driven three ways: refresh_rollups with the aggregator's staging table, refresh_rollups without
+    /// it (whole UTC days), and queue_rollups with process_rollups before each comparison.
     @Test(
         "incremental refresh equals rebuild_rollups after every out-of-order load",
-        arguments: [true, false])
-    func outOfOrder(staging: Bool) throws {
+        arguments: [(true, false), (false, false), (true, true)])
+    func outOfOrder(staging: Bool, queued: Bool) throws {
         let database = try Database()
         defer { database.close() }
         let connection = database.connection
-        let fixture = Fixture(connection, staging: staging)
+        let fixture = Fixture(connection, staging: staging, queued: queued)
         try fixture.app("a")
         try fixture.app("b")
         try fixture.watermark("2026-06-20T00:00:00Z")
@@ -24,6 +26,7 @@ import Testing
 
         var checks = 0
         func check(_ step: String) throws {
+            if queued { try fixture.process() }
             let incremental = try snapshot(connection)
             do {
                 try connection.withTransaction { connection in
