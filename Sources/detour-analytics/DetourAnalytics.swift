@@ -5,7 +5,8 @@ import Observability
 @main
 enum DetourAnalytics {
     static let commands: [any Command.Type] = [
-        MigrateCommand.self, AppsCommand.self,
+        RunCommand.self, ServeCommand.self, AggregateCommand.self, MigrateCommand.self, AppsCommand.self,
+        SegmentsCommand.self, ReportCommand.self, SimulateCommand.self,
     ]
 
     static func main() {

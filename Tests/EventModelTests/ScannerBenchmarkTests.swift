@@ -20,6 +20,7 @@ import Testing
         #expect(result.scannerMBps > 0)
         #expect(result.foundationMBps > 0)
         #expect(result.normalizedEventsPerSecond > 0)
+        #expect(result.encodedEventsPerSecond > 0)
         #expect(result.description.hasPrefix("scanner "))
     }
 }

@@ -19,7 +19,8 @@ enum JSONScanner {
         tape.reserveCapacity(bytes.count / 12 + 16)
         guard !bytes.isEmpty else { throw JSONError(.unexpectedEnd, at: 0) }
         let result = bytes.withUnsafeBufferPointer { (buffer) -> JSONError? in
-            var scanner = Scanner(p: buffer, maxDepth: maxDepth)
+            // Token depths are 16-bit.
+            var scanner = Scanner(p: buffer, maxDepth: min(maxDepth, Int(UInt16.max)))
             do throws(JSONError) {
                 try scanner.run(&tape)
                 return nil

@@ -22,13 +22,16 @@ package enum ScannerBenchmark {
         /// Events per second through `Normalizer.batch` plus `Envelope.encode(into:)` on the
         /// 100-event sample batch, on one thread.
         package var normalizedEventsPerSecond: Double
+        /// Events per second through `Normalizer.encodedBatch` (lines written straight from the body).
+        package var encodedEventsPerSecond: Double
 
         /// A one-line summary.
         package var description: String {
             let ratio = foundationMBps > 0 ? scannerMBps / foundationMBps : 0
             return "scanner \(Int(scannerMBps.rounded())) MB/s, JSONSerialization \(Int(foundationMBps.rounded())) MB/s"
                 + " (\((ratio * 10).rounded() / 10)x) over \(bytesPerPass) bytes per pass;"
-                + " normalise+encode \(Int(normalizedEventsPerSecond.rounded())) events/s"
+                + " normalise+encode \(Int(normalizedEventsPerSecond.rounded())) events/s,"
+                + " encodedBatch \(Int(encodedEventsPerSecond.rounded())) events/s"
         }
     }
 
@@ -89,18 +92,24 @@ package enum ScannerBenchmark {
         return Result(
             bytesPerPass: bytesPerPass, scannerPasses: scanner.passes, foundationPasses: foundation.passes,
             scannerMBps: scanner.mbps, foundationMBps: foundation.mbps,
-            normalizedEventsPerSecond: normalizeAndEncode(seconds: seconds))
+            normalizedEventsPerSecond: normalizeAndEncode(seconds: seconds, fused: false),
+            encodedEventsPerSecond: normalizeAndEncode(seconds: seconds, fused: true))
     }
 
-    /// Events per second through the normaliser and the envelope encoder on the sample batch.
-    static func normalizeAndEncode(seconds: Double) -> Double {
+    /// Events per second through the normaliser and the envelope encoder on the sample batch;
+    /// `fused` uses `Normalizer.encodedBatch` instead of `batch` plus `Envelope.encode(into:)`.
+    static func normalizeAndEncode(seconds: Double, fused: Bool) -> Double {
         let body = sampleBodies[sampleBodies.count - 1]
         let context = RequestContext(appID: "app_bench", sdkHeader: "ios/1.0.2", receivedAt: .now())
         var buffer: [UInt8] = []
         var events = 0
         let start = threadCPUSeconds()
         while threadCPUSeconds() - start < seconds {
-            for _ in 0..<10 {
+            for _ in 0..<10 where fused {
+                guard let result = try? Normalizer.encodedBatch(body: body, context: context) else { return 0 }
+                events += result.records.count
+            }
+            for _ in 0..<10 where !fused {
                 guard let result = try? Normalizer.batch(body: body, context: context) else { return 0 }
                 buffer.removeAll(keepingCapacity: true)
                 for envelope in result.accepted {

@@ -58,7 +58,10 @@ extension EventNormalizer {
     /// The client's id: the first of event_id, message_id, messageId, insert_id, uuid present.
     func clientEventID() throws(Rejection) -> String? {
         for field in EventField.idFields {
-            guard let id = try readString(field, { DeviceID.isValidIdentifier($0) && !DeviceID.isHashedID($0) ? String(decoding: $0, as: UTF8.self) : nil }) else { continue }
+            let read = try readString(field) { bytes in
+                DeviceID.isValidIdentifier(bytes) && !DeviceID.isHashedID(bytes) ? String(decoding: bytes, as: UTF8.self) : nil
+            }
+            guard let id = read else { continue }
             guard let id else {
                 throw Rejection(
                     .invalidEventID,

@@ -1,3 +1,5 @@
+import Foundation
+
 /// One `detour-analytics` command. Each lives in its own file under Commands/.
 protocol Command {
     /// The word that selects it: `migrate`, `apps`, `run`, ...
@@ -34,16 +36,25 @@ let dataDirectoryHelp = """
     """
 
 extension Arguments {
-    /// The database URL from `--database-url` or `DATABASE_URL`.
-    mutating func databaseURL(_ environment: Environment) throws -> String {
-        guard let url = try option("--database-url", default: environment["DATABASE_URL"]) else {
-            throw UsageError(description: "no database: pass --database-url or set DATABASE_URL")
-        }
-        return url
+    /// The database URL from `--database-url` or `DATABASE_URL`, if either is given. Commands check
+    /// for it with `requireDatabase` after `finish()`, so a mistyped flag is reported as such.
+    mutating func databaseURL(_ environment: Environment) throws -> String? {
+        try option("--database-url", default: environment["DATABASE_URL"])
     }
 
     /// The data directory from `--data-dir` or `DETOUR_DATA_DIR`.
     mutating func dataDirectory(_ environment: Environment) throws -> String {
         try option("--data-dir", default: environment.dataDirectory) ?? environment.dataDirectory
     }
+}
+
+/// Writes a line to standard output at once (unbuffered), so scripts reading it see it immediately.
+func say(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}
+
+/// The database URL, or a usage error saying how to give one.
+func requireDatabase(_ url: String?) throws -> String {
+    guard let url else { throw UsageError(description: "no database: pass --database-url or set DATABASE_URL") }
+    return url
 }

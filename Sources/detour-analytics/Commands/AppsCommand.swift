@@ -29,7 +29,7 @@ enum AppsCommand: Command {
         guard isValidAppID(id) else {
             throw UsageError(description: "--id must be 1-64 characters of letters, digits, '-', '_' or '.'")
         }
-        let keys = try createApp(url: url, id: id, name: name)
+        let keys = try createApp(url: try requireDatabase(url), id: id, name: name)
         if json {
             let object = ["app_id": id, "publishable_key": keys.publishable, "secret_key": keys.secret]
             let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
@@ -63,11 +63,8 @@ enum AppsCommand: Command {
                         """)
                 }
             }
-        } catch let error as PostgresError {
-            if case .server(let sqlState, _, _) = error, sqlState == "23505" {
-                throw UsageError(description: "app \(id) already exists")
-            }
-            throw error
+        } catch let error as PostgresError where error.isUniqueViolation {
+            throw UsageError(description: "app \(id) already exists")
         }
         return (publishable, secret)
     }

@@ -1,0 +1,209 @@
+import Dispatch
+import Foundation
+import Observability
+import Synchronization
+
+/// The API keys ingest accepts, held in memory, refreshed from a `KeySource` every
+/// `refreshInterval`, and mirrored to a JSON file of hashes (`<data>/keys.json`) so ingest starts
+/// and keeps accepting known keys while PostgreSQL is down. Keys themselves are never stored or logged.
+package final class KeyStore: Sendable {
+    /// The outcome of checking a key against an app.
+    package enum Verdict: Sendable, Equatable {
+        /// The key belongs to the app.
+        case valid(KeyKind)
+        /// The key is active, but for a different app.
+        case otherApp
+        /// No active key matches.
+        case unknown
+    }
+
+    private struct Snapshot: Sendable {
+        var byApp: [String: [(kind: KeyKind, hash: [UInt8])]] = [:]
+        var allHashes: Set<String> = []
+        var count = 0
+
+        init(_ records: [APIKeyRecord] = []) {
+            for record in records {
+                byApp[record.appID, default: []].append((record.kind, Array(record.keyHash.utf8)))
+                allHashes.insert(record.keyHash)
+            }
+            count = records.count
+        }
+    }
+
+    private let source: any KeySource
+    private let cacheFile: String?
+    private let refreshInterval: Duration
+    private let snapshot = Mutex(Snapshot())
+    private let timer = Mutex<TimerBox?>(nil)
+    private let lastRefreshOK = Atomic<Bool>(false)
+    private let logger = Logger(label: "ingest")
+    /// Memo of presented key → its SHA-256 hex, so the hot path hashes each distinct key once.
+    /// Bounded: cleared when it reaches `maxMemo` entries (garbage keys cannot grow it).
+    private let hashMemo = Mutex<[String: [UInt8]]>([:])
+    private let maxMemo = 10_000
+    /// Longest key considered at all, in bytes.
+    private let maxKeyBytes = 256
+
+    /// Creates a store; call `start()` to load keys and begin refreshing.
+    /// - Parameters:
+    ///   - source: where active keys come from (PostgreSQL).
+    ///   - cacheFile: path of the on-disk cache of hashes, or nil for none.
+    ///   - refreshInterval: time between reloads.
+    package init(source: any KeySource, cacheFile: String?, refreshInterval: Duration = .seconds(10)) {
+        self.source = source
+        self.cacheFile = cacheFile
+        self.refreshInterval = refreshInterval
+    }
+
+    /// Loads keys (from the source, else from the cache file) and starts the refresh timer.
+    package func start() {
+        if !refresh() { loadCache() }
+        let queue = DispatchQueue(label: "ingest.keys")
+        let source = DispatchSource.makeTimerSource(queue: queue)
+        let nanos =
+            Int(refreshInterval.components.seconds) * 1_000_000_000
+            + Int(refreshInterval.components.attoseconds / 1_000_000_000)
+        source.schedule(deadline: .now() + .nanoseconds(nanos), repeating: .nanoseconds(nanos))
+        source.setEventHandler { [weak self] in _ = self?.refresh() }
+        source.resume()
+        timer.withLock { $0 = TimerBox(source: source) }
+    }
+
+    /// Stops refreshing.
+    package func stop() {
+        timer.withLock {
+            $0?.source.cancel()
+            $0 = nil
+        }
+    }
+
+    deinit { stop() }
+
+    /// Reloads from the source now; on success replaces the keys and rewrites the cache file.
+    /// Returns whether the source answered.
+    @discardableResult
+    package func refresh() -> Bool {
+        let records: [APIKeyRecord]
+        do {
+            records = try source.loadKeys()
+        } catch {
+            if lastRefreshOK.exchange(false, ordering: .relaxed) || snapshot.withLock({ $0.count }) == 0 {
+                logger.warning("keys.refresh_failed", ["error": "\(error)"])
+            }
+            return false
+        }
+        let changed = snapshot.withLock { current in
+            let next = Snapshot(records)
+            let changed = next.allHashes != current.allHashes || next.count != current.count
+            current = next
+            return changed
+        }
+        lastRefreshOK.store(true, ordering: .relaxed)
+        if changed {
+            logger.info("keys.loaded", ["keys.count": String(records.count), "keys.source": "database"])
+            writeCache(records)
+        }
+        return true
+    }
+
+    /// Checks `key` (as sent by the client) for `appID`, comparing hashes in constant time.
+    package func verify(key: String, appID: String) -> Verdict {
+        // No issued key is this long; refusing early also keeps the hash memo small.
+        guard key.utf8.count <= maxKeyBytes else { return .unknown }
+        let hashBytes =
+            hashMemo.withLock { $0[key] }
+            ?? {
+                let computed = Array(SHA256.hex(Array(key.utf8)).utf8)
+                hashMemo.withLock { memo in
+                    if memo.count >= maxMemo { memo.removeAll(keepingCapacity: true) }
+                    memo[key] = computed
+                }
+                return computed
+            }()
+        return snapshot.withLock { snapshot in
+            var found: KeyKind?
+            for candidate in snapshot.byApp[appID] ?? [] where constantTimeEquals(candidate.hash, hashBytes) {
+                found = candidate.kind
+            }
+            if let found { return .valid(found) }
+            return snapshot.allHashes.contains(String(decoding: hashBytes, as: UTF8.self)) ? .otherApp : .unknown
+        }
+    }
+
+    /// A Dispatch timer; `@unchecked Sendable` because Dispatch sources are thread-safe objects.
+    private struct TimerBox: @unchecked Sendable {
+        let source: any DispatchSourceTimer
+    }
+
+    /// How many keys are loaded.
+    package var count: Int { snapshot.withLock { $0.count } }
+
+    private struct CacheFile: Codable {
+        var version: Int
+        var keys: [APIKeyRecord]
+    }
+
+    private func loadCache() {
+        guard let cacheFile else { return }
+        do {
+            let data = try Data(contentsOf: URL(fileURLWithPath: cacheFile))
+            let cache = try JSONDecoder().decode(CacheFile.self, from: data)
+            snapshot.withLock { $0 = Snapshot(cache.keys) }
+            logger.notice("keys.loaded", ["keys.count": String(cache.keys.count), "keys.source": "cache"])
+        } catch {
+            logger.error("keys.cache_unreadable", ["file": cacheFile, "error": "\(error)"])
+        }
+    }
+
+    /// Writes the cache atomically: a temporary file, fsync, rename over the old one, fsync the directory.
+    private func writeCache(_ records: [APIKeyRecord]) {
+        guard let cacheFile else { return }
+        do {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys]
+            let data = try encoder.encode(CacheFile(version: 1, keys: records))
+            try AtomicFile.write(data, to: cacheFile)
+        } catch {
+            logger.error("keys.cache_write_failed", ["file": cacheFile, "error": "\(error)"])
+        }
+    }
+}
+
+/// Replaces a file's contents atomically and durably.
+enum AtomicFile {
+    struct Failure: Error, CustomStringConvertible {
+        var call: String
+        var code: Int32
+        var description: String { "\(call): \(String(cString: strerror(code)))" }
+    }
+
+    static func write(_ data: Data, to path: String) throws {
+        let temporary = path + ".tmp"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw Failure(call: "open", code: errno) }
+        var failure: Failure?
+        data.withUnsafeBytes { bytes in
+            var written = 0
+            while written < bytes.count {
+                let n = Foundation.write(fd, bytes.baseAddress! + written, bytes.count - written)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    failure = Failure(call: "write", code: errno)
+                    return
+                }
+                written += n
+            }
+        }
+        if failure == nil, fsync(fd) != 0 { failure = Failure(call: "fsync", code: errno) }
+        close(fd)
+        if let failure { throw failure }
+        guard rename(temporary, path) == 0 else { throw Failure(call: "rename", code: errno) }
+        let directory = (path as NSString).deletingLastPathComponent
+        let dirFD = open(directory.isEmpty ? "." : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if dirFD >= 0 {
+            fsync(dirFD)
+            close(dirFD)
+        }
+    }
+}

@@ -1,0 +1,14 @@
+/// Where ingest puts records: the event log for accepted envelopes, the dead-letter log for
+/// everything refused. `append` returns only once the records are durable; ingest answers the
+/// client after it returns. The lead wires `EventLog.LogWriter` to it.
+package protocol EventSink: Sendable {
+    /// Appends `records` (each one line without a newline) durably; throws when it cannot.
+    func append(_ records: [[UInt8]]) throws
+    /// Whether appends are expected to succeed right now (used by `/readyz`).
+    var isWritable: Bool { get }
+}
+
+extension EventSink {
+    /// Sinks that cannot tell report themselves writable.
+    package var isWritable: Bool { true }
+}

@@ -1,0 +1,87 @@
+import Foundation
+
+/// Everything the ingest HTTP edge can be told at start-up; the CLI fills it from flags and
+/// environment and calls `validate()` once. Every limit is here so tests can shrink it to reach edges.
+package struct IngestConfiguration: Sendable {
+    /// Address to bind, IPv4 dotted quad. Default `127.0.0.1`.
+    package var host: String = "127.0.0.1"
+    /// TCP port to bind; 0 asks the kernel for an ephemeral port (see `HTTPServer.port`). Default 8080.
+    package var port: UInt16 = 8080
+    /// libmicrohttpd worker threads (epoll, one event loop each). Default: the number of cores.
+    package var threads: Int = ProcessInfo.processInfo.activeProcessorCount
+    /// Largest request body as received on the wire (before decompression), in bytes. Default 1 MiB.
+    /// A `Content-Length` above it is answered 413 before the body is read.
+    package var maxBodyBytes: Int = 1 << 20
+    /// Largest request body after decompression, in bytes. Default 10 MiB. A gzip or zstd bomb
+    /// stops inflating at this size and is answered 413 `decompressed_too_large`.
+    package var maxDecompressedBytes: Int = 10 << 20
+    /// Largest single event in bytes (raw JSON of one event). Default 32 KiB.
+    package var maxEventBytes: Int = 32 * 1024
+    /// Most events in one batch request. Default 2,000.
+    package var maxBatchEvents: Int = 2000
+    /// Longest event name in characters. Default 128.
+    package var maxNameLength: Int = 128
+    /// Deepest JSON nesting accepted in a body. Default 32.
+    package var maxDepth: Int = 32
+    /// Most open HTTP connections across all threads; further connections are refused. Default 4,096.
+    package var connectionLimit: Int = 4096
+    /// Most open connections from one client IP address; 0 means no per-IP limit. Default 0
+    /// (SDK traffic arrives through NATs and load balancers, so a per-IP cap must be a conscious choice).
+    package var perIPConnectionLimit: Int = 0
+    /// Seconds a connection may stay idle (keep-alive or a stalled upload) before it is closed. Default 30 s.
+    package var connectionTimeoutSeconds: Int = 30
+    /// How often API keys are reloaded from PostgreSQL. Default 10 s (new keys work within 30 s).
+    package var keyRefreshInterval: Duration = .seconds(10)
+    /// Per-app rate limit in requests per second (token bucket); nil turns it off. Default nil.
+    package var rateLimitPerSecond: Double? = nil
+    /// Token-bucket size for the per-app rate limit, in requests. Default 0 = one second's worth.
+    package var rateLimitBurst: Double = 0
+    /// Threads that append finished requests to the event log (each blocks until its group is
+    /// durable). More than two keeps the next group entering the log during an fsync. Default 4.
+    package var commitThreads: Int = 4
+    /// Seconds to wait for in-flight requests when shutting down. Default 10 s.
+    package var shutdownGraceSeconds: Int = 10
+
+    /// A configuration with every default.
+    package init() {}
+
+    /// Checks every field; throws `IngestConfigurationError.invalid` naming the first bad field.
+    package func validate() throws(IngestConfigurationError) {
+        func check(_ condition: Bool, _ field: String, _ reason: String) throws(IngestConfigurationError) {
+            if !condition { throw .invalid(field: field, reason: reason) }
+        }
+        var address = in_addr()
+        try check(inet_pton(AF_INET, host, &address) == 1, "host", "must be an IPv4 address such as 127.0.0.1")
+        try check(threads >= 1 && threads <= 1024, "threads", "must be between 1 and 1024")
+        try check(maxBodyBytes >= 1024, "maxBodyBytes", "must be at least 1024 bytes")
+        try check(maxDecompressedBytes >= maxBodyBytes, "maxDecompressedBytes", "must be at least maxBodyBytes")
+        try check(maxEventBytes >= 256, "maxEventBytes", "must be at least 256 bytes")
+        try check(maxBatchEvents >= 1, "maxBatchEvents", "must be at least 1")
+        try check(maxNameLength >= 1, "maxNameLength", "must be at least 1")
+        try check(maxDepth >= 2, "maxDepth", "must be at least 2")
+        try check(connectionLimit >= 1, "connectionLimit", "must be at least 1")
+        try check(perIPConnectionLimit >= 0, "perIPConnectionLimit", "must not be negative")
+        try check(connectionTimeoutSeconds >= 1, "connectionTimeoutSeconds", "must be at least 1 second")
+        try check(keyRefreshInterval >= .seconds(1), "keyRefreshInterval", "must be at least 1 second")
+        try check(keyRefreshInterval <= .seconds(30), "keyRefreshInterval", "must be at most 30 seconds")
+        if let rate = rateLimitPerSecond {
+            try check(rate > 0, "rateLimitPerSecond", "must be positive when set")
+        }
+        try check(rateLimitBurst >= 0, "rateLimitBurst", "must not be negative")
+        try check(commitThreads >= 1 && commitThreads <= 64, "commitThreads", "must be between 1 and 64")
+        try check(shutdownGraceSeconds >= 0, "shutdownGraceSeconds", "must not be negative")
+    }
+}
+
+/// A configuration field that `IngestConfiguration.validate()` refused.
+package enum IngestConfigurationError: Error, Equatable, CustomStringConvertible {
+    /// `field` has a value that cannot work, for `reason`.
+    case invalid(field: String, reason: String)
+
+    /// A message naming the problem, safe to log.
+    package var description: String {
+        switch self {
+        case .invalid(let field, let reason): "ingest configuration: \(field) \(reason)"
+        }
+    }
+}

@@ -1,0 +1,50 @@
+package import Observability
+
+/// The ingest HTTP edge, assembled: server, routes, keys, group commit into the sinks.
+///
+/// Concurrency: libmicrohttpd owns its worker threads (one epoll loop each) and runs routing,
+/// auth, decompression and normalisation there; finished requests are suspended and handed to
+/// the commit queue, whose threads append to the sinks and resume the connections with the answer.
+package final class IngestServer: Sendable {
+    private let server: HTTPServer
+    private let service: IngestService
+    private let logger = Logger(label: "ingest")
+
+    /// Starts serving.
+    /// - Parameters:
+    ///   - configuration: validated configuration.
+    ///   - keys: the started key store.
+    ///   - sink: where accepted envelopes go (the event log).
+    ///   - deadLetterSink: where refused events and requests go (the dead-letter log).
+    ///   - metrics: the registry `/metrics` renders; defaults to the shared one.
+    /// - Throws: `HTTPServerError` when the address cannot be bound.
+    package init(
+        configuration: IngestConfiguration, keys: KeyStore, sink: any EventSink, deadLetterSink: any EventSink,
+        metrics: MetricsRegistry = .shared
+    ) throws(HTTPServerError) {
+        let service = IngestService(
+            configuration: configuration, keys: keys, sink: sink, deadLetterSink: deadLetterSink, registry: metrics)
+        self.service = service
+        self.server = try HTTPServer(settings: HTTPServerSettings(configuration), handler: service)
+        logger.info(
+            "server.started",
+            [
+                "http.host": configuration.host, "http.port": String(server.port),
+                "http.threads": String(configuration.threads),
+            ])
+    }
+
+    /// The bound port (the ephemeral one when configured with port 0).
+    package var port: UInt16 { server.port }
+
+    /// Quiesces: `/readyz` turns 503 and new events are refused, the listening socket closes,
+    /// in-flight requests finish (their events are made durable), then the server stops.
+    package func shutdown() {
+        guard !service.isShuttingDown.exchange(true, ordering: .relaxed) else { return }
+        server.shutdown()
+        service.commits.stop()
+        logger.info("server.stopped", [:])
+    }
+
+    deinit { shutdown() }
+}

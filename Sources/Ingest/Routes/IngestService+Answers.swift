@@ -1,0 +1,74 @@
+import EventModel
+
+extension IngestService {
+    /// Refuses a whole request whose body was read: dead-letters the body (bounded by the size
+    /// limits), counts it, and answers with the error once the dead letter is written.
+    func refuse(_ error: IngestError, info: RequestInfo, raw: [UInt8], rawIsJSON: Bool) -> RequestFinish {
+        let answer = error.answer
+        metrics.eventRejected(route: info.route.name, code: answer.code)
+        let record = DeadLetter.record(
+            receivedAt: info.receivedAt, app: info.appID, route: info.route.name, index: nil, code: answer.code,
+            message: answer.message, raw: raw[...], rawIsJSON: rawIsJSON)
+        let response = HTTPResponse(error: error)
+        return .later { complete in
+            self.commits.enqueue(CommitQueue.Job(records: [], deadLetters: [record]) { _ in complete(response) })
+        }
+    }
+
+    /// One dead-letter record per rejected event, with the event's own JSON where the body splits.
+    func deadLetters(for rejected: [EventRejection], body: [UInt8], info: RequestInfo) -> [[UInt8]] {
+        let elements: [ArraySlice<UInt8>]? =
+            switch info.route.kind {
+            case .batch, .link: DeadLetter.batchElements(body)
+            default: nil
+            }
+        return rejected.map { rejection in
+            metrics.eventRejected(route: info.route.name, code: rejection.code)
+            let raw = elements.flatMap { rejection.index < $0.count ? $0[rejection.index] : nil } ?? body[...]
+            return DeadLetter.record(
+                receivedAt: info.receivedAt, app: info.appID, route: info.route.name, index: rejection.index,
+                code: rejection.code, message: rejection.message, raw: raw, rawIsJSON: true)
+        }
+    }
+
+    /// The answer for a normalised request once its append finished (or failed).
+    func answer(_ outcome: NormalizedRequest, info: RequestInfo, error: (any Error)?) -> HTTPResponse {
+        if let error {
+            if let ingestError = error as? IngestError { return HTTPResponse(error: ingestError) }
+            return HTTPResponse(error: .logUnavailable(reason: "\(error)"))
+        }
+        metrics.eventsAccepted(route: info.route.name, count: outcome.accepted.count)
+        var writer = JSONWriter(capacity: 64 + outcome.rejected.count * 96)
+        writer.raw("{\"accepted\":")
+        writer.int(outcome.accepted.count)
+        writer.raw(",\"rejected\":[")
+        for (position, rejection) in outcome.rejected.enumerated() {
+            if position > 0 { writer.raw(",") }
+            writer.raw("{\"index\":")
+            writer.int(rejection.index)
+            writer.raw(",\"code\":")
+            writer.string(rejection.code)
+            writer.raw(",\"message\":")
+            writer.string(rejection.message)
+            writer.raw("}")
+        }
+        writer.raw("],\"warnings\":[")
+        for (position, warning) in outcome.warnings.enumerated() {
+            if position > 0 { writer.raw(",") }
+            writer.string(warning)
+        }
+        writer.raw("]}")
+        return HTTPResponse(status: outcome.accepted.isEmpty ? 400 : 200, body: writer.bytes)
+    }
+}
+
+extension IngestError {
+    /// The ingest error for a body-level normalisation failure.
+    init(_ error: BodyError) {
+        switch error {
+        case .invalidJSON(let message, let byteOffset): self = .invalidJSON(message: message, byteOffset: byteOffset)
+        case .tooManyEvents(let count, let limit): self = .tooManyEvents(count: count, limit: limit)
+        default: self = .invalidBody(code: error.code, message: error.description)
+        }
+    }
+}

@@ -1,0 +1,206 @@
+import EventModel
+import Foundation
+import Observability
+import Synchronization
+
+/// The ingest application behind `HTTPServer`: routing, auth, content checks, limits,
+/// normalisation, then a durable append before the answer.
+final class IngestService: HTTPHandler {
+    /// What `begin` learned, carried to `finish`.
+    struct RequestInfo: Sendable {
+        var route: Route
+        var appID: String
+        var sdkHeader: String?
+        var encoding: ContentEncoding
+        var receivedAt: Timestamp
+    }
+
+    let configuration: IngestConfiguration
+    let router = Router()
+    let keys: KeyStore
+    let sink: any EventSink
+    let commits: CommitQueue
+    let metrics: IngestMetrics
+    let rateLimiter: RateLimiter?
+    let limits: IngestLimits
+    let isShuttingDown = Atomic<Bool>(false)
+
+    init(
+        configuration: IngestConfiguration, keys: KeyStore, sink: any EventSink, deadLetterSink: any EventSink,
+        registry: MetricsRegistry
+    ) {
+        self.configuration = configuration
+        self.keys = keys
+        self.sink = sink
+        self.metrics = IngestMetrics(registry: registry)
+        self.commits = CommitQueue(
+            sink: sink, deadLetterSink: deadLetterSink, committers: configuration.commitThreads, metrics: registry)
+        self.rateLimiter = configuration.rateLimitPerSecond.map {
+            RateLimiter(rate: $0, burst: configuration.rateLimitBurst)
+        }
+        self.limits = IngestLimits(
+            maxEventBytes: configuration.maxEventBytes, maxBatchEvents: configuration.maxBatchEvents,
+            maxNameLength: configuration.maxNameLength, maxDepth: configuration.maxDepth)
+    }
+
+    // MARK: HTTPHandler
+
+    func begin(_ head: RequestHead) -> RequestStart {
+        let route: Route
+        switch router.match(method: head.method, path: head.path) {
+        case .notFound:
+            return .respond(HTTPResponse(error: .notFound(path: String(head.path.prefix(200)))), route: "unmatched")
+        case .methodNotAllowed(let allow):
+            let error = IngestError.methodNotAllowed(method: String(head.method.prefix(16)), allow: allow)
+            return .respond(HTTPResponse(error: error), route: "unmatched")
+        case .found(let found):
+            route = found
+        }
+        switch route.kind {
+        case .healthz:
+            return .respond(HTTPResponse(status: 200, body: Array(#"{"status":"ok"}"#.utf8)), route: route.name)
+        case .readyz:
+            return .respond(readiness(), route: route.name)
+        case .metrics:
+            let text = metrics.registry.render()
+            return .respond(
+                HTTPResponse(status: 200, body: Array(text.utf8), contentType: "text/plain; version=0.0.4"),
+                route: route.name)
+        case .event, .retention, .batch, .link:
+            do {
+                let info = try admit(head, route: route)
+                return .readBody(limit: configuration.maxBodyBytes, route: route.name, context: info)
+            } catch {
+                return .respond(HTTPResponse(error: error), route: route.name)
+            }
+        }
+    }
+
+    func finish(context: any Sendable, body: [UInt8]) -> RequestFinish {
+        let info = context as! RequestInfo
+        let decoded: [UInt8]
+        do {
+            decoded = try Decompressor.decode(body, encoding: info.encoding, limit: configuration.maxDecompressedBytes)
+        } catch {
+            // The body as received (compressed, so bounded by maxBodyBytes even for a bomb).
+            return refuse(error, info: info, raw: body, rawIsJSON: false)
+        }
+        let outcome: NormalizedRequest
+        do {
+            outcome = try normalize(decoded, info: info)
+        } catch {
+            // Only bodies the scanner validated completely are kept as JSON.
+            let isJSON =
+                switch error {
+                case .invalidJSON, .tooDeep: false
+                default: true
+                }
+            return refuse(IngestError(error), info: info, raw: decoded, rawIsJSON: isJSON)
+        }
+        let records = outcome.accepted.map { Self.singleLine($0.encoded()) }
+        let deadLetters = outcome.rejected.isEmpty ? [] : deadLetters(for: outcome.rejected, body: decoded, info: info)
+        let job = { @Sendable (complete: @escaping @Sendable (HTTPResponse) -> Void) in
+            self.commits.enqueue(
+                CommitQueue.Job(records: records, deadLetters: deadLetters) { error in
+                    complete(self.answer(outcome, info: info, error: error))
+                })
+        }
+        return .later(start: job)
+    }
+
+    func bodyTooLarge(context: any Sendable, limit: Int) -> HTTPResponse {
+        let info = context as! RequestInfo
+        metrics.eventRejected(route: info.route.name, code: "body_too_large")
+        return HTTPResponse(error: .bodyTooLarge(limit: limit))
+    }
+
+    func completed(route: String, status: Int, bytesIn: Int, started: ContinuousClock.Instant) {
+        metrics.request(route: route, status: status, bytes: bytesIn, started: started)
+    }
+
+    // MARK: Steps
+
+    private func readiness() -> HTTPResponse {
+        if isShuttingDown.load(ordering: .relaxed) {
+            return HTTPResponse(
+                status: 503, body: Array(#"{"status":"shutting_down"}"#.utf8), headers: [("Retry-After", "1")])
+        }
+        if !sink.isWritable {
+            return HTTPResponse(
+                status: 503, body: Array(#"{"status":"log_unavailable"}"#.utf8), headers: [("Retry-After", "1")])
+        }
+        return HTTPResponse(status: 200, body: Array(#"{"status":"ready"}"#.utf8))
+    }
+
+    /// Checks everything the head can tell: shutdown, auth, rate limit, media type, encoding, size.
+    private func admit(_ head: RequestHead, route: Route) throws(IngestError) -> RequestInfo {
+        if isShuttingDown.load(ordering: .relaxed) { throw .shuttingDown }
+        guard let authorization = head.header("Authorization"), let key = Self.bearerToken(authorization) else {
+            throw .missingKey
+        }
+        guard let appID = head.header("X-App-ID"), !appID.isEmpty else { throw .missingAppID }
+        switch keys.verify(key: key, appID: appID) {
+        case .unknown: throw .invalidKey
+        case .otherApp: throw .keyNotAllowed(reason: "the key does not belong to app \(appID.prefix(100))")
+        case .valid(let kind):
+            if route.kind == .link, kind != .secret {
+                throw .keyNotAllowed(reason: "the link route takes the app's secret key, not a publishable key")
+            }
+        }
+        if let limiter = rateLimiter, let retryAfter = limiter.acquire(app: appID) {
+            throw .rateLimited(retryAfter: retryAfter)
+        }
+        try Self.checkContentType(head.header("Content-Type"))
+        let encoding = try ContentEncoding(header: head.header("Content-Encoding"))
+        if let length = head.header("Content-Length").flatMap({ Int($0) }), length > configuration.maxBodyBytes {
+            throw .bodyTooLarge(limit: configuration.maxBodyBytes)
+        }
+        return RequestInfo(
+            route: route, appID: appID, sdkHeader: head.header("X-SDK"), encoding: encoding, receivedAt: .now())
+    }
+
+    /// `record` with any CR or LF turned into a space. An envelope is valid JSON, where those bytes
+    /// can only be whitespace (raw `data` as a client pretty-printed it); the log takes one line
+    /// per record. The scan is a `memchr`-speed check; records without line breaks are not copied.
+    static func singleLine(_ record: [UInt8]) -> [UInt8] {
+        let hasBreak = record.withUnsafeBytes { raw in
+            guard let base = raw.baseAddress else { return false }
+            return memchr(base, 0x0A, raw.count) != nil || memchr(base, 0x0D, raw.count) != nil
+        }
+        guard hasBreak else { return record }
+        return record.map { $0 == 0x0A || $0 == 0x0D ? 0x20 : $0 }
+    }
+
+    /// The key from `Bearer <key>` (scheme case-insensitive), or nil.
+    static func bearerToken(_ header: String) -> String? {
+        let trimmed = header.trimmingWhitespace()
+        guard trimmed.count > 7, trimmed.prefix(7).lowercased() == "bearer " else { return nil }
+        let token = trimmed.dropFirst(7).drop(while: { $0 == " " })
+        return token.isEmpty ? nil : String(token)
+    }
+
+    /// JSON only: `application/json`, optionally with `charset=utf-8`. A missing Content-Type is
+    /// accepted, because some SDK HTTP clients omit it; the body must still be JSON.
+    static func checkContentType(_ header: String?) throws(IngestError) {
+        guard let header else { return }
+        let parts = header.split(separator: ";", omittingEmptySubsequences: false)
+        let mediaType = String(parts[0]).trimmingWhitespace().lowercased()
+        guard mediaType == "application/json" else { throw .unsupportedMediaType(String(header.prefix(100))) }
+        for parameter in parts.dropFirst() {
+            let pair = parameter.split(separator: "=", maxSplits: 1)
+            guard pair.count == 2, String(pair[0]).trimmingWhitespace().lowercased() == "charset" else { continue }
+            let charset = String(pair[1]).trimmingWhitespace().lowercased().replacing("\"", with: "")
+            if charset != "utf-8", charset != "utf8" { throw .unsupportedMediaType(String(header.prefix(100))) }
+        }
+    }
+
+    private func normalize(_ body: [UInt8], info: RequestInfo) throws(BodyError) -> NormalizedRequest {
+        let context = RequestContext(appID: info.appID, sdkHeader: info.sdkHeader, receivedAt: info.receivedAt)
+        switch info.route.kind {
+        case .event: return try Normalizer.single(body: body, kind: .event, context: context, limits: limits)
+        case .retention: return try Normalizer.single(body: body, kind: .retention, context: context, limits: limits)
+        case .batch: return try Normalizer.batch(body: body, context: context, limits: limits)
+        default: return try Normalizer.linkEvents(body: body, context: context, limits: limits)
+        }
+    }
+}

@@ -1,0 +1,51 @@
+/// What a route does.
+package enum RouteKind: Sendable, Hashable {
+    case event, retention, batch, link, healthz, readyz, metrics
+}
+
+/// One entry of the route table.
+package struct Route: Sendable {
+    /// HTTP method.
+    package var method: String
+    /// Exact path.
+    package var path: String
+    /// What it does.
+    package var kind: RouteKind
+    /// Label used in metrics and dead letters (`event`, `batch`, ...).
+    package var name: String
+}
+
+/// The route table: exact path → method → route.
+struct Router: Sendable {
+    /// Every route ingest serves.
+    static let routes: [Route] = [
+        Route(method: "POST", path: "/api/analytics/event", kind: .event, name: "event"),
+        Route(method: "POST", path: "/api/analytics/retention", kind: .retention, name: "retention"),
+        Route(method: "POST", path: "/api/analytics/batch", kind: .batch, name: "batch"),
+        Route(method: "POST", path: "/api/link/events", kind: .link, name: "link_events"),
+        Route(method: "GET", path: "/healthz", kind: .healthz, name: "healthz"),
+        Route(method: "GET", path: "/readyz", kind: .readyz, name: "readyz"),
+        Route(method: "GET", path: "/metrics", kind: .metrics, name: "metrics"),
+    ]
+
+    enum Match {
+        case found(Route)
+        case methodNotAllowed(allow: String)
+        case notFound
+    }
+
+    private let table: [String: [String: Route]]
+
+    init(routes: [Route] = Router.routes) {
+        var table: [String: [String: Route]] = [:]
+        for route in routes { table[route.path, default: [:]][route.method] = route }
+        self.table = table
+    }
+
+    func match(method: String, path: String) -> Match {
+        guard let methods = table[path] else { return .notFound }
+        if let route = methods[method] { return .found(route) }
+        if method == "HEAD", let route = methods["GET"] { return .found(route) }
+        return .methodNotAllowed(allow: methods.keys.sorted().joined(separator: ", "))
+    }
+}

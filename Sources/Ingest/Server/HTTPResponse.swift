@@ -1,0 +1,72 @@
+/// One HTTP answer: status, extra headers and a body (JSON unless `contentType` says otherwise).
+package struct HTTPResponse: Sendable {
+    /// The HTTP status code.
+    package var status: Int
+    /// The `Content-Type` header value.
+    package var contentType: String
+    /// Headers besides `Content-Type`.
+    package var headers: [(String, String)]
+    /// The body bytes.
+    package var body: [UInt8]
+
+    /// Creates a response; `contentType` defaults to JSON.
+    package init(
+        status: Int, body: [UInt8], contentType: String = "application/json", headers: [(String, String)] = []
+    ) {
+        self.status = status
+        self.body = body
+        self.contentType = contentType
+        self.headers = headers
+    }
+
+    /// The `{"error":{"code":...,"message":...}}` answer for `error`.
+    package init(error: IngestError) {
+        let answer = error.answer
+        var writer = JSONWriter(capacity: 96)
+        writer.raw("{\"error\":{\"code\":")
+        writer.string(answer.code)
+        writer.raw(",\"message\":")
+        writer.string(answer.message)
+        writer.raw("}}")
+        self.init(status: answer.status, body: writer.bytes, headers: answer.headers)
+    }
+}
+
+/// What the request head (method, path, headers) decided.
+package enum RequestStart: Sendable {
+    /// Answer now without reading the body.
+    case respond(HTTPResponse, route: String)
+    /// Read the body up to `limit` bytes, then call `HTTPHandler.finish` with `context`.
+    case readBody(limit: Int, route: String, context: any Sendable)
+}
+
+/// What the handler did with a complete request.
+package enum RequestFinish: Sendable {
+    /// Answer now.
+    case respond(HTTPResponse)
+    /// The answer comes later: the server suspends the connection, then calls `start` with a
+    /// completion that must be called exactly once, from any thread.
+    case later(start: @Sendable (_ complete: @escaping @Sendable (HTTPResponse) -> Void) -> Void)
+}
+
+/// The request head as seen on the first callback; `header` is valid only during `begin`.
+package struct RequestHead {
+    /// `GET`, `POST`, ...
+    package var method: String
+    /// The path without the query string.
+    package var path: String
+    /// Looks up a request header by name, case-insensitively.
+    package var header: (String) -> String?
+}
+
+/// The application side of `HTTPServer`: decides on the head, then on the full body.
+package protocol HTTPHandler: Sendable {
+    /// Decides from method, path and headers whether to read the body.
+    func begin(_ head: RequestHead) -> RequestStart
+    /// Handles a complete body (`context` is what `begin` returned).
+    func finish(context: any Sendable, body: [UInt8]) -> RequestFinish
+    /// The answer when the body exceeds the `readBody` limit while streaming.
+    func bodyTooLarge(context: any Sendable, limit: Int) -> HTTPResponse
+    /// Called once per answered request, for metrics.
+    func completed(route: String, status: Int, bytesIn: Int, started: ContinuousClock.Instant)
+}

@@ -1,0 +1,244 @@
+internal import CMicroHTTPD
+import Foundation
+import Synchronization
+
+/// Settings `HTTPServer` needs from `IngestConfiguration`.
+package struct HTTPServerSettings: Sendable {
+    /// IPv4 address to bind.
+    package var host: String
+    /// Port to bind; 0 picks an ephemeral port.
+    package var port: UInt16
+    /// Worker threads, one epoll loop each.
+    package var threads: Int
+    /// Most open connections.
+    package var connectionLimit: Int
+    /// Most connections per client IP; 0 = unlimited.
+    package var perIPConnectionLimit: Int
+    /// Idle seconds before a connection is closed.
+    package var connectionTimeoutSeconds: Int
+    /// Seconds `shutdown()` waits for in-flight requests.
+    package var shutdownGraceSeconds: Int
+
+    /// Takes the HTTP settings from an ingest configuration.
+    package init(_ configuration: IngestConfiguration) {
+        host = configuration.host
+        port = configuration.port
+        threads = configuration.threads
+        connectionLimit = configuration.connectionLimit
+        perIPConnectionLimit = configuration.perIPConnectionLimit
+        connectionTimeoutSeconds = configuration.connectionTimeoutSeconds
+        shutdownGraceSeconds = configuration.shutdownGraceSeconds
+    }
+}
+
+/// An HTTP/1.1 server on libmicrohttpd: internal epoll loops on a thread pool, keep-alive,
+/// connection limits and idle timeouts. It owns the daemon: `shutdown()` (or deinit) stops
+/// accepting, lets in-flight requests finish within the grace period, then stops the daemon.
+package final class HTTPServer: Sendable {
+    /// The port the server is bound to (the ephemeral one when configured with port 0).
+    package let port: UInt16
+    private let core: ServerCore
+    private let daemon: Mutex<DaemonHandle?>
+
+    /// Binds and starts serving `handler` on the settings' address.
+    package init(settings: HTTPServerSettings, handler: any HTTPHandler) throws(HTTPServerError) {
+        let (fd, boundPort) = try ListeningSocket.open(host: settings.host, port: settings.port, backlog: 1024)
+        let core = ServerCore(handler: handler)
+        let cls = Unmanaged.passUnretained(core).toOpaque()
+        var options: [MHD_OptionItem] = [
+            MHD_OptionItem(option: .LISTEN_SOCKET, value: Int(fd), ptr_value: nil),
+            MHD_OptionItem(option: .CONNECTION_LIMIT, value: settings.connectionLimit, ptr_value: nil),
+            MHD_OptionItem(
+                option: .CONNECTION_TIMEOUT, value: settings.connectionTimeoutSeconds, ptr_value: nil),
+            MHD_OptionItem(
+                option: .NOTIFY_COMPLETED,
+                value: Int(bitPattern: CMicroHTTPD_completedCallbackPointer(requestCompleted)), ptr_value: cls),
+        ]
+        if settings.threads > 1 {
+            options.append(MHD_OptionItem(option: .THREAD_POOL_SIZE, value: settings.threads, ptr_value: nil))
+        }
+        if settings.perIPConnectionLimit > 0 {
+            options.append(
+                MHD_OptionItem(
+                    option: .PER_IP_CONNECTION_LIMIT, value: settings.perIPConnectionLimit, ptr_value: nil))
+        }
+        options.append(MHD_OptionItem(option: .END, value: 0, ptr_value: nil))
+        let flags =
+            MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_EPOLL.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue
+        let started = options.withUnsafeBufferPointer {
+            CMicroHTTPD_start(UInt32(flags), 0, accessHandler, cls, $0.baseAddress)
+        }
+        guard let started else {
+            close(fd)
+            throw .daemonStartFailed
+        }
+        self.port = boundPort
+        self.core = core
+        self.daemon = Mutex(DaemonHandle(pointer: started, listenFD: fd, grace: settings.shutdownGraceSeconds))
+    }
+
+    /// Stops accepting connections, waits (up to the grace period) for in-flight requests to be
+    /// answered, then stops the daemon. Safe to call more than once.
+    package func shutdown() {
+        guard let handle = daemon.withLock({ $0.take() }) else { return }
+        let listen = MHD_quiesce_daemon(handle.pointer)
+        if listen >= 0 { close(listen) }
+        let deadline = ContinuousClock.now + .seconds(handle.grace)
+        while core.inFlight.load(ordering: .acquiring) > 0, ContinuousClock.now < deadline {
+            usleep(2000)
+        }
+        // A suspended connection must be resumed before the daemon stops (its memory is freed
+        // there, and the finishing thread still holds its pointer). Their work is bounded by the
+        // sink's own timeouts, so this waits without a deadline.
+        while core.suspended.load(ordering: .acquiring) > 0 {
+            usleep(2000)
+        }
+        MHD_stop_daemon(handle.pointer)
+    }
+
+    /// Requests that have started and not yet completed.
+    package var inFlightRequests: Int { core.inFlight.load(ordering: .relaxed) }
+
+    deinit { shutdown() }
+}
+
+/// The libmicrohttpd daemon pointer; only `HTTPServer` touches it, under its mutex.
+private struct DaemonHandle: @unchecked Sendable {
+    let pointer: OpaquePointer
+    let listenFD: Int32
+    let grace: Int
+}
+
+/// What the C callbacks reach through their `cls` pointer. Outlives the daemon: `HTTPServer`
+/// holds it and stops the daemon before releasing it.
+final class ServerCore: Sendable {
+    let handler: any HTTPHandler
+    let inFlight = Atomic<Int>(0)
+    /// Connections suspended while their answer is prepared on another thread.
+    let suspended = Atomic<Int>(0)
+
+    init(handler: any HTTPHandler) { self.handler = handler }
+}
+
+/// A connection pointer carried to the thread that finishes a suspended request.
+/// `@unchecked Sendable`: `MHD_resume_connection` is documented thread-safe, and the pointer
+/// stays valid while the connection is suspended (it cannot time out or close meanwhile).
+private struct SuspendedConnection: @unchecked Sendable {
+    let pointer: OpaquePointer
+}
+
+private let accessHandler: MHD_AccessHandlerCallback = {
+    cls, connection, url, method, _, uploadData, uploadSize, conCls in
+    guard let cls, let connection, let conCls, let uploadSize else { return .NO }
+    let core = Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue()
+    guard let existing = conCls.pointee else {
+        return begin(core: core, connection: connection, url: url, method: method, conCls: conCls)
+    }
+    let state = Unmanaged<RequestState>.fromOpaque(existing).takeUnretainedValue()
+    if state.isAnswered {
+        // Resumed after a deferred answer.
+        guard let response = state.pending.withLock({ $0.take() }) else { return .YES }
+        return queue(response, on: connection, state: state, core: core)
+    }
+    if uploadSize.pointee > 0, let uploadData {
+        let chunk = UnsafeRawBufferPointer(start: uploadData, count: uploadSize.pointee)
+        uploadSize.pointee = 0
+        if state.earlyResponse != nil {
+            state.bytesIn += chunk.count
+            return .YES
+        }
+        return state.receive(chunk) == .close ? .NO : .YES
+    }
+    state.isAnswered = true
+    if let early = state.earlyResponse {
+        return queue(early, on: connection, state: state, core: core)
+    }
+    if state.isOverLimit {
+        return queue(
+            core.handler.bodyTooLarge(context: state.context, limit: state.limit), on: connection, state: state,
+            core: core)
+    }
+    let body = state.body
+    state.body = []
+    switch core.handler.finish(context: state.context, body: body) {
+    case .respond(let response):
+        return queue(response, on: connection, state: state, core: core)
+    case .later(let start):
+        core.suspended.wrappingAdd(1, ordering: .relaxed)
+        MHD_suspend_connection(connection)
+        let suspended = SuspendedConnection(pointer: connection)
+        start { response in
+            state.pending.withLock { $0 = response }
+            MHD_resume_connection(suspended.pointer)
+            core.suspended.wrappingSubtract(1, ordering: .releasing)
+        }
+        return .YES
+    }
+}
+
+/// Bodies up to this size are read and dropped when the answer is known from the head.
+private let smallBodyDiscardLimit = 64 * 1024
+
+private func begin(
+    core: ServerCore, connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?,
+    conCls: UnsafeMutablePointer<UnsafeMutableRawPointer?>
+) -> MHD_Result {
+    let started = ContinuousClock.now
+    let head = RequestHead(
+        method: method.map { String(cString: $0) } ?? "",
+        path: url.map { String(cString: $0) } ?? "/",
+        header: { name in
+            MHD_lookup_connection_value(connection, .HEADER_KIND, name).map { String(cString: $0) }
+        })
+    core.inFlight.wrappingAdd(1, ordering: .relaxed)
+    let state: RequestState
+    var early: HTTPResponse?
+    switch core.handler.begin(head) {
+    case .respond(let response, let route):
+        state = RequestState(route: route, started: started, limit: 0, context: ())
+        early = response
+    case .readBody(let limit, let route, let context):
+        state = RequestState(route: route, started: started, limit: limit, context: context)
+    }
+    conCls.pointee = Unmanaged.passRetained(state).toOpaque()
+    if let early {
+        // libmicrohttpd closes the connection when a response is queued before the request is
+        // fully received. Small bodies are read and dropped so the connection stays alive; large
+        // or chunked ones are cut off right away.
+        let chunked = head.header("Transfer-Encoding") != nil
+        let declared = head.header("Content-Length").flatMap { Int($0) } ?? 0
+        if !chunked, declared <= smallBodyDiscardLimit, early.status != 413 {
+            state.earlyResponse = early
+            return .YES
+        }
+        state.isAnswered = true
+        return queue(early, on: connection, state: state, core: core)
+    }
+    return .YES
+}
+
+private func queue(_ response: HTTPResponse, on connection: OpaquePointer, state: RequestState, core: ServerCore)
+    -> MHD_Result
+{
+    let made = response.body.withUnsafeBytes { bytes in
+        MHD_create_response_from_buffer(
+            bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
+    }
+    guard let made else { return .NO }
+    MHD_add_response_header(made, "Content-Type", response.contentType)
+    for (name, value) in response.headers {
+        MHD_add_response_header(made, name, value)
+    }
+    let result = MHD_queue_response(connection, UInt32(response.status), made)
+    MHD_destroy_response(made)
+    core.handler.completed(route: state.route, status: response.status, bytesIn: state.bytesIn, started: state.started)
+    return result
+}
+
+private let requestCompleted: MHD_RequestCompletedCallback = { cls, _, conCls, _ in
+    guard let cls, let conCls, let pointer = conCls.pointee else { return }
+    let core = Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue()
+    Unmanaged<RequestState>.fromOpaque(pointer).release()
+    conCls.pointee = nil
+    core.inFlight.wrappingSubtract(1, ordering: .relaxed)
+}

@@ -1,0 +1,98 @@
+import EventLog
+import Foundation
+import Ingest
+
+/// Flags shared by `run`, `serve` and `aggregate`, parsed and validated once.
+struct PipelineOptions {
+    var dataDirectory: String
+    var databaseURL: String?
+    var log: LogConfiguration
+    var deadLetter: LogConfiguration
+    var ingest: IngestConfiguration
+
+    static let ingestHelp = """
+        Ingest:
+          --http-addr HOST:PORT   listen address (env DETOUR_HTTP_ADDR; default 127.0.0.1:8080; port 0 = any free port)
+          --threads N             HTTP worker threads (default: number of cores)
+          --max-body SIZE         largest request body on the wire (default 1MiB)
+          --max-decompressed SIZE largest body after gzip/zstd decoding (default 10MiB)
+          --max-event SIZE        largest single event (default 32KiB)
+          --max-batch-events N    most events per batch request (default 2000)
+          --connection-limit N    most open connections (default 4096)
+          --idle-timeout DUR      close connections idle this long (default 30s)
+          --rate-limit N          per-app requests per second, 429 beyond it (default off)
+        """
+
+    static let logHelp = """
+        Event log:
+        \(dataDirectoryHelp)
+          --node NAME             this ingest node's segment directory (env DETOUR_NODE; default node-1)
+          --codec zstd|gzip       frame compression (default zstd)
+          --durability MODE       fsync (default: answer after fdatasync of every group commit) or
+                                  interval:DUR (answer after write, fsync every DUR: a crash may lose up to DUR)
+          --commit-delay DUR      longest wait to gather a group commit (default 2ms)
+          --commit-bytes SIZE     group commit size that triggers a write at once (default 256KiB)
+          --segment-bytes SIZE    roll a segment at this size (default 128MiB)
+          --segment-age DUR       roll a segment at this age (default 5m)
+          --max-disk SIZE         stop accepting (503) when segments use this much disk (default off)
+        """
+
+    /// Parses the flags both components share.
+    static func parse(_ arguments: inout Arguments, environment: Environment) throws -> PipelineOptions {
+        let data = try arguments.dataDirectory(environment)
+        let url = try arguments.databaseURL(environment)
+        let node = try arguments.option("--node", default: environment["DETOUR_NODE"]) ?? "node-1"
+        guard !node.isEmpty, !node.contains("/"), !node.hasPrefix(".") else { throw UsageError(description: "--node must be a plain name") }
+
+        var log = LogConfiguration(directory: data + "/segments", node: node)
+        if let codec = try arguments.option("--codec") {
+            guard let parsed = Codec(rawValue: codec) else { throw UsageError(description: "--codec must be zstd or gzip") }
+            log.codec = parsed
+        }
+        if let mode = try arguments.option("--durability") {
+            if mode == "fsync" {
+                log.durability = .fsync
+            } else if mode.hasPrefix("interval:") {
+                log.durability = .interval(try parseDuration(String(mode.dropFirst(9)), flag: "--durability"))
+            } else {
+                throw UsageError(description: "--durability must be fsync or interval:DUR")
+            }
+        }
+        if let text = try arguments.option("--commit-delay") { log.groupCommitDelay = try parseDuration(text, flag: "--commit-delay") }
+        if let text = try arguments.option("--commit-bytes") { log.groupCommitBytes = Int(try parseBytes(text, flag: "--commit-bytes")) }
+        if let text = try arguments.option("--segment-bytes") { log.maxSegmentBytes = try parseBytes(text, flag: "--segment-bytes") }
+        if let text = try arguments.option("--segment-age") { log.maxSegmentAge = try parseDuration(text, flag: "--segment-age") }
+        if let text = try arguments.option("--max-disk") { log.maxDiskBytes = try parseBytes(text, flag: "--max-disk") }
+        var deadLetter = log
+        deadLetter.directory = data + "/deadletter"
+
+        var ingest = IngestConfiguration()
+        let address = try arguments.option("--http-addr", default: environment["DETOUR_HTTP_ADDR"]) ?? "127.0.0.1:8080"
+        guard let colon = address.lastIndex(of: ":"), let port = UInt16(address[address.index(after: colon)...]) else {
+            throw UsageError(description: "--http-addr must be HOST:PORT, got \(address)")
+        }
+        ingest.host = String(address[..<colon])
+        ingest.port = port
+        ingest.threads = try arguments.integer("--threads", default: ingest.threads, in: 1...1024)
+        if let text = try arguments.option("--max-body") { ingest.maxBodyBytes = Int(try parseBytes(text, flag: "--max-body")) }
+        if let text = try arguments.option("--max-decompressed") {
+            ingest.maxDecompressedBytes = Int(try parseBytes(text, flag: "--max-decompressed"))
+        }
+        if let text = try arguments.option("--max-event") { ingest.maxEventBytes = Int(try parseBytes(text, flag: "--max-event")) }
+        ingest.maxBatchEvents = try arguments.integer("--max-batch-events", default: ingest.maxBatchEvents, in: 1...100_000)
+        ingest.connectionLimit = try arguments.integer("--connection-limit", default: ingest.connectionLimit, in: 1...1_000_000)
+        if let text = try arguments.option("--idle-timeout") {
+            ingest.connectionTimeoutSeconds = max(1, Int(try parseDuration(text, flag: "--idle-timeout").components.seconds))
+        }
+        if let text = try arguments.option("--rate-limit") {
+            guard let rate = Double(text), rate > 0 else { throw UsageError(description: "--rate-limit must be a positive number") }
+            ingest.rateLimitPerSecond = rate
+        }
+        do {
+            try ingest.validate()
+        } catch {
+            throw UsageError(description: error.description)
+        }
+        return PipelineOptions(dataDirectory: data, databaseURL: url, log: log, deadLetter: deadLetter, ingest: ingest)
+    }
+}

@@ -1,0 +1,55 @@
+import EventLog
+import Foundation
+
+/// `detour-analytics segments list|inspect|verify|replay`: look inside the event log.
+enum SegmentsCommand: Command {
+    static let name = "segments"
+    static let summary = "list, inspect, verify or replay event log segments"
+    static let help = """
+        Usage:
+          detour-analytics segments list [--node NODE] [--data-dir DIR]
+          detour-analytics segments inspect FILE
+          detour-analytics segments verify [DIR]
+          detour-analytics segments replay --from SEG [--node NODE] [--data-dir DIR] [--database-url URL]
+
+        list     every segment with its frames, events, bytes, received_at range and whether it is open
+        inspect  one segment file frame by frame: offset, codec, events, checksum status
+        verify   checks every frame's checksum under DIR (default <data-dir>/segments); exits 1 on damage,
+                 naming each damaged frame's file and byte offset
+        replay   loads segments from SEG onwards into PostgreSQL again; events already loaded are
+                 skipped by (app_id, event_id), so a replay never duplicates; the checkpoint never moves back
+
+        Options:
+          --node NODE          ingest node directory under segments/ (default: every node)
+        \(dataDirectoryHelp)
+        \(databaseHelp)
+        """
+
+    static func run(_ arguments: inout Arguments, environment: Environment) throws -> Int32 {
+        guard let verb = arguments.popPositional() else { throw UsageError(description: "expected list, inspect, verify or replay") }
+        switch verb {
+        case "list":
+            let node = try arguments.option("--node")
+            let data = try arguments.dataDirectory(environment)
+            try arguments.finish()
+            print(SegmentInspector.renderList(try SegmentInspector.list(directory: data + "/segments", node: node)), terminator: "")
+            return 0
+        case "inspect":
+            guard let file = arguments.popPositional() else { throw UsageError(description: "inspect needs a FILE") }
+            try arguments.finish()
+            print(try SegmentInspector.inspect(path: file).rendered(), terminator: "")
+            return 0
+        case "verify":
+            let given = arguments.popPositional()
+            let data = try arguments.dataDirectory(environment)
+            try arguments.finish()
+            let report = try SegmentInspector.verify(path: given ?? data + "/segments")
+            print(report.rendered(), terminator: "")
+            return report.exitCode
+        case "replay":
+            return try ReplayCommand.run(&arguments, environment: environment)
+        default:
+            throw UsageError(description: "unknown segments command \(verb)")
+        }
+    }
+}

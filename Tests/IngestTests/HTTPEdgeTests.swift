@@ -1,0 +1,193 @@
+import Foundation
+import Testing
+
+@testable import Ingest
+
+@Suite("HTTP edge: routing, auth, content checks")
+struct HTTPEdgeTests {
+    static let event = Array(
+        #"{"event_name":"purchase","data":{"revenue":29.99,"currency":"USD"},"timestamp":"2026-06-01T10:20:30.123Z","platform":"ios","device_id":"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b"}"#
+            .utf8)
+
+    @Test("health check answers on an ephemeral port")
+    func health() throws {
+        let server = try TestServer()
+        #expect(server.server.port != 0)
+        let response = try server.client().request("GET", "/healthz")
+        #expect(response.status == 200)
+        #expect(response.header("Content-Type") == "application/json")
+    }
+
+    @Test("unknown path is 404 not_found and the server keeps serving")
+    func notFound() throws {
+        let server = try TestServer()
+        let response = try server.client().request("GET", "/nope")
+        #expect(response.status == 404)
+        #expect(response.errorCode == "not_found")
+        #expect(server.isServing())
+    }
+
+    @Test("wrong method is 405 with Allow")
+    func methodNotAllowed() throws {
+        let server = try TestServer()
+        let response = try server.client().request("GET", "/api/analytics/event")
+        #expect(response.status == 405)
+        #expect(response.errorCode == "method_not_allowed")
+        #expect(response.header("Allow") == "POST")
+        let post = try server.client().request("POST", "/healthz")
+        #expect(post.status == 405)
+        #expect(post.header("Allow") == "GET")
+        #expect(server.isServing())
+    }
+
+    @Test(
+        "missing, unknown and foreign keys are refused",
+        arguments: [
+            (nil as String?, TestServer.app as String?, 401, "missing_key"),
+            ("Bearer nope", TestServer.app, 401, "invalid_key"),
+            ("Basic abc", TestServer.app, 401, "missing_key"),
+            ("Bearer \(TestServer.publishableKey)", nil, 401, "missing_app_id"),
+            ("Bearer \(TestServer.publishableKey)", TestServer.otherApp, 403, "key_not_allowed"),
+            ("Bearer \(TestServer.otherKey)", TestServer.app, 403, "key_not_allowed"),
+        ])
+    func badKeys(authorization: String?, app: String?, status: Int, code: String) throws {
+        let server = try TestServer()
+        var headers: [(String, String)] = [("Content-Type", "application/json")]
+        if let authorization { headers.append(("Authorization", authorization)) }
+        if let app { headers.append(("X-App-ID", app)) }
+        let response = try server.client().request("POST", "/api/analytics/event", headers: headers, body: Self.event)
+        #expect(response.status == status)
+        #expect(response.errorCode == code)
+        #expect(server.sink.records.isEmpty)
+        #expect(server.isServing())
+    }
+
+    @Test("a publishable key cannot post link events")
+    func publishableOnLinkRoute() throws {
+        let server = try TestServer()
+        let response = try server.client().request(
+            "POST", "/api/link/events", headers: TestServer.sdkHeaders(), body: Array(#"{"clicks":[]}"#.utf8))
+        #expect(response.status == 403)
+        #expect(response.errorCode == "key_not_allowed")
+        #expect(server.isServing())
+    }
+
+    @Test(
+        "non-JSON content types are 415 unsupported_media_type",
+        arguments: [
+            "text/plain", "application/x-www-form-urlencoded", "application/json; charset=latin1",
+        ])
+    func wrongContentType(type: String) throws {
+        let server = try TestServer()
+        var headers = TestServer.sdkHeaders()
+        headers[0] = ("Content-Type", type)
+        let response = try server.client().request("POST", "/api/analytics/event", headers: headers, body: Self.event)
+        #expect(response.status == 415)
+        #expect(response.errorCode == "unsupported_media_type")
+        #expect(server.isServing())
+    }
+
+    @Test("unknown content encodings are 415 unsupported_encoding", arguments: ["br", "deflate", "gzip, zstd"])
+    func unknownEncoding(encoding: String) throws {
+        let server = try TestServer()
+        let response = try server.client().request(
+            "POST", "/api/analytics/event", headers: TestServer.sdkHeaders() + [("Content-Encoding", encoding)],
+            body: Self.event)
+        #expect(response.status == 415)
+        #expect(response.errorCode == "unsupported_encoding")
+        #expect(server.isServing())
+    }
+
+    @Test("a declared body over the limit is 413 before it is sent")
+    func declaredTooLarge() throws {
+        let server = try TestServer { $0.maxBodyBytes = 4096 }
+        let client = try server.client()
+        var head = "POST /api/analytics/batch HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n"
+        for (name, value) in TestServer.sdkHeaders() { head += "\(name): \(value)\r\n" }
+        client.send(Array((head + "\r\n").utf8))
+        let response = try client.readResponse()
+        #expect(response.status == 413)
+        #expect(response.errorCode == "body_too_large")
+        #expect(server.isServing())
+    }
+
+    @Test("a chunked body growing past the limit is 413 and never buffered")
+    func streamedTooLarge() throws {
+        let server = try TestServer { $0.maxBodyBytes = 4096 }
+        let client = try server.client()
+        var head = "POST /api/analytics/batch HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+        for (name, value) in TestServer.sdkHeaders() { head += "\(name): \(value)\r\n" }
+        client.send(Array((head + "\r\n").utf8))
+        let chunk = [UInt8](repeating: UInt8(ascii: " "), count: 3000)
+        for _ in 0..<2 { client.send(Array("bb8\r\n".utf8) + chunk + Array("\r\n".utf8)) }
+        client.send(Array("0\r\n\r\n".utf8))
+        let response = try client.readResponse()
+        #expect(response.status == 413)
+        #expect(response.errorCode == "body_too_large")
+        #expect(server.isServing())
+    }
+
+    @Test("metrics are Prometheus text with requests by route and status")
+    func metrics() throws {
+        let server = try TestServer()
+        _ = try server.client().request("GET", "/nope")
+        _ = try server.client().request("GET", "/healthz")
+        let response = try server.client().request("GET", "/metrics")
+        #expect(response.status == 200)
+        #expect(response.header("Content-Type")?.hasPrefix("text/plain") == true)
+        #expect(response.text.contains(#"ingest_requests_total{route="unmatched",status="404"} 1"#))
+        #expect(response.text.contains(#"ingest_requests_total{route="healthz",status="200"} 1"#))
+        #expect(response.text.contains("ingest_request_duration_seconds_bucket"))
+    }
+
+    @Test("metrics include the event log's append and fsync latency")
+    func logMetrics() throws {
+        let server = try TestServer(useLog: true, sharedMetrics: true)
+        let post = try server.client().request(
+            "POST", "/api/analytics/event", headers: TestServer.sdkHeaders(), body: Self.event)
+        #expect(post.status == 200)
+        let text = try server.client().request("GET", "/metrics").text
+        #expect(text.contains("eventlog_fsync_seconds_bucket"))
+        #expect(text.contains("eventlog_append_seconds_bucket"))
+        #expect(text.contains("ingest_requests_total"))
+    }
+
+    @Test("malformed HTTP is answered or dropped by the server, which keeps serving")
+    func malformedHTTP() throws {
+        let server = try TestServer()
+        let garbage = try server.client()
+        garbage.send(Array("\u{01}\u{02} NOT HTTP AT ALL\r\n\r\n".utf8))
+        if let response = try? garbage.readResponse() { #expect(response.status >= 400) }
+        let huge = try server.client()
+        huge.send(
+            Array("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "a", count: 64 * 1024))\r\n\r\n".utf8)
+        )
+        if let response = try? huge.readResponse() { #expect(response.status >= 400) }
+        #expect(server.isServing())
+    }
+
+    @Test("a query string does not change the route")
+    func queryString() throws {
+        let server = try TestServer()
+        #expect(try server.client().request("GET", "/healthz?probe=1").status == 200)
+    }
+
+    @Test("readyz turns 503 when the log is not writable")
+    func readiness() throws {
+        let server = try TestServer()
+        #expect(try server.client().request("GET", "/readyz").status == 200)
+        server.sink.setFailing(true)
+        let response = try server.client().request("GET", "/readyz")
+        #expect(response.status == 503)
+        #expect(response.header("Retry-After") != nil)
+    }
+
+    @Test("keep-alive serves several requests on one connection")
+    func keepAlive() throws {
+        let server = try TestServer()
+        let client = try server.client()
+        for _ in 0..<5 {
+            #expect(try client.request("GET", "/healthz").status == 200)
+        }
+    }
+}

@@ -1,0 +1,134 @@
+import Foundation
+
+/// A minimal HTTP/1.1 client over a raw socket, so tests control every byte (malformed requests,
+/// missing headers, chunked bodies) and reuse one keep-alive connection.
+final class RawHTTPClient {
+    struct Response {
+        var status: Int
+        var headers: [String: String]
+        var body: [UInt8]
+        var text: String { String(decoding: body, as: UTF8.self) }
+        func header(_ name: String) -> String? { headers[name.lowercased()] }
+        /// The `error.code` or nil.
+        var errorCode: String? {
+            guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any],
+                let error = object["error"] as? [String: Any]
+            else { return nil }
+            return error["code"] as? String
+        }
+        var json: [String: Any] {
+            (try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any]) ?? [:]
+        }
+    }
+
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    private let fd: Int32
+    private var buffer: [UInt8] = []
+
+    init(port: UInt16) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw Failure(description: "socket failed") }
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard result == 0 else {
+            close(fd)
+            throw Failure(description: "connect failed: \(errno)")
+        }
+    }
+
+    deinit { close(fd) }
+
+    /// Sends raw bytes; returns false when the peer closed.
+    @discardableResult
+    func send(_ bytes: [UInt8]) -> Bool {
+        var sent = 0
+        while sent < bytes.count {
+            let n = bytes.withUnsafeBytes {
+                Foundation.send(fd, $0.baseAddress! + sent, bytes.count - sent, Int32(MSG_NOSIGNAL))
+            }
+            if n <= 0 { return false }
+            sent += n
+        }
+        return true
+    }
+
+    /// Sends one request with `Content-Length` (unless given in `headers`) and reads the answer.
+    func request(
+        _ method: String, _ path: String, headers: [(String, String)] = [], body: [UInt8] = []
+    ) throws -> Response {
+        var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        for (name, value) in headers { head += "\(name): \(value)\r\n" }
+        let hasLength = headers.contains {
+            $0.0.lowercased() == "content-length" || $0.0.lowercased() == "transfer-encoding"
+        }
+        if !hasLength && (method == "POST" || !body.isEmpty) { head += "Content-Length: \(body.count)\r\n" }
+        head += "\r\n"
+        send(Array(head.utf8) + body)
+        return try readResponse()
+    }
+
+    /// Reads one response (Content-Length framed, as libmicrohttpd sends for buffer responses).
+    func readResponse() throws -> Response {
+        while true {
+            if let end = headerEnd() {
+                let headText = String(decoding: buffer[..<end], as: UTF8.self)
+                var lines = headText.components(separatedBy: "\r\n")
+                let statusLine = lines.removeFirst().split(separator: " ")
+                guard statusLine.count >= 2, let status = Int(statusLine[1]) else {
+                    throw Failure(description: "bad status line")
+                }
+                var headers: [String: String] = [:]
+                for line in lines {
+                    guard let colon = line.firstIndex(of: ":") else { continue }
+                    headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(
+                        in: .whitespaces)
+                }
+                let length = Int(headers["content-length"] ?? "0") ?? 0
+                while buffer.count < end + 4 + length {
+                    guard try fill() else { throw Failure(description: "closed mid-body") }
+                }
+                let body = Array(buffer[(end + 4)..<(end + 4 + length)])
+                buffer.removeFirst(end + 4 + length)
+                return Response(status: status, headers: headers, body: body)
+            }
+            guard try fill() else { throw Failure(description: "closed before a response") }
+        }
+    }
+
+    /// Whether the server closed the connection (reads EOF within the receive timeout).
+    func isClosedByPeer() -> Bool {
+        var byte: UInt8 = 0
+        return recv(fd, &byte, 1, 0) == 0
+    }
+
+    private func headerEnd() -> Int? {
+        guard buffer.count >= 4 else { return nil }
+        for i in 0...(buffer.count - 4)
+        where buffer[i] == 13 && buffer[i + 1] == 10 && buffer[i + 2] == 13 && buffer[i + 3] == 10 {
+            return i
+        }
+        return nil
+    }
+
+    private func fill() throws -> Bool {
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        let n = recv(fd, &chunk, chunk.count, 0)
+        if n < 0 { throw Failure(description: "recv failed: \(errno)") }
+        if n == 0 { return false }
+        buffer.append(contentsOf: chunk[..<n])
+        return true
+    }
+}

@@ -1,0 +1,39 @@
+import Synchronization
+
+@testable import Ingest
+
+/// An in-memory sink that can be told to fail, for tests of the HTTP side.
+final class MemorySink: EventSink {
+    struct Failure: Error {}
+    private let state = Mutex<(records: [[UInt8]], failing: Bool)>(([], false))
+
+    func append(_ records: [[UInt8]]) throws {
+        try state.withLock { state throws(Failure) in
+            if state.failing { throw Failure() }
+            state.records += records
+        }
+    }
+
+    var isWritable: Bool { !state.withLock { $0.failing } }
+    var records: [[UInt8]] { state.withLock { $0.records } }
+    var lines: [String] { records.map { String(decoding: $0, as: UTF8.self) } }
+    func setFailing(_ failing: Bool) { state.withLock { $0.failing = failing } }
+}
+
+/// Keys from a list the test controls; can be told to be unreachable.
+final class StaticKeySource: KeySource {
+    struct Unreachable: Error {}
+    private let state: Mutex<(keys: [APIKeyRecord], reachable: Bool)>
+
+    init(_ keys: [APIKeyRecord]) { state = Mutex((keys, true)) }
+
+    func loadKeys() throws -> [APIKeyRecord] {
+        try state.withLock { state throws(Unreachable) in
+            guard state.reachable else { throw Unreachable() }
+            return state.keys
+        }
+    }
+
+    func set(_ keys: [APIKeyRecord]) { state.withLock { $0.keys = keys } }
+    func setReachable(_ reachable: Bool) { state.withLock { $0.reachable = reachable } }
+}

@@ -1,0 +1,77 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// What an operator sees at a terminal: help for every command, clear refusals of bad flags.
+@Suite
+struct CommandLineTests {
+    @Test("top-level --help lists every command and the environment variables")
+    func topLevelHelp() throws {
+        let result = try PipelineProcess.runToEnd(["--help"])
+        #expect(result.status == 0)
+        for word in ["run", "serve", "aggregate", "migrate", "apps", "segments", "report", "simulate",
+                     "DATABASE_URL", "DETOUR_DATA_DIR", "DETOUR_HTTP_ADDR"] {
+            #expect(result.output.contains(word), "top-level help does not mention \(word)")
+        }
+    }
+
+    @Test(
+        "every command's --help describes its flags and variables",
+        arguments: [
+            ("migrate", ["--database-url", "DATABASE_URL", "--sql-dir"]),
+            ("apps", ["--id", "--name", "--json", "DATABASE_URL"]),
+            ("serve", ["--http-addr", "DETOUR_HTTP_ADDR", "--data-dir", "DETOUR_DATA_DIR", "--durability", "--max-body"]),
+            ("run", ["--http-addr", "DETOUR_HTTP_ADDR", "--load-interval", "DATABASE_URL", "DETOUR_DATA_DIR"]),
+            ("aggregate", ["--once", "--load-interval", "DATABASE_URL", "DETOUR_DATA_DIR"]),
+            ("segments", ["list", "inspect", "verify", "replay", "--from"]),
+        ])
+    func commandHelp(command: String, mentions: [String]) throws {
+        let result = try PipelineProcess.runToEnd([command, "--help"])
+        #expect(result.status == 0)
+        for word in mentions {
+            #expect(result.output.contains(word), "\(command) --help does not mention \(word)")
+        }
+    }
+
+    @Test("an unknown flag is refused with exit status 64 and names the flag")
+    func unknownFlag() throws {
+        let result = try PipelineProcess.runToEnd(["migrate", "--databse-url", "x"])
+        #expect(result.status == 64)
+        #expect(result.errors.contains("--databse-url"))
+    }
+
+    @Test("an unknown command is refused with exit status 64")
+    func unknownCommand() throws {
+        let result = try PipelineProcess.runToEnd(["frobnicate"])
+        #expect(result.status == 64)
+        #expect(result.errors.contains("unknown command frobnicate"))
+    }
+
+    @Test("apps create refuses an invalid id and a second app with the same id")
+    func appsCreateRefusals() throws {
+        let database = try TestDatabase.make()
+        defer { database.drop() }
+        let environment = ["DATABASE_URL": database.url]
+        let bad = try PipelineProcess.runToEnd(["apps", "create", "--id", "bad id!", "--name", "x"], environment: environment)
+        #expect(bad.status == 64)
+        let first = try PipelineProcess.runToEnd(["apps", "create", "--id", "twice", "--name", "x"], environment: environment)
+        #expect(first.status == 0)
+        #expect(first.output.contains("publishable key: pk_"))
+        let second = try PipelineProcess.runToEnd(["apps", "create", "--id", "twice", "--name", "x"], environment: environment)
+        #expect(second.status != 0)
+        #expect(second.errors.contains("already exists"))
+    }
+
+    @Test("migrate through the binary is idempotent")
+    func migrateTwice() throws {
+        let database = try TestDatabase.make(migrate: false)
+        defer { database.drop() }
+        let environment = ["DATABASE_URL": database.url]
+        let first = try PipelineProcess.runToEnd(["migrate"], environment: environment)
+        #expect(first.status == 0, "\(first.errors)")
+        #expect(first.output.contains("applied 001_core"))
+        let second = try PipelineProcess.runToEnd(["migrate"], environment: environment)
+        #expect(second.status == 0)
+        #expect(second.output.contains("up to date"))
+    }
+}

@@ -1,0 +1,99 @@
+import Foundation
+import Synchronization
+
+/// The built `detour-analytics` binary run as a child process, the way operators run it: tests
+/// read its standard output, signal it and wait for it, every wait bounded.
+package final class PipelineProcess: Sendable {
+    /// Where `scripts/test` says the binary is (`DETOUR_TEST_BINARY`), else the debug build.
+    package static var binaryPath: String {
+        if let path = ProcessInfo.processInfo.environment["DETOUR_TEST_BINARY"], !path.isEmpty { return path }
+        return RepositoryRoot.path + "/.build/debug/detour-analytics"
+    }
+
+    private let process: Process
+    private let output = TextBuffer()
+    private let errors = TextBuffer()
+
+    /// Starts `detour-analytics arguments...` with `environment` added to a minimal environment.
+    package init(_ arguments: [String], environment: [String: String] = [:]) throws {
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.binaryPath)
+        process.arguments = arguments
+        var base = ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"]
+        base.merge(environment) { $1 }
+        process.environment = base
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        let output = self.output
+        let errors = self.errors
+        out.fileHandleForReading.readabilityHandler = { handle in
+            let data = handle.availableData
+            output.text.withLock { $0 += String(decoding: data, as: UTF8.self) }
+        }
+        err.fileHandleForReading.readabilityHandler = { handle in
+            let data = handle.availableData
+            errors.text.withLock { $0 += String(decoding: data, as: UTF8.self) }
+        }
+        try process.run()
+    }
+
+    /// Everything printed to standard output so far.
+    package var standardOutput: String { output.text.withLock { $0 } }
+    /// Everything printed to standard error so far (the structured log).
+    package var standardError: String { errors.text.withLock { $0 } }
+    /// The process id.
+    package var pid: Int32 { process.processIdentifier }
+    /// Whether it still runs.
+    package var isRunning: Bool { process.isRunning }
+
+    /// Waits until standard output contains a line starting with `prefix` and returns the rest of it.
+    package func waitForLine(startingWith prefix: String, timeout: Duration = .seconds(30)) -> String? {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if let line = standardOutput.split(separator: "\n").first(where: { $0.hasPrefix(prefix) }) {
+                return String(line.dropFirst(prefix.count))
+            }
+            if !process.isRunning { return nil }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        return nil
+    }
+
+    /// Runs the binary to completion (bounded) and returns its status and output.
+    package static func runToEnd(
+        _ arguments: [String], environment: [String: String] = [:], timeout: Duration = .seconds(60)
+    ) throws -> (status: Int32, output: String, errors: String) {
+        let child = try PipelineProcess(arguments, environment: environment)
+        let status = child.waitForExit(timeout: timeout) ?? {
+            child.signal(SIGKILL)
+            return child.waitForExit(timeout: .seconds(5)) ?? -1
+        }()
+        return (status, child.standardOutput, child.standardError)
+    }
+
+    /// Sends `signal` (SIGTERM, SIGINT, SIGKILL).
+    package func signal(_ signal: Int32) { kill(process.processIdentifier, signal) }
+
+    /// Waits for the exit status, at most `timeout`; nil if it is still running.
+    package func waitForExit(timeout: Duration = .seconds(30)) -> Int32? {
+        let deadline = ContinuousClock.now + timeout
+        while process.isRunning && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.02) }
+        guard !process.isRunning else { return nil }
+        Thread.sleep(forTimeInterval: 0.05)  // let the pipes drain
+        return process.terminationStatus
+    }
+
+    deinit {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+}
+
+/// Text collected from a pipe by its readability handler and read by the test thread.
+private final class TextBuffer: Sendable {
+    let text = Mutex("")
+}
