@@ -61,7 +61,7 @@ package final class Aggregator: @unchecked Sendable {
     ///   - retention: called after a successful cycle, at most every `retentionCheckInterval`, per node.
     /// - Throws: `AggregatorError.invalidConfiguration`.
     package convenience init(
-        configuration: AggregatorConfiguration, registry: MetricsRegistry, retention: RetentionHook?
+        configuration: AggregatorConfiguration, registry: MetricsRegistry = .shared, retention: RetentionHook?
     ) throws(AggregatorError) {
         try self.init(configuration: configuration, registry: registry, retention: retention, hooks: LoaderHooks())
     }
