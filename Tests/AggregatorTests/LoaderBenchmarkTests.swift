@@ -14,7 +14,9 @@ import Testing
         }
         let events = Int(ProcessInfo.processInfo.environment["DETOUR_BENCH_EVENTS"] ?? "") ?? 3_000
         let result = try LoaderBenchmark.run(
-            events: events, databaseURL: url, sqlDirectory: RepositoryRoot.path + "/sql", progress: { print($0) })
+            events: events, databaseURL: url,
+            sqlDirectory: ProcessInfo.processInfo.environment["DETOUR_BENCH_SQL_DIR"] ?? RepositoryRoot.path + "/sql",
+            progress: { print($0) })
         print(result)
         #expect(result.events == events)
         #expect(result.loadSeconds > 0 && result.copySeconds > 0)
