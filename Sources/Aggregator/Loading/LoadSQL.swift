@@ -70,7 +70,17 @@ enum LoadSQL {
     /// rows whose id came back into `events`; devices upserted from exactly those rows (first seen =
     /// earliest event, its platform and SDK; install click = the earliest event carrying one, so late
     /// data corrects both); touched (app, UTC day) keys recorded. Returns `inserted`.
-    static let insertEvents: SQL = """
+    static var insertEvents: SQL { insertEvents(safeCasts: false) }
+
+    /// `insertEvents` with `data`/`metadata` cast through `aggregator_try_jsonb` (sql/021): used to
+    /// retry a batch whose fast cast failed, so one malformed payload cannot block loading.
+    static func insertEvents(safeCasts: Bool) -> SQL {
+        let data = safeCasts ? "aggregator_try_jsonb(s.data)" : "s.data::jsonb"
+        let metadata = safeCasts ? "aggregator_try_jsonb(s.metadata)" : "s.metadata::jsonb"
+        return SQL(stringLiteral: insertEventsTemplate.replacingOccurrences(of: "s.data::jsonb, s.metadata::jsonb", with: "\(data), \(metadata)"))
+    }
+
+    private static let insertEventsTemplate = """
         WITH fresh AS (
             INSERT INTO event_ids (app_id, event_id, event_time)
             SELECT app_id, event_id, time FROM pg_temp.load_staging WHERE kind IN ('event', 'retention')

@@ -109,13 +109,24 @@ final class Loader {
         do {
             try partitions.ensureAhead(
                 connection, days: configuration.partitionsAheadDays, today: StagingBatch.day(of: .now()))
-            let report: Report? = try connection.withTransaction { connection in
-                if waitForLock {
-                    try connection.query(LoadSQL.lock)
-                } else if try connection.query(LoadSQL.tryLock).first?["locked", as: Bool.self] != true {
-                    return nil
+            let transaction = { (safeCasts: Bool) throws -> Report? in
+                try connection.withTransaction { connection in
+                    if waitForLock {
+                        try connection.query(LoadSQL.lock)
+                    } else if try connection.query(LoadSQL.tryLock).first?["locked", as: Bool.self] != true {
+                        return nil
+                    }
+                    return try self.load(connection, mode: mode, safeCasts: safeCasts)
                 }
-                return try load(connection, mode: mode)
+            }
+            let report: Report?
+            do {
+                report = try transaction(false)
+            } catch PostgresError.server(let sqlState, let message, _, _, _) where sqlState.hasPrefix("22") {
+                // A data exception (a payload jsonb refuses, e.g. a lone surrogate escape): the same
+                // batch again with per-row safe casts, which keep such a payload as text.
+                logger.warning("cycle.retry_safe_casts", ["sql.state": sqlState, "error": message])
+                report = try transaction(true)
             }
             let committedAt = ContinuousClock.now
             guard var report else { return nil }
@@ -139,7 +150,7 @@ final class Loader {
     }
 
     /// The body of the cycle's transaction (lock held).
-    private func load(_ connection: Connection, mode: Mode) throws -> Report {
+    private func load(_ connection: Connection, mode: Mode, safeCasts: Bool) throws -> Report {
         var report = Report()
         let nodes = try source.nodes()
         let checkpoints = try Checkpoints.read(connection)
@@ -199,7 +210,7 @@ final class Loader {
             // rows and joins staging to the fresh ids with a nested loop, quadratic in the batch.
             try connection.unsafeSQL(LoadSQL.analyzeStaging)
             phase("read+copy")
-            report.inserted = try insertRaw(connection)
+            report.inserted = try insertRaw(connection, safeCasts: safeCasts)
             phase("insert")
             report.touchedKeys = try refreshRollups(connection)
             phase("rollups")
@@ -216,12 +227,12 @@ final class Loader {
 
     /// Moves staged rows into the raw tables (each statement also upserts its derived table:
     /// devices from new events, links from new clicks) and records the touched keys.
-    private func insertRaw(_ connection: Connection) throws -> RowCounts {
+    private func insertRaw(_ connection: Connection, safeCasts: Bool) throws -> RowCounts {
         func inserted(_ sql: SQL) throws -> Int {
             try connection.query(sql).first?["inserted", as: Int.self] ?? 0
         }
         var counts = RowCounts()
-        counts.events = try inserted(LoadSQL.insertEvents)
+        counts.events = try inserted(LoadSQL.insertEvents(safeCasts: safeCasts))
         counts.clicks = try inserted(LoadSQL.insertClicks)
         counts.matches = try inserted(LoadSQL.insertMatches)
         return counts
