@@ -5,6 +5,7 @@ package import Observability
 /// Concurrency: libmicrohttpd owns its worker threads (one epoll loop each) and runs routing,
 /// auth, decompression and normalisation there; finished requests are suspended and handed to
 /// the commit queue, whose threads append to the sinks and resume the connections with the answer.
+/// Report requests are suspended the same way and run on the report workers (`ReportQueue`).
 package final class IngestServer: Sendable {
     private let server: HTTPServer
     private let service: IngestService
@@ -16,14 +17,17 @@ package final class IngestServer: Sendable {
     ///   - keys: the started key store.
     ///   - sink: where accepted envelopes go (the event log).
     ///   - deadLetterSink: where refused events and requests go (the dead-letter log).
+    ///   - reportProvider: what serves `GET /api/reports/*` (on `reportThreads` worker threads);
+    ///     nil answers those routes 503 `reports_unavailable`.
     ///   - metrics: the registry `/metrics` renders; defaults to the shared one.
     /// - Throws: `HTTPServerError` when the address cannot be bound.
     package init(
         configuration: IngestConfiguration, keys: KeyStore, sink: any EventSink, deadLetterSink: any EventSink,
-        metrics: MetricsRegistry = .shared
+        reportProvider: (any ReportProvider)? = nil, metrics: MetricsRegistry = .shared
     ) throws(HTTPServerError) {
         let service = IngestService(
-            configuration: configuration, keys: keys, sink: sink, deadLetterSink: deadLetterSink, registry: metrics)
+            configuration: configuration, keys: keys, sink: sink, deadLetterSink: deadLetterSink,
+            reportProvider: reportProvider, registry: metrics)
         self.service = service
         self.server = try HTTPServer(settings: HTTPServerSettings(configuration), handler: service)
         logger.info(
@@ -41,6 +45,9 @@ package final class IngestServer: Sendable {
     /// in-flight requests finish (their events are made durable), then the server stops.
     package func shutdown() {
         guard !service.isShuttingDown.exchange(true, ordering: .relaxed) else { return }
+        // Waiting reports are answered 503 now and running ones finish, so no connection stays
+        // suspended on a report while the daemon stops.
+        service.reports?.stop()
         server.shutdown()
         service.commits.stop()
         logger.info("server.stopped", [:])

@@ -1,6 +1,8 @@
 /// What a route does.
 package enum RouteKind: Sendable, Hashable {
     case event, retention, batch, link, healthz, readyz, metrics
+    /// `GET /api/reports/<kind>`: a read-only report (secret key), run on a report worker.
+    case report
 }
 
 /// One entry of the route table.
@@ -26,7 +28,12 @@ struct Router: Sendable {
         Route(method: "GET", path: "/healthz", kind: .healthz, name: "healthz"),
         Route(method: "GET", path: "/readyz", kind: .readyz, name: "readyz"),
         Route(method: "GET", path: "/metrics", kind: .metrics, name: "metrics"),
-    ]
+    ] + reportKinds.map { Route(method: "GET", path: reportPathPrefix + $0, kind: .report, name: "reports_" + $0) }
+
+    /// The reports the API serves, each at `reportPathPrefix + kind`.
+    static let reportKinds = ["links", "funnel", "retention", "attribution"]
+    /// Where the report routes live.
+    static let reportPathPrefix = "/api/reports/"
 
     enum Match {
         case found(Route)
