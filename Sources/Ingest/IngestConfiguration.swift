@@ -44,8 +44,8 @@ package struct IngestConfiguration: Sendable {
     /// Threads that run report requests (each blocks in SQL while the event loops keep serving).
     /// Default 4; pair it with a report connection pool of the same size.
     package var reportThreads: Int = 4
-    /// Report requests that may wait for a report thread; the next one is answered 503
-    /// `reports_busy` with `Retry-After`. Default 32.
+    /// Report requests that may wait for a busy report thread (0: only as many as there are
+    /// threads are taken); the next one is answered 503 `reports_busy` with `Retry-After`. Default 32.
     package var reportQueueDepth: Int = 32
     /// Most query-string arguments on a report request; more is 400 `invalid_parameter`. Default 16.
     package var maxQueryArguments: Int = 16

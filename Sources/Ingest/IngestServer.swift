@@ -41,6 +41,9 @@ package final class IngestServer: Sendable {
     /// The bound port (the ephemeral one when configured with port 0).
     package var port: UInt16 { server.port }
 
+    /// Report requests waiting for a report worker (for tests and diagnostics).
+    var waitingReports: Int { service.reports?.waiting ?? 0 }
+
     /// Quiesces: `/readyz` turns 503 and new events are refused, the listening socket closes,
     /// in-flight requests finish (their events are made durable), then the server stops.
     package func shutdown() {

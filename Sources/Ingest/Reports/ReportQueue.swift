@@ -4,8 +4,8 @@ import Synchronization
 /// Runs report requests off the event loops: a bounded queue drained by a few worker threads, each
 /// blocking in the provider (SQL) while the libmicrohttpd loops keep serving ingest traffic.
 ///
-/// Limits: at most `workers` reports run at once and at most `depth` wait; `enqueue` refuses the
-/// next one (the route answers 503 `reports_busy`), so a burst of slow reports cannot pile up
+/// Limits: at most `workers` reports run at once and at most `depth` more wait (taken and waiting
+/// together never exceed `workers + depth`); `enqueue` refuses the next one (the route answers 503 `reports_busy`), so a burst of slow reports cannot pile up
 /// suspended connections without bound.
 final class ReportQueue: Sendable {
     /// One queued report and what to do with the answer (called exactly once, on any thread).
@@ -18,10 +18,12 @@ final class ReportQueue: Sendable {
         var jobs: [Job] = []
         var isStopped = false
         var running = 0
+        /// Jobs a worker has taken and not finished.
+        var active = 0
     }
 
     private let provider: any ReportProvider
-    private let depth: Int
+    private let capacity: Int
     private let state = Mutex(State())
     private let wake = DispatchSemaphore(value: 0)
     private let stopped = DispatchSemaphore(value: 0)
@@ -29,7 +31,7 @@ final class ReportQueue: Sendable {
     /// Starts `workers` threads that call `provider`; at most `depth` jobs wait.
     init(provider: any ReportProvider, workers: Int, depth: Int) {
         self.provider = provider
-        self.depth = depth
+        self.capacity = workers + depth
         for index in 0..<workers {
             let thread = Thread { [self] in run() }
             thread.name = "ingest.report.\(index)"
@@ -44,7 +46,7 @@ final class ReportQueue: Sendable {
         enum Outcome { case queued, full, stopped }
         let outcome = state.withLock { state -> Outcome in
             if state.isStopped { return .stopped }
-            if state.jobs.count >= depth { return .full }
+            if state.jobs.count + state.active >= capacity { return .full }
             state.jobs.append(job)
             return .queued
         }
@@ -55,6 +57,9 @@ final class ReportQueue: Sendable {
         }
         return true
     }
+
+    /// Jobs waiting for a worker (not counting running ones).
+    var waiting: Int { state.withLock { $0.jobs.count } }
 
     /// Answers every waiting job with nil, lets each worker finish the report it is running, and
     /// waits for the workers to exit. Safe to call more than once.
@@ -75,9 +80,15 @@ final class ReportQueue: Sendable {
         while true {
             wake.wait()
             let (job, isStopped) = state.withLock { state -> (Job?, Bool) in
-                (state.jobs.isEmpty ? nil : state.jobs.removeFirst(), state.isStopped)
+                guard !state.jobs.isEmpty else { return (nil, state.isStopped) }
+                state.active += 1
+                return (state.jobs.removeFirst(), state.isStopped)
             }
-            if let job { job.completion(provider.respond(to: job.request)) }
+            if let job {
+                let answer = provider.respond(to: job.request)
+                state.withLock { $0.active -= 1 }
+                job.completion(answer)
+            }
             if isStopped, job == nil {
                 stopped.signal()
                 return
