@@ -7,8 +7,9 @@ import Synchronization
 /// connection, runs `render` on it, and gives it back. Ingest knows nothing of the report SQL;
 /// the executable passes a `render` that calls `Reports`.
 ///
-/// Pool: at most `poolSize` connections, opened on first use; a connection whose request failed
-/// with a 5xx is closed rather than returned, so the next request reconnects. While PostgreSQL is
+/// Pool: at most `poolSize` connections, opened on first use; a connection whose link is lost is
+/// closed rather than returned, and a request that found a stale idle connection is retried once
+/// on a fresh one. While PostgreSQL is
 /// unreachable, a failed connect makes every request in the next `retryInterval` answer 503
 /// `database_unavailable` at once (instead of each waiting out `connect_timeout` on a worker).
 /// Every session gets `statement_timeout`, so no report holds a worker (or delays a shutdown)
@@ -58,21 +59,32 @@ package final class PostgresReportProvider: ReportProvider {
     }
 
     /// Borrows a connection (opening one if none is idle), renders the report, returns the connection.
+    /// A 5xx on a connection that sat idle (PostgreSQL restarted, or the backend was terminated
+    /// meanwhile) is retried once on a fresh connection, so a stale pool costs no failed request.
     package func respond(to request: ReportRequest) -> ReportAnswer {
         permits.wait()
         defer { permits.signal() }
-        let connection: Connection
-        switch borrow() {
-        case .success(let borrowed): connection = borrowed
+        var (connection, wasIdle): (Connection, Bool)
+        switch borrow(allowIdle: true) {
+        case .success(let borrowed, let idle): (connection, wasIdle) = (borrowed, idle)
         case .failure(let answer): return answer
         }
-        let answer = render(connection, request)
-        if case .failure(let status, _, _) = answer, status >= 500 {
+        while true {
+            let answer = render(connection, request)
+            // A 5xx with a live link (a statement timeout, say) keeps the connection; a lost link
+            // (libpq reports it without a round trip) closes it.
+            let isFailure = if case .failure(let status, _, _) = answer, status >= 500 { true } else { false }
+            guard isFailure, !connection.isHealthy() else {
+                state.withLock { $0.idle.append(connection) }
+                return answer
+            }
             connection.close()
-        } else {
-            state.withLock { $0.idle.append(connection) }
+            guard wasIdle else { return answer }
+            switch borrow(allowIdle: false) {
+            case .success(let fresh, _): (connection, wasIdle) = (fresh, false)
+            case .failure(let failure): return failure
+            }
         }
-        return answer
     }
 
     /// Closes every idle connection (borrowed ones close when their request ends and they are dropped).
@@ -85,23 +97,23 @@ package final class PostgresReportProvider: ReportProvider {
     }
 
     private enum Borrowed {
-        case success(Connection)
+        case success(Connection, wasIdle: Bool)
         case failure(ReportAnswer)
     }
 
-    private func borrow() -> Borrowed {
+    private func borrow(allowIdle: Bool) -> Borrowed {
         enum Next {
             case use(Connection)
             case refuse
             case open
         }
         let next = state.withLock { state -> Next in
-            if let connection = state.idle.popLast() { return .use(connection) }
+            if allowIdle, let connection = state.idle.popLast() { return .use(connection) }
             if let retryAfter = state.retryAfter, ContinuousClock.now < retryAfter { return .refuse }
             return .open
         }
         switch next {
-        case .use(let connection): return .success(connection)
+        case .use(let connection): return .success(connection, wasIdle: true)
         case .refuse: return .failure(Self.unavailable)
         case .open: break
         }
@@ -115,7 +127,7 @@ package final class PostgresReportProvider: ReportProvider {
                 return state.retryAfter != nil
             }
             if recovered { logger.notice("reports.database_recovered", [:]) }
-            return .success(connection)
+            return .success(connection, wasIdle: false)
         } catch {
             let isFirst = state.withLock { state in
                 defer { state.retryAfter = ContinuousClock.now + configuration.retryInterval }
