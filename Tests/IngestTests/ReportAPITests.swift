@@ -55,7 +55,8 @@ struct ReportAPITests {
             #expect(response.json["report"] as? String == kind)
         }
         // Percent-decoding, and an `app` parameter equal to X-App-ID is accepted.
-        let decoded = try client.request("GET", "/api/reports/links?app=app_acme&from=2026%2D06%2D01", headers: Self.secret)
+        let decoded = try client.request(
+            "GET", "/api/reports/links?app=app_acme&from=2026%2D06%2D01", headers: Self.secret)
         #expect(decoded.status == 200)
         #expect((decoded.json["parameters"] as? [String: String])?["from"] == "2026-06-01")
         #expect(provider.requests.withLock { $0.count } == 5)

@@ -3,8 +3,8 @@ import Foundation
 import Ingest
 import Postgres
 import Reports
-import Testing
 import TestSupport
+import Testing
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -180,7 +180,9 @@ struct ReportAPIIntegrationTests {
         defer { connection.close() }
         try Self.seed(connection)
         let server = try Server(database: database, reportURL: database.url)
-        for query in ["from=2026-13-01", "from=2026-06-30&to=2026-06-01", "to=yesterday", "from=2025-01-01&to=2026-06-30"] {
+        for query in [
+            "from=2026-13-01", "from=2026-06-30&to=2026-06-01", "to=yesterday", "from=2025-01-01&to=2026-06-30",
+        ] {
             let response = try server.get("/api/reports/retention?" + query, key: "sk_a_2222")
             #expect(response.status == 400, "\(query)")
             #expect(Self.errorCode(response) == "invalid_parameter", "\(query)")

@@ -68,7 +68,8 @@ extension IngestService {
     static func response(for answer: ReportAnswer) -> HTTPResponse {
         switch answer {
         case .report(let contentType, let body):
-            return HTTPResponse(status: 200, body: body, contentType: contentType, headers: [("Cache-Control", "no-store")])
+            return HTTPResponse(
+                status: 200, body: body, contentType: contentType, headers: [("Cache-Control", "no-store")])
         case .failure(let status, let code, let message):
             return HTTPResponse(error: .report(status: status, code: code, message: message))
         }
