@@ -12,7 +12,7 @@ extension PostgresReportProvider {
         var configuration = Configuration()
         configuration.poolSize = poolSize
         return PostgresReportProvider(url: databaseURL, configuration: configuration) { connection, request in
-            reportAnswer(connection: connection, request: request, today: .utcToday)
+            reportAnswer(connection: connection, request: request, today: ReportCommand.today())
         }
     }
 
@@ -36,12 +36,5 @@ extension PostgresReportProvider {
         } catch {
             return .failure(status: error.httpStatus, code: error.code, message: error.description)
         }
-    }
-}
-
-extension ReportDay {
-    /// Today in UTC, the default `to` of an API request.
-    static var utcToday: ReportDay {
-        ReportDay(daysSinceEpoch: Int((Date().timeIntervalSince1970 / 86_400).rounded(.down)))
     }
 }
