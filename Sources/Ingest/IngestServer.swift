@@ -29,7 +29,14 @@ package final class IngestServer: Sendable {
             configuration: configuration, keys: keys, sink: sink, deadLetterSink: deadLetterSink,
             reportProvider: reportProvider, registry: metrics)
         self.service = service
-        self.server = try HTTPServer(settings: HTTPServerSettings(configuration), handler: service)
+        do {
+            self.server = try HTTPServer(settings: HTTPServerSettings(configuration), handler: service)
+        } catch {
+            // No server will call shutdown(): stop the worker threads the service started.
+            service.reports?.stop()
+            service.commits.stop()
+            throw error
+        }
         logger.info(
             "server.started",
             [
