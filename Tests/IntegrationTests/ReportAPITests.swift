@@ -136,6 +136,13 @@ struct ReportAPIIntegrationTests {
         (try? JSONSerialization.jsonObject(with: response.body) as? [String: Any]) ?? [:]
     }
 
+    /// The test's report URL: `database.url` with an `application_name` of its own, so the test
+    /// finds (and terminates) only its own pool's backends among those of tests running in parallel.
+    static func reportURL(_ database: TestDatabase) -> (url: String, applicationName: String) {
+        let name = database.schema + "_reports"
+        return (database.url + (database.url.contains("?") ? "&" : "?") + "application_name=" + name, name)
+    }
+
     static func errorCode(_ response: HTTP.Response) -> String? {
         (json(response)["error"] as? [String: Any])?["code"] as? String
     }
@@ -210,7 +217,8 @@ struct ReportAPIIntegrationTests {
         defer { connection.close() }
         try Self.seed(connection)
         // One event loop: if the report blocked it, the ingest request below could not be answered.
-        let server = try Server(database: database, reportURL: database.url, threads: 1)
+        let (reportURL, applicationName) = Self.reportURL(database)
+        let server = try Server(database: database, reportURL: reportURL, threads: 1)
         let locker = try database.connect()
         defer { locker.close() }
         try locker.unsafeSQL("BEGIN; LOCK TABLE apps IN ACCESS EXCLUSIVE MODE")
@@ -231,7 +239,7 @@ struct ReportAPIIntegrationTests {
             let rows = try connection.query(
                 """
                 SELECT count(*) AS n FROM pg_stat_activity
-                WHERE application_name = 'detour-analytics-reports' AND wait_event_type = 'Lock'
+                WHERE application_name = \(applicationName) AND wait_event_type = 'Lock'
                 """)
             if try rows.first?["n", as: Int.self] ?? 0 > 0 {
                 isWaiting = true
@@ -274,12 +282,13 @@ struct ReportAPIIntegrationTests {
         let connection = try database.connect()
         defer { connection.close() }
         try Self.seed(connection)
-        let server = try Server(database: database, reportURL: database.url)
+        let (reportURL, applicationName) = Self.reportURL(database)
+        let server = try Server(database: database, reportURL: reportURL)
         #expect(try server.get("/api/reports/links", key: "sk_a_2222").status == 200)
         let terminated = try connection.query(
             """
             SELECT count(pg_terminate_backend(pid)) AS n FROM pg_stat_activity
-            WHERE application_name = 'detour-analytics-reports'
+            WHERE application_name = \(applicationName)
             """)
         #expect(try terminated.first?["n", as: Int.self] ?? 0 >= 1)
         for _ in 0..<3 {
