@@ -226,8 +226,9 @@ private final class ArgumentCollector {
     init(limit: Int) { self.limit = limit }
 }
 
-/// The connection's query arguments, or nil when there are more than `limit` (the iteration stops
-/// there, so a URL with thousands of arguments costs no more than `limit + 1` of them).
+/// The connection's query arguments, or nil when there are more than `limit`. libmicrohttpd has
+/// already split them inside its per-connection memory pool (which bounds the URL); the iteration
+/// stops after `limit + 1`, so no more than that many are copied into Swift strings.
 private func queryArguments(of connection: OpaquePointer, limit: Int) -> [(name: String, value: String)]? {
     let collector = ArgumentCollector(limit: limit)
     withExtendedLifetime(collector) {
