@@ -79,6 +79,27 @@ enum TruthFacts {
                 }
             }
         }
+        for link in attribution["links"] as? [[String: Any]] ?? [] {
+            let path = link["link"] as? String ?? "?"
+            for (basis, field, actions) in [("install_date", "by_install_date", "cohort"), ("event_date", "by_event_date", "activity")] {
+                for row in link[field] as? [[String: Any]] ?? [] {
+                    let key = "\(path)|\(row["day"] as? String ?? "?")"
+                    if let installs = row["installs"] as? Int, installs != 0 { facts.insert("attributed|\(key)=\(installs)") }
+                    if let count = row["actions"] as? Int, count != 0 { facts.insert("\(actions)|\(key)=\(count)") }
+                    for (name, value) in row["events"] as? [String: Int] ?? [:] where value != 0 {
+                        facts.insert("attribution_events|\(basis)|\(key)|\(name)=\(value)")
+                    }
+                    for (currency, amount) in row["revenue"] as? [String: [String: Any]] ?? [:] {
+                        if let cents = amount["cents"] as? Int, cents != 0 {
+                            facts.insert("attribution_revenue|\(basis)|\(key)|\(currency)=\(cents)")
+                        }
+                    }
+                }
+            }
+            for (day, opens) in link["last_touch_opens"] as? [String: Int] ?? [:] where opens != 0 {
+                facts.insert("opens|\(path)|\(day)=\(opens)")
+            }
+        }
         let retention = truth["retention"] as? [String: Any] ?? [:]
         let retentionDays = retention["days"] as? [Int] ?? []
         for cohort in retention["cohorts"] as? [[String: Any]] ?? [] {
@@ -146,6 +167,40 @@ enum TruthFacts {
             if devices != 0 { facts.insert("funnel|\(key)=\(devices)") }
             if let median = try row["median", as: Double?.self] {
                 facts.insert("median|\(key)=\(String(format: "%.1f", median))")
+            }
+        }
+        for row in try connection.query(
+            """
+            SELECT path, to_char(day, 'YYYY-MM-DD') AS day, attributed_installs, cohort_actions, activity_actions,
+                   last_touch_opens
+            FROM report_attribution WHERE app_id = \(app)
+            """)
+        {
+            let key = "\(try row["path", as: String.self])|\(try row["day", as: String.self])"
+            for (label, column) in [
+                ("attributed", "attributed_installs"), ("cohort", "cohort_actions"), ("activity", "activity_actions"),
+                ("opens", "last_touch_opens"),
+            ] {
+                let value = try row[column, as: Int.self]
+                if value != 0 { facts.insert("\(label)|\(key)=\(value)") }
+            }
+        }
+        for row in try connection.query(
+            "SELECT path, to_char(day, 'YYYY-MM-DD') AS day, basis, name, events FROM report_attribution_events WHERE app_id = \(app)")
+        {
+            let value = try row["events", as: Int.self]
+            if value != 0 {
+                facts.insert(
+                    "attribution_events|\(try row["basis", as: String.self])|\(try row["path", as: String.self])|\(try row["day", as: String.self])|\(try row["name", as: String.self])=\(value)")
+            }
+        }
+        for row in try connection.query(
+            "SELECT path, to_char(day, 'YYYY-MM-DD') AS day, basis, currency, round(revenue * 100)::bigint AS cents FROM report_attribution_revenue WHERE app_id = \(app)")
+        {
+            let value = try row["cents", as: Int?.self] ?? 0
+            if value != 0 {
+                facts.insert(
+                    "attribution_revenue|\(try row["basis", as: String.self])|\(try row["path", as: String.self])|\(try row["day", as: String.self])|\(try row["currency", as: String.self])=\(value)")
             }
         }
         for row in try connection.query(
