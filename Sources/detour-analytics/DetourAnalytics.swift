@@ -5,7 +5,7 @@ import Observability
 @main
 enum DetourAnalytics {
     static let commands: [any Command.Type] = [
-        ServeCommand.self, MigrateCommand.self, AppsCommand.self, SegmentsCommand.self,
+        ServeCommand.self, MigrateCommand.self, AppsCommand.self, SegmentsCommand.self, BenchCommand.self,
     ]
 
     static func main() {
