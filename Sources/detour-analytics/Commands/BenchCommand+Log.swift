@@ -101,11 +101,11 @@ extension BenchCommand {
         configuration.durability = .interval(.milliseconds(200))
         configuration.groupCommitDelay = .zero
 
+        // Never closed: close() can hang on main (see runLog); every append has returned, so every
+        // frame is written, and the process exits right after the report.
         let writer = try LogWriter(configuration: configuration)
-        defer { writer.close() }
         _ = FileManager.default.createFile(atPath: csvPath, contents: nil)
         guard let csv = FileHandle(forWritingAtPath: csvPath) else { throw UsageError(description: "cannot write \(csvPath)") }
-        defer { try? csv.close() }
         var generator = BenchEventGenerator(seed: seed, base: base)
         var written = 0
         var ndjson = 0
@@ -128,6 +128,8 @@ extension BenchCommand {
         report(
             "segments",
             [("events", String(written)), ("ndjson_bytes", String(ndjson)), ("codec", configuration.codec.rawValue)])
+        try? csv.synchronize()
+        exit(0)
     }
 
     /// The envelopes of every batch body in `bodies` (default: freshly generated ones).
