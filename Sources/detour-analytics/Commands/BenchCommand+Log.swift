@@ -59,7 +59,8 @@ extension BenchCommand {
         }
         // Bounded: an append that never returns is reported, not waited for forever.
         var stuck = 0
-        for _ in 0..<threads where finished.wait(timeout: .now() + seconds + 10) == .timedOut { stuck += 1 }
+        let giveUp = DispatchTime.now() + seconds + 10
+        for _ in 0..<threads where finished.wait(timeout: giveUp) == .timedOut { stuck += 1 }
         let elapsed = durationSeconds(clock.now - start)
         let frames = writer.framesCommitted
         // Not `writer.close()`: every counted append has returned, so its events are durable; close()
