@@ -213,21 +213,20 @@ BEGIN
                     parent_schema, default_name, key_column, lower_bound, key_column, upper_bound)
                 INTO moved;
             END IF;
+            -- CREATE TABLE + ATTACH PARTITION rather than CREATE TABLE ... PARTITION OF: attaching
+            -- takes only SHARE UPDATE EXCLUSIVE on the parent, so readers and writers of the
+            -- other partitions are not blocked until the caller commits.
+            EXECUTE format('CREATE TABLE %I.%I (LIKE %I.%I INCLUDING DEFAULTS INCLUDING CONSTRAINTS)',
+                parent_schema, part_name, parent_schema, parent_name);
             IF moved > 0 THEN
-                EXECUTE format('CREATE TEMP TABLE ensure_day_partitions_moving (LIKE %I.%I) ON COMMIT DROP',
-                    parent_schema, parent_name);
                 EXECUTE format(
                     'WITH gone AS (DELETE FROM %I.%I WHERE %I >= %L AND %I < %L RETURNING *)
-                     INSERT INTO ensure_day_partitions_moving SELECT * FROM gone',
-                    parent_schema, default_name, key_column, lower_bound, key_column, upper_bound);
-            END IF;
-            EXECUTE format('CREATE TABLE %I.%I PARTITION OF %I.%I FOR VALUES FROM (%L) TO (%L)',
-                parent_schema, part_name, parent_schema, parent_name, lower_bound, upper_bound);
-            IF moved > 0 THEN
-                EXECUTE format('INSERT INTO %I.%I SELECT * FROM ensure_day_partitions_moving',
+                     INSERT INTO %I.%I SELECT * FROM gone',
+                    parent_schema, default_name, key_column, lower_bound, key_column, upper_bound,
                     parent_schema, part_name);
-                DROP TABLE ensure_day_partitions_moving;
             END IF;
+            EXECUTE format('ALTER TABLE %I.%I ATTACH PARTITION %I.%I FOR VALUES FROM (%L) TO (%L)',
+                parent_schema, parent_name, parent_schema, part_name, lower_bound, upper_bound);
             created := created + 1;
         END IF;
         the_day := the_day + 1;

@@ -70,10 +70,11 @@ package struct IngestConfiguration: Sendable {
 }
 
 /// A configuration field that `IngestConfiguration.validate()` refused.
-package enum IngestConfigurationError: Error, CustomStringConvertible {
+package enum IngestConfigurationError: Error, Equatable, CustomStringConvertible {
     /// `field` has a value that cannot work, for `reason`.
     case invalid(field: String, reason: String)
 
+    /// A message naming the problem, safe to log.
     package var description: String {
         switch self {
         case .invalid(let field, let reason): "ingest configuration: \(field) \(reason)"

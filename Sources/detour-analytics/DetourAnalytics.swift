@@ -5,7 +5,8 @@ import Observability
 @main
 enum DetourAnalytics {
     static let commands: [any Command.Type] = [
-        ServeCommand.self, MigrateCommand.self, AppsCommand.self, SegmentsCommand.self, BenchCommand.self,
+        RunCommand.self, ServeCommand.self, AggregateCommand.self, MigrateCommand.self, AppsCommand.self,
+        SegmentsCommand.self, SimulateCommand.self, BenchCommand.self,
     ]
 
     static func main() {

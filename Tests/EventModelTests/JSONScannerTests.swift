@@ -7,7 +7,8 @@ import Testing
         "{}", "[]", "0", "-0", "1.5", "-1.5e10", "1E+2", "1e-2", "true", "false", "null", #""""#,
         #"  {"a" : [1, 2, {"b": null}] }  "#, "\t\r\n[ ]\n", #""\u00e9\n\t\"\\\/\b\f\r""#,
         #""\ud83d\ude00""#, "\"héllo 😀 ✓\"", #"{"a":1,"a":2}"#, "123456789012345678901234567890",
-        "1e400", #"[[[[[[[[[[]]]]]]]]]]"#, #"{"":""}"#, "\"\u{7F}\"",
+        "1e400", #"[[[[[[[[[[]]]]]]]]]]"#, #"{"":""}"#, "\"\u{7F}\"", #""\u0000""#, "-0.0e-0", "[1e5,2E-5,3e+5]",
+        #"{"a":{"b":{"c":[]}}}"#, "\"\u{2028}\u{FEFF}\"", #""\uDBFF\uDFFF""#, "[\"a\",\"\"]",
     ]
 
     static let invalid: [(String, JSONError.Reason, Int)] = [
@@ -41,6 +42,20 @@ import Testing
         ("[1 2]", .unexpectedByte, 3),
         ("'a'", .unexpectedByte, 0),
         ("NaN", .unexpectedByte, 0),
+        ("[Infinity]", .unexpectedByte, 1),
+        ("[True]", .unexpectedByte, 1),
+        ("[0x10]", .unexpectedByte, 2),
+        ("[1e+]", .invalidNumber, 4),
+        ("[1.e1]", .invalidNumber, 3),
+        ("[01.5]", .invalidNumber, 2),
+        ("[-.5]", .invalidNumber, 2),
+        ("[,1]", .unexpectedByte, 1),
+        ("{,}", .unexpectedByte, 1),
+        (#"{"a":1 "b":2}"#, .unexpectedByte, 7),
+        (#"["\u00"]"#, .invalidEscape, 6),
+        (#"["\"]"#, .unexpectedEnd, 5),
+        ("\u{FEFF}{}", .unexpectedByte, 0),
+        ("{}\u{0}", .trailingGarbage, 2),
     ]
 
     @Test("valid documents are accepted", arguments: valid)
@@ -120,12 +135,17 @@ import Testing
         #expect(root["esc"]?.stringEquals("a\"be😀") == false)
     }
 
-    @Test("numbers out of range read as nil rather than infinity")
+    @Test("numbers out of range read as nil rather than infinity or a wrapped integer")
     func hugeNumbers() throws {
-        let document = try JSONDocument(parsing: Array("[1e400, -1e400, 1e-400]".utf8))
-        let values = document.root.elements.map(\.double)
-        #expect(values[0] == nil)
-        #expect(values[1] == nil)
-        #expect(values[2] == 0)
+        let document = try JSONDocument(parsing: Array("[1e400, -1e400, 1e-400, 123456789012345678901234567890, 9223372036854775807, 1.0]".utf8))
+        let values = Array(document.root.elements)
+        #expect(values[0].double == nil)
+        #expect(values[1].double == nil)
+        #expect(values[2].double == 0)
+        #expect(values[3].int64 == nil)
+        #expect(values[3].double == 1.2345678901234568e29)
+        #expect(values[4].int64 == Int64.max)
+        #expect(values[5].int64 == nil)
+        #expect(values[5].double == 1)
     }
 }

@@ -48,7 +48,7 @@ struct EndToEndTests {
         while ContinuousClock.now < deadline {
             rows = try connection.query(
                 "SELECT kind, name, device_id FROM events WHERE app_id = 'e2e-app' ORDER BY kind"
-            ).map { ($0["kind", as: String.self], $0["name", as: String.self], $0["device_id", as: String.self]) }
+            ).map { (try $0["kind", as: String.self], try $0["name", as: String.self], try $0["device_id", as: String.self]) }
             if rows.count == 2 { break }
             Thread.sleep(forTimeInterval: 0.1)
         }

@@ -14,10 +14,13 @@ enum JSONScanner {
     static func scan(_ bytes: [UInt8], maxDepth: Int) throws(JSONError) -> [Token] {
         guard bytes.count < Int(UInt32.max) else { throw JSONError(.tooLarge, at: 0) }
         var tape: [Token] = []
-        tape.reserveCapacity(bytes.count / 6 + 4)
+        // SDK JSON has about one value per 12 bytes; the array grows if a body is denser. (Sizing
+        // for the worst case, one value per 2 bytes, would cost 8x the body in memory.)
+        tape.reserveCapacity(bytes.count / 12 + 16)
         guard !bytes.isEmpty else { throw JSONError(.unexpectedEnd, at: 0) }
         let result = bytes.withUnsafeBufferPointer { (buffer) -> JSONError? in
-            var scanner = Scanner(p: buffer, maxDepth: maxDepth)
+            // Token depths are 16-bit.
+            var scanner = Scanner(p: buffer, maxDepth: min(maxDepth, Int(UInt16.max)))
             do throws(JSONError) {
                 try scanner.run(&tape)
                 return nil

@@ -149,6 +149,18 @@ extension JSONValue {
         }
     }
 
+    /// Calls `body` with the unescaped UTF-8 bytes of a string without copying them when the
+    /// string has no escapes; returns nil when the value is not a string.
+    func withStringBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) -> R) -> R? {
+        let t = token
+        guard t.kind == JSONKind.string.rawValue else { return nil }
+        return document.bytes.withUnsafeBufferPointer { all in
+            let raw = UnsafeBufferPointer(rebasing: all[Int(t.start)..<Int(t.end)])
+            if t.flags & Token.hasEscapes == 0 { return body(raw) }
+            return JSONValue.unescape(raw).withUnsafeBufferPointer(body)
+        }
+    }
+
     /// The string's bytes as written between the quotes (escapes not decoded).
     var rawStringBytes: ArraySlice<UInt8> {
         let t = token

@@ -1,68 +1,152 @@
-// Appending JSON to a byte buffer: the envelope encoder's building blocks.
+// Writing JSON bytes: the envelope encoder's building blocks.
+//
+// The encoder first computes an upper bound of the line's length, reserves that much once, and
+// then writes through a raw cursor: no per-fragment capacity or uniqueness checks. Every write
+// below must stay within the bound computed by `JSONWriter.bound(of:)` and friends.
 
-enum JSONWriter {
-    /// Appends `"text"` with the escapes RFC 8259 requires (`"`, `\`, control characters);
-    /// runs of plain bytes are copied in one go.
-    static func appendString(_ text: String, to buffer: inout [UInt8]) {
-        var text = text
-        text.withUTF8 { appendString(bytes: $0, to: &buffer) }
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A write position inside a buffer sized in advance.
+struct JSONWriter {
+    private(set) var cursor: UnsafeMutablePointer<UInt8>
+    /// The last day formatted, so the three timestamps of an envelope share one calendar computation.
+    private var cachedDay: Int64 = .min
+    private var cachedDate: (year: Int64, month: Int64, day: Int64) = (0, 0, 0)
+
+    init(_ start: UnsafeMutablePointer<UInt8>) {
+        cursor = start
     }
 
-    /// Appends already-UTF-8 bytes as a JSON string.
-    static func appendString(bytes: UnsafeBufferPointer<UInt8>, to buffer: inout [UInt8]) {
-        buffer.append(UInt8(ascii: "\""))
-        var runStart = 0
-        var i = 0
-        let n = bytes.count
-        while i < n {
-            let b = bytes[i]
+    /// The most bytes `string(_:)` can write for `text`: every byte escaped as `\u00XX`, plus quotes.
+    static func bound(of text: String) -> Int { text.utf8.count * 6 + 2 }
+
+    /// The most bytes `timestamp(_:)` writes, with quotes.
+    static let timestampBound = 26
+
+    @inline(__always) mutating func byte(_ b: UInt8) {
+        cursor.pointee = b
+        cursor += 1
+    }
+
+    /// Writes an ASCII literal such as `,"key":`.
+    @inline(__always) mutating func raw(_ literal: StaticString) {
+        let count = literal.utf8CodeUnitCount
+        memcpy(cursor, literal.utf8Start, count)
+        cursor += count
+    }
+
+    /// Writes bytes verbatim (raw JSON).
+    mutating func raw(bytes: UnsafeBufferPointer<UInt8>) {
+        guard let base = bytes.baseAddress else { return }
+        memcpy(cursor, base, bytes.count)
+        cursor += bytes.count
+    }
+
+    /// Moves past `count` bytes written directly at `cursor`.
+    mutating func advance(by count: Int) {
+        cursor += count
+    }
+
+    /// Writes bytes verbatim (raw JSON).
+    mutating func raw(_ bytes: [UInt8]) {
+        bytes.withUnsafeBufferPointer { source in
+            guard let base = source.baseAddress else { return }
+            memcpy(cursor, base, source.count)
+            cursor += source.count
+        }
+    }
+
+    /// Writes `"text"` with the escapes RFC 8259 requires (`"`, `\`, control characters).
+    mutating func string(_ text: String) {
+        var text = text
+        text.withUTF8 { string(bytes: $0) }
+    }
+
+    mutating func string(bytes: UnsafeBufferPointer<UInt8>) {
+        byte(UInt8(ascii: "\""))
+        var out = cursor
+        for b in bytes {
             if b >= 0x20 && b != UInt8(ascii: "\"") && b != UInt8(ascii: "\\") {
-                i += 1
+                out.pointee = b
+                out += 1
                 continue
             }
-            if runStart < i { buffer.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<i])) }
-            buffer.append(UInt8(ascii: "\\"))
+            out.pointee = UInt8(ascii: "\\")
             switch b {
-            case UInt8(ascii: "\""), UInt8(ascii: "\\"): buffer.append(b)
-            case 0x0A: buffer.append(UInt8(ascii: "n"))
-            case 0x0D: buffer.append(UInt8(ascii: "r"))
-            case 0x09: buffer.append(UInt8(ascii: "t"))
-            case 0x08: buffer.append(UInt8(ascii: "b"))
-            case 0x0C: buffer.append(UInt8(ascii: "f"))
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"): out[1] = b
+            case 0x0A: out[1] = UInt8(ascii: "n")
+            case 0x0D: out[1] = UInt8(ascii: "r")
+            case 0x09: out[1] = UInt8(ascii: "t")
+            case 0x08: out[1] = UInt8(ascii: "b")
+            case 0x0C: out[1] = UInt8(ascii: "f")
             default:
-                let hex: [UInt8] = Array("0123456789abcdef".utf8)
-                buffer.append(contentsOf: [UInt8(ascii: "u"), 0x30, 0x30, hex[Int(b >> 4)], hex[Int(b & 0xF)]])
+                out[1] = UInt8(ascii: "u")
+                out[2] = UInt8(ascii: "0")
+                out[3] = UInt8(ascii: "0")
+                out[4] = JSONWriter.hexDigit(b >> 4)
+                out[5] = JSONWriter.hexDigit(b & 0xF)
+                out += 4
             }
-            i += 1
-            runStart = i
+            out += 2
         }
-        if runStart < n { buffer.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<n])) }
-        buffer.append(UInt8(ascii: "\""))
+        cursor = out
+        byte(UInt8(ascii: "\""))
     }
 
-    /// Appends a literal such as `,"key":` (ASCII, no escaping).
-    @inline(__always) static func appendRaw(_ literal: StaticString, to buffer: inout [UInt8]) {
-        buffer.append(contentsOf: UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
+    /// Writes a string or `null`.
+    mutating func optionalString(_ text: String?) {
+        if let text { string(text) } else { raw("null") }
     }
 
-    /// Appends `"YYYY-MM-DDTHH:MM:SS.mmmZ"`.
-    static func appendTimestamp(_ time: Timestamp, to buffer: inout [UInt8]) {
-        buffer.append(UInt8(ascii: "\""))
-        time.appendISO8601(to: &buffer)
-        buffer.append(UInt8(ascii: "\""))
+    @inline(__always) static func hexDigit(_ v: UInt8) -> UInt8 {
+        v < 10 ? 48 + v : 87 + v
     }
 
-    /// Appends a string or `null`.
-    static func appendOptionalString(_ text: String?, to buffer: inout [UInt8]) {
-        if let text { appendString(text, to: &buffer) } else { appendRaw("null", to: &buffer) }
+    @inline(__always) private mutating func twoDigits(_ v: Int64) {
+        let tens = v / 10
+        cursor[0] = UInt8(truncatingIfNeeded: 48 + tens)
+        cursor[1] = UInt8(truncatingIfNeeded: 48 + v - tens * 10)
+        cursor += 2
     }
 
-    /// Appends a finite number: integers without a fraction, others in Swift's shortest form.
-    static func appendNumber(_ value: Double, to buffer: inout [UInt8]) {
-        if value == value.rounded(), value.magnitude < 9.0e15 {
-            buffer.append(contentsOf: String(Int64(value)).utf8)
-        } else {
-            buffer.append(contentsOf: String(value).utf8)
+    /// Writes `"YYYY-MM-DDTHH:MM:SS.mmmZ"` (UTC, milliseconds; years clamped to 0000...9999).
+    mutating func timestamp(_ time: Timestamp) {
+        let millis = Timestamp.floorDiv(time.microseconds, 1000)
+        let days = Timestamp.floorDiv(millis, 86_400_000)
+        let msOfDay = millis - days * 86_400_000
+        if days != cachedDay {
+            cachedDay = days
+            cachedDate = Timestamp.civil(fromDays: days)
         }
+        let year = min(max(cachedDate.year, 0), 9999)
+        byte(UInt8(ascii: "\""))
+        twoDigits(year / 100)
+        twoDigits(year % 100)
+        byte(UInt8(ascii: "-"))
+        twoDigits(cachedDate.month)
+        byte(UInt8(ascii: "-"))
+        twoDigits(cachedDate.day)
+        byte(UInt8(ascii: "T"))
+        let seconds = msOfDay / 1000
+        twoDigits(seconds / 3600)
+        byte(UInt8(ascii: ":"))
+        twoDigits(seconds / 60 % 60)
+        byte(UInt8(ascii: ":"))
+        twoDigits(seconds % 60)
+        byte(UInt8(ascii: "."))
+        let ms = msOfDay % 1000
+        byte(UInt8(truncatingIfNeeded: 48 + ms / 100))
+        twoDigits(ms % 100)
+        raw("Z\"")
+    }
+
+    /// The text `number(_:)` writes.
+    static func numberText(_ value: Double) -> String {
+        if value == value.rounded(), value.magnitude < 9.0e15 { return String(Int64(value)) }
+        return String(value)
     }
 }

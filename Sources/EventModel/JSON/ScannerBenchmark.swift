@@ -3,7 +3,9 @@ import Foundation
 /// Measures the JSON scanner's throughput against Foundation's `JSONSerialization` on the same bodies.
 ///
 /// Not used on the request path; the CLI exposes it so throughput can be checked on a machine
-/// (build with `-c release`: debug builds are an order of magnitude slower).
+/// (build with `-c release`: debug builds are an order of magnitude slower). Rates are per second
+/// of this thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`), so other processes competing for the
+/// cores do not distort the comparison.
 package enum ScannerBenchmark {
     /// One measurement.
     package struct Result: Sendable, CustomStringConvertible {
@@ -17,12 +19,19 @@ package enum ScannerBenchmark {
         package var scannerMBps: Double
         /// `JSONSerialization`'s throughput in MB/s.
         package var foundationMBps: Double
+        /// Events per second through `Normalizer.batch` plus `Envelope.encode(into:)` on the
+        /// 100-event sample batch, on one thread.
+        package var normalizedEventsPerSecond: Double
+        /// Events per second through `Normalizer.encodedBatch` (lines written straight from the body).
+        package var encodedEventsPerSecond: Double
 
         /// A one-line summary.
         package var description: String {
             let ratio = foundationMBps > 0 ? scannerMBps / foundationMBps : 0
             return "scanner \(Int(scannerMBps.rounded())) MB/s, JSONSerialization \(Int(foundationMBps.rounded())) MB/s"
-                + " (\((ratio * 10).rounded() / 10)x) over \(bytesPerPass) bytes per pass"
+                + " (\((ratio * 10).rounded() / 10)x) over \(bytesPerPass) bytes per pass;"
+                + " normalise+encode \(Int(normalizedEventsPerSecond.rounded())) events/s,"
+                + " encodedBatch \(Int(encodedEventsPerSecond.rounded())) events/s"
         }
     }
 
@@ -60,17 +69,13 @@ package enum ScannerBenchmark {
         var sink = 0
 
         func measure(_ pass: () -> Void) -> (passes: Int, mbps: Double) {
-            let clock = ContinuousClock()
-            let start = clock.now
+            let start = threadCPUSeconds()
             var passes = 0
-            let limit = Duration.nanoseconds(Int64(seconds * 1e9))
-            while clock.now - start < limit {
+            while threadCPUSeconds() - start < seconds {
                 for _ in 0..<10 { pass() }
                 passes += 10
             }
-            let elapsed = clock.now - start
-            let secs = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-            return (passes, Double(passes * bytesPerPass) / secs / 1e6)
+            return (passes, Double(passes * bytesPerPass) / (threadCPUSeconds() - start) / 1e6)
         }
 
         let scanner = measure {
@@ -86,6 +91,41 @@ package enum ScannerBenchmark {
         precondition(sink != 0, "the bodies must be valid JSON objects")
         return Result(
             bytesPerPass: bytesPerPass, scannerPasses: scanner.passes, foundationPasses: foundation.passes,
-            scannerMBps: scanner.mbps, foundationMBps: foundation.mbps)
+            scannerMBps: scanner.mbps, foundationMBps: foundation.mbps,
+            normalizedEventsPerSecond: normalizeAndEncode(seconds: seconds, fused: false),
+            encodedEventsPerSecond: normalizeAndEncode(seconds: seconds, fused: true))
+    }
+
+    /// Events per second through the normaliser and the envelope encoder on the sample batch;
+    /// `fused` uses `Normalizer.encodedBatch` instead of `batch` plus `Envelope.encode(into:)`.
+    static func normalizeAndEncode(seconds: Double, fused: Bool) -> Double {
+        let body = sampleBodies[sampleBodies.count - 1]
+        let context = RequestContext(appID: "app_bench", sdkHeader: "ios/1.0.2", receivedAt: .now())
+        var buffer: [UInt8] = []
+        var events = 0
+        let start = threadCPUSeconds()
+        while threadCPUSeconds() - start < seconds {
+            for _ in 0..<10 where fused {
+                guard let result = try? Normalizer.encodedBatch(body: body, context: context) else { return 0 }
+                events += result.records.count
+            }
+            for _ in 0..<10 where !fused {
+                guard let result = try? Normalizer.batch(body: body, context: context) else { return 0 }
+                buffer.removeAll(keepingCapacity: true)
+                for envelope in result.accepted {
+                    envelope.encode(into: &buffer)
+                    buffer.append(UInt8(ascii: "\n"))
+                }
+                events += result.accepted.count
+            }
+        }
+        return Double(events) / (threadCPUSeconds() - start)
+    }
+
+    /// CPU time consumed by the calling thread, in seconds.
+    static func threadCPUSeconds() -> Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
     }
 }

@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 // The top-level members of one event object, found in one pass over its keys.
 //
 // Keys are matched as bytes (no String per key); a key written with escapes is unescaped first.
@@ -41,13 +47,12 @@ enum EventField: Int, CaseIterable {
     /// Client id members, in order of precedence.
     static let idFields: [EventField] = [.eventID, .messageID, .messageIDCamel, .insertID, .uuid]
 
-    /// Members of an SDK event (`allowsType`: also `type`, in batches).
-    static func sdkMask(allowsType: Bool) -> UInt32 {
-        var mask = bits([.eventName, .data, .timestamp, .platform, .deviceID, .attribution, .clickID, .sdk, .metadata])
-        mask |= bits(idFields)
-        if allowsType { mask |= bits([.type]) }
-        return mask
-    }
+    /// Members of an SDK event on a single-event route.
+    static let sdkMask: UInt32 =
+        bits([.eventName, .data, .timestamp, .platform, .deviceID, .attribution, .clickID, .sdk, .metadata]) | bits(idFields)
+
+    /// Members of an SDK event in a batch (adds `type`).
+    static let sdkBatchMask: UInt32 = sdkMask | bits([.type])
 
     /// Members of a link-service click or match.
     static let linkMask: UInt32 = bits([.type, .clickID, .url, .timestamp, .platform, .kind, .userAgent, .ip, .referrer, .method, .score])
@@ -67,45 +72,56 @@ enum EventField: Int, CaseIterable {
     /// The field whose key is `bytes`, if any.
     static func named(_ bytes: UnsafeBufferPointer<UInt8>) -> EventField? {
         guard bytes.count < byLength.count else { return nil }
-        for field in byLength[bytes.count] {
-            let key = field.key
-            if memcmpEqual(key.utf8Start, bytes.baseAddress!, bytes.count) { return field }
+        guard let base = bytes.baseAddress else { return nil }
+        for field in byLength[bytes.count] where memcmp(field.key.utf8Start, base, bytes.count) == 0 {
+            return field
         }
         return nil
     }
-
-    private static func memcmpEqual(_ a: UnsafePointer<UInt8>, _ b: UnsafePointer<UInt8>, _ count: Int) -> Bool {
-        for k in 0..<count where a[k] != b[k] { return false }
-        return true
-    }
 }
 
-/// The values of the known members of one event object.
+/// The values of the known members of one event object, as tape indices (no per-member copies).
 struct EventFields {
-    private var slots: [JSONValue?] = Array(repeating: nil, count: EventField.allCases.count)
+    private var slots: [Int32] = Array(repeating: -1, count: EventField.allCases.count)
+    private var document: JSONDocument?
 
-    subscript(field: EventField) -> JSONValue? { slots[field.rawValue] }
+    subscript(field: EventField) -> JSONValue? {
+        let index = slots[field.rawValue]
+        guard index >= 0, let document else { return nil }
+        return JSONValue(document: document, index: Int(index))
+    }
 
     /// Collects the members in `mask` from `object`.
     ///
     /// - Throws: `Rejection` `duplicate_key` when a collected member appears twice.
     mutating func collect(from object: JSONValue, mask: UInt32) throws(Rejection) {
-        for k in slots.indices { slots[k] = nil }
-        for (key, value) in object.members {
-            let field: EventField?
-            if key.isPlainString {
-                field = key.document.bytes.withUnsafeBufferPointer { all in
-                    let range = key.byteRange
-                    return EventField.named(UnsafeBufferPointer(rebasing: all[(range.lowerBound + 1)..<(range.upperBound - 1)]))
+        let document = object.document
+        self.document = document
+        let duplicate: EventField? = slots.withUnsafeMutableBufferPointer { slots in
+            slots.update(repeating: -1)
+            return document.tape.withUnsafeBufferPointer { tape in
+                document.bytes.withUnsafeBufferPointer { bytes in
+                    var k = object.index + 1
+                    let end = Int(tape[object.index].next)
+                    while k < end {
+                        let key = tape[k]
+                        let raw = UnsafeBufferPointer(rebasing: bytes[Int(key.start)..<Int(key.end)])
+                        let field =
+                            key.flags & Token.hasEscapes == 0
+                            ? EventField.named(raw)
+                            : JSONValue.unescape(raw).withUnsafeBufferPointer { EventField.named($0) }
+                        if let field, mask & (1 << UInt32(field.rawValue)) != 0 {
+                            if slots[field.rawValue] >= 0 { return field }
+                            slots[field.rawValue] = Int32(k + 1)
+                        }
+                        k = Int(tape[k + 1].next)
+                    }
+                    return nil
                 }
-            } else {
-                field = (key.stringBytes ?? []).withUnsafeBufferPointer { EventField.named($0) }
             }
-            guard let field, mask & (1 << UInt32(field.rawValue)) != 0 else { continue }
-            guard slots[field.rawValue] == nil else {
-                throw Rejection(.duplicateKey, "the member \"\(field.key)\" appears more than once")
-            }
-            slots[field.rawValue] = value
+        }
+        if let duplicate {
+            throw Rejection(.duplicateKey, "the member \"\(duplicate.key)\" appears more than once")
         }
     }
 }

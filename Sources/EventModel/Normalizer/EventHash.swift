@@ -37,26 +37,41 @@ package struct EventHash: Sendable {
         withUnsafeBytes(of: &word) { append($0) }
     }
 
-    /// The 16-byte digest of everything appended.
+    /// The 128-bit digest of everything appended, as two words.
+    package var words: (UInt64, UInt64) {
+        buffer.withUnsafeBufferPointer { SipHash128.hash($0, key: EventHash.key) }
+    }
+
+    /// The 16-byte digest of everything appended (first word's bytes little-endian, then the second's).
     package var digest: [UInt8] {
-        let (a, b) = buffer.withUnsafeBufferPointer { SipHash128.hash($0, key: EventHash.key) }
-        var out: [UInt8] = []
-        out.reserveCapacity(16)
-        for word in [a, b] {
-            for k in 0..<8 { out.append(UInt8(truncatingIfNeeded: word >> (8 * UInt64(k)))) }
-        }
-        return out
+        let (a, b) = words
+        return [a, b].flatMap { word in (0..<8).map { UInt8(truncatingIfNeeded: word >> (8 * UInt64($0))) } }
     }
 
     /// `"h:"` + 32 lowercase hex digits of the digest.
-    package var eventID: String {
-        let hex = Array("0123456789abcdef".utf8)
-        var text: [UInt8] = [UInt8(ascii: "h"), UInt8(ascii: ":")]
-        for b in digest {
-            text.append(hex[Int(b >> 4)])
-            text.append(hex[Int(b & 0xF)])
+    package var eventID: String { EventHash.eventID(words) }
+
+    /// `"h:"` + 32 lowercase hex digits of a digest.
+    static func eventID(_ words: (UInt64, UInt64)) -> String {
+        String(unsafeUninitializedCapacity: 34) { out in
+            writeEventID(words, to: out.baseAddress!)
+            return 34
         }
-        return String(decoding: text, as: UTF8.self)
+    }
+
+    /// Writes the 34 bytes `h:` + hex digits.
+    static func writeEventID(_ words: (UInt64, UInt64), to out: UnsafeMutablePointer<UInt8>) {
+        out[0] = UInt8(ascii: "h")
+        out[1] = UInt8(ascii: ":")
+        var k = 2
+        for word in [words.0, words.1] {
+            for byte in 0..<8 {
+                let b = UInt8(truncatingIfNeeded: word >> (8 * UInt64(byte)))
+                out[k] = JSONWriter.hexDigit(b >> 4)
+                out[k + 1] = JSONWriter.hexDigit(b & 0xF)
+                k += 2
+            }
+        }
     }
 
     /// Clears the input for reuse.

@@ -14,88 +14,112 @@ extension EventNormalizer {
         }
     }
 
-    func optionalStringBytes(_ field: EventField) throws(Rejection) -> [UInt8]? {
-        guard let value = fields[field], !value.isNull else { return nil }
-        guard let bytes = value.stringBytes else { throw Rejection(.invalidType, "\"\(field.key)\" must be a string") }
-        return bytes
+    /// Reads a string member through `body` without copying it; nil when absent or `null`.
+    ///
+    /// - Throws: `missing_field` when `required` and absent or `null`; `invalid_type` when not a string.
+    func readString<R>(
+        _ field: EventField, required: Bool = false, _ body: (UnsafeBufferPointer<UInt8>) -> R
+    ) throws(Rejection) -> R? {
+        guard let value = fields[field], !value.isNull else {
+            if required { throw Rejection(.missingField, "\"\(field.key)\" is required") }
+            return nil
+        }
+        guard let result = value.withStringBytes(body) else {
+            throw Rejection(.invalidType, "\"\(field.key)\" must be a string")
+        }
+        return result
     }
 
     func optionalString(_ field: EventField) throws(Rejection) -> String? {
-        try optionalStringBytes(field).map { String(decoding: $0, as: UTF8.self) }
+        try readString(field) { String(decoding: $0, as: UTF8.self) }
     }
 
-    func requiredStringBytes(_ field: EventField, name: String? = nil) throws(Rejection) -> [UInt8] {
-        guard let bytes = try optionalStringBytes(field) else {
-            throw Rejection(.missingField, "\"\(name ?? field.key.description)\" is required")
-        }
-        return bytes
+    func requiredString(_ field: EventField) throws(Rejection) -> String {
+        try readString(field, required: true) { String(decoding: $0, as: UTF8.self) }!
     }
 
     func requiredTimestamp() throws(Rejection) -> Timestamp {
-        let bytes = try requiredStringBytes(.timestamp)
-        guard let time = Timestamp(iso8601: bytes) else {
+        let parsed = try readString(.timestamp, required: true) { Timestamp.parse($0) }!
+        guard let parsed else {
             throw Rejection(.invalidTimestamp, "\"timestamp\" must be ISO-8601 with a zone, e.g. 2026-06-01T10:20:30.123Z")
         }
-        return time
+        return Timestamp(microseconds: parsed)
     }
 
-    /// The device id: 1 to 128 bytes without control characters, lowercased when UUID-shaped.
-    func deviceID() throws(Rejection) -> String {
-        var bytes = try requiredStringBytes(.deviceID)
-        guard !bytes.isEmpty, bytes.count <= Self.maxIdentifierBytes,
-            !bytes.contains(where: { $0 < 0x20 || $0 == 0x7F })
-        else {
+    /// The device id member, checked: 1 to 128 bytes without control characters.
+    func deviceID() throws(Rejection) -> JSONValue {
+        let isValid = try readString(.deviceID, required: true) { DeviceID.isValidIdentifier($0) }!
+        guard isValid else {
             throw Rejection(.invalidDeviceID, "\"device_id\" must be 1 to \(Self.maxIdentifierBytes) bytes without control characters")
         }
-        if DeviceID.isUUIDShaped(bytes) { DeviceID.lowercaseASCII(&bytes) }
-        return String(decoding: bytes, as: UTF8.self)
+        return fields[.deviceID]!
     }
 
     /// The client's id: the first of event_id, message_id, messageId, insert_id, uuid present.
     func clientEventID() throws(Rejection) -> String? {
         for field in EventField.idFields {
-            guard let value = fields[field], !value.isNull else { continue }
-            guard let bytes = value.stringBytes else { throw Rejection(.invalidType, "\"\(field.key)\" must be a string") }
-            guard !bytes.isEmpty, bytes.count <= Self.maxIdentifierBytes,
-                !bytes.contains(where: { $0 < 0x20 || $0 == 0x7F }),
-                !(bytes.count >= 2 && bytes[0] == UInt8(ascii: "h") && bytes[1] == UInt8(ascii: ":"))
-            else {
+            let read = try readString(field) { bytes in
+                DeviceID.isValidIdentifier(bytes) && !DeviceID.isHashedID(bytes) ? String(decoding: bytes, as: UTF8.self) : nil
+            }
+            guard let id = read else { continue }
+            guard let id else {
                 throw Rejection(
                     .invalidEventID,
                     "\"\(field.key)\" must be 1 to \(Self.maxIdentifierBytes) bytes without control characters, not starting with \"h:\"")
             }
-            return String(decoding: bytes, as: UTF8.self)
+            return id
         }
         return nil
     }
 
-    /// Raw JSON of `data`/`metadata`; `null` counts as absent.
-    func rawJSON(_ field: EventField) throws(Rejection) -> [UInt8]? {
-        guard let value = fields[field], !value.isNull else { return nil }
-        return Array(value.rawBytes)
-    }
-
+    /// `attribution`: an object whose three members are strings or null; absent members are null
+    /// (Android drops null members). Unknown members are ignored; the first of a repeated one wins.
     func attribution() throws(Rejection) -> Attribution? {
         guard let value = fields[.attribution], !value.isNull else { return nil }
         guard value.kind == .object else { throw Rejection(.invalidType, "\"attribution\" must be an object") }
-        func member(_ name: String) throws(Rejection) -> String? {
-            guard let member = value[name], !member.isNull else { return nil }
-            guard let text = member.string else { throw Rejection(.invalidType, "\"attribution.\(name)\" must be a string or null") }
-            return text
+        var attribution = Attribution()
+        var seen = (install: false, open: false, type: false)
+        for (key, member) in value.members {
+            let text: String?
+            if member.isNull {
+                text = nil
+            } else if let string = member.string {
+                text = string
+            } else {
+                text = nil
+                if key.stringEquals("install_click_id") || key.stringEquals("open_click_id") || key.stringEquals("open_type") {
+                    throw Rejection(.invalidType, "\"attribution.\(key.string ?? "")\" must be a string or null")
+                }
+            }
+            if key.stringEquals("install_click_id") {
+                if !seen.install { attribution.installClickID = text }
+                seen.install = true
+            } else if key.stringEquals("open_click_id") {
+                if !seen.open { attribution.openClickID = text }
+                seen.open = true
+            } else if key.stringEquals("open_type") {
+                if !seen.type { attribution.openType = text }
+                seen.type = true
+            }
         }
-        return Attribution(
-            installClickID: try member("install_click_id"), openClickID: try member("open_click_id"),
-            openType: try member("open_type"))
+        return attribution
     }
 }
 
 extension EventNormalizer {
-    /// The `X-SDK` header, else the body's `sdk` string; an unusable body value is ignored with a warning.
+    /// The `X-SDK` header, else the body's `sdk` string. Either must be 1 to 128 bytes without
+    /// control characters; an unusable value is ignored with a warning (it is informational and
+    /// not worth losing the event over).
     mutating func sdk(index: Int) -> String? {
-        if let header = context.sdkHeader, !header.isEmpty { return header }
+        if let header = context.sdkHeader, !header.isEmpty {
+            var header = header
+            if header.withUTF8({ DeviceID.isValidIdentifier($0) }) { return header }
+            result.warnings.append("event \(index): the X-SDK header is not 1 to \(Self.maxIdentifierBytes) printable bytes and was ignored")
+        }
         guard let value = fields[.sdk], !value.isNull else { return nil }
-        guard let text = value.string, !text.isEmpty, text.utf8.count <= Self.maxIdentifierBytes else {
-            result.warnings.append("event \(index): \"sdk\" is not a string of 1 to \(Self.maxIdentifierBytes) bytes and was ignored")
+        guard let text = value.withStringBytes({ DeviceID.isValidIdentifier($0) ? String(decoding: $0, as: UTF8.self) : nil }) ?? nil
+        else {
+            result.warnings.append("event \(index): \"sdk\" is not a string of 1 to \(Self.maxIdentifierBytes) printable bytes and was ignored")
             return nil
         }
         return text
@@ -117,14 +141,77 @@ extension EventNormalizer {
         body(&hash)
         return hash.eventID
     }
+
+    /// The digest of an SDK event: app, kind, normalised device, name, client time, raw data.
+    mutating func digest(of event: SDKEvent) -> (UInt64, UInt64) {
+        hash.reset()
+        hash.append(context.appID)
+        hash.append(event.kind.rawValue)
+        event.device.withStringBytes { bytes in
+            DeviceID.withNormalized(bytes) { hash.append($0) }
+        }
+        event.name.withStringBytes { hash.append($0) }
+        hash.append(event.client.microseconds)
+        if let data = event.data {
+            data.document.bytes.withUnsafeBufferPointer { hash.append(UnsafeBufferPointer(rebasing: $0[data.byteRange])) }
+        } else {
+            hash.append(EmptyCollection<UInt8>())
+        }
+        return hash.words
+    }
+
+    /// `"h:"` + 32 hex digits of `digest(of:)`.
+    mutating func hashedID(of event: SDKEvent) -> String {
+        EventHash.eventID(digest(of: event))
+    }
 }
 
-/// Device id normalisation.
+/// Device id normalisation and identifier checks.
 enum DeviceID {
+    /// 1 to 128 bytes without control characters.
+    static func isValidIdentifier(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard !bytes.isEmpty, bytes.count <= EventNormalizer.maxIdentifierBytes else { return false }
+        for b in bytes where b < 0x20 || b == 0x7F { return false }
+        return true
+    }
+
+    /// True for ids starting with `h:`, the prefix reserved for hashed ids.
+    static func isHashedID(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        bytes.count >= 2 && bytes[0] == UInt8(ascii: "h") && bytes[1] == UInt8(ascii: ":")
+    }
+
+    /// Calls `body` with the normalised bytes of a valid device id (lowercased when UUID-shaped).
+    static func withNormalized<R>(_ bytes: UnsafeBufferPointer<UInt8>, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+        guard isUUIDShaped(bytes), bytes.contains(where: { $0 &- 65 < 26 }) else { return body(bytes) }
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 36) { scratch in
+            for k in 0..<36 {
+                let b = bytes[k]
+                scratch[k] = b &- 65 < 26 ? b | 0x20 : b
+            }
+            return body(UnsafeBufferPointer(scratch))
+        }
+    }
+
+    /// The normalised device id, or nil when it is not a valid identifier.
+    static func normalize(_ bytes: UnsafeBufferPointer<UInt8>) -> String? {
+        guard isValidIdentifier(bytes) else { return nil }
+        guard isUUIDShaped(bytes), bytes.contains(where: { $0 &- 65 < 26 }) else {
+            return String(decoding: bytes, as: UTF8.self)
+        }
+        return String(unsafeUninitializedCapacity: bytes.count) { out in
+            for k in 0..<bytes.count {
+                let b = bytes[k]
+                out[k] = b &- 65 < 26 ? b | 0x20 : b
+            }
+            return bytes.count
+        }
+    }
+
     /// True for `8-4-4-4-12` hex digits in any case.
-    static func isUUIDShaped(_ bytes: [UInt8]) -> Bool {
+    static func isUUIDShaped(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         guard bytes.count == 36 else { return false }
-        for (k, b) in bytes.enumerated() {
+        for k in 0..<36 {
+            let b = bytes[k]
             if k == 8 || k == 13 || k == 18 || k == 23 {
                 guard b == UInt8(ascii: "-") else { return false }
             } else {
@@ -133,17 +220,26 @@ enum DeviceID {
         }
         return true
     }
-
-    static func lowercaseASCII(_ bytes: inout [UInt8]) {
-        for k in bytes.indices where bytes[k] &- 65 < 26 { bytes[k] |= 0x20 }
-    }
 }
 
 extension Platform {
-    /// The platform named by `bytes` in any case.
-    init?(lowercasing bytes: [UInt8]) {
-        var lower = bytes
-        DeviceID.lowercaseASCII(&lower)
-        self.init(rawValue: String(decoding: lower, as: UTF8.self))
+    /// The platform named by `bytes` in any ASCII case.
+    init?(caseInsensitive bytes: UnsafeBufferPointer<UInt8>) {
+        func equals(_ name: StaticString) -> Bool {
+            guard bytes.count == name.utf8CodeUnitCount else { return false }
+            for k in 0..<bytes.count where bytes[k] | 0x20 != name.utf8Start[k] { return false }
+            return true
+        }
+        if equals("ios") {
+            self = .ios
+        } else if equals("android") {
+            self = .android
+        } else if equals("desktop") {
+            self = .desktop
+        } else if equals("unknown") {
+            self = .unknown
+        } else {
+            return nil
+        }
     }
 }

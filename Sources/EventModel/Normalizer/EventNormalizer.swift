@@ -8,16 +8,26 @@ struct EventNormalizer {
     let limits: IngestLimits
     var sentAt: Timestamp?
     var result = NormalizedRequest()
+    /// Envelope lines of accepted events, when normalising straight to lines.
+    var records: [[UInt8]] = []
     var fields = EventFields()
     var hash = EventHash()
 
     /// Longest accepted device id, event id, click id or SDK string, in bytes.
     static let maxIdentifierBytes = 128
 
+    /// `received_at` as a quoted JSON timestamp: the same for every line of the request.
+    let receivedAtJSON: [UInt8]
+
     init(context: RequestContext, limits: IngestLimits, sentAt: Timestamp?) {
         self.context = context
         self.limits = limits
         self.sentAt = sentAt
+        receivedAtJSON = [UInt8](unsafeUninitializedCapacity: JSONWriter.timestampBound) { buffer, count in
+            var w = JSONWriter(buffer.baseAddress!)
+            w.timestamp(context.receivedAt)
+            count = w.cursor - buffer.baseAddress!
+        }
     }
 
     /// Reads `sent_at` (or Segment's `sentAt`); an unreadable one is ignored with a warning.
@@ -30,21 +40,29 @@ struct EventNormalizer {
 
     // MARK: SDK events
 
-    /// Normalises one SDK event; `kind` nil means "read `type`, default event".
-    mutating func sdkEvent(_ value: JSONValue, index: Int, kind: EventKind?, allowsType: Bool) {
+    /// Normalises one SDK event; `kind` nil means "read `type`, default event". With `encode`,
+    /// the accepted event is written straight to `result.records` as an envelope line instead of
+    /// being kept as an `Envelope`.
+    mutating func sdkEvent(_ value: JSONValue, index: Int, kind: EventKind?, allowsType: Bool, encode: Bool = false) {
         do throws(Rejection) {
-            let envelope = try makeSDKEnvelope(value, index: index, kind: kind, allowsType: allowsType)
-            result.accepted.append(envelope)
+            let event = try validateSDKEvent(value, kind: kind, allowsType: allowsType)
+            if encode {
+                records.append(record(of: event, index: index))
+            } else {
+                result.accepted.append(envelope(of: event, index: index))
+            }
         } catch {
-            result.rejected.append(EventRejection(index: index, code: error.code.rawValue, message: error.message))
+            result.rejected.append(
+                EventRejection(index: index, code: error.code.rawValue, message: error.message, rawEvent: Array(value.rawBytes)))
         }
     }
 
-    private mutating func makeSDKEnvelope(
-        _ value: JSONValue, index: Int, kind fixedKind: EventKind?, allowsType: Bool
-    ) throws(Rejection) -> Envelope {
+    /// Checks one SDK event; the result still points into the body.
+    private mutating func validateSDKEvent(
+        _ value: JSONValue, kind fixedKind: EventKind?, allowsType: Bool
+    ) throws(Rejection) -> SDKEvent {
         try checkShape(value)
-        try fields.collect(from: value, mask: EventField.sdkMask(allowsType: allowsType))
+        try fields.collect(from: value, mask: allowsType ? EventField.sdkBatchMask : EventField.sdkMask)
         var kind = fixedKind ?? .event
         if allowsType, let type = try optionalString(.type) {
             switch type {
@@ -53,41 +71,42 @@ struct EventNormalizer {
             default: throw Rejection(.invalidKind, "\"type\" must be \"event\" or \"retention\"")
             }
         }
-        let nameBytes = try requiredStringBytes(.eventName)
-        guard !nameBytes.isEmpty else { throw Rejection(.invalidName, "\"event_name\" must not be empty") }
-        let nameLength = nameBytes.reduce(0) { $0 + ($1 & 0xC0 == 0x80 ? 0 : 1) }
+        let nameLength = try readString(.eventName, required: true) { bytes in
+            bytes.reduce(0) { $0 + ($1 & 0xC0 == 0x80 ? 0 : 1) }
+        }!
+        guard nameLength > 0 else { throw Rejection(.invalidName, "\"event_name\" must not be empty") }
         guard nameLength <= limits.maxNameLength else {
             throw Rejection(.nameTooLong, "\"event_name\" has \(nameLength) characters, at most \(limits.maxNameLength) are allowed")
         }
         let client = try requiredTimestamp()
-        let platformText = try requiredStringBytes(.platform)
-        guard let platform = Platform(lowercasing: platformText), platform == .ios || platform == .android else {
+        let platform = try readString(.platform, required: true) { Platform(caseInsensitive: $0) }!
+        guard let platform, platform == .ios || platform == .android else {
             throw Rejection(.invalidPlatform, "\"platform\" must be \"ios\" or \"android\"")
         }
         let device = try deviceID()
-        let clientID = try clientEventID()
-        let (time, clock) = resolveTime(client: client, index: index)
+        return SDKEvent(
+            kind: kind, name: fields[.eventName]!, client: client, platform: platform, device: device,
+            clientID: try clientEventID(), attribution: try attribution(),
+            clickID: try optionalString(.clickID).flatMap { $0.isEmpty ? nil : $0 },
+            data: fields[.data].flatMap { $0.isNull ? nil : $0 }, metadata: fields[.metadata].flatMap { $0.isNull ? nil : $0 })
+    }
 
-        let name = String(decoding: nameBytes, as: UTF8.self)
-        let data = try rawJSON(.data)
-        let id = clientID ?? hashedID { hash in
-            hash.append(kind.rawValue)
-            hash.append(device)
-            hash.append(name)
-            hash.append(client.microseconds)
-            hash.append(data ?? [])
-        }
-        var envelope = Envelope(id: id, app: context.appID, kind: kind, time: time, receivedAt: context.receivedAt, clock: clock)
-        envelope.name = name
-        envelope.device = device
-        envelope.platform = platform
+    /// The envelope of a validated event. Every check has passed, so from here on nothing
+    /// rejects and warnings only concern accepted events.
+    private mutating func envelope(of event: SDKEvent, index: Int) -> Envelope {
+        let (time, clock) = resolveTime(client: event.client, index: index)
+        let id = event.clientID ?? hashedID(of: event)
+        var envelope = Envelope(id: id, app: context.appID, kind: event.kind, time: time, receivedAt: context.receivedAt, clock: clock)
+        envelope.name = event.name.string
+        envelope.device = event.device.withStringBytes { DeviceID.normalize($0) } ?? nil
+        envelope.platform = event.platform
         envelope.sdk = sdk(index: index)
-        envelope.clientTimestamp = client
+        envelope.clientTimestamp = event.client
         envelope.sentAt = sentAt
-        envelope.attribution = try attribution()
-        envelope.clickID = try optionalString(.clickID).flatMap { $0.isEmpty ? nil : $0 }
-        envelope.data = data
-        envelope.metadata = try rawJSON(.metadata)
+        envelope.attribution = event.attribution
+        envelope.clickID = event.clickID
+        envelope.data = event.data.map { Array($0.rawBytes) }
+        envelope.metadata = event.metadata.map { Array($0.rawBytes) }
         return envelope
     }
 
@@ -99,7 +118,8 @@ struct EventNormalizer {
             let envelope = try makeLinkEnvelope(value, index: index, kind: kind)
             result.accepted.append(envelope)
         } catch {
-            result.rejected.append(EventRejection(index: index, code: error.code.rawValue, message: error.message))
+            result.rejected.append(
+                EventRejection(index: index, code: error.code.rawValue, message: error.message, rawEvent: Array(value.rawBytes)))
         }
     }
 
@@ -117,55 +137,25 @@ struct EventNormalizer {
             default: throw Rejection(.invalidKind, "\"type\" must be \"click\" or \"match\"")
             }
         }
-        let clickIDBytes = try requiredStringBytes(.clickID)
-        guard !clickIDBytes.isEmpty, clickIDBytes.count <= Self.maxIdentifierBytes,
-            !clickIDBytes.contains(where: { $0 < 0x20 || $0 == 0x7F })
-        else {
+        let clickID = try readString(.clickID, required: true) { bytes in
+            DeviceID.isValidIdentifier(bytes) ? String(decoding: bytes, as: UTF8.self) : nil
+        }!
+        guard let clickID else {
             throw Rejection(.invalidClickID, "\"click_id\" must be 1 to \(Self.maxIdentifierBytes) bytes without control characters")
         }
-        let clickID = String(decoding: clickIDBytes, as: UTF8.self)
         let client = try requiredTimestamp()
         let clientID = try clientEventID()
-        let (time, clock) = resolveTime(client: client, index: index)
-        var envelope = Envelope(id: "", app: context.appID, kind: kind, time: time, receivedAt: context.receivedAt, clock: clock)
+        var envelope = Envelope(id: "", app: context.appID, kind: kind, time: client, receivedAt: context.receivedAt)
         envelope.clickID = clickID
         envelope.clientTimestamp = client
         envelope.sentAt = sentAt
         if kind == .click {
-            let urlBytes = try requiredStringBytes(.url)
-            guard let link = LinkURL(urlBytes) else { throw Rejection(.invalidURL, "\"url\" must be an absolute URL") }
-            envelope.url = String(decoding: urlBytes, as: UTF8.self)
-            envelope.path = link.path
-            envelope.query = link.query
-            if let platformText = try optionalStringBytes(.platform) {
-                guard let platform = Platform(lowercasing: platformText) else {
-                    throw Rejection(.invalidPlatform, "\"platform\" must be \"ios\", \"android\", \"desktop\" or \"unknown\"")
-                }
-                envelope.platform = platform
-            } else {
-                envelope.platform = .unknown
-            }
-            let kindText = try requiredStringBytes(.kind, name: "kind")
-            guard let clickKind = ClickKind(rawValue: String(decoding: kindText, as: UTF8.self)) else {
-                throw Rejection(.invalidClickKind, "\"kind\" must be \"web\" or \"universal_link\"")
-            }
-            envelope.clickKind = clickKind
-            envelope.userAgent = try optionalString(.userAgent)
-            envelope.ip = try optionalString(.ip)
-            envelope.referrer = try optionalString(.referrer)
+            try readClick(into: &envelope)
         } else {
-            let methodText = try requiredStringBytes(.method)
-            guard let method = MatchMethod(rawValue: String(decoding: methodText, as: UTF8.self)) else {
-                throw Rejection(.invalidMethod, "\"method\" must be \"deterministic\" or \"probabilistic\"")
-            }
-            envelope.method = method
-            if let score = fields[.score], !score.isNull {
-                guard let number = score.double else {
-                    throw Rejection(.invalidType, "\"score\" must be a number")
-                }
-                envelope.score = number
-            }
+            try readMatch(into: &envelope)
         }
+        // Every check has passed: from here on nothing rejects, so warnings only concern accepted events.
+        (envelope.time, envelope.clock) = resolveTime(client: client, index: index)
         envelope.id = clientID ?? hashedID { hash in
             hash.append(kind.rawValue)
             hash.append(clickID)
@@ -174,5 +164,41 @@ struct EventNormalizer {
             hash.append(envelope.url ?? "")
         }
         return envelope
+    }
+
+    /// url (with path and query), platform (default `unknown`), kind, user_agent, ip, referrer.
+    private func readClick(into envelope: inout Envelope) throws(Rejection) {
+        let url = try requiredString(.url)
+        guard let link = LinkURL(url.utf8) else { throw Rejection(.invalidURL, "\"url\" must be an absolute URL") }
+        envelope.url = url
+        envelope.path = link.path
+        envelope.query = link.query
+        if let platform = try readString(.platform, { Platform(caseInsensitive: $0) }) {
+            guard let platform else {
+                throw Rejection(.invalidPlatform, "\"platform\" must be \"ios\", \"android\", \"desktop\" or \"unknown\"")
+            }
+            envelope.platform = platform
+        } else {
+            envelope.platform = .unknown
+        }
+        guard let clickKind = ClickKind(rawValue: try requiredString(.kind)) else {
+            throw Rejection(.invalidClickKind, "\"kind\" must be \"web\" or \"universal_link\"")
+        }
+        envelope.clickKind = clickKind
+        envelope.userAgent = try optionalString(.userAgent)
+        envelope.ip = try optionalString(.ip)
+        envelope.referrer = try optionalString(.referrer)
+    }
+
+    /// method and the optional score.
+    private func readMatch(into envelope: inout Envelope) throws(Rejection) {
+        guard let method = MatchMethod(rawValue: try requiredString(.method)) else {
+            throw Rejection(.invalidMethod, "\"method\" must be \"deterministic\" or \"probabilistic\"")
+        }
+        envelope.method = method
+        if let score = fields[.score], !score.isNull {
+            guard let number = score.double else { throw Rejection(.invalidType, "\"score\" must be a number") }
+            envelope.score = number
+        }
     }
 }

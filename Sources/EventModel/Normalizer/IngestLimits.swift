@@ -43,12 +43,15 @@ package struct EventRejection: Sendable, Equatable {
     package var code: String
     /// A human-readable explanation, safe to return to the client.
     package var message: String
+    /// The event's JSON exactly as received, for the dead-letter log (not for the client).
+    package var rawEvent: [UInt8]
 
     /// Creates a rejection.
-    package init(index: Int, code: String, message: String) {
+    package init(index: Int, code: String, message: String, rawEvent: [UInt8] = []) {
         self.index = index
         self.code = code
         self.message = message
+        self.rawEvent = rawEvent
     }
 }
 

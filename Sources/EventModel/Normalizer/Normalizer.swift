@@ -19,12 +19,18 @@ package enum Normalizer {
     package static func single(
         body: [UInt8], kind: EventKind, context: RequestContext, limits: IngestLimits = IngestLimits()
     ) throws(BodyError) -> NormalizedRequest {
+        try runSingle(body: body, kind: kind, context: context, limits: limits, encode: false).result
+    }
+
+    static func runSingle(
+        body: [UInt8], kind: EventKind, context: RequestContext, limits: IngestLimits, encode: Bool
+    ) throws(BodyError) -> EventNormalizer {
         let document = try parse(body, limits: limits)
         let root = document.root
         guard root.kind == .object else { throw .notAnObject }
         var normalizer = EventNormalizer(context: context, limits: limits, sentAt: nil)
-        normalizer.sdkEvent(root, index: 0, kind: kind == .retention ? .retention : .event, allowsType: false)
-        return normalizer.result
+        normalizer.sdkEvent(root, index: 0, kind: kind == .retention ? .retention : .event, allowsType: false, encode: encode)
+        return normalizer
     }
 
     /// Normalises `{"sent_at": ISO?, "batch": [event, ...]}` from `POST /api/analytics/batch`.
@@ -37,18 +43,30 @@ package enum Normalizer {
     package static func batch(
         body: [UInt8], context: RequestContext, limits: IngestLimits = IngestLimits()
     ) throws(BodyError) -> NormalizedRequest {
+        try runBatch(body: body, context: context, limits: limits, encode: false).result
+    }
+
+    static func runBatch(
+        body: [UInt8], context: RequestContext, limits: IngestLimits, encode: Bool
+    ) throws(BodyError) -> EventNormalizer {
         let document = try parse(body, limits: limits)
         let root = document.root
         guard root.kind == .object else { throw .notAnObject }
         guard let events = root["batch"] else { throw .invalidBatch(message: "the body has no \"batch\" array") }
         guard events.kind == .array else { throw .invalidBatch(message: "\"batch\" must be an array") }
-        try checkCount(events.count, limits: limits)
+        let count = events.count
+        try checkCount(count, limits: limits)
         var normalizer = EventNormalizer(context: context, limits: limits, sentAt: nil)
+        if encode {
+            normalizer.records.reserveCapacity(count)
+        } else {
+            normalizer.result.accepted.reserveCapacity(count)
+        }
         normalizer.sentAt = normalizer.readSentAt(root)
         for (index, event) in events.elements.enumerated() {
-            normalizer.sdkEvent(event, index: index, kind: nil, allowsType: true)
+            normalizer.sdkEvent(event, index: index, kind: nil, allowsType: true, encode: encode)
         }
-        return normalizer.result
+        return normalizer
     }
 
     /// Normalises the link service's `{"clicks":[...],"matches":[...]}` or
@@ -68,7 +86,9 @@ package enum Normalizer {
         normalizer.sentAt = normalizer.readSentAt(root)
         if let events = root["batch"] {
             guard events.kind == .array else { throw .invalidBatch(message: "\"batch\" must be an array") }
-            try checkCount(events.count, limits: limits)
+            let count = events.count
+            try checkCount(count, limits: limits)
+            normalizer.result.accepted.reserveCapacity(count)
             for (index, event) in events.elements.enumerated() {
                 normalizer.linkEvent(event, index: index, kind: nil)
             }
@@ -85,7 +105,9 @@ package enum Normalizer {
             }
         }
         let clickCount = clicks?.count ?? 0
-        try checkCount(clickCount + (matches?.count ?? 0), limits: limits)
+        let count = clickCount + (matches?.count ?? 0)
+        try checkCount(count, limits: limits)
+        normalizer.result.accepted.reserveCapacity(count)
         if let clicks {
             for (index, event) in clicks.elements.enumerated() {
                 normalizer.linkEvent(event, index: index, kind: .click)

@@ -38,6 +38,12 @@ package final class KeyStore: Sendable {
     private let timer = Mutex<TimerBox?>(nil)
     private let lastRefreshOK = Atomic<Bool>(false)
     private let logger = Logger(label: "ingest")
+    /// Memo of presented key → its SHA-256 hex, so the hot path hashes each distinct key once.
+    /// Bounded: cleared when it reaches `maxMemo` entries (garbage keys cannot grow it).
+    private let hashMemo = Mutex<[String: [UInt8]]>([:])
+    private let maxMemo = 10_000
+    /// Longest key considered at all, in bytes.
+    private let maxKeyBytes = 256
 
     /// Creates a store; call `start()` to load keys and begin refreshing.
     /// - Parameters:
@@ -55,7 +61,8 @@ package final class KeyStore: Sendable {
         if !refresh() { loadCache() }
         let queue = DispatchQueue(label: "ingest.keys")
         let source = DispatchSource.makeTimerSource(queue: queue)
-        let nanos = Int(refreshInterval.components.seconds) * 1_000_000_000
+        let nanos =
+            Int(refreshInterval.components.seconds) * 1_000_000_000
             + Int(refreshInterval.components.attoseconds / 1_000_000_000)
         source.schedule(deadline: .now() + .nanoseconds(nanos), repeating: .nanoseconds(nanos))
         source.setEventHandler { [weak self] in _ = self?.refresh() }
@@ -102,15 +109,25 @@ package final class KeyStore: Sendable {
 
     /// Checks `key` (as sent by the client) for `appID`, comparing hashes in constant time.
     package func verify(key: String, appID: String) -> Verdict {
-        let hash = SHA256.hex(Array(key.utf8))
-        let hashBytes = Array(hash.utf8)
+        // No issued key is this long; refusing early also keeps the hash memo small.
+        guard key.utf8.count <= maxKeyBytes else { return .unknown }
+        let hashBytes =
+            hashMemo.withLock { $0[key] }
+            ?? {
+                let computed = Array(SHA256.hex(Array(key.utf8)).utf8)
+                hashMemo.withLock { memo in
+                    if memo.count >= maxMemo { memo.removeAll(keepingCapacity: true) }
+                    memo[key] = computed
+                }
+                return computed
+            }()
         return snapshot.withLock { snapshot in
             var found: KeyKind?
             for candidate in snapshot.byApp[appID] ?? [] where constantTimeEquals(candidate.hash, hashBytes) {
                 found = candidate.kind
             }
             if let found { return .valid(found) }
-            return snapshot.allHashes.contains(hash) ? .otherApp : .unknown
+            return snapshot.allHashes.contains(String(decoding: hashBytes, as: UTF8.self)) ? .otherApp : .unknown
         }
     }
 

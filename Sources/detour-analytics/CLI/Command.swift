@@ -36,12 +36,10 @@ let dataDirectoryHelp = """
     """
 
 extension Arguments {
-    /// The database URL from `--database-url` or `DATABASE_URL`.
-    mutating func databaseURL(_ environment: Environment) throws -> String {
-        guard let url = try option("--database-url", default: environment["DATABASE_URL"]) else {
-            throw UsageError(description: "no database: pass --database-url or set DATABASE_URL")
-        }
-        return url
+    /// The database URL from `--database-url` or `DATABASE_URL`, if either is given. Commands check
+    /// for it with `requireDatabase` after `finish()`, so a mistyped flag is reported as such.
+    mutating func databaseURL(_ environment: Environment) throws -> String? {
+        try option("--database-url", default: environment["DATABASE_URL"])
     }
 
     /// The data directory from `--data-dir` or `DETOUR_DATA_DIR`.
@@ -53,4 +51,10 @@ extension Arguments {
 /// Writes a line to standard output at once (unbuffered), so scripts reading it see it immediately.
 func say(_ line: String) {
     FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}
+
+/// The database URL, or a usage error saying how to give one.
+func requireDatabase(_ url: String?) throws -> String {
+    guard let url else { throw UsageError(description: "no database: pass --database-url or set DATABASE_URL") }
+    return url
 }

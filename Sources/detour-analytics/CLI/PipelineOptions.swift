@@ -37,11 +37,10 @@ struct PipelineOptions {
           --max-disk SIZE         stop accepting (503) when segments use this much disk (default off)
         """
 
-    /// Parses the flags both components share; `needsDatabase` makes DATABASE_URL required.
-    static func parse(_ arguments: inout Arguments, environment: Environment, needsDatabase: Bool) throws -> PipelineOptions {
+    /// Parses the flags both components share.
+    static func parse(_ arguments: inout Arguments, environment: Environment) throws -> PipelineOptions {
         let data = try arguments.dataDirectory(environment)
-        let url = try arguments.option("--database-url", default: environment["DATABASE_URL"])
-        if needsDatabase && url == nil { throw UsageError(description: "no database: pass --database-url or set DATABASE_URL") }
+        let url = try arguments.databaseURL(environment)
         let node = try arguments.option("--node", default: environment["DETOUR_NODE"]) ?? "node-1"
         guard !node.isEmpty, !node.contains("/"), !node.hasPrefix(".") else { throw UsageError(description: "--node must be a plain name") }
 

@@ -29,7 +29,7 @@ enum AppsCommand: Command {
         guard isValidAppID(id) else {
             throw UsageError(description: "--id must be 1-64 characters of letters, digits, '-', '_' or '.'")
         }
-        let keys = try createApp(url: url, id: id, name: name)
+        let keys = try createApp(url: try requireDatabase(url), id: id, name: name)
         if json {
             let object = ["app_id": id, "publishable_key": keys.publishable, "secret_key": keys.secret]
             let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])

@@ -21,7 +21,7 @@ enum MigrateCommand: Command {
         let url = try arguments.databaseURL(environment)
         let directory = try arguments.option("--sql-dir", default: environment["DETOUR_SQL_DIR"]) ?? locateSQLDirectory()
         try arguments.finish()
-        let applied = try migrate(url: url, directory: directory)
+        let applied = try migrate(url: try requireDatabase(url), directory: directory)
         print(applied.isEmpty ? "migrate: schema is up to date" : "migrate: applied \(applied.joined(separator: ", "))")
         return 0
     }

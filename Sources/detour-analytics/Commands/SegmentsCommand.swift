@@ -46,6 +46,8 @@ enum SegmentsCommand: Command {
             let report = try SegmentInspector.verify(path: given ?? data + "/segments")
             print(report.rendered(), terminator: "")
             return report.exitCode
+        case "replay":
+            return try ReplayCommand.run(&arguments, environment: environment)
         default:
             throw UsageError(description: "unknown segments command \(verb)")
         }

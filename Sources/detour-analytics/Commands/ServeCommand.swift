@@ -21,9 +21,9 @@ enum ServeCommand: Command {
     }
 
     static func run(_ arguments: inout Arguments, environment: Environment) throws -> Int32 {
-        let options = try PipelineOptions.parse(&arguments, environment: environment, needsDatabase: true)
+        let options = try PipelineOptions.parse(&arguments, environment: environment)
         try arguments.finish()
-        let ingest = try IngestRuntime(options: options, databaseURL: options.databaseURL!)
+        let ingest = try IngestRuntime(options: options, databaseURL: try requireDatabase(options.databaseURL))
         announce(ingest, options: options)
         let signal = Termination.wait()
         Logger(label: "detour").notice("shutdown.begin", ["signal": signal])

@@ -1,1 +1,0 @@
-// Aggregator: see the module's files.

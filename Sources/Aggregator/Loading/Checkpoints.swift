@@ -1,0 +1,42 @@
+import EventLog
+import EventModel
+import Postgres
+
+/// The per-node load positions stored in `load_checkpoints`, read and advanced inside the cycle's
+/// transaction, so a position is durable exactly when the rows read up to it are.
+enum Checkpoints {
+    /// One node's stored checkpoint.
+    struct Entry: Equatable {
+        var position: LogPosition
+        var recordsLoaded: Int64
+    }
+
+    /// Every node's checkpoint.
+    static func read(_ connection: Connection) throws -> [String: Entry] {
+        var entries: [String: Entry] = [:]
+        for row in try connection.query(LoadSQL.readCheckpoints) {
+            let node = try row["node", as: String.self]
+            let segment = try row["segment", as: Int64.self]
+            let offset = try row["frame_offset", as: Int64.self]
+            let loaded = try row["loaded_events", as: Int64.self]
+            entries[node] = Entry(position: LogPosition(segment: UInt64(segment), offset: offset), recordsLoaded: loaded)
+        }
+        return entries
+    }
+
+    /// Stores the new positions of the nodes that moved. Never moves a checkpoint backwards.
+    static func advance(
+        _ connection: Connection, from old: [String: Entry], to positions: [String: LogPosition],
+        records: [String: Int], newestReceivedAt: [String: Timestamp]
+    ) throws {
+        for node in positions.keys.sorted() {
+            guard let position = positions[node] else { continue }
+            if let previous = old[node], previous.position >= position { continue }
+            let segment = Int64(position.segment)
+            let offset = position.offset
+            let count = Int64(records[node] ?? 0)
+            let newest = newestReceivedAt[node]?.iso8601
+            try connection.execute(LoadSQL.advanceCheckpoint(node: node, segment: segment, offset: offset, records: count, newestReceivedAt: newest))
+        }
+    }
+}

@@ -1,0 +1,210 @@
+import EventLog
+import EventModel
+import Foundation
+import Observability
+import Postgres
+
+/// Runs load cycles on one PostgreSQL connection. Not thread-safe: the aggregator's serial queue
+/// (or one test thread) owns it.
+///
+/// One cycle, in ONE transaction (see docs/aggregator.md, "The cycle"):
+/// 1. take the transaction-level advisory lock (another aggregator holding it: `busy`, nothing done);
+/// 2. read every node's checkpoint;
+/// 3. read each node's log after its checkpoint, bounded by the per-cycle budget, and stream the
+///    decoded envelopes through ONE `COPY` (text format) into the temporary staging table;
+/// 4. create missing day partitions, insert into the raw tables deduplicated on (app_id, event_id),
+///    upsert devices and links, refresh the rollups for the touched (app, day) keys;
+/// 5. advance the checkpoints; COMMIT. Only then is the new position durable.
+final class Loader {
+    /// Where a cycle starts reading.
+    enum Mode {
+        /// From each node's stored checkpoint; the checkpoints advance at commit.
+        case checkpointed
+        /// From the given positions (nodes absent start at the beginning); checkpoints are not moved.
+        case replay([String: LogPosition])
+    }
+
+    /// What a committed cycle did.
+    struct Report: Sendable {
+        /// Records read from the log.
+        var records = 0
+        /// Records that did not decode as envelopes (skipped, counted, logged).
+        var undecodable = 0
+        /// New rows per raw table (duplicates excluded).
+        var inserted = RowCounts()
+        /// True when a bound was hit: more is waiting.
+        var backlog = false
+        /// Where each node's reading ended.
+        var positions: [String: LogPosition] = [:]
+        /// Compressed bytes read, where a node's read stayed within one segment (for the lag estimate).
+        var compressedBytesRead: Int64 = 0
+        /// Compressed log bytes left after this cycle's read, per node (the lag metric).
+        var bytesBehind: [String: Int64] = [:]
+        /// Damaged frames the reader skipped (logged by the aggregator).
+        var damaged: [FrameDamage] = []
+        /// The newest `received_at` among the records of this cycle.
+        var newestReceivedAt: Timestamp?
+        /// (app, day) keys whose rollups were refreshed.
+        var touchedKeys = 0
+    }
+
+    /// New rows per raw table.
+    struct RowCounts: Sendable, Equatable {
+        var events = 0
+        var clicks = 0
+        var matches = 0
+        var total: Int { events + clicks + matches }
+    }
+
+    let configuration: AggregatorConfiguration
+    let source: LogSource
+    let hooks: LoaderHooks
+    private let logger = Logger(label: "aggregator")
+    private(set) var connection: Connection?
+    private var partitions = PartitionCache()
+
+    init(configuration: AggregatorConfiguration, hooks: LoaderHooks = LoaderHooks()) {
+        self.configuration = configuration
+        self.source = LogSource(directory: configuration.segmentsDirectory)
+        self.hooks = hooks
+    }
+
+    /// The open connection, or a new one with the session prepared (staging table, partitions ahead).
+    func connected() throws(AggregatorError) -> Connection {
+        if let connection { return connection }
+        do {
+            let connection = try Connection(url: configuration.databaseURL)
+            try connection.unsafeSQL(LoadSQL.createStaging)
+            self.connection = connection
+            partitions = PartitionCache()
+            return connection
+        } catch {
+            throw .database("\(error)")
+        }
+    }
+
+    /// Closes the connection; the next cycle opens a new one.
+    func disconnect() {
+        connection?.close()
+        connection = nil
+        partitions = PartitionCache()
+    }
+
+    /// Runs one cycle. Returns nil when another aggregator holds the load lock.
+    /// - Parameter waitForLock: wait for the load lock instead of returning nil (replay, rebuild).
+    func runCycle(mode: Mode = .checkpointed, waitForLock: Bool = false) throws(AggregatorError) -> Report? {
+        let connection = try connected()
+        do {
+            try partitions.ensureAhead(
+                connection, days: configuration.partitionsAheadDays, today: StagingBatch.day(of: .now()))
+            return try connection.withTransaction { connection in
+                if waitForLock {
+                    try connection.query(LoadSQL.lock)
+                } else if try connection.query(LoadSQL.tryLock).first?["locked", as: Bool.self] != true {
+                    return nil
+                }
+                return try load(connection, mode: mode)
+            }
+        } catch let error as AggregatorError {
+            partitions = PartitionCache()
+            throw error
+        } catch {
+            partitions = PartitionCache()
+            throw .database("\(error)")
+        }
+    }
+
+    /// The body of the cycle's transaction (lock held).
+    private func load(_ connection: Connection, mode: Mode) throws -> Report {
+        var report = Report()
+        let nodes = try source.nodes()
+        let checkpoints = try Checkpoints.read(connection)
+        var starts: [String: LogPosition?] = [:]
+        for node in nodes {
+            switch mode {
+            case .checkpointed: starts[node] = checkpoints[node]?.position
+            case .replay(let positions): starts[node] = positions[node]
+            }
+        }
+        guard !nodes.isEmpty else { return report }
+
+        var staging = StagingBatch()
+        try hooks.beforeCopy?(connection)
+        _ = try connection.copyIn(LoadSQL.copyStaging) { buffer in
+            var remainingRecords = configuration.maxEventsPerCycle
+            var remainingBytes = configuration.maxBytesPerCycle
+            // Fair share per node; a node that needs less leaves the rest to those after it.
+            for (index, node) in nodes.enumerated() where remainingRecords > 0 && remainingBytes > 0 {
+                let share = nodes.count - index
+                let maxRecords = max(1, remainingRecords / share)
+                let maxBytes = max(4096, remainingBytes / share)
+                let chunk = try source.read(
+                    node: node, after: starts[node] ?? nil, maxRecords: maxRecords, maxBytes: maxBytes)
+                // Backlog: this read returned records and the log still extends past where it
+                // stopped. (An empty read is never backlog, so a torn tail cannot cause a busy loop.)
+                let behind = source.bytesBehind(node: node, after: chunk.next)
+                report.bytesBehind[node] = behind
+                if !chunk.isEmpty, behind > 0 { report.backlog = true }
+                remainingRecords -= chunk.count
+                remainingBytes -= chunk.bytes.count
+                report.records += chunk.count
+                report.positions[node] = chunk.next
+                if let from = starts[node] ?? nil, from.segment == chunk.next.segment {
+                    report.compressedBytesRead += chunk.next.offset - from.offset
+                }
+                report.damaged += chunk.damaged
+                staging.add(chunk, node: node, to: &buffer)
+            }
+        }
+        report.undecodable = staging.undecodable
+        report.newestReceivedAt = staging.newestReceivedAt
+        if staging.undecodable > 0 {
+            logger.warning("records.undecodable", ["count": "\(staging.undecodable)", "first.error": staging.firstError ?? ""])
+        }
+        try hooks.afterCopy?(connection)
+
+        if staging.rows > 0 {
+            try partitions.ensure(days: staging.days, connection)
+            report.inserted = try insertRaw(connection)
+            report.touchedKeys = try refreshRollups(connection)
+        }
+        if case .checkpointed = mode {
+            try Checkpoints.advance(
+                connection, from: checkpoints, to: report.positions, records: staging.recordsByNode,
+                newestReceivedAt: staging.newestReceivedAtByNode)
+        }
+        try hooks.beforeCommit?(connection)
+        return report
+    }
+
+    /// Moves staged rows into the raw tables (each statement also upserts its derived table:
+    /// devices from new events, links from new clicks) and records the touched keys.
+    private func insertRaw(_ connection: Connection) throws -> RowCounts {
+        func inserted(_ sql: SQL) throws -> Int {
+            try connection.query(sql).first?["inserted", as: Int.self] ?? 0
+        }
+        var counts = RowCounts()
+        counts.events = try inserted(LoadSQL.insertEvents)
+        counts.clicks = try inserted(LoadSQL.insertClicks)
+        counts.matches = try inserted(LoadSQL.insertMatches)
+        return counts
+    }
+
+    /// Calls the rollup seam for the (app, day) keys of the rows this cycle inserted.
+    private func refreshRollups(_ connection: Connection) throws -> Int {
+        let result = try connection.query(LoadSQL.refreshRollups)
+        return try result.first?["keys", as: Int.self] ?? 0
+    }
+}
+
+/// Test seams: each closure runs at its step of the cycle, inside the transaction; throwing from
+/// one rolls the cycle back exactly as a crash or a lost connection at that point would.
+/// Each is given the cycle's connection.
+struct LoaderHooks: Sendable {
+    /// After the lock and checkpoints, before the COPY.
+    var beforeCopy: (@Sendable (Connection) throws -> Void)?
+    /// After the COPY, before the raw inserts.
+    var afterCopy: (@Sendable (Connection) throws -> Void)?
+    /// After everything, just before COMMIT.
+    var beforeCommit: (@Sendable (Connection) throws -> Void)?
+}

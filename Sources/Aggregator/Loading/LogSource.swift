@@ -1,0 +1,45 @@
+import EventLog
+import Foundation
+
+/// The ingest nodes' logs as the loader sees them: nodes are the sub-directories of
+/// `<data>/segments/`, each read from a position with a bound on records and bytes.
+/// This is the only file that talks to `EventLog`'s reader.
+struct LogSource {
+    /// `<data>/segments`.
+    let directory: String
+
+    /// Names of the nodes with a segment directory, sorted.
+    func nodes() throws(AggregatorError) -> [String] {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue
+        else { return [] }
+        do {
+            return try FileManager.default.contentsOfDirectory(atPath: directory).filter { name in
+                var isDir: ObjCBool = false
+                return !name.hasPrefix(".")
+                    && FileManager.default.fileExists(atPath: directory + "/" + name, isDirectory: &isDir)
+                    && isDir.boolValue
+            }.sorted()
+        } catch {
+            throw .log(node: "*", reason: "cannot list \(directory): \(error)")
+        }
+    }
+
+    /// Reads up to `maxRecords` records / about `maxBytes` bytes of `node` after `position`
+    /// (nil: from the beginning). Damaged frames are skipped by the reader and returned in the batch.
+    func read(node: String, after position: LogPosition?, maxRecords: Int, maxBytes: Int) throws(AggregatorError)
+        -> LogBatch
+    {
+        do {
+            return try LogReader(directory: directory, node: node)
+                .read(after: position, maxRecords: maxRecords, maxBytes: maxBytes)
+        } catch {
+            throw .log(node: node, reason: "\(error)")
+        }
+    }
+
+    /// Compressed bytes of `node`'s log after `position` (the lag metric).
+    func bytesBehind(node: String, after position: LogPosition?) -> Int64 {
+        (try? LogReader(directory: directory, node: node).bytesBehind(position)) ?? 0
+    }
+}

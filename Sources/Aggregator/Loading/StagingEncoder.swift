@@ -1,0 +1,197 @@
+import EventModel
+
+/// Turns envelopes into rows of PostgreSQL's COPY text format for the staging table.
+///
+/// The column order is `StagingEncoder.columns`, which must match `LoadSQL.createStaging`.
+/// Text format rules (PostgreSQL docs, "COPY ... Text Format"): columns separated by a tab, rows
+/// ended by a newline, NULL written as `\N`, and inside a value a backslash, tab, newline and
+/// carriage return escaped as `\\`, `\t`, `\n`, `\r`. Nothing else needs escaping; the bytes are
+/// UTF-8 as the envelopes are.
+///
+/// A JSON `\u0000` escape cannot be stored in `jsonb` (PostgreSQL rejects it and the whole COPY
+/// would fail on every retry), so inside `data`/`metadata` it is rewritten to `\ufffd`.
+struct StagingEncoder {
+    /// Staging columns, in COPY order.
+    static let columns = [
+        "kind", "app_id", "event_id", "time", "received_at", "clock", "name", "device_id", "platform",
+        "sdk", "client_ts", "sent_at", "install_click_id", "open_click_id", "open_type", "click_id",
+        "data", "metadata", "url", "path", "query", "utm_source", "utm_medium", "utm_campaign", "click_kind", "user_agent", "ip", "referrer", "method",
+        "score",
+    ]
+
+    private static let tab: UInt8 = 0x09
+    private static let newline: UInt8 = 0x0A
+    private static let backslash: UInt8 = 0x5C
+    private static let null: [UInt8] = [0x5C, 0x4E]  // \N
+
+    /// Appends one row for `envelope` to `out`.
+    static func append(_ envelope: Envelope, to out: inout [UInt8]) {
+        text(envelope.kind.rawValue, &out)
+        text(envelope.app, &out)
+        text(envelope.id, &out)
+        timestamp(envelope.time, &out)
+        timestamp(envelope.receivedAt, &out)
+        text(envelope.clock.rawValue, &out)
+        text(envelope.name, &out)
+        text(envelope.device, &out)
+        text(envelope.platform?.rawValue, &out)
+        text(envelope.sdk, &out)
+        timestamp(envelope.clientTimestamp, &out)
+        timestamp(envelope.sentAt, &out)
+        text(envelope.attribution?.installClickID, &out)
+        text(envelope.attribution?.openClickID, &out)
+        text(envelope.attribution?.openType, &out)
+        text(envelope.clickID, &out)
+        json(envelope.data, &out)
+        json(envelope.metadata, &out)
+        text(envelope.url, &out)
+        text(envelope.path, &out)
+        query(envelope.query, &out)
+        text(parameter("utm_source", envelope.query), &out)
+        text(parameter("utm_medium", envelope.query), &out)
+        text(parameter("utm_campaign", envelope.query), &out)
+        text(envelope.clickKind?.rawValue, &out)
+        text(envelope.userAgent, &out)
+        text(envelope.ip, &out)
+        text(envelope.referrer, &out)
+        text(envelope.method?.rawValue, &out)
+        if let score = envelope.score, score.isFinite, abs(score) < 2e9 {
+            out.append(contentsOf: "\(Int(score.rounded()))".utf8)
+        } else {
+            out.append(contentsOf: null)
+        }
+        out.append(newline)
+    }
+
+    private static func parameter(_ name: String, _ query: [QueryParameter]?) -> String? {
+        query?.first(where: { $0.name == name })?.value
+    }
+
+    private static func text(_ value: String?, _ out: inout [UInt8]) {
+        if var value {
+            value.withUTF8 { escaped($0, &out) }
+        } else {
+            out.append(contentsOf: null)
+        }
+        out.append(tab)
+    }
+
+    private static func timestamp(_ value: Timestamp?, _ out: inout [UInt8]) {
+        if let value {
+            value.appendISO8601(to: &out)
+        } else {
+            out.append(contentsOf: null)
+        }
+        out.append(tab)
+    }
+
+    private static func json(_ value: [UInt8]?, _ out: inout [UInt8]) {
+        guard let value else {
+            out.append(contentsOf: null)
+            out.append(tab)
+            return
+        }
+        if containsNullEscape(value) {
+            escaped(replacingNullEscapes(value)[...], &out)
+        } else {
+            value.withUnsafeBufferPointer { escaped($0, &out) }
+        }
+        out.append(tab)
+    }
+
+    /// Query parameters as a JSON object of strings (first occurrence of a name wins upstream).
+    private static func query(_ parameters: [QueryParameter]?, _ out: inout [UInt8]) {
+        guard let parameters else {
+            out.append(contentsOf: null)
+            out.append(tab)
+            return
+        }
+        var json: [UInt8] = [UInt8(ascii: "{")]
+        for (index, parameter) in parameters.enumerated() {
+            if index > 0 { json.append(UInt8(ascii: ",")) }
+            jsonString(parameter.name, &json)
+            json.append(UInt8(ascii: ":"))
+            jsonString(parameter.value, &json)
+        }
+        json.append(UInt8(ascii: "}"))
+        escaped(json[...], &out)
+        out.append(tab)
+    }
+
+    /// Writes `value` as a JSON string literal (jsonb-safe: NUL becomes U+FFFD).
+    static func jsonString(_ value: String, _ out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        for byte in value.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): out.append(contentsOf: [backslash, UInt8(ascii: "\"")])
+            case backslash: out.append(contentsOf: [backslash, backslash])
+            case 0x00: out.append(contentsOf: Array("\\ufffd".utf8))
+            case 0x0A: out.append(contentsOf: [backslash, UInt8(ascii: "n")])
+            case 0x0D: out.append(contentsOf: [backslash, UInt8(ascii: "r")])
+            case 0x09: out.append(contentsOf: [backslash, UInt8(ascii: "t")])
+            case 0x01..<0x20:
+                let hex = Array("0123456789abcdef".utf8)
+                out.append(contentsOf: Array("\\u00".utf8))
+                out.append(hex[Int(byte >> 4)])
+                out.append(hex[Int(byte & 0xF)])
+            default: out.append(byte)
+            }
+        }
+        out.append(UInt8(ascii: "\""))
+    }
+
+    /// Appends `bytes` with COPY text escaping.
+    private static func escaped<C: Collection<UInt8>>(_ bytes: C, _ out: inout [UInt8]) {
+        for byte in bytes {
+            switch byte {
+            case backslash: out.append(backslash); out.append(backslash)
+            case tab: out.append(backslash); out.append(UInt8(ascii: "t"))
+            case newline: out.append(backslash); out.append(UInt8(ascii: "n"))
+            case 0x0D: out.append(backslash); out.append(UInt8(ascii: "r"))
+            default: out.append(byte)
+            }
+        }
+    }
+
+    private static let nullEscape = Array("\\u0000".utf8)
+
+    static func containsNullEscape(_ bytes: [UInt8]) -> Bool {
+        guard bytes.count >= 6 else { return false }
+        var index = 0
+        while index <= bytes.count - 6 {
+            if bytes[index] == backslash {
+                if bytes[index + 1] == UInt8(ascii: "u"), bytes[index + 2] == 0x30, bytes[index + 3] == 0x30,
+                    bytes[index + 4] == 0x30, bytes[index + 5] == 0x30
+                {
+                    return true
+                }
+                index += 2  // skip the escaped character, so `\\u0000` is not a match
+                continue
+            }
+            index += 1
+        }
+        return false
+    }
+
+    static func replacingNullEscapes(_ bytes: [UInt8]) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count)
+        var index = 0
+        while index < bytes.count {
+            if bytes[index] == backslash, index + 1 < bytes.count {
+                if index + 5 < bytes.count, Array(bytes[index..<index + 6]) == nullEscape {
+                    out.append(contentsOf: Array("\\ufffd".utf8))
+                    index += 6
+                    continue
+                }
+                out.append(bytes[index])
+                out.append(bytes[index + 1])
+                index += 2
+                continue
+            }
+            out.append(bytes[index])
+            index += 1
+        }
+        return out
+    }
+}

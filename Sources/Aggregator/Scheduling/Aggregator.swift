@@ -1,0 +1,241 @@
+import Dispatch
+package import EventLog
+import EventModel
+import Foundation
+package import Observability
+import Postgres
+
+/// Loads the event log into PostgreSQL on a schedule: one serial `DispatchQueue` and one
+/// `DispatchSourceTimer`. A cycle runs on the queue; when it ends, the state machine decides the
+/// delay before the next one (at once with a backlog, `loadInterval` otherwise, exponential backoff
+/// after a failure) and the timer is re-armed, so cycles never overlap. Blocking libpq and file
+/// I/O happen on this queue only, never on the cooperative thread pool.
+///
+/// Usage: `start()` for a long-running process, `stop()` to end (waits for a running cycle);
+/// `runOnce()` / `runUntilCaughtUp()` for `aggregate --once`. Do not call `stop()` or `runOnce()`
+/// from inside a cycle (they would wait on the queue they run on).
+package final class Aggregator: @unchecked Sendable {
+    // @unchecked Sendable: every mutable member below (loader, machine, isRunning, lag estimate and
+    // positions) is read and written only on `queue`; the timer is created once and only
+    // scheduled/cancelled on `queue` too.
+    private let configuration: AggregatorConfiguration
+    private let queue = DispatchQueue(label: "detour.aggregator")
+    private let timer: any DispatchSourceTimer
+    private let loader: Loader
+    private var machine: LoadStateMachine
+    private var isRunning = false
+    private var hasStarted = false
+    private let metrics: AggregatorMetrics
+    private let logger = Logger(label: "aggregator")
+    private let retention: RetentionHook?
+    private var lastRetention: ContinuousClock.Instant?
+    private var recordsPerCompressedByte = 0.0
+    private var lastNewestLoaded: Timestamp?
+
+    /// Deletes loaded segments older than the configured age; given the node, the position loaded
+    /// through and the age. Returns the deleted paths (logged).
+    package typealias RetentionHook =
+        @Sendable (_ node: String, _ loadedThrough: LogPosition, _ olderThan: Duration) throws -> [String]
+
+    /// Creates an aggregator; nothing runs until `start()` or `runOnce()`.
+    /// - Parameters:
+    ///   - configuration: validated here.
+    ///   - registry: where the metrics go (default the process-wide registry).
+    ///   - retention: the event log's retention call (`LogRetention.deleteLoaded`), run after a
+    ///     successful cycle at most every `retentionCheckInterval`; nil disables retention.
+    /// - Throws: `AggregatorError.invalidConfiguration`.
+    package convenience init(
+        configuration: AggregatorConfiguration, registry: MetricsRegistry = .shared, retention: RetentionHook? = nil
+    ) throws(AggregatorError) {
+        try self.init(configuration: configuration, registry: registry, retention: retention, hooks: LoaderHooks())
+    }
+
+    init(
+        configuration: AggregatorConfiguration, registry: MetricsRegistry, retention: RetentionHook?,
+        hooks: LoaderHooks
+    ) throws(AggregatorError) {
+        try configuration.validate()
+        self.configuration = configuration
+        self.loader = Loader(configuration: configuration, hooks: hooks)
+        self.machine = LoadStateMachine(
+            interval: configuration.loadInterval, backoffBase: configuration.backoffBase,
+            backoffCap: configuration.backoffCap)
+        self.metrics = AggregatorMetrics(registry: registry)
+        self.retention = retention
+        self.timer = DispatchSource.makeTimerSource(queue: queue)
+    }
+
+    deinit {
+        if !hasStarted { timer.resume() }  // a never-resumed source must not be released suspended
+        timer.cancel()
+    }
+
+    /// Starts the timer; the first cycle runs at once. Calling it twice has no effect.
+    package func start() {
+        queue.sync {
+            guard !isRunning, machine.state != .stopped else { return }
+            isRunning = true
+            hasStarted = true
+            timer.setEventHandler { [unowned self] in self.tick() }
+            timer.schedule(deadline: .now())
+            timer.resume()
+            logger.info("aggregator.started", ["interval.s": "\(configuration.loadInterval.seconds)"])
+        }
+    }
+
+    /// Stops scheduling, waits for a running cycle to finish (commit or roll back), and closes the
+    /// connection. Idempotent.
+    package func stop() {
+        queue.sync {
+            guard machine.state != .stopped else { return }
+            machine.stop()
+            metrics.state.set(machine.state.gaugeValue)
+            if isRunning { timer.cancel() }
+            isRunning = false
+            loader.disconnect()
+            logger.info("aggregator.stopped")
+        }
+    }
+
+    /// The current state (active, standby, failing, stopped).
+    package var state: LoadStateMachine.State { queue.sync { machine.state } }
+
+    /// Runs one cycle now, on the aggregator's queue, and returns what it did.
+    /// - Throws: `AggregatorError` when the cycle failed (it was rolled back; nothing was lost).
+    package func runOnce() throws(AggregatorError) -> CycleSummary {
+        let result: Result<CycleSummary, AggregatorError> = queue.sync { cycle() }
+        return try result.get()
+    }
+
+    /// Runs cycles until one ends without backlog (at most `maxCycles`), for `aggregate --once`.
+    /// - Returns: the summaries of the cycles run.
+    package func runUntilCaughtUp(maxCycles: Int = 10_000) throws(AggregatorError) -> [CycleSummary] {
+        var summaries: [CycleSummary] = []
+        for _ in 0..<max(1, maxCycles) {
+            let summary = try runOnce()
+            summaries.append(summary)
+            if !summary.backlog || !summary.ran { break }
+        }
+        return summaries
+    }
+
+    /// One timer firing: run a cycle, then re-arm the timer as the state machine decides.
+    private func tick() {
+        guard isRunning else { return }
+        _ = cycle()
+    }
+
+    /// Runs one cycle on the queue and feeds the outcome to the state machine.
+    private func cycle() -> Result<CycleSummary, AggregatorError> {
+        dispatchPrecondition(condition: .onQueue(queue))
+        let start = ContinuousClock.now
+        let result: Result<CycleSummary, AggregatorError>
+        let outcome: LoadStateMachine.CycleOutcome
+        do {
+            if let report = try loader.runCycle() {
+                let summary = record(report, duration: ContinuousClock.now - start)
+                outcome = .loaded(records: report.records, backlog: report.backlog)
+                result = .success(summary)
+                runRetention(report)
+            } else {
+                metrics.busyCycles.increment()
+                outcome = .busy
+                result = .success(.skipped(duration: ContinuousClock.now - start))
+            }
+        } catch {
+            metrics.failures.increment()
+            outcome = .failed(reason: error.description)
+            result = .failure(error)
+        }
+        let decision = machine.cycleFinished(outcome, jitter: Double.random(in: 0..<1))
+        if decision.reconnect { loader.disconnect() }
+        log(decision.change)
+        metrics.state.set(machine.state.gaugeValue)
+        if isRunning, machine.state != .stopped {
+            timer.schedule(deadline: .now() + decision.delay.seconds)
+        }
+        return result
+    }
+
+    /// Updates metrics after a committed cycle and builds its summary.
+    private func record(_ report: Loader.Report, duration: Duration) -> CycleSummary {
+        metrics.cycleSeconds.observe(duration.seconds)
+        metrics.cycleRows.observe(Double(report.inserted.total))
+        metrics.rowsEvents.increment(by: report.inserted.events)
+        metrics.rowsClicks.increment(by: report.inserted.clicks)
+        metrics.rowsMatches.increment(by: report.inserted.matches)
+        metrics.recordsRead.increment(by: report.records)
+        metrics.recordsUndecodable.increment(by: report.undecodable)
+        metrics.damagedFrames.increment(by: report.damaged.count)
+        for damage in report.damaged {
+            logger.warning("log.frame_damaged", ["segment.path": damage.path, "segment.offset": "\(damage.offset)", "reason": damage.reason])
+        }
+        if let newest = report.newestReceivedAt, lastNewestLoaded.map({ $0 < newest }) ?? true {
+            lastNewestLoaded = newest
+            metrics.newestLoaded.set(Double(newest.microseconds) / 1e6)
+        }
+        if report.compressedBytesRead > 0, report.records > 0 {
+            recordsPerCompressedByte = Double(report.records) / Double(report.compressedBytesRead)
+        }
+        let behind = report.bytesBehind.values.reduce(0, +)
+        metrics.lagBytes.set(Double(behind))
+        if behind == 0 {
+            metrics.lagEvents.set(0)
+            metrics.lagSeconds.set(0)
+        } else {
+            metrics.lagEvents.set((Double(behind) * recordsPerCompressedByte).rounded())
+            if let newest = lastNewestLoaded {
+                metrics.lagSeconds.set(max(0, Double(Timestamp.now().microseconds - newest.microseconds) / 1e6))
+            }
+        }
+        if report.inserted.total > 0 || report.undecodable > 0 {
+            logger.debug(
+                "cycle.done",
+                [
+                    "records": "\(report.records)", "rows.events": "\(report.inserted.events)",
+                    "rows.clicks": "\(report.inserted.clicks)", "rows.matches": "\(report.inserted.matches)",
+                    "rollup.keys": "\(report.touchedKeys)", "backlog": "\(report.backlog)",
+                    "cycle.ms": "\(Int(duration.seconds * 1000))",
+                ])
+        }
+        return CycleSummary(
+            ran: true, records: report.records, undecodable: report.undecodable, events: report.inserted.events,
+            clicks: report.inserted.clicks, matches: report.inserted.matches, touchedKeys: report.touchedKeys,
+            backlog: report.backlog, duration: duration)
+    }
+
+    /// One line per state change, never per retry.
+    private func log(_ change: LoadStateMachine.StateChange?) {
+        switch change {
+        case .startedFailing(let reason, let retryIn)?:
+            logger.error("load.failing", ["error": reason, "retry.in.s": String(format: "%.2f", retryIn.seconds)])
+        case .recovered(let attempts)?:
+            logger.notice("load.recovered", ["failed.attempts": "\(attempts)"])
+        case .becameStandby?:
+            logger.notice("load.standby", ["reason": "another aggregator holds the load lock"])
+        case .becameActive?:
+            logger.notice("load.active")
+        case nil:
+            break
+        }
+    }
+
+    /// Deletes loaded, old segments through the event log's retention, at most every
+    /// `retentionCheckInterval`.
+    private func runRetention(_ report: Loader.Report) {
+        guard let retention, let age = configuration.retainLoadedSegmentsFor else { return }
+        let now = ContinuousClock.now
+        if let last = lastRetention, now - last < configuration.retentionCheckInterval { return }
+        lastRetention = now
+        for (node, position) in report.positions.sorted(by: { $0.key < $1.key }) {
+            do {
+                let deleted = try retention(node, position, age)
+                if !deleted.isEmpty {
+                    logger.info("retention.deleted", ["node": node, "segments": "\(deleted.count)"])
+                }
+            } catch {
+                logger.warning("retention.failed", ["node": node, "error": "\(error)"])
+            }
+        }
+    }
+}

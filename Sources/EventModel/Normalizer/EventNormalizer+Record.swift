@@ -1,0 +1,93 @@
+// Writing an accepted SDK event straight to its envelope line, without building an `Envelope`:
+// the strings are copied from the body into the line (through the same escaping as the encoder),
+// so the line is byte for byte what `Envelope.encoded()` would produce (tests check this).
+
+extension EventNormalizer {
+    /// The envelope line of a validated event (same bytes as `envelope(of:index:).encoded()`).
+    mutating func record(of event: SDKEvent, index: Int) -> [UInt8] {
+        let (time, clock) = resolveTime(client: event.client, index: index)
+        let sdk = sdk(index: index)
+        let digest: (UInt64, UInt64)? = event.clientID == nil ? digest(of: event) : nil
+        let bound = lineBound(of: event, sdk: sdk)
+        return [UInt8](unsafeUninitializedCapacity: bound) { buffer, count in
+            var w = JSONWriter(buffer.baseAddress!)
+            w.raw(#"{"v":1,"id":"#)
+            if let digest {
+                w.byte(UInt8(ascii: "\""))
+                EventHash.writeEventID(digest, to: w.cursor)
+                w.advance(by: 34)
+                w.byte(UInt8(ascii: "\""))
+            } else {
+                w.string(event.clientID!)
+            }
+            w.raw(#","app":"#)
+            w.string(context.appID)
+            w.raw(event.kind == .retention ? #","kind":"retention","time":"# : #","kind":"event","time":"#)
+            w.timestamp(time)
+            w.raw(#","received_at":"#)
+            w.raw(receivedAtJSON)
+            switch clock {
+            case .ok: w.raw(#","clock":"ok","name":"#)
+            case .skewCorrected: w.raw(#","clock":"skew_corrected","name":"#)
+            case .futureClamped: w.raw(#","clock":"future_clamped","name":"#)
+            }
+            event.name.withStringBytes { w.string(bytes: $0) }
+            w.raw(#","device":"#)
+            event.device.withStringBytes { bytes in DeviceID.withNormalized(bytes) { w.string(bytes: $0) } }
+            w.raw(event.platform == .ios ? #","platform":"ios""# : #","platform":"android""#)
+            if let sdk {
+                w.raw(#","sdk":"#)
+                w.string(sdk)
+            }
+            w.raw(#","client_ts":"#)
+            w.timestamp(event.client)
+            if let sentAt {
+                w.raw(#","sent_at":"#)
+                w.timestamp(sentAt)
+            }
+            if let attribution = event.attribution {
+                w.raw(#","attribution":{"install_click_id":"#)
+                w.optionalString(attribution.installClickID)
+                w.raw(#","open_click_id":"#)
+                w.optionalString(attribution.openClickID)
+                w.raw(#","open_type":"#)
+                w.optionalString(attribution.openType)
+                w.byte(UInt8(ascii: "}"))
+            }
+            if let clickID = event.clickID {
+                w.raw(#","click_id":"#)
+                w.string(clickID)
+            }
+            if let data = event.data {
+                w.raw(#","data":"#)
+                data.document.bytes.withUnsafeBufferPointer { w.raw(bytes: UnsafeBufferPointer(rebasing: $0[data.byteRange])) }
+            }
+            if let metadata = event.metadata {
+                w.raw(#","metadata":"#)
+                metadata.document.bytes.withUnsafeBufferPointer { w.raw(bytes: UnsafeBufferPointer(rebasing: $0[metadata.byteRange])) }
+            }
+            w.byte(UInt8(ascii: "}"))
+            count = w.cursor - buffer.baseAddress!
+            precondition(count <= bound, "envelope line bound exceeded")
+        }
+    }
+
+    /// An upper bound of the line's length. Raw JSON string lengths bound their unescaped UTF-8
+    /// lengths, and escaping multiplies by at most 6.
+    private func lineBound(of event: SDKEvent, sdk: String?) -> Int {
+        var bound = 512 + 4 * JSONWriter.timestampBound + 36
+        bound += 6 * (event.name.byteRange.count + event.device.byteRange.count)
+        bound += JSONWriter.bound(of: context.appID)
+        @inline(__always) func add(_ text: String?) {
+            if let text { bound += JSONWriter.bound(of: text) }
+        }
+        add(event.clientID)
+        add(sdk)
+        add(event.clickID)
+        add(event.attribution?.installClickID)
+        add(event.attribution?.openClickID)
+        add(event.attribution?.openType)
+        bound += (event.data?.byteRange.count ?? 0) + (event.metadata?.byteRange.count ?? 0)
+        return bound
+    }
+}

@@ -1,1 +1,0 @@
-// Simulator: see the module's files.

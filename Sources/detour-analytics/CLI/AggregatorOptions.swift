@@ -1,0 +1,42 @@
+import Aggregator
+import EventLog
+
+/// Flags of the aggregator, shared by `run` and `aggregate`.
+enum AggregatorOptions {
+    static let help = """
+        Aggregator:
+          --load-interval DUR     time between load cycles when no backlog remains (default 2s)
+          --max-cycle-events N    most events loaded per transaction (default 50000)
+          --retention DUR         delete segments loaded and older than this (default 7d; 0 keeps all)
+        """
+
+    /// Parses the aggregator flags into a validated configuration.
+    static func parse(_ arguments: inout Arguments, databaseURL: String, dataDirectory: String) throws
+        -> AggregatorConfiguration
+    {
+        var configuration = AggregatorConfiguration(databaseURL: databaseURL, dataDirectory: dataDirectory)
+        if let text = try arguments.option("--load-interval") {
+            configuration.loadInterval = try parseDuration(text, flag: "--load-interval")
+        }
+        configuration.maxEventsPerCycle = try arguments.integer(
+            "--max-cycle-events", default: configuration.maxEventsPerCycle, in: 1...10_000_000)
+        if let text = try arguments.option("--retention") {
+            let age = try parseDuration(text, flag: "--retention")
+            configuration.retainLoadedSegmentsFor = age == .zero ? nil : age
+        }
+        do {
+            try configuration.validate()
+        } catch {
+            throw UsageError(description: error.description)
+        }
+        return configuration
+    }
+
+    /// The event log's retention, handed to the aggregator so it runs after successful cycles.
+    static func retention(segmentsDirectory: String) -> Aggregator.RetentionHook {
+        { node, loadedThrough, olderThan in
+            try LogRetention.deleteLoaded(
+                directory: segmentsDirectory, node: node, loadedThrough: loadedThrough, olderThan: olderThan)
+        }
+    }
+}

@@ -1,0 +1,54 @@
+import Aggregator
+import Foundation
+import Observability
+
+/// `detour-analytics aggregate`: the aggregator alone, on its timer or once (for cron).
+enum AggregateCommand: Command {
+    static let name = "aggregate"
+    static let summary = "run the aggregator alone (or --once, for cron)"
+    static var help: String {
+        """
+        Usage: detour-analytics aggregate [--once] [options]
+
+        Loads every ingest node's segments under <data-dir>/segments into PostgreSQL after the stored
+        checkpoint, exactly once, and refreshes the rollups the new rows touch. Two aggregators against
+        one database never load an event twice (the cycle holds a lock on the checkpoint).
+        With --once it loads until caught up and exits: 0 when everything was loaded (or another
+        aggregator holds the load lock, which it says), 1 on failure.
+
+          --once                  load the backlog and exit (cron)
+        \(databaseHelp)
+        \(dataDirectoryHelp)
+        \(AggregatorOptions.help)
+        """
+    }
+
+    static func run(_ arguments: inout Arguments, environment: Environment) throws -> Int32 {
+        let once = arguments.flag("--once")
+        let url = try arguments.databaseURL(environment)
+        let data = try arguments.dataDirectory(environment)
+        let configuration = try AggregatorOptions.parse(
+            &arguments, databaseURL: try requireDatabase(url), dataDirectory: data)
+        try arguments.finish()
+        let aggregator = try Aggregator(
+            configuration: configuration,
+            retention: AggregatorOptions.retention(segmentsDirectory: configuration.segmentsDirectory))
+        if once {
+            let cycles = try aggregator.runUntilCaughtUp()
+            if cycles.allSatisfy({ !$0.ran }) {
+                say("aggregate: another aggregator holds the load lock and is loading; nothing done")
+                return 0
+            }
+            let events = cycles.reduce(0) { $0 + $1.events }
+            let clicks = cycles.reduce(0) { $0 + $1.clicks }
+            let matches = cycles.reduce(0) { $0 + $1.matches }
+            say("aggregate: \(cycles.count) cycles, \(events) events, \(clicks) clicks, \(matches) matches loaded")
+            return 0
+        }
+        aggregator.start()
+        let signal = Termination.wait()
+        Logger(label: "detour").notice("shutdown.begin", ["signal": signal])
+        aggregator.stop()
+        return 0
+    }
+}

@@ -1,0 +1,20 @@
+import Aggregator
+import Foundation
+
+/// `detour-analytics segments replay --from SEG`: reloads history, idempotently.
+enum ReplayCommand {
+    static func run(_ arguments: inout Arguments, environment: Environment) throws -> Int32 {
+        guard let text = try arguments.option("--from"), let segment = UInt64(text) else {
+            throw UsageError(description: "replay needs --from SEG (a segment number, e.g. 1)")
+        }
+        let node = try arguments.option("--node")
+        let url = try arguments.databaseURL(environment)
+        let data = try arguments.dataDirectory(environment)
+        try arguments.finish()
+        let replay = try Replay(
+            configuration: AggregatorConfiguration(databaseURL: try requireDatabase(url), dataDirectory: data))
+        let summary = try replay.replay(fromSegment: segment, nodes: node.map { [$0] })
+        say("replay: \(summary.records) records read, \(summary.rows) new rows, \(summary.batches) transactions")
+        return 0
+    }
+}

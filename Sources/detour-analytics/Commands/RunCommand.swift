@@ -1,0 +1,42 @@
+import Aggregator
+import Foundation
+import Observability
+
+/// `detour-analytics run`: ingest and aggregator in one process, the way `scripts/run` starts it.
+enum RunCommand: Command {
+    static let name = "run"
+    static let summary = "run ingest and aggregator in one process"
+    static var help: String {
+        """
+        Usage: detour-analytics run [options]
+
+        Serves the ingest HTTP endpoint and loads the event log into PostgreSQL on a timer, in one
+        process. Ingest never waits on PostgreSQL: while it is down, events are acknowledged from the
+        log and loaded when it returns. SIGINT/SIGTERM stop cleanly: ingest stops accepting and makes
+        in-flight events durable, the running load cycle finishes, then the process exits 0.
+
+        \(databaseHelp)
+        \(PipelineOptions.ingestHelp)
+        \(PipelineOptions.logHelp)
+        \(AggregatorOptions.help)
+        """
+    }
+
+    static func run(_ arguments: inout Arguments, environment: Environment) throws -> Int32 {
+        let options = try PipelineOptions.parse(&arguments, environment: environment)
+        let url = try requireDatabase(options.databaseURL)
+        let configuration = try AggregatorOptions.parse(&arguments, databaseURL: url, dataDirectory: options.dataDirectory)
+        try arguments.finish()
+
+        let ingest = try IngestRuntime(options: options, databaseURL: url)
+        let aggregator = try Aggregator(
+            configuration: configuration, retention: AggregatorOptions.retention(segmentsDirectory: options.log.directory))
+        aggregator.start()
+        ServeCommand.announce(ingest, options: options)
+        let signal = Termination.wait()
+        Logger(label: "detour").notice("shutdown.begin", ["signal": signal])
+        ingest.stop()
+        aggregator.stop()
+        return 0
+    }
+}

@@ -1,0 +1,77 @@
+import Foundation
+import Simulator
+
+/// `detour-analytics simulate`: plays a realistic world through the real HTTP API and writes the
+/// exact numbers the reports must show.
+enum SimulateCommand: Command {
+    static let name = "simulate"
+    static let summary = "play a realistic simulated world through the HTTP API, with its true numbers"
+    static let help = """
+        Usage: detour-analytics simulate --app ID --publishable-key KEY --secret-key KEY [options]
+
+        Generates links, clicks, matched and organic installs, funnels, retention, purchases and refunds
+        in several currencies, re-engagements, custom events, from a seed; sends them the way the SDKs
+        and the link service do (SDK family mix, batches and single events, gzip, repeated requests,
+        skewed clocks, late events, a few invalid events) and writes the exact expected report numbers.
+        Deterministic for a given seed. Exits 1 if any request got an answer it should not have.
+
+        Options:
+          --target URL             ingest base URL (default http://127.0.0.1:8080)
+          --app ID                 app id (X-App-ID)
+          --publishable-key KEY    key for the SDK routes
+          --secret-key KEY         key for the link-service route
+          --links N                links (default 20)
+          --devices N              devices (default 1000)
+          --days N                 simulated days (default 30)
+          --start DATE             first simulated day, YYYY-MM-DD (default: so the period ends today)
+          --seed N                 random seed (default 1)
+          --rate N                 events per second (default unlimited: a load generator)
+          --concurrency N          connections (default 8)
+          --truth FILE             write the true report numbers as JSON to FILE
+        """
+
+    static func run(_ arguments: inout Arguments, environment: Environment) throws -> Int32 {
+        let target = try arguments.option("--target") ?? "http://127.0.0.1:8080"
+        let app = try arguments.required("--app")
+        let publishable = try arguments.required("--publishable-key")
+        let secret = try arguments.required("--secret-key")
+        let links = try arguments.integer("--links", default: 20, in: 1...10_000)
+        let devices = try arguments.integer("--devices", default: 1000, in: 1...10_000_000)
+        let days = try arguments.integer("--days", default: 30, in: 1...366)
+        let start = try arguments.option("--start").map { try parseDay($0) }
+        let seed = try arguments.integer("--seed", default: 1, in: 0...Int.max)
+        let rate = try arguments.option("--rate").map { text -> Double in
+            guard let value = Double(text), value > 0 else { throw UsageError(description: "--rate must be a positive number") }
+            return value
+        }
+        let concurrency = try arguments.integer("--concurrency", default: 8, in: 1...256)
+        let truth = try arguments.option("--truth")
+        try arguments.finish()
+        let configuration = SimulationConfiguration(
+            target: target, appID: app, publishableKey: publishable, secretKey: secret, links: links,
+            devices: devices, days: days, start: start, seed: UInt64(seed), rate: rate, concurrency: concurrency,
+            truthPath: truth)
+        do {
+            try configuration.validate()
+        } catch {
+            throw UsageError(description: error.description)
+        }
+        let summary = try Simulation.run(configuration)
+        say(summary.description)
+        return summary.isSuccess ? 0 : 1
+    }
+
+    /// `YYYY-MM-DD` as UTC midnight in milliseconds since the epoch.
+    static func parseDay(_ text: String) throws -> Int64 {
+        let parts = text.split(separator: "-").compactMap { Int($0) }
+        guard parts.count == 3, (1970...9999).contains(parts[0]), (1...12).contains(parts[1]), (1...31).contains(parts[2]) else {
+            throw UsageError(description: "--start must be a date YYYY-MM-DD, got \(text)")
+        }
+        var components = DateComponents()
+        (components.year, components.month, components.day) = (parts[0], parts[1], parts[2])
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        guard let date = calendar.date(from: components) else { throw UsageError(description: "--start: no such day \(text)") }
+        return Int64(date.timeIntervalSince1970 * 1000)
+    }
+}

@@ -1,0 +1,151 @@
+import Dispatch
+import EventLog
+import EventModel
+import Foundation
+import Postgres
+import Synchronization
+import Testing
+
+@testable import Aggregator
+
+@Suite struct ExactlyOnceTests {
+    @Test("replaying the same segments twice loads each event exactly once and keeps the checkpoint")
+    func replayTwice() throws {
+        let world = try World()
+        defer { world.tearDown() }
+        try world.write(manyEvents(200))
+        try world.write(manyEvents(100, prefix: "f"), newSegment: true)
+        let aggregator = try world.aggregator()
+        _ = try aggregator.runUntilCaughtUp()
+        let checkpoint = try world.rows("select segment::text, frame_offset::text, loaded_events::text from load_checkpoints")
+
+        let replay = try Replay(configuration: world.configuration())
+        let first = try replay.replay(fromSegment: 0)
+        let second = try replay.replay(fromSegment: 1)
+        #expect(first.records == 300 && second.records == 300)
+        #expect(first.rows == 0 && second.rows == 0)
+        #expect(try world.count("select count(*) from events") == 300)
+        #expect(try world.rows("select segment::text, frame_offset::text, loaded_events::text from load_checkpoints") == checkpoint)
+        aggregator.stop()
+    }
+
+    @Test("replay into an empty database loads history once, and the aggregator after it adds nothing")
+    func replayThenAggregate() throws {
+        let world = try World()
+        defer { world.tearDown() }
+        try world.write(manyEvents(150))
+        let replay = try Replay(configuration: world.configuration())
+        #expect(try replay.replay(fromSegment: 0).rows == 150)
+        #expect(try replay.replay(fromSegment: 0).rows == 0)
+        let aggregator = try world.aggregator()
+        let summaries = try aggregator.runUntilCaughtUp()
+        #expect(summaries.reduce(0) { $0 + $1.rows } == 0)
+        #expect(try world.count("select count(*) from events") == 150)
+        aggregator.stop()
+    }
+
+    @Test("two aggregators at once, on two threads and two connections, load everything once")
+    func twoAggregators() throws {
+        let world = try World()
+        defer { world.tearDown() }
+        var configuration = world.configuration()
+        configuration.maxEventsPerCycle = 120
+        let first = try world.aggregator(configuration)
+        let second = try world.aggregator(configuration)
+        let busy = Atomic<Int>(0)
+        let errors = Mutex<[String]>([])
+        // Writes continue while both load.
+        let envelopes = manyEvents(1200)
+        try world.write(Array(envelopes[0..<400]))
+        let group = DispatchGroup()
+        for aggregator in [first, second] {
+            DispatchQueue.global().async(group: group) {
+                for _ in 0..<200 {
+                    do {
+                        let summary = try aggregator.runOnce()
+                        if !summary.ran { busy.wrappingAdd(1, ordering: .relaxed) }
+                    } catch {
+                        errors.withLock { $0.append("\(error)") }
+                    }
+                }
+            }
+        }
+        try world.write(Array(envelopes[400..<800]), node: "node-2")
+        try world.write(Array(envelopes[800..<1200]))
+        #expect(group.wait(timeout: .now() + 120) == .success)
+        // Catch up whatever arrived after the loops ended.
+        _ = try first.runUntilCaughtUp()
+        #expect(errors.withLock { $0 } == [])
+        #expect(try world.count("select count(*) from events") == 1200)
+        #expect(try world.count("select count(distinct (app_id, event_id)) from events") == 1200)
+        #expect(try world.count("select sum(loaded_events)::int from load_checkpoints") == 1200)
+        first.stop()
+        second.stop()
+    }
+
+    @Test("a crash between COPY and COMMIT loses and duplicates nothing")
+    func crashAfterCopy() throws {
+        let world = try World()
+        defer { world.tearDown() }
+        try world.write(manyEvents(300))
+        let crashes = Atomic<Int>(2)
+        var hooks = LoaderHooks()
+        hooks.afterCopy = { _ in
+            if crashes.wrappingSubtract(1, ordering: .relaxed).oldValue > 0 { throw AggregatorError.injected(step: "after COPY") }
+        }
+        let aggregator = try world.aggregator(hooks: hooks)
+        #expect(throws: AggregatorError.self) { try aggregator.runOnce() }
+        #expect(try world.count("select count(*) from events") == 0)
+        #expect(try world.count("select count(*) from event_ids") == 0)
+        #expect(try world.count("select count(*) from load_checkpoints") == 0)
+        #expect(aggregator.state == .failing(attempts: 1))
+        #expect(throws: AggregatorError.self) { try aggregator.runOnce() }
+        _ = try aggregator.runUntilCaughtUp()
+        #expect(aggregator.state == .active)
+        #expect(try world.count("select count(*) from events") == 300)
+        #expect(try world.count("select loaded_events from load_checkpoints") == 300)
+        aggregator.stop()
+    }
+
+    @Test("PostgreSQL dropping the connection mid-cycle is retried without loss or duplicates")
+    func backendTerminated() throws {
+        let world = try World()
+        defer { world.tearDown() }
+        try world.write(manyEvents(300))
+        let killer = try world.connect()
+        defer { killer.close() }
+        let remaining = Atomic<Int>(1)
+        var hooks = LoaderHooks()
+        hooks.beforeCommit = { connection in
+            guard remaining.wrappingSubtract(1, ordering: .relaxed).oldValue > 0 else { return }
+            // Another session terminates the aggregator's backend just before its COMMIT.
+            let pid = try connection.query("select pg_backend_pid() as pid").first!["pid", as: Int.self]
+            _ = try killer.query("select pg_terminate_backend(\(pid)::int)")
+        }
+        let aggregator = try world.aggregator(hooks: hooks)
+        #expect(throws: AggregatorError.self) { try aggregator.runOnce() }
+        #expect(try world.count("select count(*) from events") == 0)
+        _ = try aggregator.runUntilCaughtUp()
+        #expect(try world.count("select count(*) from events") == 300)
+        #expect(try world.count("select loaded_events from load_checkpoints") == 300)
+        aggregator.stop()
+    }
+
+    @Test("an unreachable server fails the cycle and the aggregator recovers when it is back")
+    func unreachableThenBack() throws {
+        let world = try World()
+        defer { world.tearDown() }
+        try world.write(manyEvents(60))
+        var wrong = world.configuration()
+        wrong.databaseURL = "postgresql://nobody@127.0.0.1:1/none?connect_timeout=2"
+        let down = try world.aggregator(wrong)
+        #expect(throws: AggregatorError.self) { try down.runOnce() }
+        #expect(throws: AggregatorError.self) { try down.runOnce() }
+        #expect(down.state == .failing(attempts: 2))
+        down.stop()
+        let up = try world.aggregator()
+        _ = try up.runUntilCaughtUp()
+        #expect(try world.count("select count(*) from events") == 60)
+        up.stop()
+    }
+}

@@ -1,0 +1,107 @@
+import EventLog
+import EventModel
+import Foundation
+import Postgres
+import Testing
+
+@testable import Aggregator
+
+@Suite struct LoadCycleTests {
+    @Test("a cycle loads events, clicks and matches with devices, links, rollups and checkpoints")
+    func loadsEverything() throws {
+        let world = try World()
+        defer { world.tearDown() }
+        try world.write([
+            click("clk_1"), match("clk_1"),
+            event("e1", name: "app_open", device: "dev-1", time: "2026-06-01T10:00:00.000Z", installClick: "clk_1", kind: .retention),
+            event("e2", name: "purchase", device: "dev-1", time: "2026-06-01T11:00:00.000Z", data: #"{"revenue":29.99,"note":"tab\there \\ back"}"#),
+            event("e3", name: "purchase", device: "dev-2", time: "2026-06-02T11:00:00.000Z"),
+        ])
+        let aggregator = try world.aggregator()
+        let summary = try aggregator.runOnce()
+        #expect(summary.ran)
+        #expect(summary.records == 5)
+        #expect(summary.events == 3 && summary.clicks == 1 && summary.matches == 1)
+        #expect(!summary.backlog)
+
+        #expect(try world.count("select count(*) from events") == 3)
+        #expect(try world.count("select count(*) from event_ids") == 3)
+        #expect(try world.count("select count(*) from clicks where utm_source = 'news' and path = '/articles/2'") == 1)
+        #expect(try world.count("select count(*) from matches where score = 900") == 1)
+        #expect(try world.rows("select data->>'note' from events where event_id = 'e2'") == [["tab\there \\ back"]])
+        #expect(
+            try world.rows("select device_id, first_seen::text, install_click_id from devices order by 1")
+                == [["dev-1", "2026-06-01 10:00:00+00", "clk_1"], ["dev-2", "2026-06-02 11:00:00+00", nil]])
+        #expect(try world.rows("select path from links") == [["/articles/2"]])
+        #expect(
+            try world.rows("select day::text, kind, name, events::text, devices::text from rollup_events_daily order by 1, 2, 3")
+                == [
+                    ["2026-06-01", "event", "purchase", "1", "1"], ["2026-06-01", "retention", "app_open", "1", "1"],
+                    ["2026-06-02", "event", "purchase", "1", "1"],
+                ])
+        #expect(try world.count("select loaded_events from load_checkpoints where node = 'node-1'") == 5)
+        // Rows sit in their own day partitions, not the default one.
+        #expect(try world.count("select count(*) from events_default") == 0)
+        #expect(
+            try world.rows("select distinct tableoid::regclass::text from events order by 1")
+                == [["events_p20260601"], ["events_p20260602"]])
+
+        // Nothing new: the next cycle reads nothing and changes nothing.
+        let idle = try aggregator.runOnce()
+        #expect(idle.records == 0 && idle.rows == 0)
+        aggregator.stop()
+    }
+
+    @Test("duplicate event ids within a cycle, across segments and across nodes are loaded once")
+    func duplicatesLoadedOnce() throws {
+        let world = try World()
+        defer { world.tearDown() }
+        try world.write([event("dup"), event("dup"), event("x1")])
+        try world.write([event("dup"), event("x1"), event("x2")], newSegment: true)
+        try world.write([event("dup"), event("x2"), event("x3")], node: "node-2")
+        let aggregator = try world.aggregator()
+        let summary = try aggregator.runOnce()
+        #expect(summary.records == 9)
+        #expect(summary.events == 4)
+        #expect(try world.count("select count(*) from events") == 4)
+        #expect(try world.count("select count(distinct event_id) from events") == 4)
+        #expect(try world.count("select count(*) from load_checkpoints") == 2)
+        aggregator.stop()
+    }
+
+    @Test("a batch bound works a large backlog off in several cycles, each event once")
+    func boundedBatches() throws {
+        let world = try World()
+        defer { world.tearDown() }
+        let envelopes = manyEvents(900)
+        for start in stride(from: 0, to: 900, by: 100) {
+            try world.write(Array(envelopes[start..<start + 100]))
+        }
+        var configuration = world.configuration()
+        configuration.maxEventsPerCycle = 250
+        let aggregator = try world.aggregator(configuration)
+        let summaries = try aggregator.runUntilCaughtUp(maxCycles: 50)
+        #expect(summaries.count >= 4)
+        #expect(summaries.allSatisfy { $0.records <= 250 })
+        #expect(summaries.last?.backlog == false)
+        #expect(try world.count("select count(*) from events") == 900)
+        aggregator.stop()
+    }
+
+    @Test("an undecodable record is skipped and counted, and loading goes on")
+    func undecodableSkipped() throws {
+        let world = try World()
+        defer { world.tearDown() }
+        try world.write([event("ok-1")])
+        var configuration = LogConfiguration(directory: world.dataDirectory + "/segments", node: "node-9")
+        configuration.durability = .interval(.milliseconds(100))
+        let writer = try LogWriter(configuration: configuration)
+        try writer.append([Array(#"{"v":1,"garbage":true}"#.utf8), event("ok-2").encoded()])
+        writer.close()
+        let aggregator = try world.aggregator()
+        let summary = try aggregator.runOnce()
+        #expect(summary.undecodable == 1)
+        #expect(try world.count("select count(*) from events") == 2)
+        aggregator.stop()
+    }
+}

@@ -1,0 +1,87 @@
+import EventModel
+import Foundation
+import Postgres
+import Testing
+
+@testable import Aggregator
+
+@Suite struct RollupTests {
+    private static let rollupQuery: SQL =
+        "select app_id, day::text, kind, name, events::text, devices::text from rollup_events_daily order by 1, 2, 3, 4"
+
+    @Test("rollups after many cycles with late and duplicate data equal a from-scratch rebuild")
+    func incrementalEqualsRebuild() throws {
+        let world = try World()
+        defer { world.tearDown() }
+        var configuration = world.configuration()
+        configuration.maxEventsPerCycle = 70
+        let aggregator = try world.aggregator(configuration)
+        var generator = SystemRandomNumberGenerator()
+        var written = 0
+        for round in 0..<6 {
+            var batch: [Envelope] = []
+            for index in 0..<90 {
+                let day = Int.random(in: 1...9, using: &generator)
+                let id = Int.random(in: 0..<(written + 90), using: &generator)  // some re-sends of old ids
+                batch.append(
+                    event(
+                        "r-\(id)", app: ["app_1", "app_2"][index % 2], name: ["purchase", "app_open", "share"][id % 3],
+                        device: "dev-\(id % 23)", time: "2026-05-0\(day)T0\(round):00:00.000Z",
+                        kind: id % 3 == 1 ? .retention : .event))
+            }
+            written += 90
+            try world.write(batch, node: round % 2 == 0 ? "node-1" : "node-2")
+            _ = try aggregator.runOnce()
+        }
+        _ = try aggregator.runUntilCaughtUp()
+        let incremental = try world.rows(Self.rollupQuery)
+        #expect(!incremental.isEmpty)
+        try Replay(configuration: configuration).rebuildRollups()
+        #expect(try world.rows(Self.rollupQuery) == incremental)
+        // And the rollups agree with the raw table.
+        #expect(try world.count("select sum(events)::int from rollup_events_daily") == world.count("select count(*) from events"))
+        aggregator.stop()
+    }
+
+    @Test("a late event for an old day lands in that day's partition and corrects that day's rollup")
+    func lateEventOldDay() throws {
+        let world = try World()
+        defer { world.tearDown() }
+        let aggregator = try world.aggregator()
+        try world.write([event("a", time: "2026-06-10T10:00:00.000Z"), event("b", time: "2026-06-10T11:00:00.000Z")])
+        _ = try aggregator.runOnce()
+        try world.write([
+            event("late", device: "dev-9", time: "2026-04-02T08:00:00.000Z", receivedAt: "2026-06-10T12:00:00.000Z")
+        ])
+        let summary = try aggregator.runOnce()
+        #expect(summary.events == 1 && summary.touchedKeys == 1)
+        #expect(
+            try world.rows("select tableoid::regclass::text from events where event_id = 'late'") == [["events_p20260402"]])
+        #expect(
+            try world.rows("select day::text, events::text from rollup_events_daily order by 1")
+                == [["2026-04-02", "1"], ["2026-06-10", "2"]])
+        // The late event is the device's earliest: its first_seen moves back.
+        #expect(try world.rows("select first_seen::text from devices where device_id = 'dev-9'") == [["2026-04-02 08:00:00+00"]])
+        aggregator.stop()
+    }
+
+    @Test("the earliest install click wins, and a late older event corrects it")
+    func installClickEarliestWins() throws {
+        let world = try World()
+        defer { world.tearDown() }
+        let aggregator = try world.aggregator()
+        try world.write([
+            event("1", device: "d", time: "2026-06-05T10:00:00.000Z"),
+            event("2", device: "d", time: "2026-06-05T11:00:00.000Z", installClick: "clk_late"),
+        ])
+        _ = try aggregator.runOnce()
+        #expect(try world.rows("select install_click_id, first_seen::text from devices") == [["clk_late", "2026-06-05 10:00:00+00"]])
+        try world.write([event("3", device: "d", time: "2026-06-06T10:00:00.000Z", installClick: "clk_newer")])
+        _ = try aggregator.runOnce()
+        #expect(try world.rows("select install_click_id from devices") == [["clk_late"]])
+        try world.write([event("0", device: "d", time: "2026-06-04T09:00:00.000Z", installClick: "clk_first")])
+        _ = try aggregator.runOnce()
+        #expect(try world.rows("select install_click_id, first_seen::text from devices") == [["clk_first", "2026-06-04 09:00:00+00"]])
+        aggregator.stop()
+    }
+}

@@ -1,0 +1,66 @@
+import Testing
+
+@testable import EventModel
+
+@Suite struct EventHashTests {
+    @Test("SipHash-128 matches the reference test vectors")
+    func referenceVectors() {
+        // From the SipHash reference implementation (vectors_sip128), key 00 01 .. 0f.
+        let key: (UInt64, UInt64) = (0x0706_0504_0302_0100, 0x0f0e_0d0c_0b0a_0908)
+        let expected: [[UInt8]] = [
+            [0xa3, 0x81, 0x7f, 0x04, 0xba, 0x25, 0xa8, 0xe6, 0x6d, 0xf6, 0x72, 0x14, 0xc7, 0x55, 0x02, 0x93],
+            [0xda, 0x87, 0xc1, 0xd8, 0x6b, 0x99, 0xaf, 0x44, 0x34, 0x76, 0x59, 0x11, 0x9b, 0x22, 0xfc, 0x45],
+        ]
+        for (length, want) in expected.enumerated() {
+            let message = (0..<length).map { UInt8($0) }
+            let (a, b) = message.withUnsafeBufferPointer { SipHash128.hash($0, key: key) }
+            let bytes = [a, b].flatMap { word in (0..<8).map { UInt8(truncatingIfNeeded: word >> (8 * UInt64($0))) } }
+            #expect(bytes == want)
+        }
+    }
+
+    static let received: Timestamp = Timestamp(iso8601: "2026-06-01T10:20:31.000Z")!
+    static let body = #"{"event_name":"purchase","data":{"revenue":29.99,"currency":"USD"},"timestamp":"2026-06-01T10:20:30.123Z","platform":"ios","device_id":"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b"}"#
+
+    static func id(_ body: String, app: String = "app_1", kind: EventKind = .event, received: Timestamp = received) throws -> String {
+        let context = RequestContext(appID: app, receivedAt: received)
+        let result = try Normalizer.single(body: Array(body.utf8), kind: kind, context: context)
+        return try #require(result.accepted.first).id
+    }
+
+    @Test("a repeated request gets the same id, even received later and with the device id in upper case")
+    func deterministic() throws {
+        let first = try Self.id(Self.body)
+        #expect(first.hasPrefix("h:") && first.utf8.count == 34)
+        #expect(try Self.id(Self.body, received: Timestamp(microseconds: Self.received.microseconds + 3_600_000_000)) == first)
+        #expect(try Self.id(Self.body.replacingOccurrences(of: "3f2b8c1e-9a4d", with: "3F2B8C1E-9A4D")) == first)
+        // Reordered members and an equivalent timestamp form hash the same.
+        let reordered = #"{"platform":"ios","device_id":"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b","timestamp":"2026-06-01T12:20:30.123+02:00","event_name":"purchase","data":{"revenue":29.99,"currency":"USD"}}"#
+        #expect(try Self.id(reordered) == first)
+        // The id is pinned: changing the hash or its inputs would break dedup of retried requests.
+        #expect(first == "h:482b383ea60d1e235d7534599daf260f")
+    }
+
+    @Test("app, kind, device, name, timestamp and data each change the id")
+    func sensitivity() throws {
+        let base = try Self.id(Self.body)
+        #expect(try Self.id(Self.body, app: "app_2") != base)
+        #expect(try Self.id(Self.body, kind: .retention) != base)
+        #expect(try Self.id(Self.body.replacingOccurrences(of: "6a7b", with: "6a7c")) != base)
+        #expect(try Self.id(Self.body.replacingOccurrences(of: "purchase", with: "purchasf")) != base)
+        #expect(try Self.id(Self.body.replacingOccurrences(of: "30.123Z", with: "30.124Z")) != base)
+        #expect(try Self.id(Self.body.replacingOccurrences(of: "29.99", with: "29.98")) != base)
+        #expect(try Self.id(Self.body.replacingOccurrences(of: #""data":{"revenue":29.99,"currency":"USD"},"#, with: "")) != base)
+    }
+
+    @Test("length prefixes keep field boundaries apart")
+    func boundaries() {
+        var a = EventHash()
+        a.append("ab")
+        a.append("c")
+        var b = EventHash()
+        b.append("a")
+        b.append("bc")
+        #expect(a.eventID != b.eventID)
+    }
+}
