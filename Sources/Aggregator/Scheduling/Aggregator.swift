@@ -37,15 +37,31 @@ package final class Aggregator: @unchecked Sendable {
     package typealias RetentionHook =
         @Sendable (_ node: String, _ loadedThrough: LogPosition, _ olderThan: Duration) throws -> [String]
 
-    /// Creates an aggregator; nothing runs until `start()` or `runOnce()`.
+    /// Creates an aggregator; nothing runs until `start()` or `runOnce()`. Loaded segments older
+    /// than `retainLoadedSegmentsFor` are deleted with `LogRetention.deleteLoaded` (nil: kept).
     /// - Parameters:
     ///   - configuration: validated here.
     ///   - registry: where the metrics go (default the process-wide registry).
-    ///   - retention: the event log's retention call (`LogRetention.deleteLoaded`), run after a
-    ///     successful cycle at most every `retentionCheckInterval`; nil disables retention.
+    /// - Throws: `AggregatorError.invalidConfiguration`.
+    package convenience init(configuration: AggregatorConfiguration, registry: MetricsRegistry = .shared)
+        throws(AggregatorError)
+    {
+        let directory = configuration.segmentsDirectory
+        try self.init(
+            configuration: configuration, registry: registry,
+            retention: { node, loadedThrough, age in
+                try LogRetention.deleteLoaded(directory: directory, node: node, loadedThrough: loadedThrough, olderThan: age)
+            })
+    }
+
+    /// Creates an aggregator with a custom retention call (nil disables retention).
+    /// - Parameters:
+    ///   - configuration: validated here.
+    ///   - registry: where the metrics go.
+    ///   - retention: called after a successful cycle, at most every `retentionCheckInterval`, per node.
     /// - Throws: `AggregatorError.invalidConfiguration`.
     package convenience init(
-        configuration: AggregatorConfiguration, registry: MetricsRegistry = .shared, retention: RetentionHook? = nil
+        configuration: AggregatorConfiguration, registry: MetricsRegistry, retention: RetentionHook?
     ) throws(AggregatorError) {
         try self.init(configuration: configuration, registry: registry, retention: retention, hooks: LoaderHooks())
     }
