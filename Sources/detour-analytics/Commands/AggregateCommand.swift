@@ -32,7 +32,7 @@ enum AggregateCommand: Command {
         try arguments.finish()
         let aggregator = try Aggregator(
             configuration: configuration,
-            retention: AggregatorOptions.retention(segmentsDirectory: configuration.segmentsDirectory))
+            registry: .shared, retention: AggregatorOptions.retention(segmentsDirectory: configuration.segmentsDirectory))
         if once {
             let cycles = try aggregator.runUntilCaughtUp()
             if cycles.allSatisfy({ !$0.ran }) {

@@ -30,7 +30,7 @@ enum RunCommand: Command {
 
         let ingest = try IngestRuntime(options: options, databaseURL: url)
         let aggregator = try Aggregator(
-            configuration: configuration, retention: AggregatorOptions.retention(segmentsDirectory: options.log.directory))
+            configuration: configuration, registry: .shared, retention: AggregatorOptions.retention(segmentsDirectory: options.log.directory))
         aggregator.start()
         ServeCommand.announce(ingest, options: options)
         let signal = Termination.wait()
