@@ -27,8 +27,12 @@ enum BenchCommand: Command {
           log      --dir DIR [--bodies DIR] [--seconds S] [--codec zstd|gzip] [--threads N]
                    [--events-per-append N] [--durability fsync|interval:DUR]
                    the event log writer alone: events/s, NDJSON MB/s, compression ratio
-          loader   the aggregator's loader (LoaderBenchmark): not available until the aggregator lands
-          reports  the report queries and daily job (ReportBenchmark): not available until reports land
+          loader   [--events N] [--work DIR] [--database-url URL]
+                   the aggregator's LoaderBenchmark: N envelopes from compressed segments to committed
+                   rows vs psql \\copy of the same events as CSV (fresh schemas, dropped afterwards)
+          reports  [--sizes N[,N...]] [--links 1000] [--runs 3] [--work DIR] [--database-url URL]
+                   simulated worlds of about N events (cumulative sizes) loaded by the aggregator into a
+                   fresh schema, then ReportBenchmark: median ms of every report and the daily job's queries
 
         Every result line also carries peak_rss_kib (VmHWM of this process).
         """
@@ -42,10 +46,8 @@ enum BenchCommand: Command {
         case "segments": try runSegments(&arguments)
         case "scanner": try runScanner(&arguments)
         case "log": try runLog(&arguments)
-        case "loader":
-            unavailable("loader", reason: "the aggregator's LoaderBenchmark is not merged into this build")
-        case "reports":
-            unavailable("reports", reason: "the reports' ReportBenchmark is not merged into this build")
+        case "loader": try runLoader(&arguments, environment: environment)
+        case "reports": try runReports(&arguments, environment: environment)
         default:
             throw UsageError(description: "unknown benchmark \(which)")
         }
