@@ -178,12 +178,12 @@ class Bench:
 
     # ---------- servers ----------
 
-    def start_ours(self, name, command="serve"):
+    def start_ours(self, name, command="serve", extra=()):
         data = os.path.join(self.work, name)
         os.makedirs(data, exist_ok=True)
         stderr = open(os.path.join(self.work, name + ".log"), "w")
         process = self.procs.start(
-            [self.bin, command, "--http-addr", "127.0.0.1:0", "--data-dir", data, "--database-url", self.url],
+            [self.bin, command, "--http-addr", "127.0.0.1:0", "--data-dir", data, "--database-url", self.url, *extra],
             stdout=subprocess.PIPE, stderr=stderr, text=True, env={**os.environ, "DETOUR_LOG_LEVEL": "warning"})
         deadline = time.time() + 30
         while time.time() < deadline:
@@ -393,24 +393,36 @@ class Bench:
     # ---------- 5 and 8: loader ----------
 
     def loader(self):
-        events = 100_000 if self.quick else 1_000_000
+        events = 10_000 if self.quick else 100_000
+        # 5a. The aggregator's own LoaderBenchmark: its envelopes (events, clicks, matches) through the
+        # full load (dedup tables, devices, links, rollups, checkpoint) vs \copy into one table with the
+        # same indexes plus the unique key, in the same process.
+        try:
+            r = self.bench_cmd("loader", "--events", str(events), "--work", self.work, "--database-url", self.url,
+                               timeout=1200)
+            ours, base = float(r["rows_per_s"]), float(r["copy_rows_per_s"])
+            self.row("loader", f"5. Loader (LoaderBenchmark, {events:,} envelopes): rows/s, segments to committed rows",
+                     f"{ours:,.0f}", f"{base:,.0f} (psql \\copy CSV)", ours / base, ">= 0.8", ours / base >= 0.8,
+                     note=f"{r['cycles']} cycles, {float(r['load_s']):.1f}s")
+        except Exception as error:  # noqa: BLE001
+            self.unavailable("loader", "5. Loader (LoaderBenchmark): rows/s", ">= 0.8x psql \\copy", str(error))
+        # 5b. End to end through the CLI: `aggregate --once` over segments of the bench's own events vs
+        # \copy of the same events as CSV into `events` of a fresh schema (same partitioning and index).
         directory = os.path.join(self.work, "loader")
         csv = os.path.join(directory, "events.csv")
         os.makedirs(directory, exist_ok=True)
         self.sh([self.bin, "bench", "segments", "--data-dir", directory, "--csv", csv, "--events", str(events),
                  "--seed", "7", "--app", "bench"], timeout=600)
         baseline = self.copy_baseline(csv, events)
-        ours, rss, reason = self.run_loader(directory, events)
+        ours, rss, reason = self.run_aggregate_once(directory, events)
         if ours is None:
-            self.unavailable("loader", "5. Loader: rows/s, compressed segments to committed rows", ">= 0.8x psql \\copy", reason)
+            self.unavailable("loader_cli", "5. Loader end to end (`aggregate --once`): rows/s", ">= 0.8x psql \\copy", reason)
             self.ingest["loader_unavailable"] = reason
         else:
-            self.row("loader", f"5. Loader: rows/s, {events:,} events from compressed segments to committed rows",
-                     f"{ours:,.0f}", f"{baseline:,.0f} (psql \\copy CSV)", ours / baseline, ">= 0.8", ours / baseline >= 0.8)
+            self.row("loader_cli", f"5. Loader end to end (`aggregate --once`, {events:,} bench events): rows/s",
+                     f"{ours:,.0f}", f"{baseline:,.0f} (psql \\copy CSV into events)", ours / baseline, ">= 0.8",
+                     ours / baseline >= 0.8)
             self.ingest["loader_rss"] = rss
-        if baseline:
-            self.details.append(f"Loader baseline: `psql \\copy` of the same {events:,} events as CSV into a copy of the "
-                                f"schema (same partitioned `events` table and index): {baseline:,.0f} rows/s.")
 
     def copy_baseline(self, csv, events):
         self.psql("drop schema if exists copybase cascade; create schema copybase")
@@ -430,20 +442,15 @@ class Bench:
         self.psql("drop schema copybase cascade")
         return events / best
 
-    def run_loader(self, directory, events):
+    def run_aggregate_once(self, directory, events):
         """(rows/s, peak RSS KiB, None) or (None, 0, reason)."""
-        fields = parse_result(self.sh([self.bin, "bench", "loader", "--data-dir", directory, "--database-url", self.url],
-                                      check=False, timeout=900).stdout, "loader")
-        if fields and fields.get("available") != "false" and "rows_per_s" in fields:
-            return float(fields["rows_per_s"]), int(fields.get("peak_rss_kib", 0)), None
         if "aggregate" not in self.commands():
-            reason = (fields or {}).get("reason", "bench loader printed nothing")
-            return None, 0, f"{reason}; and `detour-analytics aggregate` is not in this build"
+            return None, 0, "`detour-analytics aggregate` is not in this build"
         before = int(self.psql("select count(*) from events"))
         start = time.time()
         process = self.procs.start([self.bin, "aggregate", "--once", "--data-dir", directory, "--database-url", self.url],
                                    stdout=subprocess.DEVNULL, stderr=open(os.path.join(self.work, "aggregate.log"), "w"))
-        status, rss = self.wait_child(process, timeout=900)
+        status, rss = self.wait_child(process, timeout=1200)
         elapsed = time.time() - start
         loaded = int(self.psql("select count(*) from events")) - before
         if status != 0 or loaded < events:
@@ -470,8 +477,9 @@ class Bench:
                              "`detour-analytics run` (ingest + aggregator) is not in this build")
             return
         seconds = 15 if self.quick else 60
-        rate, per_request = 20, 50  # 1,000 events/s: a steady, moderate load
-        process, port = self.start_ours("fresh", command="run")
+        rate, per_request = 10, 20  # 200 events/s: a steady, moderate load
+        # Its own node name: load checkpoints are per node, and section 5 loaded other segments as node-1.
+        process, port = self.start_ours("fresh", command="run", extra=("--node", "fresh"))
         answered, seen, errors = {}, {}, []
         stop = threading.Event()
         prefix = f"fr{int(time.time())}"
@@ -538,30 +546,49 @@ class Bench:
         p95 = lags[min(len(lags) - 1, int(len(lags) * 0.95))]
         self.row("freshness_p95", "6. Freshness: request answered -> row visible, p50 / p95 (s)", f"{p50:.2f} / {p95:.2f}",
                  "—", p95, target, p95 < 5 and missing == 0, direction="lower",
-                 note=f"{len(lags)} batches, {missing} never seen")
-        self.details.append(f"Freshness: {rate} batches/s of {per_request} events for {seconds}s against `run`; one "
+                 note=f"{len(lags)} batches" + (f", {missing} answered but not visible {20}s after the load stopped" if missing else ""))
+        self.details.append(f"Freshness: {rate} batches/s of {per_request} events ({rate * per_request} events/s) for {seconds}s against `run`; one "
                             f"marker event per batch polled every 0.1 s in `events` (resolution ~0.1 s plus query time).")
 
     # ---------- 7: reports ----------
 
     def reports(self):
-        fields = parse_result(self.sh([self.bin, "bench", "reports", "--database-url", self.url,
-                                       "--events", "100000" if self.quick else "1000000", "--links", "1000"],
-                                      check=False, timeout=1800).stdout, "reports")
-        if not fields or fields.get("available") == "false":
-            reason = (fields or {}).get("reason", "bench reports printed nothing")
+        sizes = [20_000] if self.quick else [1_000_000]
+        try:
+            text = self.sh([self.bin, "bench", "reports", "--database-url", self.url, "--sizes", ",".join(map(str, sizes)),
+                            "--links", "1000", "--runs", "3", "--work", self.work], timeout=1500, check=False)
+        except subprocess.TimeoutExpired:
+            text = None
+        results = [parse_result(line, "reports") for line in (text.stdout.splitlines() if text else [])]
+        results = [r for r in results if r]
+        if not results:
+            reason = "bench reports timed out" if text is None else f"bench reports failed: {text.stderr.strip()[-300:]}"
             self.unavailable("report_links", "7. Reports: 30-day per-link report latency (ms)", "< 200 ms", reason)
             self.unavailable("report_daily", "7. Reports: daily report job (s)", "< 5 s", reason)
             return
-        for key, value in fields.items():
-            if key.endswith("_ms") and key.startswith("report_"):
-                ms = float(value)
-                self.row(key, f"7. Reports ({fields.get('events')} events): {key[7:-3]} (ms)", f"{ms:.0f}", "—", ms,
-                         "< 200 ms", ms < 200, direction="lower")
-        if "daily_s" in fields:
-            s = float(fields["daily_s"])
-            self.row("report_daily", f"7. Reports ({fields.get('events')} events): daily job (s)", f"{s:.2f}", "—", s,
-                     "< 5 s", s < 5, direction="lower")
+        for fields in results:
+            n = int(fields["events"])
+            size = f"{n / 1e6:.1f}M" if n >= 1e6 else f"{n // 1000}k"
+            for name, key in (("per-link report (links)", "report_links_ms"), ("attribution", "report_attribution_ms"),
+                              ("funnel", "report_funnel_ms"), ("retention", "report_retention_ms")):
+                ms = float(fields[key])
+                self.row(f"{key}_{size}", f"7. Reports at {size} events, 1,000 links: {name}, 30 days (ms)", f"{ms:,.0f}",
+                         "—", ms, "< 200 ms", ms < 200, direction="lower")
+            daily = float(fields["report_daily_content_ms"]) / 1000
+            self.row(f"report_daily_{size}", f"7. Reports at {size} events: daily job queries (s)", f"{daily:.2f}", "—",
+                     daily, "< 5 s", daily < 5, direction="lower")
+            slow = sorted(((float(v), k[7:-3]) for k, v in fields.items() if k.startswith("report_sql_")), reverse=True)[:3]
+            self.details.append(
+                f"Reports at {size}: {n:,} simulated events ({fields['worlds']} world(s), {fields['links']} links per world) "
+                f"loaded by the aggregator in {float(fields['load_s']):.0f}s; median of {fields['runs']} runs after a warm-up; "
+                f"slowest SQL: " + ", ".join(f"{k} {v:.0f} ms" for v, k in slow) + ". The daily job figure is its "
+                f"queries (DailyReportContent.load), not writing the files.")
+        if self.quick:
+            self.details.append("Reports in quick mode use 20k events (the loader runs at ~1-2k rows/s here, so 100k "
+                                "would not fit in 3 minutes); the full run uses 1M. 10M was not run: at the measured "
+                                "loader rate it would take over an hour.")
+        else:
+            self.details.append("Reports at 10M events were not run: at the measured loader rate it would take over an hour.")
 
     # ---------- 8: memory ----------
 
