@@ -429,13 +429,14 @@ class Bench:
         url = self.url + ("&" if "?" in self.url else "?") + "options=" + urllib.parse.quote("-csearch_path=copybase")
         self.sh([self.bin, "migrate", "--database-url", url])
         self.psql("select copybase.ensure_day_partitions('copybase.events', current_date - 2, current_date + 2)", url=url)
-        best = None
-        for _ in range(1 if self.quick else 2):
-            self.psql("truncate copybase.events")
-            start = time.time()
-            self.sh([f"{PG_BIN}/psql", url, "-X", "-qc", f"\\copy copybase.events ({EVENTS_COLUMNS}) from '{csv}' with (format csv)"])
-            elapsed = time.time() - start
-            best = elapsed if best is None else min(best, elapsed)
+        runs = 1 if self.quick else 2
+        copy = f"{PG_BIN}/psql '{url}' -X -qc \"\\\\copy copybase.events ({EVENTS_COLUMNS}) from '{csv}' with (format csv)\""
+        truncate = f"{PG_BIN}/psql '{url}' -X -qc 'truncate copybase.events'"
+        report = os.path.join(self.work, "hyperfine-copy.json")
+        # hyperfine times the \copy runs (fastest of `runs`), truncating the table before each.
+        self.sh(["hyperfine", "--runs", str(runs), "--prepare", truncate, "--export-json", report, "--style", "none", copy],
+                timeout=1800)
+        best = min(json.load(open(report))["results"][0]["times"])
         count = int(self.psql("select count(*) from copybase.events"))
         if count != events:
             raise RuntimeError(f"psql \\copy loaded {count} rows, expected {events}")

@@ -1,8 +1,8 @@
 import EventModel
 import Foundation
 
-/// `detour-analytics bench`: component benchmarks for `bench/run` (hidden from the top-level help's
-/// intent: it is a tool for measuring, not for operating the pipeline).
+/// `detour-analytics bench`: component benchmarks for `bench/run`, hidden from the top-level help (a
+/// tool for measuring, not for operating the pipeline).
 ///
 /// Every subcommand prints machine-readable results, one `RESULT key=value ...` line each (values
 /// with spaces are double-quoted), so `bench/run` can parse them. A benchmark whose component is not
