@@ -6,7 +6,7 @@ import Observability
 enum DetourAnalytics {
     static let commands: [any Command.Type] = [
         RunCommand.self, ServeCommand.self, AggregateCommand.self, MigrateCommand.self, AppsCommand.self,
-        SegmentsCommand.self, ReportCommand.self, SimulateCommand.self,
+        SegmentsCommand.self, ReportCommand.self, SimulateCommand.self, BenchCommand.self,
     ]
 
     static func main() {
@@ -41,7 +41,10 @@ enum DetourAnalytics {
     }
 
     static var topLevelHelp: String {
-        let lines = commands.map { "  \($0.name.padding(toLength: 12, withPad: " ", startingAt: 0)) \($0.summary)" }
+        // `bench` is hidden: a measuring tool for bench/run, not an operator command.
+        let lines = commands.filter { $0.name != BenchCommand.name }.map {
+            "  \($0.name.padding(toLength: 12, withPad: " ", startingAt: 0)) \($0.summary)"
+        }
         return """
             detour-analytics: a self-hosted analytics pipeline for deep-link attribution.
 
