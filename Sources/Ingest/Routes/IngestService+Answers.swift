@@ -32,15 +32,15 @@ extension IngestService {
     }
 
     /// The answer for a normalised request once its append finished (or failed).
-    func answer(_ outcome: NormalizedRequest, info: RequestInfo, error: (any Error)?) -> HTTPResponse {
+    func answer(_ outcome: EncodedRequest, info: RequestInfo, error: (any Error)?) -> HTTPResponse {
         if let error {
             if let ingestError = error as? IngestError { return HTTPResponse(error: ingestError) }
             return HTTPResponse(error: .logUnavailable(reason: "\(error)"))
         }
-        metrics.eventsAccepted(route: info.route.name, count: outcome.accepted.count)
+        metrics.eventsAccepted(route: info.route.name, count: outcome.records.count)
         var writer = JSONWriter(capacity: 64 + outcome.rejected.count * 96)
         writer.raw("{\"accepted\":")
-        writer.int(outcome.accepted.count)
+        writer.int(outcome.records.count)
         writer.raw(",\"rejected\":[")
         for (position, rejection) in outcome.rejected.enumerated() {
             if position > 0 { writer.raw(",") }
@@ -58,7 +58,7 @@ extension IngestService {
             writer.string(warning)
         }
         writer.raw("]}")
-        return HTTPResponse(status: outcome.accepted.isEmpty ? 400 : 200, body: writer.bytes)
+        return HTTPResponse(status: outcome.records.isEmpty ? 400 : 200, body: writer.bytes)
     }
 }
 

@@ -99,7 +99,7 @@ final class IngestService: HTTPHandler {
             // The body as received (compressed, so bounded by maxBodyBytes even for a bomb).
             return refuse(error, info: info, raw: body, rawIsJSON: false)
         }
-        let outcome: NormalizedRequest
+        let outcome: EncodedRequest
         do {
             outcome = try normalize(decoded, info: info)
         } catch {
@@ -111,7 +111,8 @@ final class IngestService: HTTPHandler {
                 }
             return refuse(IngestError(error), info: info, raw: decoded, rawIsJSON: isJSON)
         }
-        let records = outcome.accepted.map { Self.singleLine($0.encoded()) }
+        // The normaliser writes each envelope line straight from the body (no Envelope values).
+        let records = outcome.records.map(Self.singleLine)
         let deadLetters = outcome.rejected.isEmpty ? [] : deadLetters(for: outcome.rejected, body: decoded, info: info)
         let job = { @Sendable (complete: @escaping @Sendable (HTTPResponse) -> Void) in
             self.commits.enqueue(
@@ -214,13 +215,14 @@ final class IngestService: HTTPHandler {
         }
     }
 
-    private func normalize(_ body: [UInt8], info: RequestInfo) throws(BodyError) -> NormalizedRequest {
+    private func normalize(_ body: [UInt8], info: RequestInfo) throws(BodyError) -> EncodedRequest {
         let context = RequestContext(appID: info.appID, sdkHeader: info.sdkHeader, receivedAt: info.receivedAt)
         switch info.route.kind {
-        case .event: return try Normalizer.single(body: body, kind: .event, context: context, limits: limits)
-        case .retention: return try Normalizer.single(body: body, kind: .retention, context: context, limits: limits)
-        case .batch: return try Normalizer.batch(body: body, context: context, limits: limits)
-        default: return try Normalizer.linkEvents(body: body, context: context, limits: limits)
+        case .event: return try Normalizer.encodedSingle(body: body, kind: .event, context: context, limits: limits)
+        case .retention:
+            return try Normalizer.encodedSingle(body: body, kind: .retention, context: context, limits: limits)
+        case .batch: return try Normalizer.encodedBatch(body: body, context: context, limits: limits)
+        default: return try Normalizer.encodedLinkEvents(body: body, context: context, limits: limits)
         }
     }
 }
