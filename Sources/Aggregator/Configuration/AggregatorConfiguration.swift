@@ -13,6 +13,11 @@ package struct AggregatorConfiguration: Sendable {
     /// Default 2 s. When a cycle hit a batch bound the next one starts at once.
     package var loadInterval: Duration = .seconds(2)
 
+    /// Longest time between two rollup passes (`process_rollups()`, a transaction of its own after a
+    /// cycle) while work is queued and the log has a backlog. Without a backlog the queue is
+    /// processed right after the cycle. Default 10 s: reports lag the raw rows by at most about this.
+    package var rollupInterval: Duration = .seconds(10)
+
     /// At most this many envelopes per cycle, over all nodes. Default 50,000.
     package var maxEventsPerCycle: Int = 50_000
 
@@ -55,6 +60,7 @@ package struct AggregatorConfiguration: Sendable {
         if databaseURL.isEmpty { throw fail("databaseURL", "must not be empty") }
         if dataDirectory.isEmpty { throw fail("dataDirectory", "must not be empty") }
         if loadInterval < .milliseconds(10) { throw fail("loadInterval", "must be at least 10 ms") }
+        if rollupInterval < .zero { throw fail("rollupInterval", "must not be negative") }
         if maxEventsPerCycle < 1 { throw fail("maxEventsPerCycle", "must be positive") }
         if maxBytesPerCycle < 4096 { throw fail("maxBytesPerCycle", "must be at least 4096") }
         if backoffBase <= .zero { throw fail("backoffBase", "must be positive") }

@@ -185,11 +185,16 @@ enum LoadSQL {
         SELECT count(*)::bigint AS inserted FROM ins
         """
 
-    /// The rollup seam: `refresh_rollups(app_ids, days)` for the distinct touched keys. Returns `keys`.
-    static let refreshRollups: SQL = """
-        SELECT count(*)::bigint AS keys, refresh_rollups(array_agg(app_id), array_agg(day))::text AS done
+    /// The rollup seam, inside the load transaction: `queue_rollups(app_ids, days)` for the distinct
+    /// touched keys (it also derives the affected keys from `pg_temp.load_staging`, which holds this
+    /// cycle's rows only until COMMIT). Returns `keys`.
+    static let queueRollups: SQL = """
+        SELECT count(*)::bigint AS keys, queue_rollups(array_agg(app_id), array_agg(day))::text AS done
         FROM (SELECT DISTINCT app_id, day FROM pg_temp.load_touched) k
         """
+
+    /// Applies the queued rollup work, in a transaction of its own. Returns `keys` recomputed.
+    static let processRollups: SQL = "SELECT process_rollups()::bigint AS keys"
 
     /// Recomputes every rollup from the raw tables.
     static let rebuildRollups: SQL = "SELECT rebuild_rollups()::text AS done"

@@ -32,6 +32,10 @@ package final class Aggregator: @unchecked Sendable {
     private var recordsPerCompressedByte = 0.0
     private var lastNewestLoaded: Timestamp?
     private var lastPositions: [String: LogPosition] = [:]
+    /// Rollup work may be queued (true at start: a previous process may have left some).
+    private var rollupsPending = true
+    /// When `process_rollups()` last succeeded (nil: never).
+    private var lastRollupPass: ContinuousClock.Instant?
 
     /// Deletes loaded segments older than the configured age; given the node, the position loaded
     /// through and the age. Returns the deleted paths (logged).
@@ -124,8 +128,10 @@ package final class Aggregator: @unchecked Sendable {
         return try result.get()
     }
 
-    /// Runs cycles until one ends without backlog (at most `maxCycles`), for `aggregate --once`.
+    /// Runs cycles until one ends without backlog (at most `maxCycles`), for `aggregate --once`,
+    /// then applies every queued rollup, so the reports are current when it returns.
     /// - Returns: the summaries of the cycles run.
+    /// - Throws: `AggregatorError` when a cycle or the final rollup pass failed.
     package func runUntilCaughtUp(maxCycles: Int = 10_000) throws(AggregatorError) -> [CycleSummary] {
         var summaries: [CycleSummary] = []
         for _ in 0..<max(1, maxCycles) {
@@ -133,7 +139,50 @@ package final class Aggregator: @unchecked Sendable {
             summaries.append(summary)
             if !summary.backlog || !summary.ran { break }
         }
+        try processRollups()
         return summaries
+    }
+
+    /// Applies every queued rollup now (`process_rollups()` in a transaction of its own), on the
+    /// aggregator's queue. Returns the (app, day) keys recomputed.
+    /// - Throws: `AggregatorError.database`; the queue is left as it was (the pass rolled back).
+    @discardableResult
+    package func processRollups() throws(AggregatorError) -> Int {
+        let result: Result<Int, AggregatorError> = queue.sync { rollupPass() }
+        return try result.get()
+    }
+
+    /// One rollup pass on the queue; keeps the pending flag and the metrics.
+    private func rollupPass() -> Result<Int, AggregatorError> {
+        dispatchPrecondition(condition: .onQueue(queue))
+        do {
+            let (keys, duration) = try loader.processRollups()
+            rollupsPending = false
+            lastRollupPass = .now
+            metrics.rollupSeconds.observe(duration.seconds)
+            metrics.rollupKeys.increment(by: keys)
+            if keys > 0 {
+                logger.debug("rollups.done", ["keys": "\(keys)", "rollups.ms": "\(Int(duration.seconds * 1000))"])
+            }
+            return .success(keys)
+        } catch {
+            metrics.rollupFailures.increment()
+            logger.warning("rollups.failed", ["error": error.description])
+            return .failure(error)
+        }
+    }
+
+    /// After a committed cycle: process the queue when the log is caught up (no backlog), or when
+    /// `rollupInterval` has passed since the last pass; otherwise leave it for later. A failure is
+    /// logged and the work stays queued for the next pass (the load itself is not affected).
+    /// Returns the duration of the pass when one ran.
+    private func maybeProcessRollups(backlog: Bool) -> Duration? {
+        guard rollupsPending else { return nil }
+        let due = lastRollupPass.map { ContinuousClock.now - $0 >= configuration.rollupInterval } ?? true
+        guard !backlog || due else { return nil }
+        let start = ContinuousClock.now
+        _ = rollupPass()
+        return ContinuousClock.now - start
     }
 
     /// One timer firing: run a cycle, then re-arm the timer as the state machine decides.
@@ -150,8 +199,10 @@ package final class Aggregator: @unchecked Sendable {
         let outcome: LoadStateMachine.CycleOutcome
         do {
             if let report = try loader.runCycle() {
-                let summary = record(report, duration: ContinuousClock.now - start)
+                var summary = record(report, duration: ContinuousClock.now - start)
                 outcome = .loaded(records: report.records, backlog: report.backlog)
+                if report.touchedKeys > 0 { rollupsPending = true }
+                summary.rollupDuration = maybeProcessRollups(backlog: report.backlog)
                 result = .success(summary)
                 runRetention(report)
             } else {
