@@ -84,7 +84,9 @@ import Testing
                         installClick: id % 5 == 0 ? "q-click-\(id % 30)" : nil, kind: id % 3 == 1 ? .retention : .event))
             }
         }
-        try world.write(batch)
+        for start in stride(from: 0, to: batch.count, by: 10) {  // one frame per write: cycles split between them
+            try world.write(Array(batch[start..<start + 10]))
+        }
         // Bounded: 150 records at 40 per cycle; every cycle but the last has a backlog.
         var summaries: [CycleSummary] = []
         for _ in 0..<10 {
@@ -115,7 +117,8 @@ import Testing
         configuration.rollupInterval = .seconds(3600)
         let aggregator = try world.aggregator(configuration)
         try aggregator.processRollups()
-        try world.write(manyEvents(25))
+        let events = manyEvents(25)
+        for start in stride(from: 0, to: 25, by: 5) { try world.write(Array(events[start..<start + 5])) }
         let first = try aggregator.runOnce()
         #expect(first.backlog && first.events == 10 && first.rollupDuration == nil)
         #expect(try world.count("select count(*) from events") == 10)

@@ -3,6 +3,12 @@ import Postgres
 /// The loader's statements, one named constant each. Table and column names follow
 /// `sql/001_core.sql` (raw tables and dedup tables) and `sql/020_aggregator.sql` (rollup seam).
 enum LoadSQL {
+    /// Session settings, before the first temporary table (temp_buffers cannot change after that):
+    /// a full batch of staged rows (tens of MiB) stays in local buffers instead of spilling to temp
+    /// files on every scan, and the devices CTE sorts the batch in memory. Memory per aggregator
+    /// session only; durability settings are untouched (synchronous_commit stays on).
+    static let sessionSettings = "SET temp_buffers = '128MB'; SET work_mem = '64MB'"
+
     /// Staging and touched-key tables, once per session. Temporary (never WAL-logged) and emptied at
     /// every COMMIT or ROLLBACK, so a failed cycle leaves nothing behind for the next one.
     /// Column order = `StagingEncoder.columns`.

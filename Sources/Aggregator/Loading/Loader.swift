@@ -87,6 +87,7 @@ final class Loader {
         if let connection { return connection }
         do {
             let connection = try Connection(url: configuration.databaseURL)
+            try connection.unsafeSQL(LoadSQL.sessionSettings)
             try connection.unsafeSQL(LoadSQL.createStaging)
             self.connection = connection
             partitions = PartitionCache()
