@@ -22,7 +22,17 @@ enum LoadSQL {
             click_kind text, user_agent text, ip text, referrer text, method text, score integer
         ) ON COMMIT DELETE ROWS;
         CREATE TEMP TABLE IF NOT EXISTS load_touched (app_id text NOT NULL, day date NOT NULL) ON COMMIT DELETE ROWS;
-        """
+        """ + stagingStatistics
+
+    /// Column statistics of the staging table: the planner needs the row count and the distinct
+    /// counts of the join and grouping keys, nothing about the payload columns. A target of 10 on
+    /// the keys (0 elsewhere) makes ANALYZE sample 3,000 rows instead of 30,000 of every column: it
+    /// took 200-330 ms per 50k batch before, a few ms after.
+    static var stagingStatistics: String {
+        let keys: Set = ["kind", "app_id", "event_id", "device_id", "click_id", "time"]
+        let columns = StagingEncoder.columns.map { "ALTER COLUMN \($0) SET STATISTICS \(keys.contains($0) ? 10 : 0)" }
+        return "\nALTER TABLE pg_temp.load_staging " + columns.joined(separator: ", ") + ";"
+    }
 
     /// One COPY per cycle into the staging table (text format).
     static let copyStaging: SQL = SQL(
