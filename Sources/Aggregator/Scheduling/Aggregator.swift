@@ -144,11 +144,14 @@ package final class Aggregator: @unchecked Sendable {
     }
 
     /// Applies every queued rollup now (`process_rollups()` in a transaction of its own), on the
-    /// aggregator's queue. Returns the (app, day) keys recomputed.
+    /// aggregator's queue. Returns the (app, day) keys recomputed. Do not call it from inside a
+    /// cycle (it waits on the queue); after `stop()` it does nothing and returns 0.
     /// - Throws: `AggregatorError.database`; the queue is left as it was (the pass rolled back).
     @discardableResult
     package func processRollups() throws(AggregatorError) -> Int {
-        let result: Result<Int, AggregatorError> = queue.sync { rollupPass() }
+        let result: Result<Int, AggregatorError> = queue.sync {
+            machine.state == .stopped ? .success(0) : rollupPass()
+        }
         return try result.get()
     }
 
