@@ -13,9 +13,10 @@ package struct AggregatorConfiguration: Sendable {
     /// Default 2 s. When a cycle hit a batch bound the next one starts at once.
     package var loadInterval: Duration = .seconds(2)
 
-    /// Longest time between two rollup passes (`process_rollups()`, a transaction of its own after a
-    /// cycle) while work is queued and the log has a backlog. Without a backlog the queue is
-    /// processed right after the cycle. Default 10 s: reports lag the raw rows by at most about this.
+    /// Rollups are processed (`process_rollups()`, a transaction of its own after a cycle) at most
+    /// this long after the last pass while cycles keep bringing new rows, and at once after a cycle
+    /// that found nothing new. Default 10 s: reports lag the raw rows by about this at most. Zero
+    /// means after every cycle that loaded something (rollups current one transaction after it).
     package var rollupInterval: Duration = .seconds(10)
 
     /// At most this many envelopes per cycle, over all nodes. Default 50,000.

@@ -175,14 +175,16 @@ package final class Aggregator: @unchecked Sendable {
         }
     }
 
-    /// After a committed cycle: process the queue when the log is caught up (no backlog), or when
-    /// `rollupInterval` has passed since the last pass; otherwise leave it for later. A failure is
-    /// logged and the work stays queued for the next pass (the load itself is not affected).
+    /// After a committed cycle: process the queue when `rollupInterval` has passed since the last
+    /// pass, or at once when the cycle found nothing new (idle). A failure is logged and the work
+    /// stays queued for the next pass (the load itself is not affected). Not after every cycle: a
+    /// pass recomputes whole (app, day)s, so its cost hardly depends on how few events the cycle
+    /// brought, and under steady ingest one pass per `rollupInterval` does the same work once.
     /// Returns the duration of the pass when one ran.
-    private func maybeProcessRollups(backlog: Bool) -> Duration? {
+    private func maybeProcessRollups(idle: Bool) -> Duration? {
         guard rollupsPending else { return nil }
         let due = lastRollupPass.map { ContinuousClock.now - $0 >= configuration.rollupInterval } ?? true
-        guard !backlog || due else { return nil }
+        guard idle || due else { return nil }
         let start = ContinuousClock.now
         _ = rollupPass()
         return ContinuousClock.now - start
@@ -198,14 +200,15 @@ package final class Aggregator: @unchecked Sendable {
     private func cycle() -> Result<CycleSummary, AggregatorError> {
         dispatchPrecondition(condition: .onQueue(queue))
         let start = ContinuousClock.now
-        let result: Result<CycleSummary, AggregatorError>
+        var result: Result<CycleSummary, AggregatorError>
         let outcome: LoadStateMachine.CycleOutcome
+        var idle: Bool?  // set when a cycle committed: did it find nothing new?
         do {
             if let report = try loader.runCycle() {
-                var summary = record(report, duration: ContinuousClock.now - start)
+                let summary = record(report, duration: ContinuousClock.now - start)
                 outcome = .loaded(records: report.records, backlog: report.backlog)
                 if report.touchedKeys > 0 { rollupsPending = true }
-                summary.rollupDuration = maybeProcessRollups(backlog: report.backlog)
+                idle = report.records == 0
                 result = .success(summary)
                 runRetention(report)
             } else {
@@ -225,6 +228,12 @@ package final class Aggregator: @unchecked Sendable {
         metrics.state.set(machine.state.gaugeValue)
         if isRunning, machine.state != .stopped {
             timer.schedule(deadline: .now() + decision.delay.seconds)
+        }
+        // The rollup pass runs after the next cycle is scheduled: a pass shorter than the pause
+        // before that cycle delays nothing (the timer fires on this queue once the pass is done).
+        if let idle, case .success(var summary) = result {
+            summary.rollupDuration = maybeProcessRollups(idle: idle)
+            result = .success(summary)
         }
         return result
     }

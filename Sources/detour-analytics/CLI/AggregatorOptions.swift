@@ -6,8 +6,8 @@ enum AggregatorOptions {
     static let help = """
         Aggregator:
           --load-interval DUR     time between load cycles when no backlog remains (default 2s)
-          --rollup-interval DUR   longest time between rollup passes while a backlog is loading
-                                  (default 10s; with no backlog the rollups follow every cycle)
+          --rollup-interval DUR   longest time between rollup passes while new rows keep arriving
+                                  (default 10s; at once when a cycle finds nothing new; 0: every cycle)
           --max-cycle-events N    most events loaded per transaction (default 50000)
           --retention DUR         delete segments loaded and older than this (default 7d; 0 keeps all)
         """
