@@ -61,11 +61,11 @@ import Testing
         var results: [CycleScalingBenchmark.Result] = []
         for preload in preloads.prefix(4) {
             let result = try CycleScalingBenchmark.run(
-                preload: preload, cycleEvents: cycleEvents, cycles: 3, databaseURL: url, sqlDirectory: sqlDirectory,
+                preload: preload, cycleEvents: cycleEvents, cycles: Int(environment["DETOUR_BENCH_CYCLES"] ?? "") ?? 3, databaseURL: url, sqlDirectory: sqlDirectory,
                 progress: { print($0) })
             print(result)
             results.append(result)
-            #expect(result.loadSeconds.count == 3)
+            #expect(result.loadSeconds.count >= 1)
         }
         if let first = results.first, let last = results.last, first.medianLoadSeconds > 0 {
             print(
