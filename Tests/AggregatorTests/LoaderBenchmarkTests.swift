@@ -45,3 +45,34 @@ import Testing
         #expect(bytes > count * 50)
     }
 }
+
+@Suite struct CycleScalingBenchmarkTests {
+    /// Runs the cycle-scaling benchmark for each preload size (no timing asserted: the figures come
+    /// from a release run with DETOUR_BENCH_PRELOADS=100000,1000000 and DETOUR_BENCH_CYCLE_EVENTS=10000).
+    @Test("the cycle-scaling benchmark times cycles of new events after each preload size")
+    func smoke() throws {
+        guard let url = ProcessInfo.processInfo.environment["DETOUR_TEST_DATABASE_URL"] else {
+            throw TestDatabaseError.notConfigured
+        }
+        let environment = ProcessInfo.processInfo.environment
+        let preloads = (environment["DETOUR_BENCH_PRELOADS"] ?? "600,1800").split(separator: ",").compactMap { Int($0) }
+        let cycleEvents = Int(environment["DETOUR_BENCH_CYCLE_EVENTS"] ?? "") ?? 300
+        let sqlDirectory = environment["DETOUR_BENCH_SQL_DIR"] ?? RepositoryRoot.path + "/sql"
+        var results: [CycleScalingBenchmark.Result] = []
+        for preload in preloads.prefix(4) {
+            let result = try CycleScalingBenchmark.run(
+                preload: preload, cycleEvents: cycleEvents, cycles: Int(environment["DETOUR_BENCH_CYCLES"] ?? "") ?? 3, databaseURL: url, sqlDirectory: sqlDirectory,
+                progress: { print($0) })
+            print(result)
+            results.append(result)
+            #expect(result.loadSeconds.count >= 1)
+        }
+        if let first = results.first, let last = results.last, first.medianLoadSeconds > 0 {
+            print(
+                String(
+                    format: "cycle scaling: %d vs %d preloaded: load %.2fx, rollup pass %.2fx (target load within 1.5x)",
+                    last.preloaded, first.preloaded, last.medianLoadSeconds / first.medianLoadSeconds,
+                    first.medianRollupSeconds > 0 ? last.medianRollupSeconds / first.medianRollupSeconds : 0))
+        }
+    }
+}

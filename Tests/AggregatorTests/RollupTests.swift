@@ -43,6 +43,101 @@ import Testing
         aggregator.stop()
     }
 
+    /// Every rollup table, each row as text, in a stable order.
+    private static func allRollups(_ world: World) throws -> [String: [[String?]]] {
+        var tables: [String: [[String?]]] = [:]
+        for table in [
+            "rollup_events_daily", "rollup_devices", "rollup_funnel_entries", "rollup_link_daily", "rollup_link_utm_daily",
+            "rollup_link_events_daily", "rollup_link_revenue_daily", "rollup_cohort_events_daily",
+            "rollup_cohort_revenue_daily", "rollup_installs_daily", "rollup_retention_daily", "rollup_funnel_daily",
+            "rollup_apps", "rollup_clicks",
+        ] {
+            tables[table] = try world.rows("select t::text from \(identifier: table) t order by 1")
+        }
+        return tables
+    }
+
+    @Test("cycles only queue rollup work; after a rollup pass the rollups equal a from-scratch rebuild")
+    func queuedCyclesThenProcessEqualRebuild() throws {
+        let world = try World()
+        defer { world.tearDown() }
+        var configuration = world.configuration()
+        configuration.maxEventsPerCycle = 40
+        configuration.rollupInterval = .seconds(3600)  // no pass while cycles bring new rows
+        let aggregator = try world.aggregator(configuration)
+        try aggregator.processRollups()  // the start-up pass (an empty queue)
+        var generator = SystemRandomNumberGenerator()
+        var batch: [Envelope] = []
+        for index in 0..<150 {
+            let id = Int.random(in: 0..<120, using: &generator)  // duplicates inside and across cycles
+            let day = 1 + id % 7
+            switch index % 10 {
+            case 8:
+                batch.append(click("q-click-\(id % 30)", app: "app_1", time: "2026-05-0\(day)T07:00:00.000Z"))
+            case 9:
+                batch.append(match("q-click-\(id % 30)", app: "app_1", time: "2026-05-0\(day)T07:30:00.000Z"))
+            default:
+                batch.append(
+                    event(
+                        "q-\(id)", app: ["app_1", "app_2"][id % 2], name: ["purchase", "app_open", "share"][id % 3],
+                        device: "dev-\(id % 17)", time: "2026-05-0\(day)T0\(id % 10):00:00.000Z",
+                        installClick: id % 5 == 0 ? "q-click-\(id % 30)" : nil, kind: id % 3 == 1 ? .retention : .event))
+            }
+        }
+        for start in stride(from: 0, to: batch.count, by: 10) {  // one frame per write: cycles split between them
+            try world.write(Array(batch[start..<start + 10]))
+        }
+        // Bounded: 150 records at 40 per cycle; every cycle but the last has a backlog.
+        var summaries: [CycleSummary] = []
+        for _ in 0..<10 {
+            let summary = try aggregator.runOnce()
+            summaries.append(summary)
+            if !summary.backlog { break }
+        }
+        #expect(summaries.count >= 4)
+        #expect(summaries.allSatisfy { $0.rollupDuration == nil })  // within rollupInterval: only queued
+        #expect(summaries.contains { $0.touchedKeys > 0 })
+        #expect(try world.count("select count(*) from rollup_pending_keys") > 0)
+        // A cycle that finds nothing new (idle) processes the queue at once.
+        let idle = try aggregator.runOnce()
+        #expect(idle.records == 0 && idle.rollupDuration != nil)
+        #expect(try world.count("select count(*) from rollup_pending_keys") == 0)
+        #expect(try world.count("select count(*) from rollup_pending_devices") == 0)
+        #expect(try world.count("select count(*) from rollup_pending_utc_days") == 0)
+        let incremental = try Self.allRollups(world)
+        #expect(!(incremental["rollup_events_daily"] ?? []).isEmpty)
+        try Replay(configuration: configuration).rebuildRollups()
+        #expect(try Self.allRollups(world) == incremental)
+        aggregator.stop()
+    }
+
+    @Test("while cycles bring new rows the rollups wait in the queue until a pass applies them")
+    func backlogLeavesWorkQueued() throws {
+        let world = try World()
+        defer { world.tearDown() }
+        var configuration = world.configuration()
+        configuration.maxEventsPerCycle = 10
+        configuration.rollupInterval = .seconds(3600)
+        let aggregator = try world.aggregator(configuration)
+        try aggregator.processRollups()
+        let events = manyEvents(25)
+        for start in stride(from: 0, to: 25, by: 5) { try world.write(Array(events[start..<start + 5])) }
+        let first = try aggregator.runOnce()
+        #expect(first.backlog && first.events == 10 && first.rollupDuration == nil)
+        #expect(try world.count("select count(*) from events") == 10)
+        #expect(try world.count("select count(*) from rollup_pending_utc_days") > 0)
+        #expect(try world.count("select coalesce(sum(events), 0)::int from rollup_events_daily") == 0)
+        let keys = try aggregator.processRollups()
+        #expect(keys > 0)
+        #expect(try world.count("select sum(events)::int from rollup_events_daily") == 10)
+        #expect(try world.count("select count(*) from rollup_pending_utc_days") == 0)
+        // runUntilCaughtUp (aggregate --once) ends with the queue processed.
+        _ = try aggregator.runUntilCaughtUp()
+        #expect(try world.count("select sum(events)::int from rollup_events_daily") == 25)
+        #expect(try world.count("select count(*) from rollup_pending_keys") == 0)
+        aggregator.stop()
+    }
+
     @Test("a late event for an old day lands in that day's partition and corrects that day's rollup")
     func lateEventOldDay() throws {
         let world = try World()

@@ -35,6 +35,7 @@ final class World {
         configuration.loadInterval = .milliseconds(50)
         configuration.backoffBase = .milliseconds(20)
         configuration.backoffCap = .milliseconds(200)
+        configuration.rollupInterval = .zero  // rollups current after every cycle (tests read them at once)
         return configuration
     }
 

@@ -13,6 +13,12 @@ package struct AggregatorConfiguration: Sendable {
     /// Default 2 s. When a cycle hit a batch bound the next one starts at once.
     package var loadInterval: Duration = .seconds(2)
 
+    /// Rollups are processed (`process_rollups()`, a transaction of its own after a cycle) at most
+    /// this long after the last pass while cycles keep bringing new rows, and at once after a cycle
+    /// that found nothing new. Default 10 s: reports lag the raw rows by about this at most. Zero
+    /// means after every cycle that loaded something (rollups current one transaction after it).
+    package var rollupInterval: Duration = .seconds(10)
+
     /// At most this many envelopes per cycle, over all nodes. Default 50,000.
     package var maxEventsPerCycle: Int = 50_000
 
@@ -55,6 +61,7 @@ package struct AggregatorConfiguration: Sendable {
         if databaseURL.isEmpty { throw fail("databaseURL", "must not be empty") }
         if dataDirectory.isEmpty { throw fail("dataDirectory", "must not be empty") }
         if loadInterval < .milliseconds(10) { throw fail("loadInterval", "must be at least 10 ms") }
+        if rollupInterval < .zero { throw fail("rollupInterval", "must not be negative") }
         if maxEventsPerCycle < 1 { throw fail("maxEventsPerCycle", "must be positive") }
         if maxBytesPerCycle < 4096 { throw fail("maxBytesPerCycle", "must be at least 4096") }
         if backoffBase <= .zero { throw fail("backoffBase", "must be positive") }

@@ -3,6 +3,12 @@ import Postgres
 /// The loader's statements, one named constant each. Table and column names follow
 /// `sql/001_core.sql` (raw tables and dedup tables) and `sql/020_aggregator.sql` (rollup seam).
 enum LoadSQL {
+    /// Session settings, before the first temporary table (temp_buffers cannot change after that):
+    /// a full batch of staged rows (tens of MiB) stays in local buffers instead of spilling to temp
+    /// files on every scan, and the devices CTE sorts the batch in memory. Memory per aggregator
+    /// session only; durability settings are untouched (synchronous_commit stays on).
+    static let sessionSettings = "SET temp_buffers = '128MB'; SET work_mem = '64MB'"
+
     /// Staging and touched-key tables, once per session. Temporary (never WAL-logged) and emptied at
     /// every COMMIT or ROLLBACK, so a failed cycle leaves nothing behind for the next one.
     /// Column order = `StagingEncoder.columns`.
@@ -16,7 +22,17 @@ enum LoadSQL {
             click_kind text, user_agent text, ip text, referrer text, method text, score integer
         ) ON COMMIT DELETE ROWS;
         CREATE TEMP TABLE IF NOT EXISTS load_touched (app_id text NOT NULL, day date NOT NULL) ON COMMIT DELETE ROWS;
-        """
+        """ + stagingStatistics
+
+    /// Column statistics of the staging table: the planner needs the row count and the distinct
+    /// counts of the join and grouping keys, nothing about the payload columns. A target of 10 on
+    /// the keys (0 elsewhere) makes ANALYZE sample 3,000 rows instead of 30,000 of every column: it
+    /// took 200-330 ms per 50k batch before, a few ms after.
+    static var stagingStatistics: String {
+        let keys: Set = ["kind", "app_id", "event_id", "device_id", "click_id", "time"]
+        let columns = StagingEncoder.columns.map { "ALTER COLUMN \($0) SET STATISTICS \(keys.contains($0) ? 10 : 0)" }
+        return "\nALTER TABLE pg_temp.load_staging " + columns.joined(separator: ", ") + ";"
+    }
 
     /// One COPY per cycle into the staging table (text format).
     static let copyStaging: SQL = SQL(
@@ -185,11 +201,16 @@ enum LoadSQL {
         SELECT count(*)::bigint AS inserted FROM ins
         """
 
-    /// The rollup seam: `refresh_rollups(app_ids, days)` for the distinct touched keys. Returns `keys`.
-    static let refreshRollups: SQL = """
-        SELECT count(*)::bigint AS keys, refresh_rollups(array_agg(app_id), array_agg(day))::text AS done
+    /// The rollup seam, inside the load transaction: `queue_rollups(app_ids, days)` for the distinct
+    /// touched keys (it also derives the affected keys from `pg_temp.load_staging`, which holds this
+    /// cycle's rows only until COMMIT). Returns `keys`.
+    static let queueRollups: SQL = """
+        SELECT count(*)::bigint AS keys, queue_rollups(array_agg(app_id), array_agg(day))::text AS done
         FROM (SELECT DISTINCT app_id, day FROM pg_temp.load_touched) k
         """
+
+    /// Applies the queued rollup work, in a transaction of its own. Returns `keys` recomputed.
+    static let processRollups: SQL = "SELECT process_rollups()::bigint AS keys"
 
     /// Recomputes every rollup from the raw tables.
     static let rebuildRollups: SQL = "SELECT rebuild_rollups()::text AS done"

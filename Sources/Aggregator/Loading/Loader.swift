@@ -13,7 +13,8 @@ import Postgres
 /// 3. read each node's log after its checkpoint, bounded by the per-cycle budget, and stream the
 ///    decoded envelopes through ONE `COPY` (text format) into the temporary staging table;
 /// 4. insert into the raw tables deduplicated on (app_id, event_id) (clicks and matches on their
-///    click id), upsert devices and links, refresh the rollups for the touched (app, day) keys;
+///    click id), upsert devices and links, queue the rollups of the touched keys (`queue_rollups`:
+///    cheap; `processRollups()` recomputes them later in a transaction of its own);
 /// 5. advance the checkpoints; COMMIT. Only then is the new position durable.
 ///
 /// Partitions (docs/schema.md, "Partitions"): the days ahead are created before the transaction, in
@@ -56,7 +57,7 @@ final class Loader {
         var startedCommitAt: ContinuousClock.Instant?
         /// UTC days of the staged rows (their partitions are ensured after COMMIT).
         var days = Set<Int64>()
-        /// (app, day) keys whose rollups were refreshed.
+        /// (app, day) keys whose rollups were queued.
         var touchedKeys = 0
     }
 
@@ -86,6 +87,7 @@ final class Loader {
         if let connection { return connection }
         do {
             let connection = try Connection(url: configuration.databaseURL)
+            try connection.unsafeSQL(LoadSQL.sessionSettings)
             try connection.unsafeSQL(LoadSQL.createStaging)
             self.connection = connection
             partitions = PartitionCache()
@@ -212,7 +214,7 @@ final class Loader {
             phase("read+copy")
             report.inserted = try insertRaw(connection, safeCasts: safeCasts)
             phase("insert")
-            report.touchedKeys = try refreshRollups(connection)
+            report.touchedKeys = try queueRollups(connection)
             phase("rollups")
         }
         if case .checkpointed = mode {
@@ -238,10 +240,26 @@ final class Loader {
         return counts
     }
 
-    /// Calls the rollup seam for the (app, day) keys of the rows this cycle inserted.
-    private func refreshRollups(_ connection: Connection) throws -> Int {
-        let result = try connection.query(LoadSQL.refreshRollups)
+    /// Queues the rollups of the (app, day) keys of the rows this cycle inserted (inside the load
+    /// transaction, while `pg_temp.load_staging` still holds the cycle's rows).
+    private func queueRollups(_ connection: Connection) throws -> Int {
+        let result = try connection.query(LoadSQL.queueRollups)
         return try result.first?["keys", as: Int.self] ?? 0
+    }
+
+    /// Applies every queued rollup (`process_rollups()`) in a transaction of its own on this
+    /// loader's connection. Returns the keys recomputed and the time it took.
+    func processRollups() throws(AggregatorError) -> (keys: Int, duration: Duration) {
+        let connection = try connected()
+        let start = ContinuousClock.now
+        do {
+            let keys = try connection.withTransaction { connection in
+                try connection.query(LoadSQL.processRollups).first?["keys", as: Int.self] ?? 0
+            }
+            return (keys, ContinuousClock.now - start)
+        } catch {
+            throw .database("\(error)")
+        }
     }
 }
 

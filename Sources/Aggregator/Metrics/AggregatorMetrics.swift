@@ -18,6 +18,9 @@ struct AggregatorMetrics: Sendable {
     let lagEvents: Gauge
     let lagBytes: Gauge
     let newestLoaded: Gauge
+    let rollupSeconds: Histogram
+    let rollupKeys: Counter
+    let rollupFailures: Counter
 
     init(registry: MetricsRegistry = .shared) {
         cycleSeconds = registry.histogram(
@@ -52,5 +55,12 @@ struct AggregatorMetrics: Sendable {
         newestLoaded = registry.gauge(
             "aggregator_newest_loaded_received_at_seconds",
             help: "received_at of the newest loaded envelope, seconds since the epoch.")
+        rollupSeconds = registry.histogram(
+            "aggregator_rollup_seconds", help: "Duration of rollup passes (process_rollups) that committed, in seconds.",
+            buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30])
+        rollupKeys = registry.counter(
+            "aggregator_rollup_keys_total", help: "(app, day) rollup keys recomputed by rollup passes.")
+        rollupFailures = registry.counter(
+            "aggregator_rollup_failures_total", help: "Rollup passes that failed and were rolled back (work stays queued).")
     }
 }

@@ -9,7 +9,7 @@ import Postgres
 /// A replay reads every node's log from segment `SEG` (offset 0) to its current end in bounded
 /// batches, each loaded in its own transaction under the same load lock the aggregator takes, with
 /// the same deduplication: rows already loaded are skipped, missing ones are inserted, rollups of the
-/// keys that received rows are refreshed. Checkpoints are never moved (in particular never
+/// keys that received rows are queued and processed at the end. Checkpoints are never moved (in particular never
 /// backwards): records after a checkpoint that a replay loaded are skipped as duplicates when the
 /// aggregator reaches them.
 package struct Replay: Sendable {
@@ -60,6 +60,8 @@ package struct Replay: Sendable {
             }
             if report.records == 0 || !moved { break }
         }
+        // The batches queued their rollups; apply them so the reports include what was replayed.
+        _ = try loader.processRollups()
         Logger(label: "aggregator").info(
             "replay.done", ["from.segment": "\(segment)", "records": "\(summary.records)", "rows": "\(summary.rows)"])
         return summary

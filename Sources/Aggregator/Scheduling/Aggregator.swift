@@ -32,6 +32,10 @@ package final class Aggregator: @unchecked Sendable {
     private var recordsPerCompressedByte = 0.0
     private var lastNewestLoaded: Timestamp?
     private var lastPositions: [String: LogPosition] = [:]
+    /// Rollup work may be queued (true at start: a previous process may have left some).
+    private var rollupsPending = true
+    /// When `process_rollups()` last succeeded (nil: never).
+    private var lastRollupPass: ContinuousClock.Instant?
 
     /// Deletes loaded segments older than the configured age; given the node, the position loaded
     /// through and the age. Returns the deleted paths (logged).
@@ -124,8 +128,10 @@ package final class Aggregator: @unchecked Sendable {
         return try result.get()
     }
 
-    /// Runs cycles until one ends without backlog (at most `maxCycles`), for `aggregate --once`.
+    /// Runs cycles until one ends without backlog (at most `maxCycles`), for `aggregate --once`,
+    /// then applies every queued rollup, so the reports are current when it returns.
     /// - Returns: the summaries of the cycles run.
+    /// - Throws: `AggregatorError` when a cycle or the final rollup pass failed.
     package func runUntilCaughtUp(maxCycles: Int = 10_000) throws(AggregatorError) -> [CycleSummary] {
         var summaries: [CycleSummary] = []
         for _ in 0..<max(1, maxCycles) {
@@ -133,7 +139,55 @@ package final class Aggregator: @unchecked Sendable {
             summaries.append(summary)
             if !summary.backlog || !summary.ran { break }
         }
+        try processRollups()
         return summaries
+    }
+
+    /// Applies every queued rollup now (`process_rollups()` in a transaction of its own), on the
+    /// aggregator's queue. Returns the (app, day) keys recomputed. Do not call it from inside a
+    /// cycle (it waits on the queue); after `stop()` it does nothing and returns 0.
+    /// - Throws: `AggregatorError.database`; the queue is left as it was (the pass rolled back).
+    @discardableResult
+    package func processRollups() throws(AggregatorError) -> Int {
+        let result: Result<Int, AggregatorError> = queue.sync {
+            machine.state == .stopped ? .success(0) : rollupPass()
+        }
+        return try result.get()
+    }
+
+    /// One rollup pass on the queue; keeps the pending flag and the metrics.
+    private func rollupPass() -> Result<Int, AggregatorError> {
+        dispatchPrecondition(condition: .onQueue(queue))
+        do {
+            let (keys, duration) = try loader.processRollups()
+            rollupsPending = false
+            lastRollupPass = .now
+            metrics.rollupSeconds.observe(duration.seconds)
+            metrics.rollupKeys.increment(by: keys)
+            if keys > 0 {
+                logger.debug("rollups.done", ["keys": "\(keys)", "rollups.ms": "\(Int(duration.seconds * 1000))"])
+            }
+            return .success(keys)
+        } catch {
+            metrics.rollupFailures.increment()
+            logger.warning("rollups.failed", ["error": error.description])
+            return .failure(error)
+        }
+    }
+
+    /// After a committed cycle: process the queue when `rollupInterval` has passed since the last
+    /// pass, or at once when the cycle found nothing new (idle). A failure is logged and the work
+    /// stays queued for the next pass (the load itself is not affected). Not after every cycle: a
+    /// pass recomputes whole (app, day)s, so its cost hardly depends on how few events the cycle
+    /// brought, and under steady ingest one pass per `rollupInterval` does the same work once.
+    /// Returns the duration of the pass when one ran.
+    private func maybeProcessRollups(idle: Bool) -> Duration? {
+        guard rollupsPending else { return nil }
+        let due = lastRollupPass.map { ContinuousClock.now - $0 >= configuration.rollupInterval } ?? true
+        guard idle || due else { return nil }
+        let start = ContinuousClock.now
+        _ = rollupPass()
+        return ContinuousClock.now - start
     }
 
     /// One timer firing: run a cycle, then re-arm the timer as the state machine decides.
@@ -146,12 +200,15 @@ package final class Aggregator: @unchecked Sendable {
     private func cycle() -> Result<CycleSummary, AggregatorError> {
         dispatchPrecondition(condition: .onQueue(queue))
         let start = ContinuousClock.now
-        let result: Result<CycleSummary, AggregatorError>
+        var result: Result<CycleSummary, AggregatorError>
         let outcome: LoadStateMachine.CycleOutcome
+        var idle: Bool?  // set when a cycle committed: did it find nothing new?
         do {
             if let report = try loader.runCycle() {
                 let summary = record(report, duration: ContinuousClock.now - start)
                 outcome = .loaded(records: report.records, backlog: report.backlog)
+                if report.touchedKeys > 0 { rollupsPending = true }
+                idle = report.records == 0
                 result = .success(summary)
                 runRetention(report)
             } else {
@@ -171,6 +228,12 @@ package final class Aggregator: @unchecked Sendable {
         metrics.state.set(machine.state.gaugeValue)
         if isRunning, machine.state != .stopped {
             timer.schedule(deadline: .now() + decision.delay.seconds)
+        }
+        // The rollup pass runs after the next cycle is scheduled: a pass shorter than the pause
+        // before that cycle delays nothing (the timer fires on this queue once the pass is done).
+        if let idle, case .success(var summary) = result {
+            summary.rollupDuration = maybeProcessRollups(idle: idle)
+            result = .success(summary)
         }
         return result
     }

@@ -14,7 +14,7 @@ package struct CycleSummary: Sendable, Equatable {
     package var clicks: Int
     /// New rows in `matches`.
     package var matches: Int
-    /// (app, day) keys whose rollups were refreshed.
+    /// (app, day) keys whose rollups were queued (`process_rollups()` applies them later).
     package var touchedKeys: Int
     /// True when a batch bound was hit and more records are waiting.
     package var backlog: Bool
@@ -22,6 +22,9 @@ package struct CycleSummary: Sendable, Equatable {
     package var duration: Duration
     /// Time per step inside the transaction: `read+copy`, `insert`, `rollups`, `commit`.
     package var phases: [String: Duration] = [:]
+    /// The rollup pass (`process_rollups()`, its own transaction) run right after this cycle, if one
+    /// ran: after a cycle without backlog, or when `rollupInterval` had passed. Not in `duration`.
+    package var rollupDuration: Duration?
 
     /// New raw rows in all tables.
     package var rows: Int { events + clicks + matches }

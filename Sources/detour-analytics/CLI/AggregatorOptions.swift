@@ -6,6 +6,8 @@ enum AggregatorOptions {
     static let help = """
         Aggregator:
           --load-interval DUR     time between load cycles when no backlog remains (default 2s)
+          --rollup-interval DUR   longest time between rollup passes while new rows keep arriving
+                                  (default 10s; at once when a cycle finds nothing new; 0: every cycle)
           --max-cycle-events N    most events loaded per transaction (default 50000)
           --retention DUR         delete segments loaded and older than this (default 7d; 0 keeps all)
         """
@@ -17,6 +19,9 @@ enum AggregatorOptions {
         var configuration = AggregatorConfiguration(databaseURL: databaseURL, dataDirectory: dataDirectory)
         if let text = try arguments.option("--load-interval") {
             configuration.loadInterval = try parseDuration(text, flag: "--load-interval")
+        }
+        if let text = try arguments.option("--rollup-interval") {
+            configuration.rollupInterval = try parseDuration(text, flag: "--rollup-interval")
         }
         configuration.maxEventsPerCycle = try arguments.integer(
             "--max-cycle-events", default: configuration.maxEventsPerCycle, in: 1...10_000_000)
