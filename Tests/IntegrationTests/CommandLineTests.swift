@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// What an operator sees at a terminal: help for every command, clear refusals of bad flags.
 @Suite
@@ -9,8 +9,10 @@ struct CommandLineTests {
     func topLevelHelp() throws {
         let result = try PipelineProcess.runToEnd(["--help"])
         #expect(result.status == 0)
-        for word in ["run", "serve", "aggregate", "migrate", "apps", "segments", "report", "simulate",
-                     "DATABASE_URL", "DETOUR_DATA_DIR", "DETOUR_HTTP_ADDR"] {
+        for word in [
+            "run", "serve", "aggregate", "migrate", "apps", "segments", "report", "simulate",
+            "DATABASE_URL", "DETOUR_DATA_DIR", "DETOUR_HTTP_ADDR",
+        ] {
             #expect(result.output.contains(word), "top-level help does not mention \(word)")
         }
     }
@@ -20,7 +22,10 @@ struct CommandLineTests {
         arguments: [
             ("migrate", ["--database-url", "DATABASE_URL", "--sql-dir"]),
             ("apps", ["--id", "--name", "--json", "DATABASE_URL"]),
-            ("serve", ["--http-addr", "DETOUR_HTTP_ADDR", "--data-dir", "DETOUR_DATA_DIR", "--durability", "--max-body"]),
+            (
+                "serve",
+                ["--http-addr", "DETOUR_HTTP_ADDR", "--data-dir", "DETOUR_DATA_DIR", "--durability", "--max-body"]
+            ),
             ("run", ["--http-addr", "DETOUR_HTTP_ADDR", "--load-interval", "DATABASE_URL", "DETOUR_DATA_DIR"]),
             ("aggregate", ["--once", "--load-interval", "DATABASE_URL", "DETOUR_DATA_DIR"]),
             ("segments", ["list", "inspect", "verify", "replay", "--from"]),
@@ -52,12 +57,15 @@ struct CommandLineTests {
         let database = try TestDatabase.make()
         defer { database.drop() }
         let environment = ["DATABASE_URL": database.url]
-        let bad = try PipelineProcess.runToEnd(["apps", "create", "--id", "bad id!", "--name", "x"], environment: environment)
+        let bad = try PipelineProcess.runToEnd(
+            ["apps", "create", "--id", "bad id!", "--name", "x"], environment: environment)
         #expect(bad.status == 64)
-        let first = try PipelineProcess.runToEnd(["apps", "create", "--id", "twice", "--name", "x"], environment: environment)
+        let first = try PipelineProcess.runToEnd(
+            ["apps", "create", "--id", "twice", "--name", "x"], environment: environment)
         #expect(first.status == 0)
         #expect(first.output.contains("publishable key: pk_"))
-        let second = try PipelineProcess.runToEnd(["apps", "create", "--id", "twice", "--name", "x"], environment: environment)
+        let second = try PipelineProcess.runToEnd(
+            ["apps", "create", "--id", "twice", "--name", "x"], environment: environment)
         #expect(second.status != 0)
         #expect(second.errors.contains("already exists"))
     }

@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// docker-compose cannot run here (no Docker engine), so its correctness is checked by reading:
 /// the compose file parses into the services an operator runs, and everything it and the
@@ -18,7 +18,9 @@ struct DeploymentFilesTests {
         #expect(compose.services["pipeline"]?["command"] == #"["run"]"#)
         for name in ["migrate", "pipeline"] {
             let build = try #require(compose.services[name]?["build"])
-            #expect(FileManager.default.fileExists(atPath: root + "/" + build + "/Dockerfile"), "\(name) builds from \(build)/Dockerfile")
+            #expect(
+                FileManager.default.fileExists(atPath: root + "/" + build + "/Dockerfile"),
+                "\(name) builds from \(build)/Dockerfile")
             #expect(compose.services[name]?["environment.DATABASE_URL"]?.contains("@postgres:5432/") == true)
         }
         #expect(compose.services["pipeline"]?["environment.DETOUR_HTTP_ADDR"] == "0.0.0.0:8080")
@@ -35,7 +37,9 @@ struct DeploymentFilesTests {
         for line in copies {
             let parts = line.split(separator: " ").map(String.init)
             for source in parts.dropFirst().dropLast() {
-                #expect(FileManager.default.fileExists(atPath: root + "/" + source), "Dockerfile copies \(source), which does not exist")
+                #expect(
+                    FileManager.default.fileExists(atPath: root + "/" + source),
+                    "Dockerfile copies \(source), which does not exist")
             }
         }
         #expect(text.contains("COPY sql /usr/share/detour-analytics/sql"))
@@ -76,7 +80,8 @@ struct ComposeFile {
             if path.count >= 3, path[0] == "services" {
                 let service = path[1]
                 let field = path.dropFirst(2).joined(separator: ".")
-                services[service, default: [:]][field] = value.isEmpty ? "" : value.trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+                services[service, default: [:]][field] =
+                    value.isEmpty ? "" : value.trimmingCharacters(in: CharacterSet(charactersIn: "\""))
             } else if path.count == 2, path[0] == "services" {
                 services[key, default: [:]] = services[key] ?? [:]
             }

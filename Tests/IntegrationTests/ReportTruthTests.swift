@@ -1,7 +1,7 @@
 import Foundation
 import Postgres
-import Testing
 import TestSupport
+import Testing
 
 /// Every number the reports show equals the simulator's truth, exactly: counts as integers,
 /// revenue to the cent, medians to the second, retention nulls where a cohort has not reached day N.
@@ -22,8 +22,10 @@ struct ReportTruthTests {
         let actual = try TruthFacts.from(connection, app: "sim")
         let missing = expected.subtracting(actual).sorted()
         let extra = actual.subtracting(expected).sorted()
-        #expect(missing.isEmpty && extra.isEmpty,
-            "\(missing.count) facts missing from the reports, e.g. \(missing.prefix(8)); \(extra.count) unexpected, e.g. \(extra.prefix(8))")
+        #expect(
+            missing.isEmpty && extra.isEmpty,
+            "\(missing.count) facts missing from the reports, e.g. \(missing.prefix(8)); \(extra.count) unexpected, e.g. \(extra.prefix(8))"
+        )
         #expect(expected.count > 200, "the world is big enough to say something: \(expected.count) facts")
 
         // A from-scratch rebuild says the same.
@@ -47,7 +49,9 @@ enum TruthFacts {
             }
             for (suffix, slice) in slices {
                 for metric in counts {
-                    if let value = slice[metric] as? Int, value != 0 { facts.insert("link|\(key)|\(metric)\(suffix)=\(value)") }
+                    if let value = slice[metric] as? Int, value != 0 {
+                        facts.insert("link|\(key)|\(metric)\(suffix)=\(value)")
+                    }
                 }
                 for (kind, field) in [("event", "events"), ("retention", "retention_events")] {
                     for (name, value) in slice[field] as? [String: Int] ?? [:] where value != 0 {
@@ -55,12 +59,16 @@ enum TruthFacts {
                     }
                 }
                 for (currency, amount) in slice["revenue"] as? [String: [String: Any]] ?? [:] {
-                    if let cents = amount["cents"] as? Int, cents != 0 { facts.insert("revenue\(suffix)|\(key)|\(currency)=\(cents)") }
+                    if let cents = amount["cents"] as? Int, cents != 0 {
+                        facts.insert("revenue\(suffix)|\(key)|\(currency)=\(cents)")
+                    }
                 }
             }
         }
         let attribution = truth["attribution"] as? [String: Any] ?? [:]
-        for (field, label) in [("organic_installs_by_day", "organic"), ("unattributable_devices_by_day", "unattributable")] {
+        for (field, label) in [
+            ("organic_installs_by_day", "organic"), ("unattributable_devices_by_day", "unattributable"),
+        ] {
             for (day, value) in attribution[field] as? [String: Int] ?? [:] where value != 0 {
                 facts.insert("installs|\(day)|\(label)=\(value)")
             }
@@ -81,10 +89,14 @@ enum TruthFacts {
         }
         for link in attribution["links"] as? [[String: Any]] ?? [] {
             let path = link["link"] as? String ?? "?"
-            for (basis, field, actions) in [("install_date", "by_install_date", "cohort"), ("event_date", "by_event_date", "activity")] {
+            for (basis, field, actions) in [
+                ("install_date", "by_install_date", "cohort"), ("event_date", "by_event_date", "activity"),
+            ] {
                 for row in link[field] as? [[String: Any]] ?? [] {
                     let key = "\(path)|\(row["day"] as? String ?? "?")"
-                    if let installs = row["installs"] as? Int, installs != 0 { facts.insert("attributed|\(key)=\(installs)") }
+                    if let installs = row["installs"] as? Int, installs != 0 {
+                        facts.insert("attributed|\(key)=\(installs)")
+                    }
                     if let count = row["actions"] as? Int, count != 0 { facts.insert("\(actions)|\(key)=\(count)") }
                     for (name, value) in row["events"] as? [String: Int] ?? [:] where value != 0 {
                         facts.insert("attribution_events|\(basis)|\(key)|\(name)=\(value)")
@@ -117,8 +129,8 @@ enum TruthFacts {
         var facts = Set<String>()
         let platformColumns = counts.flatMap { [$0, $0 + "_ios", $0 + "_android"] }
         for row in try connection.query(
-            "SELECT path, to_char(day, 'YYYY-MM-DD') AS day, \(fragment: SQL(stringLiteral: platformColumns.joined(separator: ", "))) FROM report_link_daily WHERE app_id = \(app)")
-        {
+            "SELECT path, to_char(day, 'YYYY-MM-DD') AS day, \(fragment: SQL(stringLiteral: platformColumns.joined(separator: ", "))) FROM report_link_daily WHERE app_id = \(app)"
+        ) {
             let key = "\(try row["path", as: String.self])|\(try row["day", as: String.self])"
             for column in platformColumns {
                 let value = try row[column, as: Int.self]
@@ -126,9 +138,10 @@ enum TruthFacts {
             }
         }
         for row in try connection.query(
-            "SELECT path, to_char(day, 'YYYY-MM-DD') AS day, kind, name, events, events_ios, events_android FROM report_link_daily_events WHERE app_id = \(app)")
-        {
-            let key = "\(try row["path", as: String.self])|\(try row["day", as: String.self])|\(try row["kind", as: String.self])|\(try row["name", as: String.self])"
+            "SELECT path, to_char(day, 'YYYY-MM-DD') AS day, kind, name, events, events_ios, events_android FROM report_link_daily_events WHERE app_id = \(app)"
+        ) {
+            let key =
+                "\(try row["path", as: String.self])|\(try row["day", as: String.self])|\(try row["kind", as: String.self])|\(try row["name", as: String.self])"
             for (suffix, column) in [("", "events"), ("_ios", "events_ios"), ("_android", "events_android")] {
                 let value = try row[column, as: Int.self]
                 if value != 0 { facts.insert("events\(suffix)|\(key)=\(value)") }
@@ -141,15 +154,16 @@ enum TruthFacts {
             FROM report_link_daily_revenue WHERE app_id = \(app)
             """)
         {
-            let key = "\(try row["path", as: String.self])|\(try row["day", as: String.self])|\(try row["currency", as: String.self])"
+            let key =
+                "\(try row["path", as: String.self])|\(try row["day", as: String.self])|\(try row["currency", as: String.self])"
             for (suffix, column) in [("", "total"), ("_ios", "ios"), ("_android", "android")] {
                 let value = try row[column, as: Int?.self] ?? 0
                 if value != 0 { facts.insert("revenue\(suffix)|\(key)=\(value)") }
             }
         }
         for row in try connection.query(
-            "SELECT to_char(day, 'YYYY-MM-DD') AS day, organic_installs, unattributable_installs FROM report_installs_daily WHERE app_id = \(app)")
-        {
+            "SELECT to_char(day, 'YYYY-MM-DD') AS day, organic_installs, unattributable_installs FROM report_installs_daily WHERE app_id = \(app)"
+        ) {
             let day = try row["day", as: String.self]
             for (label, column) in [("organic", "organic_installs"), ("unattributable", "unattributable_installs")] {
                 let value = try row[column, as: Int.self]
@@ -162,7 +176,8 @@ enum TruthFacts {
             FROM report_funnel WHERE app_id = \(app) AND funnel_id = 'default' AND path IS NOT NULL
             """)
         {
-            let key = "\(try row["path", as: String.self])|\(try row["day", as: String.self])|\(try row["step", as: Int.self])"
+            let key =
+                "\(try row["path", as: String.self])|\(try row["day", as: String.self])|\(try row["step", as: Int.self])"
             let devices = try row["devices", as: Int.self]
             if devices != 0 { facts.insert("funnel|\(key)=\(devices)") }
             if let median = try row["median", as: Double?.self] {
@@ -186,30 +201,33 @@ enum TruthFacts {
             }
         }
         for row in try connection.query(
-            "SELECT path, to_char(day, 'YYYY-MM-DD') AS day, basis, name, events FROM report_attribution_events WHERE app_id = \(app)")
-        {
+            "SELECT path, to_char(day, 'YYYY-MM-DD') AS day, basis, name, events FROM report_attribution_events WHERE app_id = \(app)"
+        ) {
             let value = try row["events", as: Int.self]
             if value != 0 {
                 facts.insert(
-                    "attribution_events|\(try row["basis", as: String.self])|\(try row["path", as: String.self])|\(try row["day", as: String.self])|\(try row["name", as: String.self])=\(value)")
+                    "attribution_events|\(try row["basis", as: String.self])|\(try row["path", as: String.self])|\(try row["day", as: String.self])|\(try row["name", as: String.self])=\(value)"
+                )
             }
         }
         for row in try connection.query(
-            "SELECT path, to_char(day, 'YYYY-MM-DD') AS day, basis, currency, round(revenue * 100)::bigint AS cents FROM report_attribution_revenue WHERE app_id = \(app)")
-        {
+            "SELECT path, to_char(day, 'YYYY-MM-DD') AS day, basis, currency, round(revenue * 100)::bigint AS cents FROM report_attribution_revenue WHERE app_id = \(app)"
+        ) {
             let value = try row["cents", as: Int?.self] ?? 0
             if value != 0 {
                 facts.insert(
-                    "attribution_revenue|\(try row["basis", as: String.self])|\(try row["path", as: String.self])|\(try row["day", as: String.self])|\(try row["currency", as: String.self])=\(value)")
+                    "attribution_revenue|\(try row["basis", as: String.self])|\(try row["path", as: String.self])|\(try row["day", as: String.self])|\(try row["currency", as: String.self])=\(value)"
+                )
             }
         }
         for row in try connection.query(
-            "SELECT coalesce(path, 'organic') AS path, to_char(cohort_day, 'YYYY-MM-DD') AS day, cohort_size, d1, d3, d7, d14, d30 FROM report_retention WHERE app_id = \(app)")
-        {
+            "SELECT coalesce(path, 'organic') AS path, to_char(cohort_day, 'YYYY-MM-DD') AS day, cohort_size, d1, d3, d7, d14, d30 FROM report_retention WHERE app_id = \(app)"
+        ) {
             let key = "\(try row["path", as: String.self])|\(try row["day", as: String.self])"
             facts.insert("cohort|\(key)|size=\(try row["cohort_size", as: Int.self])")
             for day in [1, 3, 7, 14, 30] {
-                facts.insert("retained|\(key)|d\(day)=\((try row["d\(day)", as: Int?.self]).map(String.init) ?? "null")")
+                facts.insert(
+                    "retained|\(key)|d\(day)=\((try row["d\(day)", as: Int?.self]).map(String.init) ?? "null")")
             }
         }
         return facts

@@ -1,8 +1,8 @@
 import EventLog
 import Foundation
 import Postgres
-import Testing
 import TestSupport
+import Testing
 
 /// The simulator plays a world through the real binary and a real PostgreSQL; what lands in the
 /// raw tables must equal the simulator's own truth, exactly, whatever the world threw at ingest
@@ -43,16 +43,21 @@ struct SimulatedWorldTests {
         guard simulated.status == 0 else {
             throw TestFailure("simulate failed (\(simulated.status)): \(simulated.output) \(simulated.errors)")
         }
-        let truth = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: truthPath))) as? [String: Any] ?? [:]
+        let truth =
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: truthPath))) as? [String: Any]
+            ?? [:]
         // Stop the pipeline (ingest drains, the aggregator finishes its cycle), then load what is left.
         pipeline.signal(SIGTERM)
         guard pipeline.waitForExit(timeout: .seconds(30)) == 0 else { throw TestFailure("run did not stop cleanly") }
-        let drained = try PipelineProcess.runToEnd(["aggregate", "--once"], environment: environment, timeout: .seconds(120))
+        let drained = try PipelineProcess.runToEnd(
+            ["aggregate", "--once"], environment: environment, timeout: .seconds(120))
         guard drained.status == 0 else { throw TestFailure("aggregate --once failed: \(drained.errors)") }
         return World(database: database, data: data, truth: truth, simulateOutput: simulated.output)
     }
 
-    @Test("raw tables hold exactly the simulated world", arguments: [(seed: 7, devices: 150, links: 4, days: 10), (seed: 42, devices: 300, links: 8, days: 21)])
+    @Test(
+        "raw tables hold exactly the simulated world",
+        arguments: [(seed: 7, devices: 150, links: 4, days: 10), (seed: 42, devices: 300, links: 8, days: 21)])
     func rawTablesMatchTruth(seed: Int, devices: Int, links: Int, days: Int) throws {
         let world = try Self.play(seed: seed, devices: devices, links: links, days: days)
         defer { world.database.drop() }
@@ -61,13 +66,19 @@ struct SimulatedWorldTests {
         defer { connection.close() }
         func count(_ sql: SQL) throws -> Int { try connection.query(sql)[0][0, as: Int.self] }
 
-        #expect(try count("SELECT count(*) FROM clicks WHERE app_id = 'sim' AND click_kind = 'web'") == totals["clicks"] as? Int)
-        #expect(try count("SELECT count(*) FROM clicks WHERE app_id = 'sim' AND click_kind = 'universal_link'")
-            == totals["universal_link_opens"] as? Int)
+        #expect(
+            try count("SELECT count(*) FROM clicks WHERE app_id = 'sim' AND click_kind = 'web'") == totals["clicks"]
+                as? Int)
+        #expect(
+            try count("SELECT count(*) FROM clicks WHERE app_id = 'sim' AND click_kind = 'universal_link'")
+                == totals["universal_link_opens"] as? Int)
         #expect(try count("SELECT count(*) FROM matches WHERE app_id = 'sim'") == totals["matched_installs"] as? Int)
-        #expect(try count("SELECT count(*) FROM events WHERE app_id = 'sim' AND kind = 'event'") == totals["actions"] as? Int)
-        #expect(try count("SELECT count(*) FROM events WHERE app_id = 'sim' AND kind = 'retention'")
-            == totals["retention_events"] as? Int)
+        #expect(
+            try count("SELECT count(*) FROM events WHERE app_id = 'sim' AND kind = 'event'") == totals["actions"]
+                as? Int)
+        #expect(
+            try count("SELECT count(*) FROM events WHERE app_id = 'sim' AND kind = 'retention'")
+                == totals["retention_events"] as? Int)
         #expect(try count("SELECT count(*) FROM devices WHERE app_id = 'sim'") == totals["devices"] as? Int)
         // The simulator checks every answer against what it sent: valid events 2xx, invalid ones refused.
         #expect(world.simulateOutput.contains("unexpected answers: 0"), "\(world.simulateOutput)")
@@ -80,8 +91,8 @@ struct SimulatedWorldTests {
         let truthDevices = try #require(world.truth["devices"] as? [[String: Any]])
         var installs: [String: String] = [:]
         for row in try connection.query(
-            "SELECT device_id, to_char(first_seen AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"') AS first FROM devices WHERE app_id = 'sim'")
-        {
+            "SELECT device_id, to_char(first_seen AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"') AS first FROM devices WHERE app_id = 'sim'"
+        ) {
             installs[try row["device_id", as: String.self]] = try row["first", as: String.self]
         }
         // Exact, except devices with skewed clocks: the pipeline corrects them from `sent_at`, which
@@ -94,7 +105,8 @@ struct SimulatedWorldTests {
             return abs(loaded - expected) > 5_000
         }
         #expect(far.isEmpty, "install times differ by more than 5 s for \(far.count) devices, e.g. \(far.prefix(3))")
-        #expect(inexact.count * 10 <= truthDevices.count, "only the few skewed devices may differ at all: \(inexact.count)")
+        #expect(
+            inexact.count * 10 <= truthDevices.count, "only the few skewed devices may differ at all: \(inexact.count)")
     }
 }
 

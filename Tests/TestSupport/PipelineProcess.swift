@@ -66,10 +66,12 @@ package final class PipelineProcess: Sendable {
         _ arguments: [String], environment: [String: String] = [:], timeout: Duration = .seconds(60)
     ) throws -> (status: Int32, output: String, errors: String) {
         let child = try PipelineProcess(arguments, environment: environment)
-        let status = child.waitForExit(timeout: timeout) ?? {
-            child.signal(SIGKILL)
-            return child.waitForExit(timeout: .seconds(5)) ?? -1
-        }()
+        let status =
+            child.waitForExit(timeout: timeout)
+            ?? {
+                child.signal(SIGKILL)
+                return child.waitForExit(timeout: .seconds(5)) ?? -1
+            }()
         return (status, child.standardOutput, child.standardError)
     }
 

@@ -50,7 +50,8 @@ struct Arguments {
     mutating func integer(_ name: String, default fallback: Int, in range: ClosedRange<Int>) throws -> Int {
         guard let text = try option(name) else { return fallback }
         guard let value = Int(text), range.contains(value) else {
-            throw UsageError(description: "\(name) must be an integer in \(range.lowerBound)...\(range.upperBound), got \(text)")
+            throw UsageError(
+                description: "\(name) must be an integer in \(range.lowerBound)...\(range.upperBound), got \(text)")
         }
         return value
     }

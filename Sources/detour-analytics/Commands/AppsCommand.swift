@@ -35,7 +35,9 @@ enum AppsCommand: Command {
             let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
             print(String(decoding: data, as: UTF8.self))
         } else {
-            print("app:             \(id) (\(name))\npublishable key: \(keys.publishable)\nsecret key:      \(keys.secret)")
+            print(
+                "app:             \(id) (\(name))\npublishable key: \(keys.publishable)\nsecret key:      \(keys.secret)"
+            )
             print("Keep the secret key private; it is shown only now.")
         }
         return 0
@@ -43,7 +45,9 @@ enum AppsCommand: Command {
 
     static func isValidAppID(_ id: String) -> Bool {
         (1...64).contains(id.utf8.count)
-            && id.utf8.allSatisfy { $0.isASCIIAlphanumeric || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: ".") }
+            && id.utf8.allSatisfy {
+                $0.isASCIIAlphanumeric || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: ".")
+            }
     }
 
     /// Inserts the app and its two key hashes in one transaction and returns the plaintext keys.

@@ -74,19 +74,25 @@ struct BenchEventGenerator {
         case "purchase", "begin_checkout", "add_payment_info":
             let cents = 199 + random.next() % 20_000
             let currency = Self.currencies[Int(random.next() % UInt64(Self.currencies.count))]
-            return #"{"revenue":\#(cents / 100).\#(String(format: "%02d", Int(cents % 100))),"currency":"\#(currency)","item_id":"\#(sku)","quantity":\#(1 + random.next() % 4),"category":"\#(category)","order_id":"ord_\#(token(12))"}"#
+            return
+                #"{"revenue":\#(cents / 100).\#(String(format: "%02d", Int(cents % 100))),"currency":"\#(currency)","item_id":"\#(sku)","quantity":\#(1 + random.next() % 4),"category":"\#(category)","order_id":"ord_\#(token(12))"}"#
         case "add_to_cart", "view_item", "remove_from_cart":
-            return #"{"item_id":"\#(sku)","category":"\#(category)","price":\#(random.next() % 300).99,"source_screen":"\#(["home", "search", "feed", "detail"][Int(random.next() % 4)])"}"#
+            return
+                #"{"item_id":"\#(sku)","category":"\#(category)","price":\#(random.next() % 300).99,"source_screen":"\#(["home", "search", "feed", "detail"][Int(random.next() % 4)])"}"#
         case "search":
-            return #"{"query":"\#(category) \#(["red", "sale", "new", "kids", "gift"][Int(random.next() % 5)])","results":\#(random.next() % 120)}"#
+            return
+                #"{"query":"\#(category) \#(["red", "sale", "new", "kids", "gift"][Int(random.next() % 5)])","results":\#(random.next() % 120)}"#
         case "opened_via_universal_link":
             let path = Self.paths[Int(random.next() % UInt64(Self.paths.count))]
             let source = Self.sources[Int(random.next() % UInt64(Self.sources.count))]
-            return #"{"url":"https://acme.godetour.link/VnAqasAabE\#(path)?utm_source=\#(source)&utm_medium=social&utm_campaign=spring_\#(random.next() % 12)"}"#
+            return
+                #"{"url":"https://acme.godetour.link/VnAqasAabE\#(path)?utm_source=\#(source)&utm_medium=social&utm_campaign=spring_\#(random.next() % 12)"}"#
         case "share", "invite":
-            return #"{"method":"\#(["sms", "whatsapp", "copy_link", "email"][Int(random.next() % 4)])","content_id":"\#(sku)","content_type":"product"}"#
+            return
+                #"{"method":"\#(["sms", "whatsapp", "copy_link", "email"][Int(random.next() % 4)])","content_id":"\#(sku)","content_type":"product"}"#
         default:
-            return #"{"screen":"\#(["onboarding", "home", "settings", "profile"][Int(random.next() % 4)])","level":\#(random.next() % 40),"duration_ms":\#(random.next() % 90_000)}"#
+            return
+                #"{"screen":"\#(["onboarding", "home", "settings", "profile"][Int(random.next() % 4)])","level":\#(random.next() % 40),"duration_ms":\#(random.next() % 90_000)}"#
         }
     }
 
@@ -160,7 +166,8 @@ extension BenchCommand {
         for index in 0..<batches {
             let body = generator.batch(size: size)
             batchBytes += body.utf8.count
-            try Data(body.utf8).write(to: URL(fileURLWithPath: out + "/batch-" + String(format: "%05d", index) + ".json"))
+            try Data(body.utf8).write(
+                to: URL(fileURLWithPath: out + "/batch-" + String(format: "%05d", index) + ".json"))
         }
         report(
             "bodies",

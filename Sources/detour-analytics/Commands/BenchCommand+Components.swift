@@ -43,7 +43,9 @@ extension BenchCommand {
     static func runReports(_ arguments: inout Arguments, environment: Environment) throws {
         let url = try requireURL(&arguments, environment)
         let sizes = try (arguments.option("--sizes") ?? "100000").split(separator: ",").map { text in
-            guard let size = Int(text), size >= 1000 else { throw UsageError(description: "--sizes: counts >= 1000, comma-separated") }
+            guard let size = Int(text), size >= 1000 else {
+                throw UsageError(description: "--sizes: counts >= 1000, comma-separated")
+            }
             return size
         }
         let links = try arguments.integer("--links", default: 1000, in: 1...100_000)
@@ -128,7 +130,8 @@ extension BenchCommand {
             let normalized: NormalizedRequest?
             switch request.path {
             case "/api/analytics/event": normalized = try? Normalizer.single(body: body, kind: .event, context: context)
-            case "/api/analytics/retention": normalized = try? Normalizer.single(body: body, kind: .retention, context: context)
+            case "/api/analytics/retention":
+                normalized = try? Normalizer.single(body: body, kind: .retention, context: context)
             case "/api/analytics/batch": normalized = try? Normalizer.batch(body: body, context: context)
             case "/api/link/events": normalized = try? Normalizer.linkEvents(body: body, context: context)
             default: normalized = nil
@@ -145,7 +148,8 @@ extension BenchCommand {
             accepted += records.count
         }
         perDevice = max(1, Double(accepted) / Double(devices))
-        FileHandle.standardError.write(Data("bench reports: world seed \(seed), \(devices) devices: \(accepted) events\n".utf8))
+        FileHandle.standardError.write(
+            Data("bench reports: world seed \(seed), \(devices) devices: \(accepted) events\n".utf8))
         return accepted
     }
 }

@@ -14,11 +14,15 @@ extension BenchCommand {
         let perAppend = try arguments.integer("--events-per-append", default: 100, in: 1...2000)
         var configuration = LogConfiguration(directory: directory + "/segments", node: "bench")
         if let codec = try arguments.option("--codec") {
-            guard let parsed = Codec(rawValue: codec) else { throw UsageError(description: "--codec must be zstd or gzip") }
+            guard let parsed = Codec(rawValue: codec) else {
+                throw UsageError(description: "--codec must be zstd or gzip")
+            }
             configuration.codec = parsed
         }
         if let mode = try arguments.option("--durability"), mode != "fsync" {
-            guard mode.hasPrefix("interval:") else { throw UsageError(description: "--durability must be fsync or interval:DUR") }
+            guard mode.hasPrefix("interval:") else {
+                throw UsageError(description: "--durability must be fsync or interval:DUR")
+            }
             configuration.durability = .interval(try parseDuration(String(mode.dropFirst(9)), flag: "--durability"))
         }
         try arguments.finish()
@@ -74,7 +78,8 @@ extension BenchCommand {
                 ("codec", configuration.codec.rawValue), ("durability", "\(configuration.durability)"),
                 ("threads", String(threads)), ("events_per_append", String(perAppend)),
                 ("events", String(events)), ("seconds", format(elapsed)),
-                ("events_per_s", format(Double(events) / elapsed)), ("mb_per_s", format(Double(ndjson) / elapsed / 1e6)),
+                ("events_per_s", format(Double(events) / elapsed)),
+                ("mb_per_s", format(Double(ndjson) / elapsed / 1e6)),
                 ("ndjson_bytes", String(ndjson)), ("disk_bytes", String(disk)),
                 ("compression_ratio", format(Double(ndjson) / Double(max(1, disk)))), ("frames", String(frames)),
                 ("avg_envelope_bytes", String(pool.reduce(0) { $0 + $1.count } / pool.count)),
@@ -92,9 +97,12 @@ extension BenchCommand {
         let count = try arguments.integer("--events", default: 200_000, in: 100...50_000_000)
         let seed = UInt64(try arguments.integer("--seed", default: 7, in: 0...Int.max))
         let app = try arguments.option("--app") ?? "bench"
-        var configuration = LogConfiguration(directory: data + "/segments", node: try arguments.option("--node") ?? "node-1")
+        var configuration = LogConfiguration(
+            directory: data + "/segments", node: try arguments.option("--node") ?? "node-1")
         if let codec = try arguments.option("--codec") {
-            guard let parsed = Codec(rawValue: codec) else { throw UsageError(description: "--codec must be zstd or gzip") }
+            guard let parsed = Codec(rawValue: codec) else {
+                throw UsageError(description: "--codec must be zstd or gzip")
+            }
             configuration.codec = parsed
         }
         let base = try baseTime(&arguments)
@@ -106,7 +114,9 @@ extension BenchCommand {
         // frame is written, and the process exits right after the report.
         let writer = try LogWriter(configuration: configuration)
         _ = FileManager.default.createFile(atPath: csvPath, contents: nil)
-        guard let csv = FileHandle(forWritingAtPath: csvPath) else { throw UsageError(description: "cannot write \(csvPath)") }
+        guard let csv = FileHandle(forWritingAtPath: csvPath) else {
+            throw UsageError(description: "cannot write \(csvPath)")
+        }
         var generator = BenchEventGenerator(seed: seed, base: base)
         var written = 0
         var ndjson = 0
@@ -123,7 +133,10 @@ extension BenchCommand {
             written += size
             ndjson += records.reduce(0) { $0 + $1.count + 1 }
             if normalized.accepted.count != size {
-                throw UsageError(description: "the generator made \(size - normalized.accepted.count) events ingest rejects: \(normalized.rejected.prefix(3))")
+                throw UsageError(
+                    description:
+                        "the generator made \(size - normalized.accepted.count) events ingest rejects: \(normalized.rejected.prefix(3))"
+                )
             }
         }
         report(
@@ -159,7 +172,8 @@ extension BenchCommand {
         let fields: [[UInt8]?] = [
             Array(e.app.utf8), Array(e.id.utf8), Array(e.kind.rawValue.utf8), e.name.map { Array($0.utf8) },
             e.device.map { Array($0.utf8) }, e.platform.map { Array($0.rawValue.utf8) }, e.sdk.map { Array($0.utf8) },
-            Array(e.time.iso8601.utf8), Array(e.receivedAt.iso8601.utf8), e.clientTimestamp.map { Array($0.iso8601.utf8) },
+            Array(e.time.iso8601.utf8), Array(e.receivedAt.iso8601.utf8),
+            e.clientTimestamp.map { Array($0.iso8601.utf8) },
             e.sentAt.map { Array($0.iso8601.utf8) }, e.attribution?.installClickID.map { Array($0.utf8) },
             e.attribution?.openClickID.map { Array($0.utf8) }, e.attribution?.openType.map { Array($0.utf8) },
             e.clickID.map { Array($0.utf8) }, e.data, e.metadata, Array(e.clock.rawValue.utf8),

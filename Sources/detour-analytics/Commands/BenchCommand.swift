@@ -75,7 +75,8 @@ enum BenchCommand: Command {
 
     /// The bodies written by `bench bodies` (every `*.json` in `directory`, sorted by name).
     static func readBodies(directory: String) throws -> [[UInt8]] {
-        let names = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".json") }.sorted()
+        let names = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".json") }
+            .sorted()
         guard !names.isEmpty else { throw UsageError(description: "no .json bodies in \(directory)") }
         return try names.map { name in
             guard let data = FileManager.default.contents(atPath: directory + "/" + name) else {

@@ -19,7 +19,8 @@ enum MigrateCommand: Command {
 
     static func run(_ arguments: inout Arguments, environment: Environment) throws -> Int32 {
         let url = try arguments.databaseURL(environment)
-        let directory = try arguments.option("--sql-dir", default: environment["DETOUR_SQL_DIR"]) ?? locateSQLDirectory()
+        let directory =
+            try arguments.option("--sql-dir", default: environment["DETOUR_SQL_DIR"]) ?? locateSQLDirectory()
         try arguments.finish()
         let applied = try migrate(url: try requireDatabase(url), directory: directory)
         print(applied.isEmpty ? "migrate: schema is up to date" : "migrate: applied \(applied.joined(separator: ", "))")

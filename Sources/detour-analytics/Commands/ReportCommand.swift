@@ -74,7 +74,9 @@ enum ReportCommand: Command {
 
     static func daily(_ arguments: inout Arguments, environment: Environment) throws -> Int32 {
         let dateText = try arguments.required("--date")
-        guard let date = ReportDay(iso8601: dateText) else { throw UsageError(description: "--date must be YYYY-MM-DD") }
+        guard let date = ReportDay(iso8601: dateText) else {
+            throw UsageError(description: "--date must be YYYY-MM-DD")
+        }
         let app = try arguments.option("--app")
         let out = try arguments.required("--out")
         let formats = try DailyReportFormat.parseList(try arguments.option("--format") ?? "csv,json,html")
@@ -91,7 +93,8 @@ enum ReportCommand: Command {
             let job = DailyReport(
                 connection: connection,
                 graceSeconds: grace.map { Int($0.components.seconds) } ?? DailyReport.defaultGraceSeconds)
-            let outputs = try job.run(date: date, app: app, outDirectory: out, formats: formats, allowPartial: allowPartial)
+            let outputs = try job.run(
+                date: date, app: app, outDirectory: out, formats: formats, allowPartial: allowPartial)
             for output in outputs {
                 say("report daily: \(output.app) → \(output.directory) (\(output.files.joined(separator: ", ")))")
             }

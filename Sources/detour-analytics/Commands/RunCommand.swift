@@ -25,12 +25,14 @@ enum RunCommand: Command {
     static func run(_ arguments: inout Arguments, environment: Environment) throws -> Int32 {
         let options = try PipelineOptions.parse(&arguments, environment: environment)
         let url = try requireDatabase(options.databaseURL)
-        let configuration = try AggregatorOptions.parse(&arguments, databaseURL: url, dataDirectory: options.dataDirectory)
+        let configuration = try AggregatorOptions.parse(
+            &arguments, databaseURL: url, dataDirectory: options.dataDirectory)
         try arguments.finish()
 
         let ingest = try IngestRuntime(options: options, databaseURL: url)
         let aggregator = try Aggregator(
-            configuration: configuration, retention: AggregatorOptions.retention(segmentsDirectory: options.log.directory))
+            configuration: configuration,
+            retention: AggregatorOptions.retention(segmentsDirectory: options.log.directory))
         aggregator.start()
         ServeCommand.announce(ingest, options: options)
         let signal = Termination.wait()

@@ -26,13 +26,17 @@ enum SegmentsCommand: Command {
         """
 
     static func run(_ arguments: inout Arguments, environment: Environment) throws -> Int32 {
-        guard let verb = arguments.popPositional() else { throw UsageError(description: "expected list, inspect, verify or replay") }
+        guard let verb = arguments.popPositional() else {
+            throw UsageError(description: "expected list, inspect, verify or replay")
+        }
         switch verb {
         case "list":
             let node = try arguments.option("--node")
             let data = try arguments.dataDirectory(environment)
             try arguments.finish()
-            print(SegmentInspector.renderList(try SegmentInspector.list(directory: data + "/segments", node: node)), terminator: "")
+            print(
+                SegmentInspector.renderList(try SegmentInspector.list(directory: data + "/segments", node: node)),
+                terminator: "")
             return 0
         case "inspect":
             guard let file = arguments.popPositional() else { throw UsageError(description: "inspect needs a FILE") }

@@ -41,7 +41,9 @@ enum SimulateCommand: Command {
         let start = try arguments.option("--start").map { try parseDay($0) }
         let seed = try arguments.integer("--seed", default: 1, in: 0...Int.max)
         let rate = try arguments.option("--rate").map { text -> Double in
-            guard let value = Double(text), value > 0 else { throw UsageError(description: "--rate must be a positive number") }
+            guard let value = Double(text), value > 0 else {
+                throw UsageError(description: "--rate must be a positive number")
+            }
             return value
         }
         let concurrency = try arguments.integer("--concurrency", default: 8, in: 1...256)
@@ -64,14 +66,18 @@ enum SimulateCommand: Command {
     /// `YYYY-MM-DD` as UTC midnight in milliseconds since the epoch.
     static func parseDay(_ text: String) throws -> Int64 {
         let parts = text.split(separator: "-").compactMap { Int($0) }
-        guard parts.count == 3, (1970...9999).contains(parts[0]), (1...12).contains(parts[1]), (1...31).contains(parts[2]) else {
+        guard parts.count == 3, (1970...9999).contains(parts[0]), (1...12).contains(parts[1]),
+            (1...31).contains(parts[2])
+        else {
             throw UsageError(description: "--start must be a date YYYY-MM-DD, got \(text)")
         }
         var components = DateComponents()
         (components.year, components.month, components.day) = (parts[0], parts[1], parts[2])
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = TimeZone(identifier: "UTC")!
-        guard let date = calendar.date(from: components) else { throw UsageError(description: "--start: no such day \(text)") }
+        guard let date = calendar.date(from: components) else {
+            throw UsageError(description: "--start: no such day \(text)")
+        }
         return Int64(date.timeIntervalSince1970 * 1000)
     }
 }
