@@ -17,6 +17,7 @@ import Testing
         let result = try LoaderBenchmark.run(
             events: events, databaseURL: url,
             sqlDirectory: ProcessInfo.processInfo.environment["DETOUR_BENCH_SQL_DIR"] ?? RepositoryRoot.path + "/sql",
+            maxEventsPerCycle: Int(ProcessInfo.processInfo.environment["DETOUR_BENCH_MAX_CYCLE_EVENTS"] ?? ""),
             progress: { print($0) })
         print(result)
         #expect(result.events == events)

@@ -54,11 +54,12 @@ package enum LoaderBenchmark {
     ///   - sqlDirectory: the migrations (`sql/`), applied to the load schema.
     ///   - psql: the `psql` binary for the baseline.
     ///   - workDirectory: where segments and the CSV go (a temporary directory by default; removed).
+    ///   - maxEventsPerCycle: the loader's batch bound (default: the configuration's default).
     ///   - progress: receives one line per phase.
     /// - Throws: any error of the log, the database or `psql`.
     package static func run(
         events: Int = 200_000, databaseURL: String, sqlDirectory: String, psql: String = "psql",
-        workDirectory: String? = nil, progress: (String) -> Void = { print($0) }
+        workDirectory: String? = nil, maxEventsPerCycle: Int? = nil, progress: (String) -> Void = { print($0) }
     ) throws -> Result {
         let suffix = String(UInt64.random(in: 0..<UInt64.max), radix: 16)
         let work = (workDirectory ?? NSTemporaryDirectory()) + "/loader-bench-" + suffix
@@ -91,6 +92,7 @@ package enum LoaderBenchmark {
         progress("bench: loading with the aggregator")
         var configuration = AggregatorConfiguration(databaseURL: loadURL, dataDirectory: work)
         configuration.retainLoadedSegmentsFor = nil
+        if let maxEventsPerCycle { configuration.maxEventsPerCycle = maxEventsPerCycle }
         let aggregator = try Aggregator(configuration: configuration, registry: .init())
         // Cycles until caught up (what `runUntilCaughtUp` does), timed apart from the rollup passes:
         // the load figure is "to committed rows", the rollup figure "until the reports are current".
