@@ -27,6 +27,13 @@ struct ReportTruthTests {
             "\(missing.count) facts missing from the reports, e.g. \(missing.prefix(8)); \(extra.count) unexpected, e.g. \(extra.prefix(8))"
         )
         #expect(expected.count > 200, "the world is big enough to say something: \(expected.count) facts")
+        let families = Set(expected.map { String($0.prefix { $0 != "|" }) })
+        for family in [
+            "link", "events", "revenue", "utm", "installs", "funnel", "median", "cohort", "retained", "attributed",
+            "cohort", "activity", "attribution_events", "opens",
+        ] {
+            #expect(families.contains(family), "the truth has no \(family) facts: the comparison would be empty there")
+        }
 
         // A from-scratch rebuild says the same.
         _ = try connection.query("SELECT rebuild_rollups()")
@@ -61,6 +68,17 @@ enum TruthFacts {
                 for (currency, amount) in slice["revenue"] as? [String: [String: Any]] ?? [:] {
                     if let cents = amount["cents"] as? Int, cents != 0 {
                         facts.insert("revenue\(suffix)|\(key)|\(currency)=\(cents)")
+                    }
+                }
+            }
+        }
+        for row in truth["link_daily"] as? [[String: Any]] ?? [] {
+            let key = "\(row["link"] as? String ?? "?")|\(row["day"] as? String ?? "?")"
+            for utm in row["by_utm"] as? [[String: Any]] ?? [] {
+                let labels = ["utm_source", "utm_medium", "utm_campaign"].map { utm[$0] as? String ?? "-" }
+                for (metric, value) in utm["counts"] as? [String: Any] ?? [:] where counts.contains(metric) {
+                    if let value = value as? Int, value != 0 {
+                        facts.insert("utm|\(key)|\(labels.joined(separator: "|"))|\(metric)=\(value)")
                     }
                 }
             }
@@ -182,6 +200,21 @@ enum TruthFacts {
             if devices != 0 { facts.insert("funnel|\(key)=\(devices)") }
             if let median = try row["median", as: Double?.self] {
                 facts.insert("median|\(key)=\(String(format: "%.1f", median))")
+            }
+        }
+        let utmCounts = counts.filter { $0 != "reengagements" }
+        for row in try connection.query(
+            """
+            SELECT path, to_char(day, 'YYYY-MM-DD') AS day, coalesce(utm_source, '-') AS s, coalesce(utm_medium, '-') AS m,
+                   coalesce(utm_campaign, '-') AS c, \(fragment: SQL(stringLiteral: utmCounts.joined(separator: ", ")))
+            FROM report_link_daily_utm WHERE app_id = \(app)
+            """)
+        {
+            let key =
+                "\(try row["path", as: String.self])|\(try row["day", as: String.self])|\(try row["s", as: String.self])|\(try row["m", as: String.self])|\(try row["c", as: String.self])"
+            for column in utmCounts {
+                let value = try row[column, as: Int.self]
+                if value != 0 { facts.insert("utm|\(key)|\(column)=\(value)") }
             }
         }
         for row in try connection.query(
