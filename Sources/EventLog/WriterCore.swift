@@ -15,7 +15,7 @@ final class WriterCore: @unchecked Sendable {
     private var fd: Int32 = -1
     private var path = ""
     private var frame: [UInt8] = []
-    private var lastDiskScan: Int64 = .min
+    private var lastDiskScan: Int64?
 
     init(configuration: LogConfiguration, recovered: Recovery.Result, metrics: LogMetrics) throws(LogError) {
         nodeDirectory = configuration.nodeDirectory
@@ -157,7 +157,7 @@ final class WriterCore: @unchecked Sendable {
 
     /// Re-measures disk usage (retention may have freed space) at most once a second unless forced.
     private func refreshDiskUsage(now: Int64, force: Bool = false) -> Bool {
-        guard force || now - lastDiskScan >= 1_000_000 else { return false }
+        guard force || lastDiskScan.map({ now - $0 >= 1_000_000 }) ?? true else { return false }
         lastDiskScan = now
         guard let bytes = try? FileSystem.diskUsage(of: nodeDirectory) else { return false }
         machine.measuredDisk(bytes: bytes)

@@ -70,7 +70,7 @@ package struct IngestConfiguration: Sendable {
 }
 
 /// A configuration field that `IngestConfiguration.validate()` refused.
-package enum IngestConfigurationError: Error, CustomStringConvertible {
+package enum IngestConfigurationError: Error, Equatable, CustomStringConvertible {
     /// `field` has a value that cannot work, for `reason`.
     case invalid(field: String, reason: String)
 

@@ -69,7 +69,8 @@ package final class Connection: @unchecked Sendable {
         return Int(PQserverVersion(handle))
     }
 
-    /// True when the connection is open and answers a trivial query (one round trip).
+    /// True when the connection is open and answers a trivial query (one round trip); false also
+    /// inside a transaction the server aborted (nothing but ROLLBACK works there).
     package func isHealthy() -> Bool {
         guard let handle, PQstatus(handle) == CONNECTION_OK else { return false }
         return (try? query("select 1")) != nil

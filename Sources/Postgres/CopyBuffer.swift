@@ -1,3 +1,4 @@
+package import Foundation
 internal import CLibPQ
 
 /// The data of one `COPY ... FROM STDIN`, streamed to the server in chunks as it is appended.
@@ -24,44 +25,60 @@ package struct CopyBuffer {
 
     /// Appends raw bytes (already in the COPY format, including delimiters and newlines).
     package mutating func append(_ data: some Collection<UInt8>) {
-        bytes.append(contentsOf: data)
+        if data.withContiguousStorageIfAvailable({ bytes.append(contentsOf: $0) }) == nil {
+            bytes.append(contentsOf: data)
+        }
         flushIfFull()
     }
 
     /// Appends raw text (already in the COPY format).
     package mutating func append(_ text: String) {
-        bytes.append(contentsOf: text.utf8)
-        flushIfFull()
+        append(text.utf8)
     }
 
     /// Appends one text-format field, escaped, preceded by a tab unless it starts the row.
     package mutating func appendField(_ value: String?) {
-        if let value {
-            appendField(bytes: value.utf8)
-        } else {
+        guard let value else {
             separate()
             bytes.append(UInt8(ascii: "\\"))
             bytes.append(UInt8(ascii: "N"))
+            return
         }
+        appendField(bytes: value.utf8)
     }
 
     /// Appends one text-format field from UTF-8 bytes (e.g. raw JSON), escaped.
     package mutating func appendField(bytes value: some Collection<UInt8>) {
         separate()
-        let needsEscaping = value.contains { $0 == UInt8(ascii: "\\") || $0 == 9 || $0 == 10 || $0 == 13 }
-        guard needsEscaping else {
-            bytes.append(contentsOf: value)
-            return
+        if value.withContiguousStorageIfAvailable({ appendEscaped($0) }) == nil {
+            Array(value).withUnsafeBufferPointer { appendEscaped($0) }
         }
-        for byte in value {
-            switch byte {
-            case UInt8(ascii: "\\"): bytes.append(UInt8(ascii: "\\")); bytes.append(UInt8(ascii: "\\"))
-            case UInt8(ascii: "\t"): bytes.append(UInt8(ascii: "\\")); bytes.append(UInt8(ascii: "t"))
-            case UInt8(ascii: "\n"): bytes.append(UInt8(ascii: "\\")); bytes.append(UInt8(ascii: "n"))
-            case UInt8(ascii: "\r"): bytes.append(UInt8(ascii: "\\")); bytes.append(UInt8(ascii: "r"))
-            default: bytes.append(byte)
+    }
+
+    /// Copies `value` with COPY text-format escapes: `\\`, tab, newline and carriage return.
+    private mutating func appendEscaped(_ value: UnsafeBufferPointer<UInt8>) {
+        var start = 0
+        for index in 0..<value.count {
+            let escape: UInt8
+            switch value[index] {
+            case UInt8(ascii: "\\"): escape = UInt8(ascii: "\\")
+            case UInt8(ascii: "\t"): escape = UInt8(ascii: "t")
+            case UInt8(ascii: "\n"): escape = UInt8(ascii: "n")
+            case UInt8(ascii: "\r"): escape = UInt8(ascii: "r")
+            default: continue
             }
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: value[start..<index]))
+            bytes.append(UInt8(ascii: "\\"))
+            bytes.append(escape)
+            start = index + 1
         }
+        bytes.append(contentsOf: UnsafeBufferPointer(rebasing: value[start..<value.count]))
+    }
+
+    /// Appends a timestamp field in UTC (`2026-06-01 10:20:30.123456+00`).
+    package mutating func appendField(_ value: Date) {
+        separate()
+        PostgresTimestamp.write(microseconds: PostgresTimestamp.microseconds(value), into: &bytes)
     }
 
     /// Appends a text-format field from any encodable value (`Int`, `Date`, `Bool`, ...); nil is `\N`.

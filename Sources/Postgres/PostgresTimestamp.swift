@@ -6,11 +6,23 @@ import Foundation
 enum PostgresTimestamp {
     /// `YYYY-MM-DD HH:MM:SS.ffffff+00` in UTC.
     static func format(_ date: Date) -> String {
-        let micros = Int64((date.timeIntervalSince1970 * 1_000_000).rounded())
-        return format(microseconds: micros)
+        format(microseconds: microseconds(date))
+    }
+
+    /// Microseconds since the epoch, rounded to the nearest.
+    static func microseconds(_ date: Date) -> Int64 {
+        Int64((date.timeIntervalSince1970 * 1_000_000).rounded())
     }
 
     static func format(microseconds micros: Int64) -> String {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(29)
+        write(microseconds: micros, into: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Appends `YYYY-MM-DD HH:MM:SS.ffffff+00` (years 0...9999) to `bytes` without allocating strings.
+    static func write(microseconds micros: Int64, into bytes: inout [UInt8]) {
         let perDay: Int64 = 86_400_000_000
         var days = micros / perDay
         var rest = micros % perDay
@@ -20,13 +32,32 @@ enum PostgresTimestamp {
         }
         let (y, m, d) = civil(fromDays: days)
         let seconds = rest / 1_000_000
-        let fraction = rest % 1_000_000
-        func pad(_ v: Int64, _ width: Int) -> String {
-            let s = String(v)
-            return String(repeating: "0", count: max(0, width - s.count)) + s
+        func digits(_ value: Int64, _ width: Int) {
+            var divisor: Int64 = 1
+            for _ in 1..<width { divisor *= 10 }
+            var v = value
+            while divisor > 0 {
+                bytes.append(UInt8(48 + (v / divisor) % 10))
+                v %= divisor
+                divisor /= 10
+            }
         }
-        return "\(pad(y, 4))-\(pad(m, 2))-\(pad(d, 2)) \(pad(seconds / 3600, 2)):\(pad(seconds / 60 % 60, 2)):"
-            + "\(pad(seconds % 60, 2)).\(pad(fraction, 6))+00"
+        digits(y, 4)
+        bytes.append(UInt8(ascii: "-"))
+        digits(m, 2)
+        bytes.append(UInt8(ascii: "-"))
+        digits(d, 2)
+        bytes.append(UInt8(ascii: " "))
+        digits(seconds / 3600, 2)
+        bytes.append(UInt8(ascii: ":"))
+        digits(seconds / 60 % 60, 2)
+        bytes.append(UInt8(ascii: ":"))
+        digits(seconds % 60, 2)
+        bytes.append(UInt8(ascii: "."))
+        digits(rest % 1_000_000, 6)
+        bytes.append(UInt8(ascii: "+"))
+        bytes.append(UInt8(ascii: "0"))
+        bytes.append(UInt8(ascii: "0"))
     }
 
     /// Parses `YYYY-MM-DD[ T]HH:MM:SS[.f+][Z|±HH[:MM[:SS]]]`; no zone means UTC.

@@ -47,3 +47,21 @@ func readAll(_ directory: String, node: String = "node-1") throws -> (records: [
 func segmentPaths(_ directory: String, node: String = "node-1") throws -> [String] {
     try LogReader(directory: directory, node: node).segments().map(\.path)
 }
+
+/// Runs `body` on `count` real threads at once (Dispatch would cap the width at the core count)
+/// and waits at most two minutes for all of them.
+func runThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) throws {
+    let finished = DispatchSemaphore(value: 0)
+    for index in 0..<count {
+        let thread = Thread {
+            body(index)
+            finished.signal()
+        }
+        thread.start()
+    }
+    for _ in 0..<count {
+        if finished.wait(timeout: .now() + 120) == .timedOut { throw TimeoutError() }
+    }
+}
+
+struct TimeoutError: Error {}

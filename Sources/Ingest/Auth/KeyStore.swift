@@ -38,6 +38,10 @@ package final class KeyStore: Sendable {
     private let timer = Mutex<TimerBox?>(nil)
     private let lastRefreshOK = Atomic<Bool>(false)
     private let logger = Logger(label: "ingest")
+    /// Memo of presented key → its SHA-256 hex, so the hot path hashes each distinct key once.
+    /// Bounded: cleared when it reaches `maxMemo` entries (garbage keys cannot grow it).
+    private let hashMemo = Mutex<[String: [UInt8]]>([:])
+    private let maxMemo = 10_000
 
     /// Creates a store; call `start()` to load keys and begin refreshing.
     /// - Parameters:
@@ -102,15 +106,21 @@ package final class KeyStore: Sendable {
 
     /// Checks `key` (as sent by the client) for `appID`, comparing hashes in constant time.
     package func verify(key: String, appID: String) -> Verdict {
-        let hash = SHA256.hex(Array(key.utf8))
-        let hashBytes = Array(hash.utf8)
+        let hashBytes = hashMemo.withLock { $0[key] } ?? {
+            let computed = Array(SHA256.hex(Array(key.utf8)).utf8)
+            hashMemo.withLock { memo in
+                if memo.count >= maxMemo { memo.removeAll(keepingCapacity: true) }
+                memo[key] = computed
+            }
+            return computed
+        }()
         return snapshot.withLock { snapshot in
             var found: KeyKind?
             for candidate in snapshot.byApp[appID] ?? [] where constantTimeEquals(candidate.hash, hashBytes) {
                 found = candidate.kind
             }
             if let found { return .valid(found) }
-            return snapshot.allHashes.contains(hash) ? .otherApp : .unknown
+            return snapshot.allHashes.contains(String(decoding: hashBytes, as: UTF8.self)) ? .otherApp : .unknown
         }
     }
 

@@ -13,9 +13,14 @@ final class CommitQueue: Sendable {
         var records: [[UInt8]]
         var deadLetters: [[UInt8]]
         var completion: @Sendable (_ error: (any Error)?) -> Void
+        /// Bytes this job adds to a group's appends.
+        let byteCount: Int
 
-        var byteCount: Int {
-            records.reduce(0) { $0 + $1.count + 1 } + deadLetters.reduce(0) { $0 + $1.count + 1 }
+        init(records: [[UInt8]], deadLetters: [[UInt8]], completion: @escaping @Sendable (_ error: (any Error)?) -> Void) {
+            self.records = records
+            self.deadLetters = deadLetters
+            self.completion = completion
+            byteCount = records.reduce(0) { $0 + $1.count + 1 } + deadLetters.reduce(0) { $0 + $1.count + 1 }
         }
     }
 

@@ -36,10 +36,8 @@ package enum Decompressor {
         }
     }
 
-    /// Initial output capacity: bodies typically compress 5-10x.
-    private static func initialCapacity(_ count: Int, limit: Int) -> Int {
-        min(limit, max(4096, count * 8))
-    }
+    /// Size of the scratch buffer each decompression step writes into before it is appended.
+    private static let stepBytes = 256 * 1024
 
     static func gunzip(_ body: [UInt8], limit: Int) throws(IngestError) -> [UInt8] {
         var stream = z_stream()
@@ -48,40 +46,41 @@ package enum Decompressor {
             throw .invalidEncoding(encoding: "gzip", reason: "inflateInit2 failed")
         }
         defer { inflateEnd(&stream) }
-        var output = [UInt8](repeating: 0, count: initialCapacity(body.count, limit: limit))
-        var produced = 0
-        var status = Z_OK
+        var output: [UInt8] = []
+        output.reserveCapacity(min(limit, max(4096, body.count * 8)))
+        let scratch = UnsafeMutablePointer<UInt8>.allocate(capacity: stepBytes)
+        defer { scratch.deallocate() }
         var input = body
-        let result: Int32 = input.withUnsafeMutableBufferPointer { inputBuffer in
+        var status = Z_OK
+        var overLimit = false
+        input.withUnsafeMutableBufferPointer { inputBuffer in
             stream.next_in = inputBuffer.baseAddress
             stream.avail_in = UInt32(inputBuffer.count)
             while true {
-                if produced == output.count {
-                    if output.count >= limit + 1 { return Z_BUF_ERROR }
-                    output.append(contentsOf: repeatElement(0, count: min(output.count, limit + 1 - output.count)))
+                stream.next_out = scratch
+                stream.avail_out = UInt32(stepBytes)
+                status = inflate(&stream, Z_NO_FLUSH)
+                let produced = stepBytes - Int(stream.avail_out)
+                if output.count + produced > limit {
+                    overLimit = true
+                    return
                 }
-                status = output.withUnsafeMutableBufferPointer { out in
-                    stream.next_out = out.baseAddress! + produced
-                    stream.avail_out = UInt32(out.count - produced)
-                    let code = inflate(&stream, Z_NO_FLUSH)
-                    produced = out.count - Int(stream.avail_out)
-                    return code
+                output.append(contentsOf: UnsafeBufferPointer(start: scratch, count: produced))
+                if status != Z_OK { return }
+                if stream.avail_in == 0, produced < stepBytes {
+                    status = Z_DATA_ERROR  // input ended before the gzip trailer
+                    return
                 }
-                if status == Z_STREAM_END { return status }
-                if status != Z_OK { return status }
-                if stream.avail_in == 0, stream.avail_out > 0 { return Z_DATA_ERROR }  // truncated
             }
         }
-        if produced > limit { throw .decompressedTooLarge(limit: limit) }
-        guard result == Z_STREAM_END else {
-            if result == Z_BUF_ERROR, produced > limit { throw .decompressedTooLarge(limit: limit) }
+        if overLimit { throw .decompressedTooLarge(limit: limit) }
+        guard status == Z_STREAM_END else {
             let reason = stream.msg.map { String(cString: $0) } ?? "truncated or corrupt stream"
             throw .invalidEncoding(encoding: "gzip", reason: reason)
         }
         guard stream.avail_in == 0 else {
             throw .invalidEncoding(encoding: "gzip", reason: "trailing bytes after the gzip stream")
         }
-        output.removeSubrange(produced...)
         return output
     }
 
@@ -90,41 +89,40 @@ package enum Decompressor {
             throw .invalidEncoding(encoding: "zstd", reason: "ZSTD_createDCtx failed")
         }
         defer { ZSTD_freeDCtx(context) }
-        var output = [UInt8](repeating: 0, count: initialCapacity(body.count, limit: limit))
-        var produced = 0
+        var output: [UInt8] = []
+        output.reserveCapacity(min(limit, max(4096, body.count * 8)))
+        let scratch = UnsafeMutableRawPointer.allocate(byteCount: stepBytes, alignment: 16)
+        defer { scratch.deallocate() }
         var failure: String?
+        var overLimit = false
         var finished = false
         body.withUnsafeBytes { inputBytes in
             var input = ZSTD_inBuffer(src: inputBytes.baseAddress, size: inputBytes.count, pos: 0)
             while true {
-                if produced == output.count {
-                    if output.count >= limit + 1 { return }
-                    output.append(contentsOf: repeatElement(0, count: min(output.count, limit + 1 - output.count)))
-                }
-                let code = output.withUnsafeMutableBytes { out in
-                    var buffer = ZSTD_outBuffer(dst: out.baseAddress, size: out.count, pos: produced)
-                    let code = ZSTD_decompressStream(context, &buffer, &input)
-                    produced = buffer.pos
-                    return code
-                }
+                var buffer = ZSTD_outBuffer(dst: scratch, size: stepBytes, pos: 0)
+                let code = ZSTD_decompressStream(context, &buffer, &input)
                 if ZSTD_isError(code) != 0 {
                     failure = String(cString: ZSTD_getErrorName(code))
                     return
                 }
+                if output.count + buffer.pos > limit {
+                    overLimit = true
+                    return
+                }
+                output.append(contentsOf: UnsafeRawBufferPointer(start: scratch, count: buffer.pos))
                 if code == 0, input.pos == input.size {
                     finished = true
                     return
                 }
-                if input.pos == input.size, produced < output.count {
-                    failure = "truncated stream"
+                if input.pos == input.size, buffer.pos < stepBytes {
+                    failure = "truncated stream"  // a frame is incomplete and no input is left
                     return
                 }
             }
         }
-        if produced > limit { throw .decompressedTooLarge(limit: limit) }
+        if overLimit { throw .decompressedTooLarge(limit: limit) }
         if let failure { throw .invalidEncoding(encoding: "zstd", reason: failure) }
         guard finished else { throw .invalidEncoding(encoding: "zstd", reason: "truncated stream") }
-        output.removeSubrange(produced...)
         return output
     }
 }

@@ -1,0 +1,76 @@
+import Foundation
+import Synchronization
+import Testing
+
+@testable import EventLog
+
+@Suite struct ConcurrencyTests {
+    @Test("appends from many threads are all acknowledged and each record is present exactly once", arguments: [
+        Durability.fsync, .interval(.milliseconds(5)),
+    ])
+    func manyThreads(durability: Durability) throws {
+        try withTemporaryDirectory { dir in
+            var configuration = testConfiguration(dir)
+            configuration.durability = durability
+            configuration.maxSegmentBytes = 64 * 1024  // rotate during the run too
+            let writer = try LogWriter(configuration: configuration)
+            let threads = 12
+            let perThread = 300
+            let failures = Mutex<[String]>([])
+            try runThreads(threads) { thread in
+                for index in 0..<perThread {
+                    let id = thread * perThread + index
+                    let records = (0..<(1 + id % 3)).map { Array("{\"t\":\(thread),\"i\":\(index),\"k\":\($0)}".utf8) }
+                    do {
+                        try writer.append(records)
+                    } catch {
+                        failures.withLock { $0.append("\(error)") }
+                    }
+                }
+            }
+            let frames = writer.framesCommitted
+            writer.close()
+            #expect(failures.withLock { $0 }.isEmpty)
+            let (records, damaged) = try readAll(configuration.directory)
+            #expect(damaged.isEmpty)
+            let expectedCount = (0..<(threads * perThread)).reduce(0) { $0 + 1 + $1 % 3 }
+            #expect(records.count == expectedCount)
+            #expect(Set(records).count == expectedCount)
+            #expect(frames < threads * perThread)  // group commit shared frames between appends
+            // One append's records stay together and in order inside one frame.
+            for (position, record) in records.enumerated() where record.hasSuffix(",\"k\":1}") {
+                #expect(records[position - 1] == record.replacingOccurrences(of: ",\"k\":1}", with: ",\"k\":0}"))
+            }
+        }
+    }
+
+    @Test("a full queue blocks and then refuses with unavailable instead of growing without bound")
+    func backpressure() throws {
+        try withTemporaryDirectory { dir in
+            var configuration = testConfiguration(dir)
+            configuration.maxPendingBytes = 4096
+            configuration.enqueueTimeout = .milliseconds(1)
+            let writer = try LogWriter(configuration: configuration)
+            defer { writer.close() }
+            #expect(throws: LogError.tooLarge(bytes: 5001, limit: 4096)) {
+                try writer.append([[UInt8](repeating: UInt8(ascii: "x"), count: 5000)])
+            }
+            let outcomes = Mutex<(ok: Int, refused: Int)>((0, 0))
+            try runThreads(16) { _ in
+                for _ in 0..<20 {
+                    do throws(LogError) {
+                        try writer.append([[UInt8](repeating: UInt8(ascii: "a"), count: 1500)])
+                        outcomes.withLock { $0.ok += 1 }
+                    } catch {
+                        #expect(error == .unavailable(reason: "event log queue full"))
+                        outcomes.withLock { $0.refused += 1 }
+                    }
+                }
+            }
+            let (ok, refused) = outcomes.withLock { $0 }
+            #expect(ok + refused == 320)
+            #expect(ok > 0)
+            #expect(try readAll(configuration.directory).records.count == ok)
+        }
+    }
+}

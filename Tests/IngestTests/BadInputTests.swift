@@ -1,0 +1,147 @@
+import Foundation
+@testable import Ingest
+import Testing
+
+/// Every bad input of issue 3: status, stable code, a trace in the dead-letter log where a body
+/// was read, and a server that still serves afterwards.
+@Suite("Bad input is refused with a clear reason")
+struct BadInputTests {
+    static let event = Array(
+        #"{"event_name":"purchase","timestamp":"2026-06-01T10:20:30.123Z","platform":"ios","device_id":"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b"}"#
+            .utf8)
+
+    @Test("a body that is not JSON is 400 invalid_json with the byte offset, and dead-lettered")
+    func invalidJSON() throws {
+        let server = try TestServer()
+        let response = try server.client().request(
+            "POST", "/api/analytics/event", headers: TestServer.sdkHeaders(), body: Array(#"{"event_name": purchase}"#.utf8))
+        #expect(response.status == 400)
+        #expect(response.errorCode == "invalid_json")
+        let message = (response.json["error"] as? [String: Any])?["message"] as? String ?? ""
+        #expect(message.contains("at byte "))
+        #expect(server.sink.records.isEmpty)
+        let deadLetters = server.deadLetters.lines
+        #expect(deadLetters.count == 1)
+        #expect(deadLetters.first?.contains(#""code":"invalid_json""#) == true)
+        #expect(deadLetters.first?.contains(#""raw_base64":"#) == true)
+        #expect(server.isServing())
+    }
+
+    @Test("JSON that is not an object is 400 not_an_object")
+    func notAnObject() throws {
+        let server = try TestServer()
+        let response = try server.client().request(
+            "POST", "/api/analytics/event", headers: TestServer.sdkHeaders(), body: Array("[1,2]".utf8))
+        #expect(response.status == 400)
+        #expect(response.errorCode == "not_an_object")
+        #expect(server.isServing())
+    }
+
+    @Test("a batch over the event limit is 400 too_many_events")
+    func tooManyEvents() throws {
+        let server = try TestServer { $0.maxBatchEvents = 2 }
+        let event = String(decoding: Self.event, as: UTF8.self)
+        let body = "{\"batch\":[\(event),\(event),\(event)]}"
+        let response = try server.client().request(
+            "POST", "/api/analytics/batch", headers: TestServer.sdkHeaders(), body: Array(body.utf8))
+        #expect(response.status == 400)
+        #expect(response.errorCode == "too_many_events")
+        #expect(server.isServing())
+    }
+
+    @Test("gzip and zstd bodies are accepted", arguments: ["gzip", "zstd"])
+    func compressed(encoding: String) throws {
+        let server = try TestServer()
+        let body = encoding == "gzip" ? Compression.gzip(Self.event) : Compression.zstd(Self.event)
+        let response = try server.client().request(
+            "POST", "/api/analytics/event", headers: TestServer.sdkHeaders() + [("Content-Encoding", encoding)],
+            body: body)
+        #expect(response.status == 200, "\(response.text)")
+        #expect(server.sink.records.count == 1)
+    }
+
+    @Test("a decompression bomb stops at the limit with 413 decompressed_too_large", arguments: ["gzip", "zstd"])
+    func bomb(encoding: String) throws {
+        let server = try TestServer()  // default limits: 1 MiB on the wire, 10 MiB decompressed
+        let inflated = [UInt8](repeating: UInt8(ascii: " "), count: 11 << 20)
+        let body = encoding == "gzip" ? Compression.gzip(inflated) : Compression.zstd(inflated)
+        #expect(body.count < 1 << 20)
+        let response = try server.client().request(
+            "POST", "/api/analytics/batch", headers: TestServer.sdkHeaders() + [("Content-Encoding", encoding)],
+            body: body)
+        #expect(response.status == 413)
+        #expect(response.errorCode == "decompressed_too_large")
+        #expect(server.deadLetters.lines.first?.contains("decompressed_too_large") == true)
+        #expect(server.isServing())
+    }
+
+    @Test("a body that is not valid gzip is 400 invalid_encoding")
+    func corruptGzip() throws {
+        let server = try TestServer()
+        let response = try server.client().request(
+            "POST", "/api/analytics/event", headers: TestServer.sdkHeaders() + [("Content-Encoding", "gzip")],
+            body: Self.event)
+        #expect(response.status == 400)
+        #expect(response.errorCode == "invalid_encoding")
+        #expect(server.isServing())
+    }
+
+    @Test("when the log cannot make events durable the answer is 503 log_unavailable with Retry-After")
+    func sinkFailure() throws {
+        let server = try TestServer()
+        server.sink.setFailing(true)
+        let client = try server.client()
+        let response = try client.request("POST", "/api/analytics/event", headers: TestServer.sdkHeaders(), body: Self.event)
+        #expect(response.status == 503)
+        #expect(response.errorCode == "log_unavailable")
+        #expect(response.header("Retry-After") == "1")
+        server.sink.setFailing(false)
+        let retried = try client.request("POST", "/api/analytics/event", headers: TestServer.sdkHeaders(), body: Self.event)
+        #expect(retried.status == 200)
+        #expect(server.sink.records.count == 1)
+    }
+
+    @Test("the per-app rate limit answers 429 with Retry-After and spares other apps")
+    func rateLimit() throws {
+        let server = try TestServer {
+            $0.rateLimitPerSecond = 0.5
+            $0.rateLimitBurst = 1
+        }
+        let client = try server.client()
+        #expect(try client.request("POST", "/api/analytics/event", headers: TestServer.sdkHeaders(), body: Self.event).status == 200)
+        let limited = try client.request("POST", "/api/analytics/event", headers: TestServer.sdkHeaders(), body: Self.event)
+        #expect(limited.status == 429)
+        #expect(limited.errorCode == "rate_limited")
+        #expect(Int(limited.header("Retry-After") ?? "") ?? 0 >= 1)
+        let other = try client.request(
+            "POST", "/api/analytics/event",
+            headers: TestServer.sdkHeaders(key: TestServer.otherKey, app: TestServer.otherApp), body: Self.event)
+        #expect(other.status == 200)
+    }
+
+    @Test("an event over the per-event size limit is rejected, its neighbours accepted")
+    func eventTooLarge() throws {
+        let server = try TestServer { $0.maxEventBytes = 512 }
+        let big = #"{"event_name":"purchase","data":{"pad":""# + String(repeating: "x", count: 600)
+            + #""},"timestamp":"2026-06-01T10:20:30.123Z","platform":"ios","device_id":"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b"}"#
+        let body = "{\"batch\":[\(String(decoding: Self.event, as: UTF8.self)),\(big)]}"
+        let response = try server.client().request(
+            "POST", "/api/analytics/batch", headers: TestServer.sdkHeaders(), body: Array(body.utf8))
+        #expect(response.status == 200)
+        let rejected = response.json["rejected"] as? [[String: Any]] ?? []
+        #expect(rejected.first?["code"] as? String == "event_too_large")
+        #expect(rejected.first?["index"] as? Int == 1)
+    }
+
+    @Test("rejections are counted in metrics by route and code")
+    func rejectionMetrics() throws {
+        let server = try TestServer()
+        _ = try server.client().request(
+            "POST", "/api/analytics/event", headers: TestServer.sdkHeaders(), body: Array("nope".utf8))
+        _ = try server.client().request("POST", "/api/analytics/event", headers: TestServer.sdkHeaders(), body: Self.event)
+        let text = try server.client().request("GET", "/metrics").text
+        #expect(text.contains(#"ingest_events_rejected_total{code="invalid_json",route="event"} 1"#))
+        #expect(text.contains(#"ingest_events_accepted_total{route="event"} 1"#))
+        #expect(text.contains(#"ingest_bytes_in_total{route="event"}"#))
+    }
+}

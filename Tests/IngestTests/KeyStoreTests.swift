@@ -1,0 +1,115 @@
+import Foundation
+@testable import Ingest
+import Postgres
+import TestSupport
+import Testing
+
+@Suite("API keys from PostgreSQL, cached in memory and on disk")
+struct KeyStoreTests {
+    static func temporaryDirectory() throws -> String {
+        let path = NSTemporaryDirectory() + "ingest-keys-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+
+    static func addKey(_ connection: Connection, app: String, kind: String, key: String) throws {
+        try connection.execute("insert into apps (id, name) values (\(app), \(app)) on conflict do nothing")
+        try connection.execute(
+            """
+            insert into api_keys (app_id, key_hash, kind, prefix)
+            values (\(app), \(apiKeyHash(key)), \(kind), \(String(key.prefix(6))))
+            """)
+    }
+
+    @Test("SHA-256 matches the standard test vectors")
+    func sha256() {
+        #expect(apiKeyHash("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+        #expect(apiKeyHash("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        #expect(
+            apiKeyHash(String(repeating: "a", count: 1000))
+                == "41edece42d63e8d9bf515a9ba6932e1c20cbc9f5a5d134645adb5db1b9737ea3")
+    }
+
+    @Test("keys come from the database; new keys are picked up and revoked keys dropped on refresh")
+    func databaseKeys() throws {
+        let database = try TestDatabase.make()
+        defer { database.drop() }
+        let connection = try database.connect()
+        defer { connection.close() }
+        try Self.addKey(connection, app: "app_a", kind: "publishable", key: "pk_a")
+        let directory = try Self.temporaryDirectory()
+        let store = KeyStore(source: PostgresKeySource(url: database.url), cacheFile: directory + "/keys.json")
+        store.start()
+        defer { store.stop() }
+        #expect(store.verify(key: "pk_a", appID: "app_a") == .valid(.publishable))
+        #expect(store.verify(key: "pk_a", appID: "app_b") == .otherApp)
+        #expect(store.verify(key: "sk_a", appID: "app_a") == .unknown)
+
+        try Self.addKey(connection, app: "app_a", kind: "secret", key: "sk_a")
+        try connection.execute("update api_keys set revoked_at = now() where key_hash = \(apiKeyHash("pk_a"))")
+        #expect(store.refresh())
+        #expect(store.verify(key: "sk_a", appID: "app_a") == .valid(.secret))
+        #expect(store.verify(key: "pk_a", appID: "app_a") == .unknown)
+
+        let cache = try String(contentsOfFile: directory + "/keys.json", encoding: .utf8)
+        #expect(cache.contains(apiKeyHash("sk_a")))
+        #expect(!cache.contains("sk_a\""))
+    }
+
+    @Test("ingest starts and accepts known keys from the disk cache while PostgreSQL is unreachable")
+    func cacheSurvivesDatabaseOutage() throws {
+        let database = try TestDatabase.make()
+        defer { database.drop() }
+        let connection = try database.connect()
+        try Self.addKey(connection, app: TestServer.app, kind: "publishable", key: TestServer.publishableKey)
+        connection.close()
+        let directory = try Self.temporaryDirectory()
+        let cacheFile = directory + "/keys.json"
+        do {
+            let first = KeyStore(source: PostgresKeySource(url: database.url), cacheFile: cacheFile)
+            first.start()
+            first.stop()
+        }
+        // A new process: the database is unreachable (nothing listens on port 1).
+        let unreachable = PostgresKeySource(url: "postgresql://nobody@127.0.0.1:1/none?connect_timeout=2")
+        #expect(throws: (any Error).self) { try unreachable.loadKeys() }
+        let keys = KeyStore(source: unreachable, cacheFile: cacheFile, refreshInterval: .seconds(1))
+        keys.start()
+        defer { keys.stop() }
+        #expect(keys.verify(key: TestServer.publishableKey, appID: TestServer.app) == .valid(.publishable))
+
+        var configuration = IngestConfiguration()
+        configuration.port = 0
+        configuration.threads = 1
+        let sink = MemorySink()
+        let server = try IngestServer(configuration: configuration, keys: keys, sink: sink, deadLetterSink: MemorySink())
+        defer { server.shutdown() }
+        let response = try RawHTTPClient(port: server.port).request(
+            "POST", "/api/analytics/event", headers: TestServer.sdkHeaders(), body: BadInputTests.event)
+        #expect(response.status == 200)
+        #expect(sink.records.count == 1)
+        #expect(!keys.refresh())
+        #expect(keys.verify(key: TestServer.publishableKey, appID: TestServer.app) == .valid(.publishable))
+    }
+
+    @Test("a running server keeps its keys when the source fails and picks up new ones when it is back")
+    func refreshFailureKeepsKeys() throws {
+        let server = try TestServer()
+        server.keySource.setReachable(false)
+        #expect(!server.keys.refresh())
+        #expect(
+            try server.client().request("POST", "/api/analytics/event", headers: TestServer.sdkHeaders(), body: BadInputTests.event)
+                .status == 200)
+        server.keySource.setReachable(true)
+        server.keySource.set([APIKeyRecord(appID: "app_new", kind: .publishable, key: "pk_new")])
+        #expect(server.keys.refresh())
+        let fresh = try server.client().request(
+            "POST", "/api/analytics/event", headers: TestServer.sdkHeaders(key: "pk_new", app: "app_new"),
+            body: BadInputTests.event)
+        #expect(fresh.status == 200)
+        let old = try server.client().request(
+            "POST", "/api/analytics/event", headers: TestServer.sdkHeaders(), body: BadInputTests.event)
+        #expect(old.status == 401)
+        #expect(old.errorCode == "invalid_key")
+    }
+}
