@@ -12,9 +12,15 @@ import Postgres
 /// 2. read every node's checkpoint;
 /// 3. read each node's log after its checkpoint, bounded by the per-cycle budget, and stream the
 ///    decoded envelopes through ONE `COPY` (text format) into the temporary staging table;
-/// 4. create missing day partitions, insert into the raw tables deduplicated on (app_id, event_id),
-///    upsert devices and links, refresh the rollups for the touched (app, day) keys;
+/// 4. insert into the raw tables deduplicated on (app_id, event_id) (clicks and matches on their
+///    click id), upsert devices and links, refresh the rollups for the touched (app, day) keys;
 /// 5. advance the checkpoints; COMMIT. Only then is the new position durable.
+///
+/// Partitions (docs/schema.md, "Partitions"): the days ahead are created before the transaction, in
+/// a short statement of their own. A row whose day has no partition yet (a late or far-future
+/// event) lands in the default partition inside the load transaction; right after COMMIT its day is
+/// created in another short transaction, which moves the row into it. So the long load transaction
+/// never attaches a partition (that would lock the default partition until commit).
 final class Loader {
     /// Where a cycle starts reading.
     enum Mode {
@@ -44,6 +50,8 @@ final class Loader {
         var damaged: [FrameDamage] = []
         /// The newest `received_at` among the records of this cycle.
         var newestReceivedAt: Timestamp?
+        /// UTC days of the staged rows (their partitions are ensured after COMMIT).
+        var days = Set<Int64>()
         /// (app, day) keys whose rollups were refreshed.
         var touchedKeys = 0
     }
@@ -97,7 +105,7 @@ final class Loader {
         do {
             try partitions.ensureAhead(
                 connection, days: configuration.partitionsAheadDays, today: StagingBatch.day(of: .now()))
-            return try connection.withTransaction { connection in
+            let report: Report? = try connection.withTransaction { connection in
                 if waitForLock {
                     try connection.query(LoadSQL.lock)
                 } else if try connection.query(LoadSQL.tryLock).first?["locked", as: Bool.self] != true {
@@ -105,6 +113,15 @@ final class Loader {
                 }
                 return try load(connection, mode: mode)
             }
+            if let report, !report.days.isEmpty {
+                do {
+                    try partitions.ensure(days: report.days, connection)
+                } catch {
+                    // The rows are safe in the default partition; the day is tried again next cycle.
+                    logger.warning("partitions.failed", ["error": "\(error)"])
+                }
+            }
+            return report
         } catch let error as AggregatorError {
             partitions = PartitionCache()
             throw error
@@ -164,7 +181,7 @@ final class Loader {
         try hooks.afterCopy?(connection)
 
         if staging.rows > 0 {
-            try partitions.ensure(days: staging.days, connection)
+            report.days = staging.days
             report.inserted = try insertRaw(connection)
             report.touchedKeys = try refreshRollups(connection)
         }

@@ -195,3 +195,46 @@ struct StagingEncoder {
         return out
     }
 }
+
+extension StagingEncoder {
+    /// Appends `envelope` as one CSV row in the staging column order (the loader benchmark's
+    /// `psql \copy` baseline): every value quoted, quotes doubled, NULL as an empty unquoted field.
+    static func appendCSV(_ envelope: Envelope, to out: inout [UInt8]) {
+        var query: [UInt8]?
+        if let parameters = envelope.query {
+            var json: [UInt8] = [UInt8(ascii: "{")]
+            for (index, parameter) in parameters.enumerated() {
+                if index > 0 { json.append(UInt8(ascii: ",")) }
+                jsonString(parameter.name, &json)
+                json.append(UInt8(ascii: ":"))
+                jsonString(parameter.value, &json)
+            }
+            json.append(UInt8(ascii: "}"))
+            query = json
+        }
+        func utf8(_ value: String?) -> [UInt8]? { value.map { Array($0.utf8) } }
+        func parameter(_ name: String) -> [UInt8]? { utf8(envelope.query?.first(where: { $0.name == name })?.value) }
+        let fields: [[UInt8]?] = [
+            utf8(envelope.kind.rawValue), utf8(envelope.app), utf8(envelope.id), utf8(envelope.time.iso8601),
+            utf8(envelope.receivedAt.iso8601), utf8(envelope.clock.rawValue), utf8(envelope.name), utf8(envelope.device),
+            utf8(envelope.platform?.rawValue), utf8(envelope.sdk), utf8(envelope.clientTimestamp?.iso8601),
+            utf8(envelope.sentAt?.iso8601), utf8(envelope.attribution?.installClickID),
+            utf8(envelope.attribution?.openClickID), utf8(envelope.attribution?.openType), utf8(envelope.clickID),
+            envelope.data, envelope.metadata, utf8(envelope.url), utf8(envelope.path), query, parameter("utm_source"),
+            parameter("utm_medium"), parameter("utm_campaign"), utf8(envelope.clickKind?.rawValue),
+            utf8(envelope.userAgent), utf8(envelope.ip), utf8(envelope.referrer), utf8(envelope.method?.rawValue),
+            utf8(envelope.score.map { "\(Int($0.rounded()))" }),
+        ]
+        for (index, field) in fields.enumerated() {
+            if index > 0 { out.append(UInt8(ascii: ",")) }
+            guard let field else { continue }
+            out.append(UInt8(ascii: "\""))
+            for byte in field {
+                if byte == UInt8(ascii: "\"") { out.append(byte) }
+                out.append(byte)
+            }
+            out.append(UInt8(ascii: "\""))
+        }
+        out.append(newline)
+    }
+}
