@@ -73,6 +73,21 @@ final class LoadClient: Sendable {
     /// How many ids have been acknowledged so far.
     var acknowledgedCount: Int { tally.withLock { $0.acknowledged.count } }
 
+    /// How many answers had `status` so far.
+    func count(of status: Int) -> Int { tally.withLock { $0.statuses[status] ?? 0 } }
+
+    /// Waits until `count(of: status)` grows by `count` (bounded by `timeout`).
+    @discardableResult
+    func waitForAnswers(_ status: Int, count: Int = 1, timeout: Duration = .seconds(120)) -> Bool {
+        let start = self.count(of: status)
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if self.count(of: status) >= start + count { return true }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        return false
+    }
+
     /// A copy of the figures so far.
     var snapshot: Tally { tally.withLock { $0 } }
 

@@ -28,7 +28,7 @@ enum Scale {
             handle.write(Data(line.utf8))
             handle.closeFile()
         } else {
-            FileManager.default.createFile(atPath: path, contents: Data(line.utf8))
+            _ = FileManager.default.createFile(atPath: path, contents: Data(line.utf8))
         }
     }
 }
