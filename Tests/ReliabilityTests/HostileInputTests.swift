@@ -61,7 +61,7 @@ struct HostileInputTests {
             let ok = hostile.statuses.contains(status) && (hostile.code == nil || hostile.code == code)
             table.append("| \(index + 1) | \(hostile.name) | \(hostile.statuses.sorted()) \(hostile.code ?? "") | \(status) \(code ?? "") | \(ok ? "ok" : "MISMATCH") |")
             if !ok { mismatches.append("\(hostile.name): expected \(hostile.statuses.sorted()) \(hostile.code ?? "-"), got \(status) \(code ?? "-")") }
-            #expect(status < 500, "\(hostile.name) answered \(status)")
+            #expect(status < 500 || hostile.statuses.contains(status), "\(hostile.name) answered \(status)")
             if index % 5 == 4 {
                 #expect(fixture.normalRequest() == 200, "normal traffic after case \(hostile.name)")
             }
