@@ -46,7 +46,7 @@ struct CrashTests {
         #expect(tally.unavailableWithoutRetryAfter == 0)
         #expect(tally.statuses.keys.allSatisfy { $0 == 0 || $0 == 200 || $0 == 503 }, "unexpected statuses \(tally.statuses)")
 
-        let verify = try PipelineProcess.runToEnd(["segments", "verify", data.path + "/segments"], environment: environment)
+        let verify = try Binary.run(["segments", "verify", data.path + "/segments"], environment: environment)
         #expect(verify.status == 0, "segments verify after \(kills) kills: \(verify.output) \(verify.errors)")
 
         Scale.record("crash_kills", kills)

@@ -97,7 +97,7 @@ struct DiskFullTests {
 
     /// `segments verify DATA/segments` exits 0.
     private func verify(_ data: String, environment: [String: String]) -> Bool {
-        guard let result = try? PipelineProcess.runToEnd(["segments", "verify", data + "/segments"], environment: environment)
+        guard let result = try? Binary.run(["segments", "verify", data + "/segments"], environment: environment)
         else { return false }
         if result.status != 0 { print("segments verify: \(result.output) \(result.errors)") }
         return result.status == 0

@@ -43,22 +43,11 @@ final class LocalCluster: Sendable {
     /// Runs `script` under bash in the repository root with `arguments` as $1...; returns stdout.
     @discardableResult
     static func shell(_ script: String, _ arguments: String...) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/bash")
-        process.arguments = ["-c", script, "bash"] + arguments
-        process.currentDirectoryURL = URL(fileURLWithPath: RepositoryRoot.path)
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        // Read before waiting so a chatty child cannot fill the pipe and stall.
-        let output = out.fileHandleForReading.readDataToEndOfFile()
-        let errors = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw ChaosError("bash failed (\(process.terminationStatus)): \(String(decoding: errors, as: UTF8.self))")
-        }
-        return String(decoding: output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let result = try ChildProcess.run(
+            "/bin/bash", ["-c", "cd \"$DETOUR_REPOSITORY\" && " + script, "bash"] + arguments,
+            environment: ProcessInfo.processInfo.environment.merging(["DETOUR_REPOSITORY": RepositoryRoot.path]) { $1 },
+            timeout: .seconds(300))
+        guard result.status == 0 else { throw ChaosError("bash failed (\(result.status)): \(result.errors)") }
+        return result.output.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 }

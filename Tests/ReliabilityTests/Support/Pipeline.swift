@@ -2,6 +2,16 @@ import Foundation
 import Synchronization
 import TestSupport
 
+/// The `detour-analytics` binary under test (`DETOUR_TEST_BINARY`, else the debug build).
+enum Binary {
+    /// Runs `detour-analytics arguments...` to completion (bounded) with `environment`.
+    static func run(
+        _ arguments: [String], environment: [String: String], timeout: Duration = .seconds(120)
+    ) throws -> (status: Int32, output: String, errors: String) {
+        try ChildProcess.run(PipelineProcess.binaryPath, arguments, environment: environment, timeout: timeout)
+    }
+}
+
 /// One app with its keys, created with `detour-analytics apps create --json`.
 struct AppKeys: Sendable {
     var id: String
@@ -9,7 +19,7 @@ struct AppKeys: Sendable {
     var secret: String
 
     static func create(id: String, environment: [String: String]) throws -> AppKeys {
-        let created = try PipelineProcess.runToEnd(
+        let created = try Binary.run(
             ["apps", "create", "--id", id, "--name", "Reliability \(id)", "--json"], environment: environment,
             timeout: .seconds(120))
         guard created.status == 0,
@@ -30,7 +40,7 @@ struct ChaosError: Error, CustomStringConvertible {
 final class RunningPipeline: Sendable {
     let environment: [String: String]
     let arguments: [String]
-    private let current = Mutex<(process: PipelineProcess?, port: Int)>((nil, 0))
+    private let current = Mutex<(process: ChildProcess?, port: Int)>((nil, 0))
     /// Everything the pipeline printed to stderr across all its lives.
     private let logs = Mutex("")
 
@@ -44,13 +54,13 @@ final class RunningPipeline: Sendable {
 
     /// Starts a new process and waits (bounded) for its listening line.
     func start() throws {
-        let process = try PipelineProcess(arguments, environment: environment)
+        let process = try ChildProcess(PipelineProcess.binaryPath, arguments, environment: environment)
         guard let address = process.waitForLine(startingWith: "listening on ", timeout: .seconds(120)),
             let port = address.split(separator: ":").last.flatMap({ Int($0.trimmingCharacters(in: .whitespaces)) })
         else {
-            let log = process.standardError
+            let log = process.errors
             process.signal(SIGKILL)
-            _ = process.waitForExit(timeout: .seconds(10))
+            _ = process.wait(timeout: .seconds(10))
             throw ChaosError("the pipeline did not start; log: \(log.suffix(3000))")
         }
         current.withLock { $0 = (process, port) }
@@ -58,39 +68,39 @@ final class RunningPipeline: Sendable {
 
     /// SIGKILLs the live process and waits for it to be gone.
     func kill() {
-        let process = current.withLock { state -> PipelineProcess? in
+        let process = current.withLock { state -> ChildProcess? in
             let process = state.process
             state = (nil, 0)
             return process
         }
         guard let process else { return }
         process.signal(SIGKILL)
-        _ = process.waitForExit(timeout: .seconds(30))
-        logs.withLock { $0 += process.standardError }
+        _ = process.wait(timeout: .seconds(30))
+        logs.withLock { $0 += process.errors }
     }
 
     /// SIGTERMs the live process; returns its exit status (nil if it had to be killed).
     @discardableResult
     func stop() -> Int32? {
-        let process = current.withLock { state -> PipelineProcess? in
+        let process = current.withLock { state -> ChildProcess? in
             let process = state.process
             state = (nil, 0)
             return process
         }
         guard let process else { return nil }
         process.signal(SIGTERM)
-        let status = process.waitForExit(timeout: .seconds(60))
+        let status = process.wait(timeout: .seconds(60))
         if status == nil {
             process.signal(SIGKILL)
-            _ = process.waitForExit(timeout: .seconds(10))
+            _ = process.wait(timeout: .seconds(10))
         }
-        logs.withLock { $0 += process.standardError }
+        logs.withLock { $0 += process.errors }
         return status
     }
 
     /// The stderr of every past life plus the current one's.
     var log: String {
-        let live = current.withLock { $0.process?.standardError } ?? ""
+        let live = current.withLock { $0.process?.errors } ?? ""
         return logs.withLock { $0 } + live
     }
 }
@@ -101,7 +111,7 @@ enum Loaded {
     static func drain(environment: [String: String]) throws {
         var last = ""
         for _ in 0..<5 {
-            let result = try PipelineProcess.runToEnd(["aggregate", "--once"], environment: environment, timeout: .seconds(300))
+            let result = try Binary.run(["aggregate", "--once"], environment: environment, timeout: .seconds(300))
             if result.status == 0 { return }
             last = result.errors
             Thread.sleep(forTimeInterval: 1)
