@@ -14,7 +14,8 @@ struct OutageTests {
         defer { cluster.destroy() }
         let data = try TemporaryDirectory(prefix: "detour-chaos-outage")
         let environment = ["DATABASE_URL": cluster.url, "DETOUR_DATA_DIR": data.path]
-        let migrated = try Binary.run(["migrate"], environment: environment, timeout: .seconds(120))
+        let migrated = try Binary.run(
+            ["migrate", "--sql-dir", RepositoryRoot.path + "/sql"], environment: environment, timeout: .seconds(120))
         try #require(migrated.status == 0, "migrate: \(migrated.errors)")
         let app = try AppKeys.create(id: "outage-app", environment: environment)
 
