@@ -32,5 +32,6 @@ let package = Package(
         .executableTarget(name: "FuzzEnvelope", dependencies: ["EventModel"], swiftSettings: fuzzSettings),
         .executableTarget(name: "FuzzNormalizer", dependencies: ["EventModel"], swiftSettings: fuzzSettings),
         .executableTarget(name: "FuzzSegment", dependencies: ["EventLog"], swiftSettings: fuzzSettings),
+        .executableTarget(name: "FuzzLogRoundTrip", dependencies: ["EventLog"], swiftSettings: fuzzSettings),
     ]
 )
