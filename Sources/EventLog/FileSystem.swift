@@ -84,10 +84,10 @@ enum FileSystem {
         return slash == path.startIndex ? "/" : String(path[..<slash])
     }
 
-    /// Names in directory `path` (nil if it does not exist).
+    /// Names in directory `path` (nil if it does not exist or is not a directory).
     static func list(_ path: String) throws(LogError) -> [String]? {
         guard let dir = opendir(path) else {
-            if errno == ENOENT { return nil }
+            if errno == ENOENT || errno == ENOTDIR { return nil }
             throw .io(call: "opendir", errno: errno, path: path)
         }
         defer { closedir(dir) }

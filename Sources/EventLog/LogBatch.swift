@@ -11,6 +11,7 @@ package struct FrameDamage: Sendable, Equatable, CustomStringConvertible {
     /// What is wrong (checksum mismatch, torn tail of a sealed segment, ...).
     package var reason: String
 
+    /// `path offset N: reason`.
     package var description: String { "\(path) offset \(offset): \(reason)" }
 }
 

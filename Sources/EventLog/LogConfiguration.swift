@@ -83,6 +83,16 @@ package struct LogConfiguration: Sendable {
         self.node = node
     }
 
+    /// The event log of `node` under a data directory: `<data>/segments/<node>/`.
+    package static func events(dataDirectory: String, node: String = "node-1") -> LogConfiguration {
+        LogConfiguration(directory: dataDirectory + "/segments", node: node)
+    }
+
+    /// The dead-letter log of `node` (rejected input, same format): `<data>/deadletter/<node>/`.
+    package static func deadLetters(dataDirectory: String, node: String = "node-1") -> LogConfiguration {
+        LogConfiguration(directory: dataDirectory + "/deadletter", node: node)
+    }
+
     /// The directory holding this node's segments.
     package var nodeDirectory: String { directory + "/" + node }
 

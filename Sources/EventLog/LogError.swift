@@ -17,6 +17,7 @@ package enum LogError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The configuration is unusable.
     case invalidConfiguration(String)
 
+    /// A message safe to log or to return to a client (no record contents).
     package var description: String {
         switch self {
         case .unavailable(let reason): return "event log unavailable: \(reason)"

@@ -12,10 +12,12 @@ package struct LogPosition: Hashable, Comparable, Codable, Sendable, CustomStrin
         self.offset = offset
     }
 
+    /// Earlier segment first, then smaller offset.
     package static func < (lhs: LogPosition, rhs: LogPosition) -> Bool {
         (lhs.segment, lhs.offset) < (rhs.segment, rhs.offset)
     }
 
+    /// `segment:offset`, e.g. `7:1048576`.
     package var description: String { "\(segment):\(offset)" }
 
     /// Parses `segment:offset` as printed by `description`.

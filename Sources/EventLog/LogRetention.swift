@@ -27,7 +27,11 @@ package enum LogRetention {
             deleted.append(segment.path)
             logger.info("segment.deleted", ["segment.path": segment.path, "segment.bytes": "\(segment.bytes)"])
         }
-        if !deleted.isEmpty { try FileSystem.fsyncDirectory(reader.nodeDirectory) }
+        if !deleted.isEmpty {
+            try FileSystem.fsyncDirectory(reader.nodeDirectory)
+            let usage = try FileSystem.diskUsage(of: reader.nodeDirectory)
+            LogMetrics(configuration: LogConfiguration(directory: directory, node: node)).diskBytes.set(Double(usage))
+        }
         return deleted
     }
 

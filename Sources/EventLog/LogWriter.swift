@@ -9,7 +9,8 @@ import Observability
 /// (`maxPendingBytes`): a full queue blocks appends up to `enqueueTimeout`, then fails them with
 /// `.unavailable`.
 package final class LogWriter: Sendable {
-    private struct Shared {
+    /// State shared by appenders and the writer thread; only touched under the monitor's lock.
+    private final class Shared {
         var pending: [UInt8] = []
         var pendingRecords = 0
         /// Monotonic ns when the first record of the pending batch arrived.
@@ -45,17 +46,26 @@ package final class LogWriter: Sendable {
     private let commitDelayNanos: UInt64
 
     /// Opens the node's log, recovering the open segment (a torn tail is cut and logged), and
-    /// starts the writer thread. Frames go to a new segment.
-    /// - Throws: `LogError.io` when the directory cannot be created or read, `.invalidConfiguration`.
+    /// starts the writer thread. Frames go to a new segment. Call `close()` when done: the writer
+    /// thread keeps the writer alive until then.
+    /// - Throws: `LogError.io` when the directory cannot be created or read, `.invalidConfiguration`,
+    ///   `.unavailable` when another process writes to the same node directory.
     package init(configuration: LogConfiguration) throws(LogError) {
         let configuration = try configuration.validated()
         self.configuration = configuration
         metrics = LogMetrics(configuration: configuration)
-        let recovered = try Recovery.run(nodeDirectory: configuration.nodeDirectory)
-        core = try WriterCore(configuration: configuration, recovered: recovered, metrics: metrics)
+        let lockFD = try WriterCore.lockDirectory(configuration.nodeDirectory)
+        let recovered: Recovery.Result
+        do {
+            recovered = try Recovery.run(nodeDirectory: configuration.nodeDirectory)
+            core = try WriterCore(configuration: configuration, lockFD: lockFD, recovered: recovered, metrics: metrics)
+        } catch {
+            Glibc.close(lockFD)
+            throw error
+        }
         pendingLimit = min(configuration.maxPendingBytes, configuration.maxFrameBytes)
         commitDelayNanos = UInt64(max(0, configuration.groupCommitDelay.microseconds)) * 1000
-        var shared = Shared()
+        let shared = Shared()
         shared.pending.reserveCapacity(configuration.groupCommitBytes * 2)
         monitor = Monitor(shared, conditions: 3)
         let thread = Thread { [self] in self.runWriter() }

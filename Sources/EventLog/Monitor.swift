@@ -4,13 +4,18 @@ import Glibc
 /// `Synchronization.Mutex` has no condition variable; the group commit needs threads to sleep
 /// until the writer finishes their frame.
 ///
+/// The state is a class instance, not an `inout` struct: code inside `withLock` calls `wait`, which
+/// releases the lock so other threads change the state. Under an `inout` access the optimizer may
+/// assume nobody else changes the value and keep stale copies across `wait` (it did: release
+/// builds hung in `close`); loads of class properties after an opaque call are always fresh.
+///
 /// `@unchecked Sendable`: owns the pthread mutex and conditions (freed in `deinit`); `state` is
 /// only touched inside `withLock` or `wait`, i.e. while the mutex is held.
-final class Monitor<State>: @unchecked Sendable {
+final class Monitor<State: AnyObject>: @unchecked Sendable {
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let conditions: UnsafeMutablePointer<pthread_cond_t>
     private let conditionCount: Int
-    private var state: State
+    private let state: State
 
     /// A monitor around `state` with `conditions` condition variables (numbered from 0).
     init(_ state: State, conditions count: Int) {
@@ -33,10 +38,10 @@ final class Monitor<State>: @unchecked Sendable {
     }
 
     /// Runs `body` with the state while holding the lock.
-    func withLock<T, E: Error>(_ body: (inout State) throws(E) -> T) throws(E) -> T {
+    func withLock<T, E: Error>(_ body: (State) throws(E) -> T) throws(E) -> T {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
-        return try body(&state)
+        return try body(state)
     }
 
     /// Inside `withLock`: sleeps on `condition` until signalled or `deadline` (monotonic ns) passes.

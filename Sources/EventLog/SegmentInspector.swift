@@ -53,6 +53,7 @@ package struct SegmentReport: Sendable, Equatable {
         }.map(\.element)
     }
 
+    /// Same file, size, state and frames.
     package static func == (lhs: SegmentReport, rhs: SegmentReport) -> Bool {
         lhs.path == rhs.path && lhs.frames == rhs.frames && lhs.bytes == rhs.bytes && lhs.isOpen == rhs.isOpen
     }

@@ -16,8 +16,31 @@ final class WriterCore: @unchecked Sendable {
     private var path = ""
     private var frame: [UInt8] = []
     private var lastDiskScan: Int64?
+    private var lockFD: Int32
 
-    init(configuration: LogConfiguration, recovered: Recovery.Result, metrics: LogMetrics) throws(LogError) {
+    /// Takes the node directory's writer lock: a POSIX record lock on `writer.lock`, so a second
+    /// process cannot append to the same node (POSIX locks are per process and not inherited
+    /// across `fork`, unlike `flock`). Called before recovery.
+    static func lockDirectory(_ nodeDirectory: String) throws(LogError) -> Int32 {
+        try FileSystem.makeDirectories(nodeDirectory)
+        let path = nodeDirectory + "/writer.lock"
+        let fd = try FileSystem.open(path, flags: O_RDWR | O_CREAT)
+        var lock = flock()
+        lock.l_type = Int16(F_WRLCK)
+        lock.l_whence = Int16(SEEK_SET)
+        if fcntl(fd, F_SETLK, &lock) != 0 {
+            let code = errno
+            Glibc.close(fd)
+            if code == EAGAIN || code == EACCES {
+                throw .unavailable(reason: "another process is writing to \(nodeDirectory)")
+            }
+            throw .io(call: "fcntl(F_SETLK)", errno: code, path: path)
+        }
+        return fd
+    }
+
+    init(configuration: LogConfiguration, lockFD: Int32, recovered: Recovery.Result, metrics: LogMetrics) throws(LogError) {
+        self.lockFD = lockFD
         nodeDirectory = configuration.nodeDirectory
         codec = configuration.codec
         clock = configuration.clock
@@ -35,7 +58,10 @@ final class WriterCore: @unchecked Sendable {
         metrics.diskBytes.set(Double(recovered.diskBytes))
     }
 
-    deinit { if fd >= 0 { Glibc.close(fd) } }
+    deinit {
+        if fd >= 0 { Glibc.close(fd) }
+        if lockFD >= 0 { Glibc.close(lockFD) }
+    }
 
     /// Compresses `ndjson` (`records` lines) into one frame, writes it with one `write` and syncs
     /// it as the durability mode requires. On failure nothing but whole frames stays in the segment.
@@ -91,8 +117,14 @@ final class WriterCore: @unchecked Sendable {
         let start = ContinuousClock.now
         if fdatasync(fd) == 0 {
             metrics.fsyncSeconds.observe(since: start)
-            machine.didSync()
+        } else {
+            // Interval mode already acknowledged these frames; all we can do is say so, stop
+            // trusting this segment and continue in a new one (retrying would spin on the same error).
+            Recovery.logger.error("segment.sync_failed", ["segment.path": path, "errno": "\(errno)"])
+            metrics.failures.increment()
+            machine.didFail(frameWasComplete: true, truncated: false)
         }
+        machine.didSync()
     }
 
     /// Monotonic nanoseconds until a pending interval sync is due, nil when none is pending.
@@ -101,12 +133,17 @@ final class WriterCore: @unchecked Sendable {
         return UInt64(micros) * 1000
     }
 
-    /// Syncs and closes the open segment.
+    /// Syncs and closes the open segment and releases the directory lock.
     func close() {
-        guard fd >= 0 else { return }
-        if machine.unsyncedSince != nil { _ = fdatasync(fd) }
-        Glibc.close(fd)
-        fd = -1
+        if fd >= 0 {
+            if machine.unsyncedSince != nil { _ = fdatasync(fd) }
+            Glibc.close(fd)
+            fd = -1
+        }
+        if lockFD >= 0 {
+            Glibc.close(lockFD)
+            lockFD = -1
+        }
     }
 
     private func buildFrame(_ ndjson: [UInt8], records: Int, now: Int64) throws(LogError) -> Int {

@@ -36,6 +36,9 @@ package struct IngestConfiguration: Sendable {
     package var rateLimitPerSecond: Double? = nil
     /// Token-bucket size for the per-app rate limit, in requests. Default 0 = one second's worth.
     package var rateLimitBurst: Double = 0
+    /// Threads that append finished requests to the event log (each blocks until its group is
+    /// durable). More than two keeps the next group entering the log during an fsync. Default 4.
+    package var commitThreads: Int = 4
     /// Seconds to wait for in-flight requests when shutting down. Default 10 s.
     package var shutdownGraceSeconds: Int = 10
 
@@ -65,6 +68,7 @@ package struct IngestConfiguration: Sendable {
             try check(rate > 0, "rateLimitPerSecond", "must be positive when set")
         }
         try check(rateLimitBurst >= 0, "rateLimitBurst", "must not be negative")
+        try check(commitThreads >= 1 && commitThreads <= 64, "commitThreads", "must be between 1 and 64")
         try check(shutdownGraceSeconds >= 0, "shutdownGraceSeconds", "must not be negative")
     }
 }
@@ -74,6 +78,7 @@ package enum IngestConfigurationError: Error, Equatable, CustomStringConvertible
     /// `field` has a value that cannot work, for `reason`.
     case invalid(field: String, reason: String)
 
+    /// A message naming the problem, safe to log.
     package var description: String {
         switch self {
         case .invalid(let field, let reason): "ingest configuration: \(field) \(reason)"

@@ -57,7 +57,10 @@ package enum IngestError: Error, Sendable, Equatable {
         case .decompressedTooLarge(let limit):
             (413, "decompressed_too_large", "decompressed request body exceeds \(limit) bytes", [])
         case .unsupportedEncoding(let encoding):
-            (415, "unsupported_encoding", "Content-Encoding \(encoding) is not supported; use gzip, zstd or identity", [])
+            (
+                415, "unsupported_encoding",
+                "Content-Encoding \(encoding) is not supported; use gzip, zstd or identity", []
+            )
         case .unsupportedMediaType(let type):
             (415, "unsupported_media_type", "Content-Type \(type) is not supported; send application/json", [])
         case .invalidEncoding(let encoding, let reason):

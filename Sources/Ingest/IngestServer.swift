@@ -28,7 +28,10 @@ package final class IngestServer: Sendable {
         self.server = try HTTPServer(settings: HTTPServerSettings(configuration), handler: service)
         logger.info(
             "server.started",
-            ["http.host": configuration.host, "http.port": String(server.port), "http.threads": String(configuration.threads)])
+            [
+                "http.host": configuration.host, "http.port": String(server.port),
+                "http.threads": String(configuration.threads),
+            ])
     }
 
     /// The bound port (the ephemeral one when configured with port 0).

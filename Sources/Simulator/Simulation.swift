@@ -48,7 +48,7 @@ package enum Simulation {
             secretKey: configuration.secretKey)
         let runner = LoadRunner(
             target: target, encoder: encoder, concurrency: configuration.concurrency, rate: configuration.rate,
-            deadline: deadline, ioTimeoutSeconds: configuration.ioTimeoutSeconds)
+            deadline: deadline, ioTimeoutSeconds: configuration.ioTimeoutSeconds, maxRetries: configuration.maxRetries)
         var summary = runner.run(planner.plan())
         summary.worldDevices = world.devices.count
         summary.worldEvents = world.events.count

@@ -29,13 +29,16 @@ package struct SimulationConfiguration: Sendable {
     package var deadline: Duration
     /// Socket connect/send/receive timeout in seconds (default 30).
     package var ioTimeoutSeconds: Int
+    /// How often a request answered 429 or 503 is sent again, after its `Retry-After` (capped at
+    /// 5 s; 1 s when absent) (default 5). The pipeline dedups, so a retry never counts twice.
+    package var maxRetries: Int
 
     /// Creates a configuration; every parameter but the keys has a default.
     package init(
         target: String = "http://127.0.0.1:8080", appID: String, publishableKey: String, secretKey: String,
         links: Int = 20, devices: Int = 1000, days: Int = 30, start: Int64? = nil, seed: UInt64 = 1,
         rate: Double? = nil, concurrency: Int = 8, truthPath: String? = nil, deadline: Duration = .seconds(1800),
-        ioTimeoutSeconds: Int = 30
+        ioTimeoutSeconds: Int = 30, maxRetries: Int = 5
     ) {
         self.target = target
         self.appID = appID
@@ -51,6 +54,7 @@ package struct SimulationConfiguration: Sendable {
         self.truthPath = truthPath
         self.deadline = deadline
         self.ioTimeoutSeconds = ioTimeoutSeconds
+        self.maxRetries = maxRetries
     }
 
     /// The start that makes the period end at today's UTC midnight: today minus `days` days.
@@ -72,6 +76,7 @@ package struct SimulationConfiguration: Sendable {
         guard (1...10_000_000).contains(devices) else { throw .invalidConfiguration("--devices must be 1...10000000") }
         guard (1...366).contains(days) else { throw .invalidConfiguration("--days must be 1...366") }
         guard (1...256).contains(concurrency) else { throw .invalidConfiguration("concurrency must be 1...256") }
+        guard (0...100).contains(maxRetries) else { throw .invalidConfiguration("retries must be 0...100") }
         if let rate, !(rate > 0) { throw .invalidConfiguration("--rate must be positive") }
         let end = SimulatedTime.dayIndex(start) * SimulatedTime.day + Int64(days) * SimulatedTime.day
         guard end <= now else {

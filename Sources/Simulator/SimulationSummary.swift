@@ -13,6 +13,8 @@ package struct SimulationSummary: Sendable, CustomStringConvertible {
     package var unexpected = 0
     /// Requests that failed at the socket level (after one retry on a fresh connection).
     package var transportErrors = 0
+    /// Extra sends after a 429 or 503 answer (only the last answer of a request is in `statuses`).
+    package var retries = 0
     /// Requests never sent because the deadline passed.
     package var notSent = 0
     /// The first problems, described (at most 20).
@@ -42,6 +44,7 @@ package struct SimulationSummary: Sendable, CustomStringConvertible {
         statuses.merge(other.statuses, uniquingKeysWith: +)
         unexpected += other.unexpected
         transportErrors += other.transportErrors
+        retries += other.retries
         notSent += other.notSent
         problems += other.problems.prefix(max(0, 20 - problems.count))
     }
@@ -53,7 +56,7 @@ package struct SimulationSummary: Sendable, CustomStringConvertible {
             "world: \(worldDevices) devices, \(worldEvents) valid events",
             "sent: \(requests) requests, \(events) events, \(bytesSent) bytes in \(duration) (\(Int(eventsPerSecond)) events/s)",
             "answers: \(statusText.isEmpty ? "none" : statusText)",
-            "unexpected answers: \(unexpected), transport errors: \(transportErrors), not sent: \(notSent)",
+            "unexpected answers: \(unexpected), transport errors: \(transportErrors), not sent: \(notSent), retries: \(retries)",
         ]
         if let truthPath { lines.append("truth: \(truthPath)") }
         lines += problems.map { "  problem: \($0)" }

@@ -6,7 +6,7 @@ import Observability
 enum DetourAnalytics {
     static let commands: [any Command.Type] = [
         RunCommand.self, ServeCommand.self, AggregateCommand.self, MigrateCommand.self, AppsCommand.self,
-        SegmentsCommand.self, SimulateCommand.self,
+        SegmentsCommand.self, ReportCommand.self, SimulateCommand.self,
     ]
 
     static func main() {

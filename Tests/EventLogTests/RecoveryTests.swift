@@ -1,4 +1,5 @@
 import Foundation
+import Observability
 import Testing
 
 @testable import EventLog
@@ -95,6 +96,43 @@ import Testing
             #expect(segments.map(\.id) == [1, 2])
             let report = try SegmentInspector.inspect(path: segments[1].path)
             #expect(report.frames.first?.firstSequence == 10)
+        }
+    }
+}
+
+@Suite struct RecoveryEdgeTests {
+    @Test("an empty open segment (a failed first write) does not reset sequence numbers")
+    func emptyOpenSegment() throws {
+        try withTemporaryDirectory { dir in
+            let configuration = testConfiguration(dir)
+            let writer = try LogWriter(configuration: configuration)
+            try writer.append((0..<4).map { envelope($0) })
+            writer.close()
+            _ = FileManager.default.createFile(
+                atPath: configuration.nodeDirectory + "/" + SegmentFormat.fileName(segment: 2), contents: nil)
+            let next = try LogWriter(configuration: configuration)
+            try next.append([envelope(4)])
+            next.close()
+            let segments = try LogReader(directory: configuration.directory, node: "node-1").segments()
+            #expect(segments.map(\.id) == [1, 2, 3])
+            #expect(try SegmentInspector.inspect(path: segments[2].path).frames.first?.firstSequence == 4)
+        }
+    }
+
+    @Test("interval durability acknowledges before syncing and syncs once the writer is idle")
+    func intervalSyncsWhenIdle() throws {
+        try withTemporaryDirectory { dir in
+            var configuration = testConfiguration(dir)
+            configuration.node = "interval-" + UUID().uuidString.prefix(8)
+            configuration.durability = .interval(.milliseconds(1))
+            let writer = try LogWriter(configuration: configuration)
+            defer { writer.close() }
+            let syncs = MetricsRegistry.shared.histogram(
+                "eventlog_fsync_seconds", help: "", labels: ["log": "segments", "node": configuration.node])
+            try writer.append([envelope(1)])
+            for _ in 0..<500 where syncs.count == 0 { usleep(10_000) }
+            #expect(syncs.count >= 1)
+            #expect(try readAll(configuration.directory, node: configuration.node).records.count == 1)
         }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
-@testable import Ingest
 import Testing
+
+@testable import Ingest
 
 /// Every bad input of issue 3: status, stable code, a trace in the dead-letter log where a body
 /// was read, and a server that still serves afterwards.
@@ -14,7 +15,8 @@ struct BadInputTests {
     func invalidJSON() throws {
         let server = try TestServer()
         let response = try server.client().request(
-            "POST", "/api/analytics/event", headers: TestServer.sdkHeaders(), body: Array(#"{"event_name": purchase}"#.utf8))
+            "POST", "/api/analytics/event", headers: TestServer.sdkHeaders(),
+            body: Array(#"{"event_name": purchase}"#.utf8))
         #expect(response.status == 400)
         #expect(response.errorCode == "invalid_json")
         let message = (response.json["error"] as? [String: Any])?["message"] as? String ?? ""
@@ -91,14 +93,28 @@ struct BadInputTests {
         let server = try TestServer()
         server.sink.setFailing(true)
         let client = try server.client()
-        let response = try client.request("POST", "/api/analytics/event", headers: TestServer.sdkHeaders(), body: Self.event)
+        let response = try client.request(
+            "POST", "/api/analytics/event", headers: TestServer.sdkHeaders(), body: Self.event)
         #expect(response.status == 503)
         #expect(response.errorCode == "log_unavailable")
         #expect(response.header("Retry-After") == "1")
         server.sink.setFailing(false)
-        let retried = try client.request("POST", "/api/analytics/event", headers: TestServer.sdkHeaders(), body: Self.event)
+        let retried = try client.request(
+            "POST", "/api/analytics/event", headers: TestServer.sdkHeaders(), body: Self.event)
         #expect(retried.status == 200)
         #expect(server.sink.records.count == 1)
+    }
+
+    @Test("a full disk in the real event log answers 503 log_unavailable and turns readyz to 503")
+    func diskFull() throws {
+        let server = try TestServer(useLog: true, configureLog: { $0.maxDiskBytes = 1 })
+        let response = try server.client().request(
+            "POST", "/api/analytics/event", headers: TestServer.sdkHeaders(), body: Self.event)
+        #expect(response.status == 503)
+        #expect(response.errorCode == "log_unavailable")
+        #expect(response.header("Retry-After") != nil)
+        #expect(try server.client().request("GET", "/readyz").status == 503)
+        #expect(server.isServing())
     }
 
     @Test("the per-app rate limit answers 429 with Retry-After and spares other apps")
@@ -108,8 +124,11 @@ struct BadInputTests {
             $0.rateLimitBurst = 1
         }
         let client = try server.client()
-        #expect(try client.request("POST", "/api/analytics/event", headers: TestServer.sdkHeaders(), body: Self.event).status == 200)
-        let limited = try client.request("POST", "/api/analytics/event", headers: TestServer.sdkHeaders(), body: Self.event)
+        #expect(
+            try client.request("POST", "/api/analytics/event", headers: TestServer.sdkHeaders(), body: Self.event)
+                .status == 200)
+        let limited = try client.request(
+            "POST", "/api/analytics/event", headers: TestServer.sdkHeaders(), body: Self.event)
         #expect(limited.status == 429)
         #expect(limited.errorCode == "rate_limited")
         #expect(Int(limited.header("Retry-After") ?? "") ?? 0 >= 1)
@@ -122,7 +141,8 @@ struct BadInputTests {
     @Test("an event over the per-event size limit is rejected, its neighbours accepted")
     func eventTooLarge() throws {
         let server = try TestServer { $0.maxEventBytes = 512 }
-        let big = #"{"event_name":"purchase","data":{"pad":""# + String(repeating: "x", count: 600)
+        let big =
+            #"{"event_name":"purchase","data":{"pad":""# + String(repeating: "x", count: 600)
             + #""},"timestamp":"2026-06-01T10:20:30.123Z","platform":"ios","device_id":"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b"}"#
         let body = "{\"batch\":[\(String(decoding: Self.event, as: UTF8.self)),\(big)]}"
         let response = try server.client().request(
@@ -138,7 +158,8 @@ struct BadInputTests {
         let server = try TestServer()
         _ = try server.client().request(
             "POST", "/api/analytics/event", headers: TestServer.sdkHeaders(), body: Array("nope".utf8))
-        _ = try server.client().request("POST", "/api/analytics/event", headers: TestServer.sdkHeaders(), body: Self.event)
+        _ = try server.client().request(
+            "POST", "/api/analytics/event", headers: TestServer.sdkHeaders(), body: Self.event)
         let text = try server.client().request("GET", "/metrics").text
         #expect(text.contains(#"ingest_events_rejected_total{code="invalid_json",route="event"} 1"#))
         #expect(text.contains(#"ingest_events_accepted_total{route="event"} 1"#))

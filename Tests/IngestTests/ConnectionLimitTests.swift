@@ -1,6 +1,7 @@
 import Foundation
-@testable import Ingest
 import Testing
+
+@testable import Ingest
 
 @Suite("Connection limits and timeouts")
 struct ConnectionLimitTests {

@@ -1,10 +1,13 @@
 import Foundation
-@testable import Ingest
 import Testing
+
+@testable import Ingest
 
 @Suite("HTTP edge: routing, auth, content checks")
 struct HTTPEdgeTests {
-    static let event = Array(#"{"event_name":"purchase","data":{"revenue":29.99,"currency":"USD"},"timestamp":"2026-06-01T10:20:30.123Z","platform":"ios","device_id":"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b"}"#.utf8)
+    static let event = Array(
+        #"{"event_name":"purchase","data":{"revenue":29.99,"currency":"USD"},"timestamp":"2026-06-01T10:20:30.123Z","platform":"ios","device_id":"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b"}"#
+            .utf8)
 
     @Test("health check answers on an ephemeral port")
     func health() throws {
@@ -37,14 +40,16 @@ struct HTTPEdgeTests {
         #expect(server.isServing())
     }
 
-    @Test("missing, unknown and foreign keys are refused", arguments: [
-        (nil as String?, TestServer.app as String?, 401, "missing_key"),
-        ("Bearer nope", TestServer.app, 401, "invalid_key"),
-        ("Basic abc", TestServer.app, 401, "missing_key"),
-        ("Bearer \(TestServer.publishableKey)", nil, 401, "missing_app_id"),
-        ("Bearer \(TestServer.publishableKey)", TestServer.otherApp, 403, "key_not_allowed"),
-        ("Bearer \(TestServer.otherKey)", TestServer.app, 403, "key_not_allowed"),
-    ])
+    @Test(
+        "missing, unknown and foreign keys are refused",
+        arguments: [
+            (nil as String?, TestServer.app as String?, 401, "missing_key"),
+            ("Bearer nope", TestServer.app, 401, "invalid_key"),
+            ("Basic abc", TestServer.app, 401, "missing_key"),
+            ("Bearer \(TestServer.publishableKey)", nil, 401, "missing_app_id"),
+            ("Bearer \(TestServer.publishableKey)", TestServer.otherApp, 403, "key_not_allowed"),
+            ("Bearer \(TestServer.otherKey)", TestServer.app, 403, "key_not_allowed"),
+        ])
     func badKeys(authorization: String?, app: String?, status: Int, code: String) throws {
         let server = try TestServer()
         var headers: [(String, String)] = [("Content-Type", "application/json")]
@@ -64,11 +69,14 @@ struct HTTPEdgeTests {
             "POST", "/api/link/events", headers: TestServer.sdkHeaders(), body: Array(#"{"clicks":[]}"#.utf8))
         #expect(response.status == 403)
         #expect(response.errorCode == "key_not_allowed")
+        #expect(server.isServing())
     }
 
-    @Test("non-JSON content types are 415 unsupported_media_type", arguments: [
-        "text/plain", "application/x-www-form-urlencoded", "application/json; charset=latin1",
-    ])
+    @Test(
+        "non-JSON content types are 415 unsupported_media_type",
+        arguments: [
+            "text/plain", "application/x-www-form-urlencoded", "application/json; charset=latin1",
+        ])
     func wrongContentType(type: String) throws {
         let server = try TestServer()
         var headers = TestServer.sdkHeaders()
@@ -130,6 +138,38 @@ struct HTTPEdgeTests {
         #expect(response.text.contains(#"ingest_requests_total{route="unmatched",status="404"} 1"#))
         #expect(response.text.contains(#"ingest_requests_total{route="healthz",status="200"} 1"#))
         #expect(response.text.contains("ingest_request_duration_seconds_bucket"))
+    }
+
+    @Test("metrics include the event log's append and fsync latency")
+    func logMetrics() throws {
+        let server = try TestServer(useLog: true, sharedMetrics: true)
+        let post = try server.client().request(
+            "POST", "/api/analytics/event", headers: TestServer.sdkHeaders(), body: Self.event)
+        #expect(post.status == 200)
+        let text = try server.client().request("GET", "/metrics").text
+        #expect(text.contains("eventlog_fsync_seconds_bucket"))
+        #expect(text.contains("eventlog_append_seconds_bucket"))
+        #expect(text.contains("ingest_requests_total"))
+    }
+
+    @Test("malformed HTTP is answered or dropped by the server, which keeps serving")
+    func malformedHTTP() throws {
+        let server = try TestServer()
+        let garbage = try server.client()
+        garbage.send(Array("\u{01}\u{02} NOT HTTP AT ALL\r\n\r\n".utf8))
+        if let response = try? garbage.readResponse() { #expect(response.status >= 400) }
+        let huge = try server.client()
+        huge.send(
+            Array("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "a", count: 64 * 1024))\r\n\r\n".utf8)
+        )
+        if let response = try? huge.readResponse() { #expect(response.status >= 400) }
+        #expect(server.isServing())
+    }
+
+    @Test("a query string does not change the route")
+    func queryString() throws {
+        let server = try TestServer()
+        #expect(try server.client().request("GET", "/healthz?probe=1").status == 200)
     }
 
     @Test("readyz turns 503 when the log is not writable")

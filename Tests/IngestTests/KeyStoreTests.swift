@@ -1,8 +1,9 @@
 import Foundation
-@testable import Ingest
 import Postgres
 import TestSupport
 import Testing
+
+@testable import Ingest
 
 @Suite("API keys from PostgreSQL, cached in memory and on disk")
 struct KeyStoreTests {
@@ -28,6 +29,20 @@ struct KeyStoreTests {
         #expect(
             apiKeyHash(String(repeating: "a", count: 1000))
                 == "41edece42d63e8d9bf515a9ba6932e1c20cbc9f5a5d134645adb5db1b9737ea3")
+    }
+
+    @Test("the key source never waits forever for a connection")
+    func connectTimeout() {
+        #expect(
+            PostgresKeySource.withConnectTimeout("postgresql://u@h/db", seconds: 5)
+                == "postgresql://u@h/db?connect_timeout=5")
+        #expect(
+            PostgresKeySource.withConnectTimeout("postgresql://u@h/db?sslmode=disable", seconds: 3)
+                == "postgresql://u@h/db?sslmode=disable&connect_timeout=3")
+        #expect(
+            PostgresKeySource.withConnectTimeout("host=h dbname=d", seconds: 5) == "host=h dbname=d connect_timeout=5")
+        #expect(
+            PostgresKeySource.withConnectTimeout("host=h connect_timeout=9", seconds: 5) == "host=h connect_timeout=9")
     }
 
     @Test("keys come from the database; new keys are picked up and revoked keys dropped on refresh")
@@ -82,7 +97,8 @@ struct KeyStoreTests {
         configuration.port = 0
         configuration.threads = 1
         let sink = MemorySink()
-        let server = try IngestServer(configuration: configuration, keys: keys, sink: sink, deadLetterSink: MemorySink())
+        let server = try IngestServer(
+            configuration: configuration, keys: keys, sink: sink, deadLetterSink: MemorySink())
         defer { server.shutdown() }
         let response = try RawHTTPClient(port: server.port).request(
             "POST", "/api/analytics/event", headers: TestServer.sdkHeaders(), body: BadInputTests.event)
@@ -92,14 +108,48 @@ struct KeyStoreTests {
         #expect(keys.verify(key: TestServer.publishableKey, appID: TestServer.app) == .valid(.publishable))
     }
 
+    @Test("a key created in PostgreSQL is accepted over HTTP after the next timed refresh")
+    func timedRefresh() throws {
+        let database = try TestDatabase.make()
+        defer { database.drop() }
+        let connection = try database.connect()
+        defer { connection.close() }
+        try connection.execute("insert into apps (id, name) values ('app_late', 'Late')")
+        let keys = KeyStore(source: PostgresKeySource(url: database.url), cacheFile: nil, refreshInterval: .seconds(1))
+        keys.start()
+        defer { keys.stop() }
+        var configuration = IngestConfiguration()
+        configuration.port = 0
+        configuration.threads = 1
+        let server = try IngestServer(
+            configuration: configuration, keys: keys, sink: MemorySink(), deadLetterSink: MemorySink())
+        defer { server.shutdown() }
+        let headers = TestServer.sdkHeaders(key: "pk_late", app: "app_late")
+        let client = try RawHTTPClient(port: server.port)
+        #expect(
+            try client.request("POST", "/api/analytics/event", headers: headers, body: BadInputTests.event).status
+                == 401)
+        try Self.addKey(connection, app: "app_late", kind: "publishable", key: "pk_late")
+        var status = 0
+        for _ in 0..<100 {  // at most 10 s; the refresh interval is 1 s
+            status = try client.request("POST", "/api/analytics/event", headers: headers, body: BadInputTests.event)
+                .status
+            if status == 200 { break }
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        #expect(status == 200)
+    }
+
     @Test("a running server keeps its keys when the source fails and picks up new ones when it is back")
     func refreshFailureKeepsKeys() throws {
         let server = try TestServer()
         server.keySource.setReachable(false)
         #expect(!server.keys.refresh())
         #expect(
-            try server.client().request("POST", "/api/analytics/event", headers: TestServer.sdkHeaders(), body: BadInputTests.event)
-                .status == 200)
+            try server.client().request(
+                "POST", "/api/analytics/event", headers: TestServer.sdkHeaders(), body: BadInputTests.event
+            )
+            .status == 200)
         server.keySource.setReachable(true)
         server.keySource.set([APIKeyRecord(appID: "app_new", kind: .publishable, key: "pk_new")])
         #expect(server.keys.refresh())

@@ -1,6 +1,7 @@
 import Foundation
-@testable import Ingest
 import Testing
+
+@testable import Ingest
 
 /// The server against `docs/openapi.yaml`: every status and code the server gives for a table of
 /// requests is declared for that route, and every error code the server can produce is listed.
@@ -14,10 +15,12 @@ struct OpenAPITests {
         var testDescription: String { "\(method) \(path) \(body.prefix(30))" }
     }
 
-    static let event = #"{"event_name":"purchase","timestamp":"2026-06-01T10:20:30.123Z","platform":"ios","device_id":"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b"}"#
+    static let event =
+        #"{"event_name":"purchase","timestamp":"2026-06-01T10:20:30.123Z","platform":"ios","device_id":"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b"}"#
     static let ok = TestServer.sdkHeaders()
     static let secret = TestServer.sdkHeaders(key: TestServer.secretKey)
-    static let link = #"{"clicks":[{"click_id":"clk_1","url":"https://acme.godetour.link/VnAqasAabE/a","timestamp":"2026-06-01T10:20:30.123Z","platform":"ios","kind":"web"}]}"#
+    static let link =
+        #"{"clicks":[{"click_id":"clk_1","url":"https://acme.godetour.link/VnAqasAabE/a","timestamp":"2026-06-01T10:20:30.123Z","platform":"ios","kind":"web"}]}"#
 
     static let probes: [Probe] = {
         var probes: [Probe] = []
@@ -28,14 +31,19 @@ struct OpenAPITests {
                 Probe(method: "POST", path: path, headers: headers, body: good),
                 Probe(method: "POST", path: path, headers: headers, body: "{oops"),
                 Probe(method: "POST", path: path, headers: headers, body: "[]"),
-                Probe(method: "POST", path: path, headers: headers, body: #"{"event_name":1,"batch":[{}],"clicks":[{}]}"#),
+                Probe(
+                    method: "POST", path: path, headers: headers, body: #"{"event_name":1,"batch":[{}],"clicks":[{}]}"#),
                 Probe(method: "POST", path: path, headers: [("X-App-ID", TestServer.app)], body: good),
                 Probe(method: "POST", path: path, headers: TestServer.sdkHeaders(key: "nope"), body: good),
-                Probe(method: "POST", path: path, headers: [("Authorization", "Bearer \(TestServer.secretKey)")], body: good),
+                Probe(
+                    method: "POST", path: path, headers: [("Authorization", "Bearer \(TestServer.secretKey)")],
+                    body: good),
                 Probe(method: "POST", path: path, headers: TestServer.sdkHeaders(key: TestServer.otherKey), body: good),
                 Probe(method: "POST", path: path, headers: headers + [("Content-Encoding", "br")], body: good),
                 Probe(method: "POST", path: path, headers: headers + [("Content-Encoding", "gzip")], body: good),
-                Probe(method: "POST", path: path, headers: [("Content-Type", "text/plain")] + headers.dropFirst(), body: good),
+                Probe(
+                    method: "POST", path: path, headers: [("Content-Type", "text/plain")] + headers.dropFirst(),
+                    body: good),
                 Probe(method: "GET", path: path, headers: headers, body: ""),
             ]
         }
@@ -53,17 +61,26 @@ struct OpenAPITests {
     func observedAnswersAreDeclared() throws {
         let spec = try OpenAPISpec.load()
         #expect(spec.operations.count == 7)
-        #expect(spec.operations[OpenAPISpec.Key(method: "POST", path: "/api/analytics/batch")]?[401] == ["missing_key", "invalid_key", "missing_app_id"])
-        #expect(spec.operations[OpenAPISpec.Key(method: "POST", path: "/api/link/events")]?[503] == ["log_unavailable", "shutting_down"])
+        #expect(
+            spec.operations[OpenAPISpec.Key(method: "POST", path: "/api/analytics/batch")]?[401] == [
+                "missing_key", "invalid_key", "missing_app_id",
+            ])
+        #expect(
+            spec.operations[OpenAPISpec.Key(method: "POST", path: "/api/link/events")]?[503] == [
+                "log_unavailable", "shutting_down",
+            ])
         #expect(spec.unmatched[404] == ["not_found"])
         let server = try TestServer()
         for probe in Self.probes {
-            let response = try server.client().request(probe.method, probe.path, headers: probe.headers, body: Array(probe.body.utf8))
+            let response = try server.client().request(
+                probe.method, probe.path, headers: probe.headers, body: Array(probe.body.utf8))
+            // A 405 is declared on the path's one operation; unknown paths use `x-unmatched-path`.
             let declared =
                 spec.operations[OpenAPISpec.Key(method: probe.method, path: probe.path)]
-                ?? spec.operations.first(where: { $0.key.path == probe.path })?.value  // 405 lives on the path's operation
+                ?? spec.operations.first(where: { $0.key.path == probe.path })?.value
                 ?? spec.unmatched
-            #expect(declared[response.status] != nil, "\(probe.testDescription): status \(response.status) not declared")
+            #expect(
+                declared[response.status] != nil, "\(probe.testDescription): status \(response.status) not declared")
             if let code = response.errorCode {
                 #expect(
                     declared[response.status]?.contains(code) == true,
@@ -78,7 +95,8 @@ struct OpenAPITests {
         let errors: [IngestError] = [
             .notFound(path: "/"), .methodNotAllowed(method: "GET", allow: "POST"), .missingKey, .missingAppID,
             .invalidKey, .keyNotAllowed(reason: ""), .bodyTooLarge(limit: 1), .decompressedTooLarge(limit: 1),
-            .unsupportedEncoding("br"), .unsupportedMediaType("text/plain"), .invalidEncoding(encoding: "gzip", reason: ""),
+            .unsupportedEncoding("br"), .unsupportedMediaType("text/plain"),
+            .invalidEncoding(encoding: "gzip", reason: ""),
             .invalidJSON(message: "", byteOffset: 0), .tooManyEvents(count: 2, limit: 1), .rateLimited(retryAfter: 1),
             .logUnavailable(reason: ""), .shuttingDown,
             IngestError(.notAnObject), IngestError(.emptyBatch), IngestError(.tooDeep(limit: 1)),

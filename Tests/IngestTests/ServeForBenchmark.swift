@@ -35,17 +35,17 @@ struct ServeForBenchmark {
         if let threads = Int(ProcessInfo.processInfo.environment["DETOUR_INGEST_THREADS"] ?? "") {
             configuration.threads = threads
         }
+        if let commitThreads = Int(ProcessInfo.processInfo.environment["DETOUR_INGEST_COMMIT_THREADS"] ?? "") {
+            configuration.commitThreads = commitThreads
+        }
         let server = try IngestServer(configuration: configuration, keys: keys, sink: log, deadLetterSink: deadLetters)
         Thread.sleep(forTimeInterval: Double(Self.seconds))
         server.shutdown()
         keys.stop()
-        // The logs are not closed here: LogWriter.close() can hang in release builds (reported to
-        // the event log's owner); the process exits right after, and every answered event was
-        // already durable before its answer.
+        log.close()
+        deadLetters.close()
         let accepted = MetricsRegistry.shared.render().split(separator: "\n")
             .filter { $0.hasPrefix("ingest_events_accepted_total") }
-        _ = Unmanaged.passRetained(log)  // never deinit (deinit closes)
-        _ = Unmanaged.passRetained(deadLetters)
         print("ingest bench: \(accepted.joined(separator: "; "))")
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
-@testable import Ingest
 import Testing
+
+@testable import Ingest
 
 @Suite("Ingest building blocks")
 struct UnitTests {
@@ -9,7 +10,9 @@ struct UnitTests {
         try IngestConfiguration().validate()
         var bad = IngestConfiguration()
         bad.host = "localhost:80"
-        #expect(throws: IngestConfigurationError.invalid(field: "host", reason: "must be an IPv4 address such as 127.0.0.1")) {
+        #expect(
+            throws: IngestConfigurationError.invalid(field: "host", reason: "must be an IPv4 address such as 127.0.0.1")
+        ) {
             try bad.validate()
         }
         for (field, change) in [
@@ -90,13 +93,15 @@ struct ShutdownTests {
     @Test("shutdown finishes in-flight requests, then refuses connections")
     func quiesce() throws {
         let slow = SlowSink()
-        let keys = KeyStore(source: StaticKeySource([APIKeyRecord(appID: "a", kind: .publishable, key: "k")]), cacheFile: nil)
+        let keys = KeyStore(
+            source: StaticKeySource([APIKeyRecord(appID: "a", kind: .publishable, key: "k")]), cacheFile: nil)
         keys.start()
         defer { keys.stop() }
         var configuration = IngestConfiguration()
         configuration.port = 0
         configuration.threads = 2
-        let server = try IngestServer(configuration: configuration, keys: keys, sink: slow, deadLetterSink: MemorySink())
+        let server = try IngestServer(
+            configuration: configuration, keys: keys, sink: slow, deadLetterSink: MemorySink())
         let port = server.port
         let result = ResultBox()
         let request = Thread {

@@ -1,7 +1,8 @@
 import EventModel
 import Foundation
-@testable import Ingest
 import Testing
+
+@testable import Ingest
 
 /// Every literal body of the wire-format doc, sent as the SDKs send it, is accepted, made durable
 /// in a real event log and stored with the right fields.
@@ -26,7 +27,8 @@ struct WireFormatTests {
             label: "current SDK purchase with X-SDK",
             path: "/api/analytics/event",
             headers: auth + [("Content-Type", "application/json"), ("X-SDK", "ios/1.0.2")],
-            body: #"{"event_name":"purchase","data":{"revenue":29.99,"currency":"USD"},"timestamp":"2026-06-01T10:20:30.123Z","platform":"ios","device_id":"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b"}"#,
+            body:
+                #"{"event_name":"purchase","data":{"revenue":29.99,"currency":"USD"},"timestamp":"2026-06-01T10:20:30.123Z","platform":"ios","device_id":"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b"}"#,
             check: {
                 $0.kind == .event && $0.name == "purchase" && $0.platform == .ios && $0.sdk == "ios/1.0.2"
                     && $0.device == device && $0.clientTimestamp?.iso8601 == "2026-06-01T10:20:30.123Z"
@@ -36,19 +38,22 @@ struct WireFormatTests {
             label: "universal-link open from Android with charset",
             path: "/api/analytics/event",
             headers: auth + [("Content-Type", "application/json; charset=utf-8"), ("X-SDK", "android/2.1.0")],
-            body: #"{"event_name":"opened_via_universal_link","data":{"url":"https://acme.godetour.link/VnAqasAabE/articles/2?utm_source=news"},"timestamp":"2026-06-01T10:20:30.123Z","platform":"android","device_id":"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b"}"#,
+            body:
+                #"{"event_name":"opened_via_universal_link","data":{"url":"https://acme.godetour.link/VnAqasAabE/articles/2?utm_source=news"},"timestamp":"2026-06-01T10:20:30.123Z","platform":"android","device_id":"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b"}"#,
             check: { $0.name == "opened_via_universal_link" && $0.platform == .android && $0.sdk == "android/2.1.0" }),
         Case(
             label: "short-lived sdk body field, no X-SDK",
             path: "/api/analytics/event",
             headers: auth + [("Content-Type", "application/json")],
-            body: #"{"event_name":"purchase","data":{"revenue":29.99},"timestamp":"2026-04-02T15:51:10.000Z","platform":"ios","device_id":"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b","sdk":"react-native"}"#,
+            body:
+                #"{"event_name":"purchase","data":{"revenue":29.99},"timestamp":"2026-04-02T15:51:10.000Z","platform":"ios","device_id":"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b","sdk":"react-native"}"#,
             check: { $0.sdk == "react-native" && $0.clientTimestamp?.iso8601 == "2026-04-02T15:51:10.000Z" }),
         Case(
             label: "newest SDK with attribution",
             path: "/api/analytics/event",
             headers: auth + [("Content-Type", "application/json"), ("X-SDK", "react-native/3.0.0")],
-            body: #"{"event_name":"add_to_cart","data":{"sku":"abc"},"timestamp":"2026-07-20T08:00:00.000Z","platform":"ios","device_id":"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b","attribution":{"install_click_id":"clk_123","open_click_id":null,"open_type":"organic"}}"#,
+            body:
+                #"{"event_name":"add_to_cart","data":{"sku":"abc"},"timestamp":"2026-07-20T08:00:00.000Z","platform":"ios","device_id":"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b","attribution":{"install_click_id":"clk_123","open_click_id":null,"open_type":"organic"}}"#,
             check: {
                 $0.attribution == Attribution(installClickID: "clk_123", openClickID: nil, openType: "organic")
             }),
@@ -56,7 +61,8 @@ struct WireFormatTests {
             label: "Android attribution with null members dropped, upper-case device id",
             path: "/api/analytics/event",
             headers: auth + [("Content-Type", "application/json; charset=utf-8"), ("X-SDK", "android/2.2.0")],
-            body: #"{"event_name":"add_to_cart","data":{"sku":"abc"},"timestamp":"2026-07-20T08:00:00.000Z","platform":"android","device_id":"3F2B8C1E-9A4D-4E2B-8F1A-2C3D4E5F6A7B","attribution":{"open_type":"organic"}}"#,
+            body:
+                #"{"event_name":"add_to_cart","data":{"sku":"abc"},"timestamp":"2026-07-20T08:00:00.000Z","platform":"android","device_id":"3F2B8C1E-9A4D-4E2B-8F1A-2C3D4E5F6A7B","attribution":{"open_type":"organic"}}"#,
             check: {
                 $0.attribution == Attribution(installClickID: nil, openClickID: nil, openType: "organic")
                     && $0.device == device
@@ -65,13 +71,15 @@ struct WireFormatTests {
             label: "click_id and metadata",
             path: "/api/analytics/event",
             headers: auth + [("Content-Type", "application/json"), ("X-SDK", "flutter/1.0.0")],
-            body: #"{"event_name":"sign_up","timestamp":"2026-07-20T08:00:00.000Z","platform":"ios","device_id":"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b","click_id":"clk_9","metadata":{"source":"ad"}}"#,
+            body:
+                #"{"event_name":"sign_up","timestamp":"2026-07-20T08:00:00.000Z","platform":"ios","device_id":"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b","click_id":"clk_9","metadata":{"source":"ad"}}"#,
             check: { $0.clickID == "clk_9" && $0.metadata == Array(#"{"source":"ad"}"#.utf8) }),
         Case(
             label: "retention app_open without Content-Type",
             path: "/api/analytics/retention",
             headers: auth,
-            body: #"{"event_name":"app_open","timestamp":"2026-06-01T10:20:30.123Z","platform":"android","device_id":"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b"}"#,
+            body:
+                #"{"event_name":"app_open","timestamp":"2026-06-01T10:20:30.123Z","platform":"android","device_id":"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b"}"#,
             check: { $0.kind == .retention && $0.name == "app_open" && $0.platform == .android }),
     ]
 
@@ -95,7 +103,9 @@ struct WireFormatTests {
         let server = try TestServer(useLog: true)
         let body = Array(Self.cases[0].body.utf8)
         for _ in 0..<2 {
-            #expect(try server.client().request("POST", "/api/analytics/event", headers: Self.cases[0].headers, body: body).status == 200)
+            #expect(
+                try server.client().request("POST", "/api/analytics/event", headers: Self.cases[0].headers, body: body)
+                    .status == 200)
         }
         let ids = try server.storedLines().map { try Envelope(decoding: Array($0.utf8)).id }
         #expect(ids.count == 2)
@@ -128,6 +138,38 @@ struct WireFormatTests {
         #expect(deadLetters.count == 2)
         #expect(deadLetters[0].contains(#""index":1"#) && deadLetters[0].contains("yesterday"))
         #expect(deadLetters[1].contains(#""index":3"#))
+    }
+
+    @Test("a pretty-printed event with line breaks inside data is stored as one line")
+    func prettyPrintedAccepted() throws {
+        let server = try TestServer(useLog: true)
+        let body =
+            "{\n \"event_name\": \"purchase\",\n \"data\": {\n  \"revenue\": 1,\r\n  \"currency\": \"USD\"\n },\n"
+            + " \"timestamp\": \"2026-06-01T10:20:30.123Z\", \"platform\": \"ios\",\n"
+            + " \"device_id\": \"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b\"\n}\n"
+        let response = try server.client().request(
+            "POST", "/api/analytics/event", headers: TestServer.sdkHeaders(), body: Array(body.utf8))
+        #expect(response.status == 200, "\(response.text)")
+        let lines = try server.storedLines()
+        try #require(lines.count == 1)
+        let envelope = try Envelope(decoding: Array(lines[0].utf8))
+        #expect(envelope.name == "purchase")
+    }
+
+    @Test("a rejected pretty-printed event is dead-lettered as one readable line in the real log")
+    func prettyPrintedRejection() throws {
+        let server = try TestServer(useLog: true)
+        let body = "{\n  \"event_name\": \"purchase\",\r\n  \"timestamp\": \"not a time\",\n  \"platform\": \"ios\"\n}"
+        let response = try server.client().request(
+            "POST", "/api/analytics/event", headers: TestServer.sdkHeaders(), body: Array(body.utf8))
+        #expect(response.status == 400)
+        let lines = try server.deadLetterLines()
+        try #require(lines.count == 1)
+        let record = try JSONSerialization.jsonObject(with: Data(lines[0].utf8)) as? [String: Any]
+        #expect((record?["raw"] as? [String: Any])?["timestamp"] as? String == "not a time")
+        #expect(record?["app"] as? String == TestServer.app)
+        #expect(record?["route"] as? String == "event")
+        #expect(try server.storedLines().isEmpty)
     }
 
     @Test("a batch with no valid event is 400 with the same answer shape")

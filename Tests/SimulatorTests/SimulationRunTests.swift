@@ -3,11 +3,11 @@ import Testing
 @testable import Simulator
 
 @Suite struct SimulationRunTests {
-    static func configuration(port: UInt16, deadline: Duration = .seconds(60)) -> SimulationConfiguration {
+    static func configuration(port: UInt16, deadline: Duration = .seconds(60), retries: Int = 5) -> SimulationConfiguration {
         SimulationConfiguration(
             target: "http://127.0.0.1:\(port)", appID: "app_run", publishableKey: "pk_run", secretKey: "sk_run", links: 3,
             devices: 60, days: 10, start: SimulatedTime.parseDay("2026-06-01")!, seed: 3, concurrency: 4,
-            deadline: deadline, ioTimeoutSeconds: 10)
+            deadline: deadline, ioTimeoutSeconds: 10, maxRetries: retries)
     }
 
     static func expected(_ configuration: SimulationConfiguration) -> [SimulatedRequest] {
@@ -41,11 +41,28 @@ import Testing
     func unavailableServer() throws {
         let server = try TinyHTTPServer { _, _ in .init(status: 503, body: "{\"error\":\"unavailable\"}") }
         defer { server.stop() }
-        let configuration = Self.configuration(port: server.port)
+        let configuration = Self.configuration(port: server.port, retries: 0)
         let summary = try Simulation.run(configuration)
         let expected = Self.expected(configuration)
         #expect(summary.unexpected == expected.filter { $0.expectation == .accepted }.count)
         #expect(summary.problems.count == 20)
+        #expect(summary.retries == 0)
+    }
+
+    @Test("429 and 503 answers are sent again after Retry-After, and only the final answer counts")
+    func retriesBackpressure() throws {
+        // Every connection's first answer is 503 (then 429 on its third): the client must come back.
+        let server = try TinyHTTPServer { _, index in
+            index == 0 ? .init(status: 503, retryAfter: 0) : index == 2 ? .init(status: 429, retryAfter: 0) : .init()
+        }
+        defer { server.stop() }
+        let configuration = Self.configuration(port: server.port)
+        let summary = try Simulation.run(configuration)
+        let expected = Self.expected(configuration)
+        #expect(summary.requests == expected.count)
+        #expect(summary.statuses == [200: expected.count])
+        #expect(summary.retries >= 2 && summary.retries == server.requests.count - expected.count)
+        #expect(summary.unexpected == expected.filter { $0.expectation == .rejected }.count)
     }
 
     @Test("past the deadline nothing more is sent and the summary says so")

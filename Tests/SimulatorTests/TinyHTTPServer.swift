@@ -19,6 +19,8 @@ final class TinyHTTPServer: Sendable {
         var body = "{}"
         var chunked = false
         var close = false
+        /// A `Retry-After` header value in seconds.
+        var retryAfter: Int?
     }
 
     let port: UInt16
@@ -81,6 +83,7 @@ final class TinyHTTPServer: Sendable {
             index += 1
             var head = "HTTP/1.1 \(answer.status) X\r\nContent-Type: application/json\r\n"
             if answer.close { head += "Connection: close\r\n" }
+            if let retryAfter = answer.retryAfter { head += "Retry-After: \(retryAfter)\r\n" }
             let body = Array(answer.body.utf8)
             var bytes: [UInt8]
             if answer.chunked {

@@ -42,6 +42,8 @@ package final class KeyStore: Sendable {
     /// Bounded: cleared when it reaches `maxMemo` entries (garbage keys cannot grow it).
     private let hashMemo = Mutex<[String: [UInt8]]>([:])
     private let maxMemo = 10_000
+    /// Longest key considered at all, in bytes.
+    private let maxKeyBytes = 256
 
     /// Creates a store; call `start()` to load keys and begin refreshing.
     /// - Parameters:
@@ -59,7 +61,8 @@ package final class KeyStore: Sendable {
         if !refresh() { loadCache() }
         let queue = DispatchQueue(label: "ingest.keys")
         let source = DispatchSource.makeTimerSource(queue: queue)
-        let nanos = Int(refreshInterval.components.seconds) * 1_000_000_000
+        let nanos =
+            Int(refreshInterval.components.seconds) * 1_000_000_000
             + Int(refreshInterval.components.attoseconds / 1_000_000_000)
         source.schedule(deadline: .now() + .nanoseconds(nanos), repeating: .nanoseconds(nanos))
         source.setEventHandler { [weak self] in _ = self?.refresh() }
@@ -106,14 +109,18 @@ package final class KeyStore: Sendable {
 
     /// Checks `key` (as sent by the client) for `appID`, comparing hashes in constant time.
     package func verify(key: String, appID: String) -> Verdict {
-        let hashBytes = hashMemo.withLock { $0[key] } ?? {
-            let computed = Array(SHA256.hex(Array(key.utf8)).utf8)
-            hashMemo.withLock { memo in
-                if memo.count >= maxMemo { memo.removeAll(keepingCapacity: true) }
-                memo[key] = computed
-            }
-            return computed
-        }()
+        // No issued key is this long; refusing early also keeps the hash memo small.
+        guard key.utf8.count <= maxKeyBytes else { return .unknown }
+        let hashBytes =
+            hashMemo.withLock { $0[key] }
+            ?? {
+                let computed = Array(SHA256.hex(Array(key.utf8)).utf8)
+                hashMemo.withLock { memo in
+                    if memo.count >= maxMemo { memo.removeAll(keepingCapacity: true) }
+                    memo[key] = computed
+                }
+                return computed
+            }()
         return snapshot.withLock { snapshot in
             var found: KeyKind?
             for candidate in snapshot.byApp[appID] ?? [] where constantTimeEquals(candidate.hash, hashBytes) {

@@ -6,8 +6,21 @@ import Postgres
 package struct PostgresKeySource: KeySource {
     private let url: String
 
-    /// Creates a source for the database at `url` (a libpq connection string).
-    package init(url: String) { self.url = url }
+    /// Creates a source for the database at `url` (a libpq URL or keyword string). Unless the
+    /// string sets `connect_timeout`, one of `connectTimeoutSeconds` is added: libpq waits forever
+    /// by default, and a blackholed database must not stall start-up or the refresh timer.
+    package init(url: String, connectTimeoutSeconds: Int = 5) {
+        self.url = Self.withConnectTimeout(url, seconds: connectTimeoutSeconds)
+    }
+
+    /// `url` with `connect_timeout=<seconds>` added when it has none.
+    static func withConnectTimeout(_ url: String, seconds: Int) -> String {
+        guard !url.contains("connect_timeout") else { return url }
+        if url.hasPrefix("postgresql://") || url.hasPrefix("postgres://") {
+            return url + (url.contains("?") ? "&" : "?") + "connect_timeout=\(seconds)"
+        }
+        return url + " connect_timeout=\(seconds)"
+    }
 
     /// Every active key; throws `PostgresError` when the database is unreachable.
     package func loadKeys() throws -> [APIKeyRecord] {

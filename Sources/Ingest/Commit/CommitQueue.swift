@@ -1,4 +1,5 @@
 import Dispatch
+import EventLog
 import Foundation
 import Observability
 import Synchronization
@@ -16,7 +17,9 @@ final class CommitQueue: Sendable {
         /// Bytes this job adds to a group's appends.
         let byteCount: Int
 
-        init(records: [[UInt8]], deadLetters: [[UInt8]], completion: @escaping @Sendable (_ error: (any Error)?) -> Void) {
+        init(
+            records: [[UInt8]], deadLetters: [[UInt8]], completion: @escaping @Sendable (_ error: (any Error)?) -> Void
+        ) {
             self.records = records
             self.deadLetters = deadLetters
             self.completion = completion
@@ -43,8 +46,13 @@ final class CommitQueue: Sendable {
     private let appendLatency: Histogram
     private let groupSize: Histogram
     private let deadLetterFailures: Counter
+    private let appendFailures: Counter
+    private let isFailing = Atomic<Bool>(false)
 
-    init(sink: any EventSink, deadLetterSink: any EventSink, committers: Int = 2, metrics: MetricsRegistry) {
+    /// `committers`: threads blocked in `append` at once. More than two keeps the next group
+    /// entering the log while the current one is in fsync, even when the log waits
+    /// `groupCommitDelay` before a commit.
+    init(sink: any EventSink, deadLetterSink: any EventSink, committers: Int = 4, metrics: MetricsRegistry) {
         self.sink = sink
         self.deadLetterSink = deadLetterSink
         self.committers = committers
@@ -55,6 +63,8 @@ final class CommitQueue: Sendable {
             buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024])
         deadLetterFailures = metrics.counter(
             "ingest_dead_letter_failures_total", help: "Dead-letter records that could not be written")
+        appendFailures = metrics.counter(
+            "ingest_append_failures_total", help: "Accepted events answered 503 because the log failed")
         for index in 0..<committers {
             let thread = Thread { [self] in run() }
             thread.name = "ingest.commit.\(index)"
@@ -123,20 +133,44 @@ final class CommitQueue: Sendable {
                 logger.error("deadletter.append_failed", ["records": String(deadLetters.count), "error": "\(error)"])
             }
         }
-        let records = group.flatMap(\.records)
-        var failure: (any Error)?
-        if !records.isEmpty {
-            do {
-                try sink.append(records)
-            } catch {
-                failure = error
-                logger.error("log.append_failed", ["records": String(records.count), "error": "\(error)"])
+        var failures: [(any Error)?] = Array(repeating: nil, count: group.count)
+        if let error = append(group.flatMap(\.records)) {
+            if group.count > 1, Self.isRecordError(error) {
+                // One request's records must not fail the others that share its group.
+                for (index, job) in group.enumerated() { failures[index] = append(job.records) }
+            } else {
+                failures = Array(repeating: error, count: group.count)
             }
         }
         appendLatency.observe(since: start)
         groupSize.observe(Double(group.count))
-        for job in group {
+        for (job, failure) in zip(group, failures) {
             job.completion(job.records.isEmpty ? nil : failure)
+        }
+    }
+
+    /// Appends `records` to the event log; returns the error, logged once per outage.
+    private func append(_ records: [[UInt8]]) -> (any Error)? {
+        guard !records.isEmpty else { return nil }
+        do {
+            try sink.append(records)
+            if isFailing.exchange(false, ordering: .relaxed) { logger.notice("log.append_recovered", [:]) }
+            return nil
+        } catch {
+            appendFailures.increment(by: records.count)
+            // One line per outage, not per group: failures come every few milliseconds.
+            if !isFailing.exchange(true, ordering: .relaxed) {
+                logger.error("log.append_failed", ["records": String(records.count), "error": "\(error)"])
+            }
+            return error
+        }
+    }
+
+    /// Errors caused by the records themselves rather than by the log's state.
+    static func isRecordError(_ error: any Error) -> Bool {
+        switch error as? LogError {
+        case .invalidRecord, .tooLarge: true
+        default: false
         }
     }
 }

@@ -28,8 +28,10 @@ enum DeadLetter {
         writer.string(message)
         if let raw {
             if rawIsJSON {
+                // Valid JSON holds CR and LF only as whitespace (inside strings they must be
+                // escaped), so turning them into spaces keeps the value and the record one line.
                 writer.raw(",\"raw\":")
-                writer.json(raw)
+                writer.json(raw.map { $0 == 0x0A || $0 == 0x0D ? 0x20 : $0 })
             } else {
                 writer.raw(",\"raw_base64\":")
                 writer.string(Data(raw).base64EncodedString())

@@ -3,12 +3,12 @@ import EventModel
 extension IngestService {
     /// Refuses a whole request whose body was read: dead-letters the body (bounded by the size
     /// limits), counts it, and answers with the error once the dead letter is written.
-    func refuse(_ error: IngestError, info: RequestInfo, raw: [UInt8]?) -> RequestFinish {
+    func refuse(_ error: IngestError, info: RequestInfo, raw: [UInt8], rawIsJSON: Bool) -> RequestFinish {
         let answer = error.answer
         metrics.eventRejected(route: info.route.name, code: answer.code)
         let record = DeadLetter.record(
             receivedAt: info.receivedAt, app: info.appID, route: info.route.name, index: nil, code: answer.code,
-            message: answer.message, raw: raw.map { $0[...] }, rawIsJSON: false)
+            message: answer.message, raw: raw[...], rawIsJSON: rawIsJSON)
         let response = HTTPResponse(error: error)
         return .later { complete in
             self.commits.enqueue(CommitQueue.Job(records: [], deadLetters: [record]) { _ in complete(response) })

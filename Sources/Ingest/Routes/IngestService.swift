@@ -1,4 +1,5 @@
 import EventModel
+import Foundation
 import Observability
 import Synchronization
 
@@ -32,7 +33,8 @@ final class IngestService: HTTPHandler {
         self.keys = keys
         self.sink = sink
         self.metrics = IngestMetrics(registry: registry)
-        self.commits = CommitQueue(sink: sink, deadLetterSink: deadLetterSink, metrics: registry)
+        self.commits = CommitQueue(
+            sink: sink, deadLetterSink: deadLetterSink, committers: configuration.commitThreads, metrics: registry)
         self.rateLimiter = configuration.rateLimitPerSecond.map {
             RateLimiter(rate: $0, burst: configuration.rateLimitBurst)
         }
@@ -80,15 +82,22 @@ final class IngestService: HTTPHandler {
         do {
             decoded = try Decompressor.decode(body, encoding: info.encoding, limit: configuration.maxDecompressedBytes)
         } catch {
-            return refuse(error, info: info, raw: error == .decompressedTooLarge(limit: configuration.maxDecompressedBytes) ? nil : body)
+            // The body as received (compressed, so bounded by maxBodyBytes even for a bomb).
+            return refuse(error, info: info, raw: body, rawIsJSON: false)
         }
         let outcome: NormalizedRequest
         do {
             outcome = try normalize(decoded, info: info)
         } catch {
-            return refuse(IngestError(error), info: info, raw: decoded)
+            // Only bodies the scanner validated completely are kept as JSON.
+            let isJSON =
+                switch error {
+                case .invalidJSON, .tooDeep: false
+                default: true
+                }
+            return refuse(IngestError(error), info: info, raw: decoded, rawIsJSON: isJSON)
         }
-        let records = outcome.accepted.map { $0.encoded() }
+        let records = outcome.accepted.map { Self.singleLine($0.encoded()) }
         let deadLetters = outcome.rejected.isEmpty ? [] : deadLetters(for: outcome.rejected, body: decoded, info: info)
         let job = { @Sendable (complete: @escaping @Sendable (HTTPResponse) -> Void) in
             self.commits.enqueue(
@@ -113,10 +122,12 @@ final class IngestService: HTTPHandler {
 
     private func readiness() -> HTTPResponse {
         if isShuttingDown.load(ordering: .relaxed) {
-            return HTTPResponse(status: 503, body: Array(#"{"status":"shutting_down"}"#.utf8), headers: [("Retry-After", "1")])
+            return HTTPResponse(
+                status: 503, body: Array(#"{"status":"shutting_down"}"#.utf8), headers: [("Retry-After", "1")])
         }
         if !sink.isWritable {
-            return HTTPResponse(status: 503, body: Array(#"{"status":"log_unavailable"}"#.utf8), headers: [("Retry-After", "1")])
+            return HTTPResponse(
+                status: 503, body: Array(#"{"status":"log_unavailable"}"#.utf8), headers: [("Retry-After", "1")])
         }
         return HTTPResponse(status: 200, body: Array(#"{"status":"ready"}"#.utf8))
     }
@@ -146,6 +157,18 @@ final class IngestService: HTTPHandler {
         }
         return RequestInfo(
             route: route, appID: appID, sdkHeader: head.header("X-SDK"), encoding: encoding, receivedAt: .now())
+    }
+
+    /// `record` with any CR or LF turned into a space. An envelope is valid JSON, where those bytes
+    /// can only be whitespace (raw `data` as a client pretty-printed it); the log takes one line
+    /// per record. The scan is a `memchr`-speed check; records without line breaks are not copied.
+    static func singleLine(_ record: [UInt8]) -> [UInt8] {
+        let hasBreak = record.withUnsafeBytes { raw in
+            guard let base = raw.baseAddress else { return false }
+            return memchr(base, 0x0A, raw.count) != nil || memchr(base, 0x0D, raw.count) != nil
+        }
+        guard hasBreak else { return record }
+        return record.map { $0 == 0x0A || $0 == 0x0D ? 0x20 : $0 }
     }
 
     /// The key from `Bearer <key>` (scheme case-insensitive), or nil.

@@ -87,6 +87,12 @@ package final class HTTPServer: Sendable {
         while core.inFlight.load(ordering: .acquiring) > 0, ContinuousClock.now < deadline {
             usleep(2000)
         }
+        // A suspended connection must be resumed before the daemon stops (its memory is freed
+        // there, and the finishing thread still holds its pointer). Their work is bounded by the
+        // sink's own timeouts, so this waits without a deadline.
+        while core.suspended.load(ordering: .acquiring) > 0 {
+            usleep(2000)
+        }
         MHD_stop_daemon(handle.pointer)
     }
 
@@ -108,6 +114,8 @@ private struct DaemonHandle: @unchecked Sendable {
 final class ServerCore: Sendable {
     let handler: any HTTPHandler
     let inFlight = Atomic<Int>(0)
+    /// Connections suspended while their answer is prepared on another thread.
+    let suspended = Atomic<Int>(0)
 
     init(handler: any HTTPHandler) { self.handler = handler }
 }
@@ -146,7 +154,9 @@ private let accessHandler: MHD_AccessHandlerCallback = {
         return queue(early, on: connection, state: state, core: core)
     }
     if state.isOverLimit {
-        return queue(core.handler.bodyTooLarge(context: state.context, limit: state.limit), on: connection, state: state, core: core)
+        return queue(
+            core.handler.bodyTooLarge(context: state.context, limit: state.limit), on: connection, state: state,
+            core: core)
     }
     let body = state.body
     state.body = []
@@ -154,11 +164,13 @@ private let accessHandler: MHD_AccessHandlerCallback = {
     case .respond(let response):
         return queue(response, on: connection, state: state, core: core)
     case .later(let start):
+        core.suspended.wrappingAdd(1, ordering: .relaxed)
         MHD_suspend_connection(connection)
         let suspended = SuspendedConnection(pointer: connection)
         start { response in
             state.pending.withLock { $0 = response }
             MHD_resume_connection(suspended.pointer)
+            core.suspended.wrappingSubtract(1, ordering: .releasing)
         }
         return .YES
     }

@@ -49,6 +49,7 @@ package enum HTTPServerError: Error, CustomStringConvertible {
     /// libmicrohttpd refused to start (bad option combination or resources).
     case daemonStartFailed
 
+    /// A message naming the problem, safe to log.
     package var description: String {
         switch self {
         case .socket(let call, let code): "http server: \(call) failed: \(String(cString: strerror(code)))"

@@ -143,7 +143,7 @@ struct WorldGenerator {
 
     private mutating func makeTimelines() {
         for index in world.devices.indices {
-            var rng = SeededGenerator(seed: parameters.seed, stream: 1000 + UInt64(index))
+            let rng = SeededGenerator(seed: parameters.seed, stream: 1000 + UInt64(index))
             let device = world.devices[index]
             let rates =
                 device.installClick.map { linkRates[Int(world.clicks[Int($0)].link)] }
@@ -152,7 +152,6 @@ struct WorldGenerator {
                 device: Int32(index), install: installTimes[index], end: world.end, signUpRate: rates.signUp,
                 purchaseRate: rates.purchase, rng: rng)
             timeline.build(in: &self)
-            rng = timeline.rng
             world.events.append(contentsOf: timeline.events)
         }
     }

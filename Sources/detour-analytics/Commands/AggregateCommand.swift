@@ -13,7 +13,8 @@ enum AggregateCommand: Command {
         Loads every ingest node's segments under <data-dir>/segments into PostgreSQL after the stored
         checkpoint, exactly once, and refreshes the rollups the new rows touch. Two aggregators against
         one database never load an event twice (the cycle holds a lock on the checkpoint).
-        With --once it loads until caught up and exits: 0 when everything was loaded, 1 on failure.
+        With --once it loads until caught up and exits: 0 when everything was loaded (or another
+        aggregator holds the load lock, which it says), 1 on failure.
 
           --once                  load the backlog and exit (cron)
         \(databaseHelp)
@@ -34,6 +35,10 @@ enum AggregateCommand: Command {
             retention: AggregatorOptions.retention(segmentsDirectory: configuration.segmentsDirectory))
         if once {
             let cycles = try aggregator.runUntilCaughtUp()
+            if cycles.allSatisfy({ !$0.ran }) {
+                say("aggregate: another aggregator holds the load lock and is loading; nothing done")
+                return 0
+            }
             let events = cycles.reduce(0) { $0 + $1.events }
             let clicks = cycles.reduce(0) { $0 + $1.clicks }
             let matches = cycles.reduce(0) { $0 + $1.matches }

@@ -56,7 +56,9 @@ final class RawHTTPClient {
     func send(_ bytes: [UInt8]) -> Bool {
         var sent = 0
         while sent < bytes.count {
-            let n = bytes.withUnsafeBytes { Foundation.send(fd, $0.baseAddress! + sent, bytes.count - sent, Int32(MSG_NOSIGNAL)) }
+            let n = bytes.withUnsafeBytes {
+                Foundation.send(fd, $0.baseAddress! + sent, bytes.count - sent, Int32(MSG_NOSIGNAL))
+            }
             if n <= 0 { return false }
             sent += n
         }
@@ -69,7 +71,9 @@ final class RawHTTPClient {
     ) throws -> Response {
         var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n"
         for (name, value) in headers { head += "\(name): \(value)\r\n" }
-        let hasLength = headers.contains { $0.0.lowercased() == "content-length" || $0.0.lowercased() == "transfer-encoding" }
+        let hasLength = headers.contains {
+            $0.0.lowercased() == "content-length" || $0.0.lowercased() == "transfer-encoding"
+        }
         if !hasLength && (method == "POST" || !body.isEmpty) { head += "Content-Length: \(body.count)\r\n" }
         head += "\r\n"
         send(Array(head.utf8) + body)
@@ -89,7 +93,8 @@ final class RawHTTPClient {
                 var headers: [String: String] = [:]
                 for line in lines {
                     guard let colon = line.firstIndex(of: ":") else { continue }
-                    headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+                    headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(
+                        in: .whitespaces)
                 }
                 let length = Int(headers["content-length"] ?? "0") ?? 0
                 while buffer.count < end + 4 + length {

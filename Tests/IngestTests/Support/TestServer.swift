@@ -1,7 +1,8 @@
 import EventLog
 import Foundation
-@testable import Ingest
 import Observability
+
+@testable import Ingest
 
 /// A real ingest server on 127.0.0.1, an ephemeral port, in-memory sinks and fixed keys.
 final class TestServer {
@@ -15,18 +16,27 @@ final class TestServer {
     let deadLetters = MemorySink()
     let keySource: StaticKeySource
     let keys: KeyStore
-    let metrics = MetricsRegistry()
+    let metrics: MetricsRegistry
     let server: IngestServer
     let directory: String
     /// The real event log and dead-letter log, when the server was made with `useLog`.
     let log: LogWriter?
     let deadLetterLog: LogWriter?
 
-    init(useLog: Bool = false, configure: (inout IngestConfiguration) -> Void = { _ in }) throws {
+    init(
+        useLog: Bool = false, sharedMetrics: Bool = false,
+        configure: (inout IngestConfiguration) -> Void = { _ in },
+        configureLog: (inout LogConfiguration) -> Void = { _ in }
+    )
+        throws
+    {
+        metrics = sharedMetrics ? .shared : MetricsRegistry()
         directory = NSTemporaryDirectory() + "ingest-test-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         if useLog {
-            log = try LogWriter(configuration: LogConfiguration(directory: directory + "/segments"))
+            var logConfiguration = LogConfiguration(directory: directory + "/segments")
+            configureLog(&logConfiguration)
+            log = try LogWriter(configuration: logConfiguration)
             deadLetterLog = try LogWriter(configuration: LogConfiguration(directory: directory + "/deadletter"))
         } else {
             log = nil

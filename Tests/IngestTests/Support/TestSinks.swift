@@ -1,5 +1,6 @@
-@testable import Ingest
 import Synchronization
+
+@testable import Ingest
 
 /// An in-memory sink that can be told to fail, for tests of the HTTP side.
 final class MemorySink: EventSink {

@@ -1,0 +1,74 @@
+package import Postgres
+
+/// A rendered answer to a report request: what the HTTP API sends and what the CLI prints.
+package struct ReportResponse: Sendable, Equatable {
+    /// HTTP status (200, or `ReportError.httpStatus`).
+    package var status: Int
+    /// `application/json`, `text/csv; charset=utf-8` or `text/plain; charset=utf-8`.
+    package var contentType: String
+    /// The body.
+    package var body: String
+    /// The CLI's exit status (0, or `ReportError.exitCode`).
+    package var exitCode: Int32
+}
+
+/// The one-liners behind `detour-analytics report links|funnel|retention|attribution` and
+/// `GET /api/reports/<kind>`: parse the parameters, run the report, render it, map errors.
+package enum ReportEndpoint {
+    /// Runs report `kind` (`links`, `funnel`, `retention`, `attribution`) with `parameters` (`app`,
+    /// `from`, `to`, `format`) and renders it. Never throws: failures become an error response
+    /// (JSON `{"error": code, "message": ...}` for the API's json format, the message otherwise).
+    ///
+    /// - Parameters:
+    ///   - kind: the path segment or subcommand.
+    ///   - parameters: query parameters or flags (without `--`).
+    ///   - connection: a connection that can read the report views.
+    ///   - today: the default `to` (UTC today at the caller).
+    ///   - defaultFormat: `.json` for the API, `.table` for the CLI.
+    package static func respond(
+        kind: String, parameters: [String: String], connection: Connection, today: ReportDay,
+        defaultFormat: ReportFormat
+    ) -> ReportResponse {
+        let format = parameters["format"].flatMap { ReportFormat(rawValue: $0.lowercased()) } ?? defaultFormat
+        do throws(ReportError) {
+            guard let reportKind = ReportKind(rawValue: kind) else {
+                throw .invalidParameter(name: "report", message: "expected links, funnel, retention or attribution")
+            }
+            let query = try ReportQuery.parse(parameters, today: today, defaultFormat: defaultFormat)
+            let report = try ReportService(connection: connection).report(
+                reportKind, app: query.app, from: query.from, to: query.to)
+            return ReportResponse(
+                status: 200, contentType: contentType(query.format),
+                body: ReportRenderer.render(report, as: query.format),
+                exitCode: 0)
+        } catch {
+            return failure(error, format: format)
+        }
+    }
+
+    /// The response for an error in `format`.
+    package static func failure(_ error: ReportError, format: ReportFormat) -> ReportResponse {
+        let body: String
+        switch format {
+        case .json:
+            body =
+                "{\"error\":" + ReportJSON.string(error.code) + ",\"message\":" + ReportJSON.string(error.description)
+                + "}\n"
+        case .csv, .table:
+            body = error.description + "\n"
+        }
+        return ReportResponse(
+            status: error.httpStatus, contentType: format == .json ? contentType(.json) : contentType(.table),
+            body: body,
+            exitCode: error.exitCode)
+    }
+
+    /// The content type of a format.
+    package static func contentType(_ format: ReportFormat) -> String {
+        switch format {
+        case .json: return "application/json"
+        case .csv: return "text/csv; charset=utf-8"
+        case .table: return "text/plain; charset=utf-8"
+        }
+    }
+}

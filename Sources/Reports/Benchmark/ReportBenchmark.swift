@@ -1,0 +1,108 @@
+import Foundation
+package import Postgres
+
+/// Times every report query for one app over a 30-day window (for the lead's `bench/` runs; never
+/// used by tests for thresholds).
+package enum ReportBenchmark {
+    /// One timed query.
+    package struct Timing: Sendable {
+        /// What ran, e.g. `links` or `sql.link_daily`.
+        package var name: String
+        /// Median wall time over the runs, in milliseconds.
+        package var medianMilliseconds: Double
+        /// Fastest run, in milliseconds.
+        package var minMilliseconds: Double
+        /// Rows the query returned (for the service-level entries: rows of the main table).
+        package var rows: Int
+    }
+
+    /// Times each report for `app` over the 30 days ending at `to` (default: the app's newest day with
+    /// link activity, else today in UTC): every `ReportService` report end to end, each underlying
+    /// SQL query on its own, and the daily job's queries for `to`. Each is run `runs` times (after one
+    /// warm-up run).
+    ///
+    /// - Throws: `ReportError` from the queries.
+    package static func run(connection: Connection, app: String, to: ReportDay? = nil, runs: Int = 5)
+        throws(ReportError)
+        -> [Timing]
+    {
+        let end: ReportDay
+        if let to { end = to } else { end = try newestDay(connection, app: app) }
+        let start = end.adding(days: -29)
+        let service = ReportService(connection: connection)
+        var timings: [Timing] = []
+        func measure(_ name: String, _ body: () throws -> Int) throws(ReportError) {
+            var samples: [Double] = []
+            var rows = 0
+            do {
+                rows = try body()  // warm-up
+                for _ in 0..<max(1, runs) {
+                    let started = DispatchTime.now().uptimeNanoseconds
+                    rows = try body()
+                    samples.append(Double(DispatchTime.now().uptimeNanoseconds - started) / 1_000_000)
+                }
+            } catch let error as ReportError {
+                throw error
+            } catch {
+                throw .database(message: "\(error)")
+            }
+            samples.sort()
+            timings.append(
+                Timing(
+                    name: name, medianMilliseconds: samples[samples.count / 2], minMilliseconds: samples[0], rows: rows)
+            )
+        }
+        try measure("links") { try service.links(app: app, from: start, to: end).rows.count }
+        try measure("attribution") { try service.attribution(app: app, from: start, to: end).rows.count }
+        try measure("funnel") { try service.funnel(app: app, from: start, to: end).rows.count }
+        try measure("retention") { try service.retention(app: app, from: start, to: end).rows.count }
+        let queries: [(String, SQL)] = [
+            ("sql.link_daily", ReportSQL.linkDaily(app: app, from: start, to: end)),
+            ("sql.link_daily_events", ReportSQL.linkDailyEvents(app: app, from: start, to: end)),
+            ("sql.link_daily_revenue", ReportSQL.linkDailyRevenue(app: app, from: start, to: end)),
+            ("sql.link_daily_utm", ReportSQL.linkDailyUTM(app: app, from: start, to: end)),
+            ("sql.attribution", ReportSQL.attribution(app: app, from: start, to: end)),
+            ("sql.attribution_events", ReportSQL.attributionEvents(app: app, from: start, to: end)),
+            ("sql.attribution_revenue", ReportSQL.attributionRevenue(app: app, from: start, to: end)),
+            ("sql.installs", ReportSQL.installs(app: app, from: start, to: end)),
+            ("sql.funnel", ReportSQL.funnel(app: app, from: start, to: end)),
+            ("sql.retention", ReportSQL.retention(app: app, from: start, to: end)),
+        ]
+        for (name, sql) in queries {
+            try measure(name) { try connection.query(sql).count }
+        }
+        try measure("daily.content") {
+            let content = try DailyReportContent.load(
+                connection: connection, app: app, date: end, isComplete: true, requiredWatermark: "")
+            return content.links.rows.count
+        }
+        return timings
+    }
+
+    /// The timings as an aligned text table.
+    package static func render(_ timings: [Timing]) -> String {
+        ReportRenderer.table(
+            ReportTable(
+                name: "timings", columns: ["query", "median_ms", "min_ms", "rows"],
+                rows: timings.map {
+                    [
+                        .text($0.name), .decimal(SVGChart.format($0.medianMilliseconds, digits: 2)),
+                        .decimal(SVGChart.format($0.minMilliseconds, digits: 2)), .int($0.rows),
+                    ]
+                }))
+    }
+
+    private static func newestDay(_ connection: Connection, app: String) throws(ReportError) -> ReportDay {
+        do {
+            let sql: SQL = """
+                SELECT coalesce(max(day), (now() AT TIME ZONE 'UTC')::date)::text AS day
+                FROM report_link_daily WHERE app_id = \(app)
+                """
+            return try ReportService.day(try connection.query(sql)[0], "day")
+        } catch let error as ReportError {
+            throw error
+        } catch {
+            throw .database(message: "\(error)")
+        }
+    }
+}

@@ -1,0 +1,168 @@
+import Foundation
+package import Postgres
+
+/// The daily report job (`detour-analytics report daily`, run from cron): for one date and one app
+/// (or every app) it writes `<out>/<date>/<app>/` with the day's reports as CSV, JSON and a
+/// self-contained HTML page.
+///
+/// - Completeness: day D of an app is complete when the load watermark (the newest `received_at`
+///   loaded, from `load_checkpoints`) is at or after the end of D in the app's time zone plus
+///   `graceSeconds` (default 600), and no rollup work of the app is queued unprocessed. An incomplete day is refused with `ReportError.dayNotComplete`
+///   (exit status 75) before anything is written, unless `allowPartial`, in which case every file
+///   says `complete: false`.
+/// - Idempotent: the files depend only on the data and the watermark (no generation time inside),
+///   and each is written to a temporary file in the same directory and renamed over the old one,
+///   so a reader never sees a half-written file and a rerun replaces the previous output.
+package struct DailyReport {
+    /// Default grace period after the end of the day, in seconds.
+    package static let defaultGraceSeconds = 600
+    /// Days of install cohorts shown in the retention section (ending at the report date).
+    package static let retentionDays = 31
+
+    /// The connection (the writer role or the analyst role).
+    package let connection: Connection
+    /// Seconds after the end of the day the watermark must reach.
+    package let graceSeconds: Int
+
+    /// Makes the job.
+    package init(connection: Connection, graceSeconds: Int = DailyReport.defaultGraceSeconds) {
+        self.connection = connection
+        self.graceSeconds = graceSeconds
+    }
+
+    /// Writes the report of `date` for `app` (every app when nil) under `outDirectory`.
+    ///
+    /// - Parameters:
+    ///   - date: the day, in each app's reporting time zone.
+    ///   - app: one app id, or nil for every app.
+    ///   - outDirectory: the root; `<out>/<date>/<app>/` is created as needed.
+    ///   - formats: which files to write (`csv`: one CSV per section, `json`: `report.json`,
+    ///     `html`: `report.html`).
+    ///   - allowPartial: write even when the day is not completely loaded (the output says so).
+    /// - Returns: one output per app, in app order.
+    /// - Throws: `ReportError.dayNotComplete` (nothing written), `.unknownApp`, `.database`, `.io`.
+    package func run(
+        date: ReportDay, app: String?, outDirectory: String, formats: Set<DailyReportFormat>, allowPartial: Bool
+    ) throws(ReportError) -> [DailyReportOutput] {
+        let apps = try appIDs(app)
+        var statuses: [(String, Completeness)] = []
+        for id in apps {
+            let status = try completeness(app: id, date: date)
+            if !status.isComplete && !allowPartial {
+                if status.pendingDays > 0 {
+                    throw .rollupsPending(app: id, days: status.pendingDays)
+                }
+                throw .dayNotComplete(
+                    app: id, day: date, watermark: status.watermark, requiredWatermark: status.required)
+            }
+            statuses.append((id, status))
+        }
+        var outputs: [DailyReportOutput] = []
+        for (id, status) in statuses {
+            let content = try DailyReportContent.load(
+                connection: connection, app: id, date: date, isComplete: status.isComplete,
+                requiredWatermark: status.required)
+            let directory = outDirectory + "/" + date.iso8601 + "/" + id
+            var files: [String] = []
+            do {
+                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            } catch {
+                throw .io(path: directory, message: "\(error)")
+            }
+            for format in DailyReportFormat.allCases where formats.contains(format) {
+                for (name, text) in content.files(format) {
+                    let path = directory + "/" + name
+                    try AtomicFile.write(text, to: path)
+                    files.append(path)
+                }
+            }
+            outputs.append(
+                DailyReportOutput(
+                    app: id, directory: directory, files: files, isComplete: status.isComplete,
+                    watermark: content.watermark))
+        }
+        return outputs
+    }
+
+    /// Whether day `date` of `app` is completely loaded, with the watermark and what it must reach.
+    ///
+    /// - Throws: `ReportError.database`.
+    package func completeness(app: String, date: ReportDay) throws(ReportError) -> Completeness {
+        do {
+            let row = try connection.query(ReportSQL.completeness(app: app, day: date, graceSeconds: graceSeconds))
+                .first
+            let pending = try row?["pending_days", as: Int.self] ?? 0
+            return Completeness(
+                isComplete: (try row?["complete", as: Bool.self] ?? false) && pending == 0,
+                watermark: try row?["watermark", as: String?.self] ?? nil,
+                required: try row?["required", as: String.self] ?? "", pendingDays: pending)
+        } catch {
+            throw .database(message: "\(error)")
+        }
+    }
+
+    private func appIDs(_ app: String?) throws(ReportError) -> [String] {
+        do {
+            let all = try connection.query(ReportSQL.apps).map { try $0["id", as: String.self] }
+            guard let app else { return all }
+            guard all.contains(app) else { throw ReportError.unknownApp(app) }
+            return [app]
+        } catch let error as ReportError {
+            throw error
+        } catch {
+            throw .database(message: "\(error)")
+        }
+    }
+
+    /// The completeness of one app's day.
+    package struct Completeness: Sendable, Equatable {
+        /// The watermark reached `required`.
+        package var isComplete: Bool
+        /// The load watermark (ISO 8601 UTC), nil before any load.
+        package var watermark: String?
+        /// End of the day in the app's time zone plus the grace period (ISO 8601 UTC).
+        package var required: String
+        /// Rollup days of the app queued and not processed yet (any makes the day incomplete).
+        package var pendingDays: Int
+    }
+}
+
+/// A daily report output format.
+package enum DailyReportFormat: String, Sendable, CaseIterable {
+    /// One CSV per section: links.csv, utm.csv, attribution.csv, installs.csv, funnel.csv, retention.csv.
+    case csv
+    /// report.json: every section plus date, app, watermark and completeness.
+    case json
+    /// report.html: self-contained page with inline SVG charts and the tables.
+    case html
+
+    /// Parses `csv,json,html` (any subset, any order).
+    ///
+    /// - Throws: `ReportError.invalidParameter(name: "format", ...)`.
+    package static func parseList(_ text: String) throws(ReportError) -> Set<DailyReportFormat> {
+        var formats: Set<DailyReportFormat> = []
+        for part in text.split(separator: ",") {
+            let name = part.trimmingCharacters(in: .whitespaces).lowercased()
+            guard let format = DailyReportFormat(rawValue: name) else {
+                throw .invalidParameter(name: "format", message: "expected a list of csv, json, html; got \(name)")
+            }
+            formats.insert(format)
+        }
+        guard !formats.isEmpty else { throw .invalidParameter(name: "format", message: "empty list") }
+        return formats
+    }
+}
+
+/// What the daily job wrote for one app.
+package struct DailyReportOutput: Sendable, Equatable {
+    /// The app.
+    package var app: String
+    /// `<out>/<date>/<app>`.
+    package var directory: String
+    /// Paths of the files written.
+    package var files: [String]
+    /// False when written with allowPartial for an incompletely loaded day.
+    package var isComplete: Bool
+    /// The watermark the numbers were computed at.
+    package var watermark: String?
+}

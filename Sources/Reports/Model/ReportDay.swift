@@ -1,0 +1,78 @@
+/// A calendar day (`YYYY-MM-DD`), the unit of every report. Which time zone the day belongs to is
+/// the app's reporting time zone; the value itself is zone-free, like PostgreSQL's `date`.
+package struct ReportDay: Comparable, Hashable, Sendable, CustomStringConvertible {
+    /// Days since 1970-01-01 (negative before).
+    package let daysSinceEpoch: Int
+
+    /// Makes a day from its number of days since 1970-01-01.
+    package init(daysSinceEpoch: Int) { self.daysSinceEpoch = daysSinceEpoch }
+
+    /// Makes a day from a Gregorian year, month (1-12) and day of month; nil when invalid.
+    package init?(year: Int, month: Int, day: Int) {
+        guard (1...12).contains(month), (1...31).contains(day), (1...9999).contains(year) else { return nil }
+        let days = Self.daysFromCivil(year: year, month: month, day: day)
+        guard Self.civil(fromDays: days) == (year, month, day) else { return nil }
+        self.daysSinceEpoch = days
+    }
+
+    /// Parses exactly `YYYY-MM-DD`; nil for anything else.
+    package init?(iso8601 text: some StringProtocol) {
+        let bytes = Array(text.utf8)
+        guard bytes.count == 10, bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-") else { return nil }
+        func number(_ range: Range<Int>) -> Int? {
+            var value = 0
+            for byte in bytes[range] {
+                guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) else { return nil }
+                value = value * 10 + Int(byte - UInt8(ascii: "0"))
+            }
+            return value
+        }
+        guard let year = number(0..<4), let month = number(5..<7), let day = number(8..<10) else { return nil }
+        self.init(year: year, month: month, day: day)
+    }
+
+    /// The Gregorian year, month and day of month.
+    package var components: (year: Int, month: Int, day: Int) { Self.civil(fromDays: daysSinceEpoch) }
+
+    /// `YYYY-MM-DD`.
+    package var iso8601: String {
+        let (year, month, day) = components
+        func pad(_ value: Int, _ width: Int) -> String {
+            let text = String(value)
+            return String(repeating: "0", count: max(0, width - text.count)) + text
+        }
+        return "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))"
+    }
+
+    package var description: String { iso8601 }
+
+    /// The day `count` days later (earlier when negative).
+    package func adding(days count: Int) -> ReportDay { ReportDay(daysSinceEpoch: daysSinceEpoch + count) }
+
+    /// Days from `self` to `other` (positive when `other` is later).
+    package func days(to other: ReportDay) -> Int { other.daysSinceEpoch - daysSinceEpoch }
+
+    package static func < (lhs: ReportDay, rhs: ReportDay) -> Bool { lhs.daysSinceEpoch < rhs.daysSinceEpoch }
+
+    // Howard Hinnant's days_from_civil / civil_from_days (proleptic Gregorian calendar).
+    private static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yoe = y - era * 400
+        let doy = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+        return era * 146097 + doe - 719468
+    }
+
+    private static func civil(fromDays days: Int) -> (Int, Int, Int) {
+        let z = days + 719468
+        let era = (z >= 0 ? z : z - 146096) / 146097
+        let doe = z - era * 146097
+        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let day = doy - (153 * mp + 2) / 5 + 1
+        let month = mp < 10 ? mp + 3 : mp - 9
+        return (yoe + era * 400 + (month <= 2 ? 1 : 0), month, day)
+    }
+}

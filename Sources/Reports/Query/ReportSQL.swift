@@ -1,0 +1,166 @@
+package import Postgres
+
+/// The report queries, one named constant (a function of its binds) each. Every query reads the
+/// report views of `sql/052_report_views.sql` only, so it runs the same as the `detour_analyst` role.
+/// Days are bound as `YYYY-MM-DD` text; decimals and days are selected as text so they decode
+/// exactly.
+package enum ReportSQL {
+    /// The load watermark. Columns: `watermark` (text, ISO 8601 UTC with microseconds, NULL before
+    /// any load).
+    package static let watermark: SQL = """
+        SELECT to_char(w.watermark AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS watermark
+        FROM report_watermark w
+        """
+
+    /// Whether an app exists. Columns: `found` (bool).
+    package static func appExists(_ app: String) -> SQL {
+        "SELECT EXISTS (SELECT 1 FROM report_funnel_definitions WHERE app_id = \(app)) AS found"
+    }
+
+    /// Per link and day. Columns: `path`, `day`, `clicks`, `universal_link_opens`, `matched_installs`,
+    /// `attributed_installs`, `install_rate` (text, NULL when clicks = 0), `reengagements`, and the
+    /// `_ios` / `_android` variant of each count.
+    package static func linkDaily(app: String, from: ReportDay, to: ReportDay) -> SQL {
+        """
+        SELECT path, day::text AS day, clicks, universal_link_opens, matched_installs, attributed_installs,
+               install_rate::text AS install_rate, reengagements,
+               clicks_ios, universal_link_opens_ios, matched_installs_ios, attributed_installs_ios, reengagements_ios,
+               clicks_android, universal_link_opens_android, matched_installs_android, attributed_installs_android,
+               reengagements_android
+        FROM report_link_daily
+        WHERE app_id = \(app) AND day BETWEEN \(from.iso8601)::date AND \(to.iso8601)::date
+        ORDER BY path, day
+        """
+    }
+
+    /// Events of attributed devices per link and day. Columns: `path`, `day`, `kind`
+    /// (`event`|`retention`), `name`, `events`.
+    package static func linkDailyEvents(app: String, from: ReportDay, to: ReportDay) -> SQL {
+        """
+        SELECT path, day::text AS day, kind, name, events
+        FROM report_link_daily_events
+        WHERE app_id = \(app) AND day BETWEEN \(from.iso8601)::date AND \(to.iso8601)::date
+        ORDER BY path, day, kind, name
+        """
+    }
+
+    /// Revenue of attributed devices per link, day and currency. Columns: `path`, `day`,
+    /// `currency`, `revenue` (exact decimal text).
+    package static func linkDailyRevenue(app: String, from: ReportDay, to: ReportDay) -> SQL {
+        """
+        SELECT path, day::text AS day, currency, revenue::text AS revenue
+        FROM report_link_daily_revenue
+        WHERE app_id = \(app) AND day BETWEEN \(from.iso8601)::date AND \(to.iso8601)::date
+        ORDER BY path, day, currency
+        """
+    }
+
+    /// UTM breakdown. Columns: `path`, `day`, `utm_source`, `utm_medium`, `utm_campaign` (NULL when
+    /// absent), `clicks`, `universal_link_opens`, `matched_installs`, `attributed_installs`, `install_rate` (text).
+    package static func linkDailyUTM(app: String, from: ReportDay, to: ReportDay) -> SQL {
+        """
+        SELECT path, day::text AS day, utm_source, utm_medium, utm_campaign, clicks, universal_link_opens,
+               matched_installs, attributed_installs, install_rate::text AS install_rate
+        FROM report_link_daily_utm
+        WHERE app_id = \(app) AND day BETWEEN \(from.iso8601)::date AND \(to.iso8601)::date
+        ORDER BY path, day, utm_source NULLS FIRST, utm_medium NULLS FIRST, utm_campaign NULLS FIRST
+        """
+    }
+
+    /// Attribution per link and day. Columns: `path`, `day`, `matched_installs`, `attributed_installs`,
+    /// `cohort_actions`, `activity_actions`, `last_touch_opens`.
+    package static func attribution(app: String, from: ReportDay, to: ReportDay) -> SQL {
+        """
+        SELECT path, day::text AS day, matched_installs, attributed_installs, cohort_actions, activity_actions,
+               last_touch_opens
+        FROM report_attribution
+        WHERE app_id = \(app) AND day BETWEEN \(from.iso8601)::date AND \(to.iso8601)::date
+        ORDER BY path, day
+        """
+    }
+
+    /// Actions of attributed devices by name. Columns: `path`, `day`, `basis`
+    /// (`install_date`|`event_date`), `name`, `events`.
+    package static func attributionEvents(app: String, from: ReportDay, to: ReportDay) -> SQL {
+        """
+        SELECT path, day::text AS day, basis, name, events
+        FROM report_attribution_events
+        WHERE app_id = \(app) AND day BETWEEN \(from.iso8601)::date AND \(to.iso8601)::date
+        ORDER BY path, day, basis, name
+        """
+    }
+
+    /// Revenue of attributed devices per currency. Columns: `path`, `day`, `basis`, `currency`,
+    /// `revenue` (exact decimal text).
+    package static func attributionRevenue(app: String, from: ReportDay, to: ReportDay) -> SQL {
+        """
+        SELECT path, day::text AS day, basis, currency, revenue::text AS revenue
+        FROM report_attribution_revenue
+        WHERE app_id = \(app) AND day BETWEEN \(from.iso8601)::date AND \(to.iso8601)::date
+        ORDER BY path, day, basis, currency
+        """
+    }
+
+    /// App-wide installs per day. Columns: `day`, `installs`, `attributed_installs`,
+    /// `organic_installs`, `unattributable_installs`.
+    package static func installs(app: String, from: ReportDay, to: ReportDay) -> SQL {
+        """
+        SELECT day::text AS day, installs, attributed_installs, organic_installs, unattributable_installs
+        FROM report_installs_daily
+        WHERE app_id = \(app) AND day BETWEEN \(from.iso8601)::date AND \(to.iso8601)::date
+        ORDER BY day
+        """
+    }
+
+    /// Funnel steps per cohort day. Columns: `funnel_id`, `funnel_name`, `path` (NULL = organic),
+    /// `day`, `step`, `step_name`, `devices`, `conversion_from_previous`, `conversion_overall`,
+    /// `median_seconds_from_previous` (the last three exact decimal text or NULL).
+    package static func funnel(app: String, from: ReportDay, to: ReportDay) -> SQL {
+        """
+        SELECT funnel_id, funnel_name, path, day::text AS day, step, step_name, devices,
+               conversion_from_previous::text AS conversion_from_previous,
+               conversion_overall::text AS conversion_overall,
+               trim_scale(median_seconds_from_previous)::text AS median_seconds_from_previous
+        FROM report_funnel
+        WHERE app_id = \(app) AND day BETWEEN \(from.iso8601)::date AND \(to.iso8601)::date
+        ORDER BY funnel_id = 'default' DESC, funnel_id, path NULLS LAST, day, step
+        """
+    }
+
+    /// Retention cohorts. Columns: `path` (NULL = organic), `cohort_day`, `cohort_size`, `d1`, `d3`,
+    /// `d7`, `d14`, `d30` (NULL while not reached), `d1_rate` ... `d30_rate` (exact decimal text).
+    package static func retention(app: String, from: ReportDay, to: ReportDay) -> SQL {
+        """
+        SELECT path, cohort_day::text AS cohort_day, cohort_size, d1, d3, d7, d14, d30,
+               d1_rate::text AS d1_rate, d3_rate::text AS d3_rate, d7_rate::text AS d7_rate,
+               d14_rate::text AS d14_rate, d30_rate::text AS d30_rate
+        FROM report_retention
+        WHERE app_id = \(app) AND cohort_day BETWEEN \(from.iso8601)::date AND \(to.iso8601)::date
+        ORDER BY path NULLS LAST, cohort_day
+        """
+    }
+
+    /// Whether day `day` of `app` is completely loaded. Columns: `watermark` (text or NULL),
+    /// `required` (text: end of the day in the app's time zone plus `graceSeconds`), `complete` (bool),
+    /// `pending_days` (rollup days queued by `queue_rollups` and not processed yet).
+    package static func completeness(app: String, day: ReportDay, graceSeconds: Int) -> SQL {
+        """
+        SELECT to_char(w.watermark AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS watermark,
+               to_char((report_day_start(\(day.iso8601)::date + 1, s.time_zone) + make_interval(secs => \(graceSeconds)))
+                       AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS required,
+               coalesce(w.watermark >= report_day_start(\(day.iso8601)::date + 1, s.time_zone)
+                                       + make_interval(secs => \(graceSeconds)), false) AS complete,
+               coalesce((SELECT p.pending_days FROM report_rollups_pending p WHERE p.app_id = \(app)), 0) AS pending_days
+        FROM report_watermark w CROSS JOIN rollup_settings(\(app)) s
+        """
+    }
+
+    /// Every app id, sorted. Columns: `id`.
+    package static let apps: SQL = "SELECT id FROM apps ORDER BY id"
+
+    /// Applies rollup work queued by `queue_rollups`. Columns: `days` (the (app, day) keys recomputed).
+    package static let processPending: SQL = "SELECT process_rollups() AS days"
+
+    /// Recomputes every rollup from the raw tables (`report rebuild`). Columns: `done`.
+    package static let rebuild: SQL = "SELECT rebuild_rollups()::text AS done"
+}

@@ -1,0 +1,74 @@
+import Foundation
+
+/// Writes reports as a terminal table, CSV or JSON.
+package enum ReportRenderer {
+    /// The report in `format`: `table` shows every section with a heading and the watermark; `csv`
+    /// is the main (first) table only, RFC 4180; `json` is `ReportJSON.encode(report)`.
+    package static func render(_ report: any RenderableReport, as format: ReportFormat) -> String {
+        switch format {
+        case .table:
+            var text = "\(report.kind) report for app \(report.app), \(report.from) to \(report.to)\n"
+            text += "load watermark: \(report.watermark ?? "none (nothing loaded yet)")\n"
+            for table in report.tables {
+                text += "\n" + table.name + "\n" + self.table(table)
+            }
+            return text
+        case .csv:
+            return report.tables.first.map(csv) ?? ""
+        case .json:
+            return ReportJSON.encode(report) + "\n"
+        }
+    }
+
+    /// A table as aligned columns (numbers right-aligned), a header and a rule; "(no rows)" when empty.
+    package static func table(_ table: ReportTable) -> String {
+        guard !table.rows.isEmpty else { return "(no rows)\n" }
+        let cells = table.rows.map { $0.map(\.plainText) }
+        var widths = table.columns.map(\.count)
+        for row in cells {
+            for (index, cell) in row.enumerated() where index < widths.count {
+                widths[index] = max(widths[index], cell.count)
+            }
+        }
+        func pad(_ text: String, _ width: Int, right: Bool) -> String {
+            let fill = String(repeating: " ", count: max(0, width - text.count))
+            return right ? fill + text : text + fill
+        }
+        var lines = [
+            zip(table.columns, widths).map { pad($0, $1, right: false) }.joined(separator: "  "),
+            widths.map { String(repeating: "-", count: $0) }.joined(separator: "  "),
+        ]
+        for (row, values) in zip(cells, table.rows) {
+            lines.append(
+                row.enumerated().map { index, cell in
+                    let isNumber: Bool
+                    switch values[index] {
+                    case .int, .decimal: isNumber = true
+                    default: isNumber = false
+                    }
+                    return pad(cell, widths[index], right: isNumber)
+                }.joined(separator: "  "))
+        }
+        return lines.map { line in
+            var trimmed = Substring(line)
+            while trimmed.last == " " { trimmed = trimmed.dropLast() }
+            return String(trimmed)
+        }.joined(separator: "\n") + "\n"
+    }
+
+    /// A table as RFC 4180 CSV: a header row, CRLF line ends, fields quoted when they contain a
+    /// comma, quote, CR or LF.
+    package static func csv(_ table: ReportTable) -> String {
+        func field(_ text: String) -> String {
+            if text.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) {
+                return "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+            }
+            return text
+        }
+        var lines = [table.columns.map(field).joined(separator: ",")]
+        for row in table.rows {
+            lines.append(row.map { field($0.plainText) }.joined(separator: ","))
+        }
+        return lines.joined(separator: "\r\n") + "\r\n"
+    }
+}

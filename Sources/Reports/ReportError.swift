@@ -1,0 +1,71 @@
+/// Why a report could not be produced. `description` is safe to show to a user or an API client.
+package enum ReportError: Error, Equatable, CustomStringConvertible {
+    /// A request parameter is missing or malformed (`name` is the parameter, e.g. `from`).
+    case invalidParameter(name: String, message: String)
+    /// The app does not exist.
+    case unknownApp(String)
+    /// Day `day` of `app` is not completely loaded: the load watermark (`watermark`, ISO 8601, nil
+    /// before any load) has not reached `requiredWatermark` (end of the day in the app's time zone
+    /// plus the grace period).
+    case dayNotComplete(app: String, day: ReportDay, watermark: String?, requiredWatermark: String)
+    /// The app has rollup work queued (`queue_rollups`) that `process_rollups()` has not applied yet.
+    case rollupsPending(app: String, days: Int)
+    /// PostgreSQL failed; `message` is the server's or the client library's message.
+    case database(message: String)
+    /// Writing an output file failed.
+    case io(path: String, message: String)
+
+    /// The process exit status the CLI uses for this error (sysexits.h values, so cron wrappers can
+    /// tell "try again later" (75) from a mistake in the command line (64)).
+    package var exitCode: Int32 {
+        switch self {
+        case .invalidParameter, .unknownApp: return 64  // EX_USAGE
+        case .dayNotComplete, .rollupsPending: return 75  // EX_TEMPFAIL
+        case .database: return 69  // EX_UNAVAILABLE
+        case .io: return 74  // EX_IOERR
+        }
+    }
+
+    /// The HTTP status the report API answers with.
+    package var httpStatus: Int {
+        switch self {
+        case .invalidParameter: return 400
+        case .unknownApp: return 404
+        case .dayNotComplete, .rollupsPending: return 409
+        case .database: return 503
+        case .io: return 500
+        }
+    }
+
+    /// A stable machine-readable code for API clients.
+    package var code: String {
+        switch self {
+        case .invalidParameter: return "invalid_parameter"
+        case .unknownApp: return "unknown_app"
+        case .dayNotComplete: return "day_not_complete"
+        case .rollupsPending: return "rollups_pending"
+        case .database: return "database_unavailable"
+        case .io: return "io_error"
+        }
+    }
+
+    package var description: String {
+        switch self {
+        case .invalidParameter(let name, let message):
+            return "invalid parameter \(name): \(message)"
+        case .unknownApp(let app):
+            return "unknown app \(app)"
+        case .dayNotComplete(let app, let day, let watermark, let required):
+            return "day \(day) of app \(app) is not completely loaded yet: the load watermark is "
+                + "\(watermark ?? "empty (nothing loaded)"), it must reach \(required) (end of the day in the app's "
+                + "time zone plus the grace period); run again later or pass --allow-partial"
+        case .rollupsPending(let app, let days):
+            return "app \(app) has rollup work for \(days) day(s) queued and not processed yet; run process_rollups() "
+                + "(the aggregator does it on its timer) or pass --allow-partial"
+        case .database(let message):
+            return "database error: \(message)"
+        case .io(let path, let message):
+            return "cannot write \(path): \(message)"
+        }
+    }
+}

@@ -1,1 +1,0 @@
-// Reports: see the module's files.

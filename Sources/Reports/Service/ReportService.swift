@@ -1,0 +1,256 @@
+package import Postgres
+
+/// Runs the report queries for one app and date range and returns typed rows with the load
+/// watermark they were computed at. Not thread-safe (it owns no state but uses the caller's
+/// connection, which is not): one service per connection.
+package struct ReportService {
+    /// The connection the queries run on (any role that can read the report views).
+    package let connection: Connection
+
+    /// Makes a service over a connection.
+    package init(connection: Connection) { self.connection = connection }
+
+    /// The load watermark: the newest `received_at` the aggregator has loaded (ISO 8601 UTC), nil
+    /// before any load.
+    package func watermark() throws(ReportError) -> String? {
+        try run { try connection.query(ReportSQL.watermark).first?["watermark", as: String?.self] ?? nil }
+    }
+
+    /// The per-link daily report (with platform splits, events, revenue and the UTM breakdown).
+    ///
+    /// - Throws: `ReportError.unknownApp`, `.invalidParameter` when `from > to`, `.database`.
+    package func links(app: String, from: ReportDay, to: ReportDay) throws(ReportError) -> LinkReport {
+        try validate(app: app, from: from, to: to)
+        return try run {
+            let watermark = try connection.query(ReportSQL.watermark).first?["watermark", as: String?.self] ?? nil
+            var rows: [RowKey: LinkDayRow] = [:]
+            for row in try connection.query(ReportSQL.linkDaily(app: app, from: from, to: to)) {
+                let key = try RowKey(row)
+                var link = LinkDayRow(path: key.path, day: key.day)
+                link.clicks = try row["clicks", as: Int.self]
+                link.universalLinkOpens = try row["universal_link_opens", as: Int.self]
+                link.matchedInstalls = try row["matched_installs", as: Int.self]
+                link.attributedInstalls = try row["attributed_installs", as: Int.self]
+                link.installRate = try row["install_rate", as: String?.self]
+                link.reengagements = try row["reengagements", as: Int.self]
+                link.ios = try Self.platform(row, suffix: "_ios")
+                link.android = try Self.platform(row, suffix: "_android")
+                rows[key] = link
+            }
+            for row in try connection.query(ReportSQL.linkDailyEvents(app: app, from: from, to: to)) {
+                let key = try RowKey(row)
+                let name = try row["name", as: String.self]
+                let count = try row["events", as: Int.self]
+                if try row["kind", as: String.self] == "event" {
+                    rows[key, default: LinkDayRow(path: key.path, day: key.day)].events[name] = count
+                } else {
+                    rows[key, default: LinkDayRow(path: key.path, day: key.day)].retentionEvents[name] = count
+                }
+            }
+            for row in try connection.query(ReportSQL.linkDailyRevenue(app: app, from: from, to: to)) {
+                let key = try RowKey(row)
+                rows[key, default: LinkDayRow(path: key.path, day: key.day)].revenue[
+                    try row["currency", as: String.self]] =
+                    try row["revenue", as: String.self]
+            }
+            var utm: [UTMRow] = []
+            for row in try connection.query(ReportSQL.linkDailyUTM(app: app, from: from, to: to)) {
+                let key = try RowKey(row)
+                utm.append(
+                    UTMRow(
+                        path: key.path, day: key.day, source: try row["utm_source", as: String?.self],
+                        medium: try row["utm_medium", as: String?.self],
+                        campaign: try row["utm_campaign", as: String?.self],
+                        clicks: try row["clicks", as: Int.self],
+                        universalLinkOpens: try row["universal_link_opens", as: Int.self],
+                        matchedInstalls: try row["matched_installs", as: Int.self],
+                        attributedInstalls: try row["attributed_installs", as: Int.self],
+                        installRate: try row["install_rate", as: String?.self]))
+            }
+            return LinkReport(
+                app: app, from: from, to: to, watermark: watermark,
+                rows: rows.values.sorted { ($0.path, $0.day) < ($1.path, $1.day) }, utm: utm)
+        }
+    }
+
+    /// The attribution report: per link and day, plus app-wide installs per day.
+    ///
+    /// - Throws: `ReportError.unknownApp`, `.invalidParameter`, `.database`.
+    package func attribution(app: String, from: ReportDay, to: ReportDay) throws(ReportError) -> AttributionReport {
+        try validate(app: app, from: from, to: to)
+        return try run {
+            let watermark = try connection.query(ReportSQL.watermark).first?["watermark", as: String?.self] ?? nil
+            var rows: [RowKey: AttributionRow] = [:]
+            for row in try connection.query(ReportSQL.attribution(app: app, from: from, to: to)) {
+                let key = try RowKey(row)
+                var value = AttributionRow(path: key.path, day: key.day)
+                value.matchedInstalls = try row["matched_installs", as: Int.self]
+                value.attributedInstalls = try row["attributed_installs", as: Int.self]
+                value.cohortActions = try row["cohort_actions", as: Int.self]
+                value.activityActions = try row["activity_actions", as: Int.self]
+                value.lastTouchOpens = try row["last_touch_opens", as: Int.self]
+                rows[key] = value
+            }
+            for row in try connection.query(ReportSQL.attributionEvents(app: app, from: from, to: to)) {
+                let key = try RowKey(row)
+                let name = try row["name", as: String.self]
+                let count = try row["events", as: Int.self]
+                if try row["basis", as: String.self] == "install_date" {
+                    rows[key, default: AttributionRow(path: key.path, day: key.day)].cohortEvents[name] = count
+                } else {
+                    rows[key, default: AttributionRow(path: key.path, day: key.day)].activityEvents[name] = count
+                }
+            }
+            for row in try connection.query(ReportSQL.attributionRevenue(app: app, from: from, to: to)) {
+                let key = try RowKey(row)
+                let currency = try row["currency", as: String.self]
+                let amount = try row["revenue", as: String.self]
+                if try row["basis", as: String.self] == "install_date" {
+                    rows[key, default: AttributionRow(path: key.path, day: key.day)].cohortRevenue[currency] = amount
+                } else {
+                    rows[key, default: AttributionRow(path: key.path, day: key.day)].activityRevenue[currency] = amount
+                }
+            }
+            var installs: [InstallsRow] = []
+            for row in try connection.query(ReportSQL.installs(app: app, from: from, to: to)) {
+                installs.append(
+                    InstallsRow(
+                        day: try Self.day(row, "day"), installs: try row["installs", as: Int.self],
+                        attributedInstalls: try row["attributed_installs", as: Int.self],
+                        organicInstalls: try row["organic_installs", as: Int.self],
+                        unattributableInstalls: try row["unattributable_installs", as: Int.self]))
+            }
+            return AttributionReport(
+                app: app, from: from, to: to, watermark: watermark,
+                rows: rows.values.sorted { ($0.path, $0.day) < ($1.path, $1.day) }, installs: installs)
+        }
+    }
+
+    /// The default link funnel and the app's funnels per cohort day.
+    ///
+    /// - Throws: `ReportError.unknownApp`, `.invalidParameter`, `.database`.
+    package func funnel(app: String, from: ReportDay, to: ReportDay) throws(ReportError) -> FunnelReport {
+        try validate(app: app, from: from, to: to)
+        return try run {
+            let watermark = try connection.query(ReportSQL.watermark).first?["watermark", as: String?.self] ?? nil
+            var rows: [FunnelStepRow] = []
+            for row in try connection.query(ReportSQL.funnel(app: app, from: from, to: to)) {
+                rows.append(
+                    FunnelStepRow(
+                        funnelID: try row["funnel_id", as: String.self],
+                        funnelName: try row["funnel_name", as: String.self],
+                        path: try row["path", as: String?.self], day: try Self.day(row, "day"),
+                        step: try row["step", as: Int.self], stepName: try row["step_name", as: String.self],
+                        devices: try row["devices", as: Int.self],
+                        conversionFromPrevious: try row["conversion_from_previous", as: String?.self],
+                        conversionOverall: try row["conversion_overall", as: String?.self],
+                        medianSecondsFromPrevious: try row["median_seconds_from_previous", as: String?.self]))
+            }
+            return FunnelReport(app: app, from: from, to: to, watermark: watermark, rows: rows)
+        }
+    }
+
+    /// Retention cohorts installed between `from` and `to`.
+    ///
+    /// - Throws: `ReportError.unknownApp`, `.invalidParameter`, `.database`.
+    package func retention(app: String, from: ReportDay, to: ReportDay) throws(ReportError) -> RetentionReport {
+        try validate(app: app, from: from, to: to)
+        return try run {
+            let watermark = try connection.query(ReportSQL.watermark).first?["watermark", as: String?.self] ?? nil
+            var rows: [RetentionRow] = []
+            for row in try connection.query(ReportSQL.retention(app: app, from: from, to: to)) {
+                var retained: [Int?] = []
+                var rates: [String?] = []
+                for n in RetentionRow.days {
+                    retained.append(try row["d\(n)", as: Int?.self])
+                    rates.append(try row["d\(n)_rate", as: String?.self])
+                }
+                rows.append(
+                    RetentionRow(
+                        path: try row["path", as: String?.self], cohortDay: try Self.day(row, "cohort_day"),
+                        cohortSize: try row["cohort_size", as: Int.self], retained: retained, rates: rates))
+            }
+            return RetentionReport(app: app, from: from, to: to, watermark: watermark, rows: rows)
+        }
+    }
+
+    /// Runs the report named by `kind` (`links`, `funnel`, `retention`, `attribution`).
+    ///
+    /// - Throws: `ReportError.invalidParameter` for an unknown kind, else as the report does.
+    package func report(_ kind: ReportKind, app: String, from: ReportDay, to: ReportDay) throws(ReportError)
+        -> any RenderableReport
+    {
+        switch kind {
+        case .links: return try links(app: app, from: from, to: to)
+        case .funnel: return try funnel(app: app, from: from, to: to)
+        case .retention: return try retention(app: app, from: from, to: to)
+        case .attribution: return try attribution(app: app, from: from, to: to)
+        }
+    }
+
+    /// Applies rollup work queued by `queue_rollups` (a no-op when the loader refreshes at once);
+    /// needs the writer role. Returns the number of (app, day) keys recomputed.
+    ///
+    /// - Throws: `ReportError.database`.
+    @discardableResult
+    package func processPending() throws(ReportError) -> Int {
+        try run { try connection.query(ReportSQL.processPending).first?["days", as: Int.self] ?? 0 }
+    }
+
+    /// Recomputes every rollup from the raw tables (`report rebuild`); needs the writer role.
+    ///
+    /// - Throws: `ReportError.database`.
+    package func rebuild() throws(ReportError) {
+        try run { _ = try connection.query(ReportSQL.rebuild) }
+    }
+
+    // MARK: - Helpers
+
+    private func validate(app: String, from: ReportDay, to: ReportDay) throws(ReportError) {
+        guard from <= to else {
+            throw .invalidParameter(name: "from", message: "\(from) is after to (\(to))")
+        }
+        let found = try run { try connection.query(ReportSQL.appExists(app)).first?["found", as: Bool.self] ?? false }
+        guard found else { throw .unknownApp(app) }
+    }
+
+    /// Runs a body of queries, mapping every failure to `ReportError.database`.
+    private func run<T>(_ body: () throws -> T) throws(ReportError) -> T {
+        do {
+            return try body()
+        } catch let error as ReportError {
+            throw error
+        } catch {
+            throw .database(message: "\(error)")
+        }
+    }
+
+    private static func platform(_ row: Row, suffix: String) throws -> PlatformCounts {
+        var counts = PlatformCounts()
+        counts.clicks = try row["clicks" + suffix, as: Int.self]
+        counts.universalLinkOpens = try row["universal_link_opens" + suffix, as: Int.self]
+        counts.matchedInstalls = try row["matched_installs" + suffix, as: Int.self]
+        counts.attributedInstalls = try row["attributed_installs" + suffix, as: Int.self]
+        counts.reengagements = try row["reengagements" + suffix, as: Int.self]
+        return counts
+    }
+
+    static func day(_ row: Row, _ column: String) throws -> ReportDay {
+        let text = try row[column, as: String.self]
+        guard let day = ReportDay(iso8601: text) else {
+            throw ReportError.database(message: "column \(column): not a date: \(text)")
+        }
+        return day
+    }
+
+    /// A (path, day) key of the per-link maps.
+    private struct RowKey: Hashable {
+        var path: String
+        var day: ReportDay
+
+        init(_ row: Row) throws {
+            path = try row["path", as: String.self]
+            day = try ReportService.day(row, "day")
+        }
+    }
+}

@@ -1,0 +1,109 @@
+import Foundation
+import Postgres
+import Reports
+
+/// `detour-analytics report`: the reports at a terminal, the daily job for cron, and rebuilds.
+enum ReportCommand: Command {
+    static let name = "report"
+    static let summary = "per-link, funnel, retention and attribution reports; the daily report job"
+    static let help = """
+        Usage:
+          detour-analytics report links|funnel|retention|attribution --app ID [--from D] [--to D] [--format table|csv|json]
+          detour-analytics report daily --date D [--app ID] --out DIR [--format csv,json,html] [--allow-partial] [--grace DUR]
+          detour-analytics report rebuild
+
+        links        per link and day: clicks, universal-link opens, matched and attributed installs, install
+                     rate, re-engagements, events and revenue per currency, split by platform
+        funnel       click → install → app_open → sign_up → purchase (and app-defined funnels) per cohort day
+        retention    D1, D3, D7, D14, D30 per install cohort, per link and organic (null until reached)
+        attribution  installs (matched, attributed, organic, unattributable), actions and revenue of attributed
+                     devices by install date and by event date, last-touch opens
+        daily        writes <DIR>/<D>/<app>/ (report.html with inline SVG charts, report.json, CSVs) for cron;
+                     idempotent; exits 75 without writing when day D is not completely loaded (everything
+                     received before the end of D in the app's time zone plus --grace, default 10m) unless
+                     --allow-partial, which the output then states
+        rebuild      recomputes every rollup from the raw tables (after changing an app's settings or funnels)
+
+        Options:
+          --app ID             the app (required except for daily, which defaults to every app)
+          --from D, --to D     dates YYYY-MM-DD in the app's reporting time zone (default: the last 30 days)
+          --format F           table (default), csv or json; for daily a list of csv,json,html (default all)
+          --date D             the day for daily
+          --out DIR            output root for daily
+        \(databaseHelp)
+
+        Exit status: 0 done, 64 bad usage, 69 database unavailable, 74 write failed, 75 day not complete yet.
+        """
+
+    static func run(_ arguments: inout Arguments, environment: Environment) throws -> Int32 {
+        guard let verb = arguments.popPositional() else {
+            throw UsageError(description: "expected links, funnel, retention, attribution, daily or rebuild")
+        }
+        switch verb {
+        case "links", "funnel", "retention", "attribution":
+            var parameters: [String: String] = [:]
+            for name in ["app", "from", "to", "format"] {
+                if let value = try arguments.option("--" + name) { parameters[name] = value }
+            }
+            let url = try arguments.databaseURL(environment)
+            try arguments.finish()
+            let connection = try Connection(url: try requireDatabase(url))
+            defer { connection.close() }
+            let response = ReportEndpoint.respond(
+                kind: verb, parameters: parameters, connection: connection, today: today(), defaultFormat: .table)
+            if response.exitCode == 0 {
+                FileHandle.standardOutput.write(Data(response.body.utf8))
+            } else {
+                FileHandle.standardError.write(Data(("error: " + response.body).utf8))
+            }
+            return response.exitCode
+        case "daily":
+            return try daily(&arguments, environment: environment)
+        case "rebuild":
+            let url = try arguments.databaseURL(environment)
+            try arguments.finish()
+            let connection = try Connection(url: try requireDatabase(url))
+            defer { connection.close() }
+            try ReportService(connection: connection).rebuild()
+            say("report: every rollup rebuilt from the raw tables")
+            return 0
+        default:
+            throw UsageError(description: "unknown report \(verb)")
+        }
+    }
+
+    static func daily(_ arguments: inout Arguments, environment: Environment) throws -> Int32 {
+        let dateText = try arguments.required("--date")
+        guard let date = ReportDay(iso8601: dateText) else { throw UsageError(description: "--date must be YYYY-MM-DD") }
+        let app = try arguments.option("--app")
+        let out = try arguments.required("--out")
+        let formats = try DailyReportFormat.parseList(try arguments.option("--format") ?? "csv,json,html")
+        let allowPartial = arguments.flag("--allow-partial")
+        let grace = try arguments.option("--grace").map { try parseDuration($0, flag: "--grace") }
+        let url = try arguments.databaseURL(environment)
+        try arguments.finish()
+        let connection = try Connection(url: try requireDatabase(url))
+        defer { connection.close() }
+        do {
+            // Queued rollup work (from the aggregator's load cycles) is folded in first, so a complete
+            // day is never refused for work the writer could do now.
+            _ = try ReportService(connection: connection).processPending()
+            let job = DailyReport(
+                connection: connection,
+                graceSeconds: grace.map { Int($0.components.seconds) } ?? DailyReport.defaultGraceSeconds)
+            let outputs = try job.run(date: date, app: app, outDirectory: out, formats: formats, allowPartial: allowPartial)
+            for output in outputs {
+                say("report daily: \(output.app) → \(output.directory) (\(output.files.joined(separator: ", ")))")
+            }
+            return 0
+        } catch {
+            FileHandle.standardError.write(Data("error: \(error.description)\n".utf8))
+            return error.exitCode
+        }
+    }
+
+    /// Today in UTC, the default end of a report range.
+    static func today() -> ReportDay {
+        ReportDay(daysSinceEpoch: Int((Date().timeIntervalSince1970 / 86_400).rounded(.down)))
+    }
+}

@@ -1,0 +1,92 @@
+import Foundation
+import Observability
+import Synchronization
+import Testing
+
+@testable import EventLog
+
+@Suite struct InspectorTests {
+    @Test("list shows frames, records and the received_at range; verify passes a healthy log")
+    func listAndVerify() throws {
+        try withTemporaryDirectory { dir in
+            let configuration = testConfiguration(dir)
+            let writer = try LogWriter(configuration: configuration)
+            try writer.append([envelope(1, receivedAt: "2026-06-01T10:00:00.000Z"), envelope(2, receivedAt: "2026-06-01T09:00:00.000Z")])
+            try writer.append([envelope(3, receivedAt: "2026-06-02T08:00:00.000Z")])
+            writer.close()
+            let reports = try SegmentInspector.list(directory: configuration.directory)
+            #expect(reports.count == 1)
+            let report = try #require(reports.first)
+            #expect(report.goodFrames == 2 && report.records == 3 && report.isOpen && report.id == 1)
+            #expect(report.receivedAtRange?.first == "2026-06-01T09:00:00.000Z")
+            #expect(report.receivedAtRange?.last == "2026-06-02T08:00:00.000Z")
+            #expect(SegmentInspector.renderList(reports).contains("2026-06-01T09:00:00.000Z .. 2026-06-02T08:00:00.000Z"))
+
+            let inspected = try SegmentInspector.inspect(path: report.path)
+            #expect(inspected.frames.map(\.records) == [2, 1])
+            #expect(inspected.frames.allSatisfy { $0.problem == nil && $0.codec == .zstd })
+            #expect(inspected.frames.map(\.firstSequence) == [0, 2])
+            #expect(inspected.rendered().contains("ok"))
+
+            let verify = try SegmentInspector.verify(path: dir + "/segments")
+            #expect(verify.isHealthy && verify.exitCode == 0)
+            #expect(verify.rendered().hasPrefix("ok: 1 segments, 2 frames, 3 records"))
+            #expect(try SegmentInspector.verify(path: report.path).isHealthy)
+        }
+    }
+
+    @Test("a torn tail of the open segment is not an error for readers or verify, but is for a sealed one")
+    func tornOpenTail() throws {
+        try withTemporaryDirectory { dir in
+            let configuration = testConfiguration(dir)
+            let writer = try LogWriter(configuration: configuration)
+            try writer.append([envelope(1)])
+            try writer.append([envelope(2)])
+            writer.close()
+            let path = try #require(try segmentPaths(configuration.directory).first)
+            let handle = try #require(FileHandle(forWritingAtPath: path))
+            try handle.seekToEnd()
+            try handle.write(contentsOf: Data([0x5D, 0x2A, 0x4D, 0x18, 0x2C, 0, 0]))  // a write in progress
+            try handle.close()
+            let (records, damaged) = try readAll(configuration.directory)
+            #expect(records.count == 2 && damaged.isEmpty)
+            #expect(try SegmentInspector.verify(path: configuration.directory).isHealthy)
+
+            // A sealed segment with the same tail is damage: report it.
+            try FileManager.default.createDirectory(atPath: configuration.nodeDirectory, withIntermediateDirectories: true)
+            _ = FileManager.default.createFile(atPath: configuration.nodeDirectory + "/" + SegmentFormat.fileName(segment: 9), contents: nil)
+            let sealed = try readAll(configuration.directory)
+            #expect(sealed.records.count == 2)
+            #expect(sealed.damaged.map(\.segment) == [1])
+            #expect(try SegmentInspector.verify(path: configuration.directory).exitCode == 1)
+        }
+    }
+}
+
+@Suite(.serialized) struct ObservabilityOfLogTests {
+    @Test("recovery logs what it cut and the writer publishes metrics")
+    func logsAndMetrics() throws {
+        let lines = Mutex<[String]>([])
+        Logger.redirect { line in lines.withLock { $0.append(line) } }
+        defer { Logger.redirect(to: nil) }
+        try withTemporaryDirectory { dir in
+            let configuration = testConfiguration(dir)
+            let writer = try LogWriter(configuration: configuration)
+            try writer.append([envelope(1)])
+            writer.close()
+            let path = try #require(try segmentPaths(configuration.directory).first)
+            let handle = try #require(FileHandle(forWritingAtPath: path))
+            try handle.seekToEnd()
+            try handle.write(contentsOf: Data(repeating: 0x41, count: 10))
+            try handle.close()
+            try LogWriter(configuration: configuration).close()
+            let logged = lines.withLock { $0 }.filter { $0.contains("segment.tail_truncated") && $0.contains(path) }
+            #expect(logged.count == 1)
+            #expect(logged.first?.contains("cut.bytes=10") == true)
+        }
+        let metrics = MetricsRegistry.shared.render()
+        for name in ["eventlog_append_seconds_bucket", "eventlog_fsync_seconds_count", "eventlog_frames_total", "eventlog_bytes_written_total", "eventlog_disk_bytes"] {
+            #expect(metrics.contains(name), "\(name)")
+        }
+    }
+}

@@ -1,0 +1,76 @@
+import Foundation
+import Postgres
+import TestSupport
+import Testing
+
+/// `scripts/lib/pg.sh`, the local cluster behind `scripts/run` and `scripts/test`.
+@Suite struct LocalClusterScriptTests {
+    static let hasPostgres = FileManager.default.isExecutableFile(atPath: "/usr/lib/postgresql/15/bin/initdb")
+
+    @Test(
+        "pg_local_start makes a cluster, reuses it, survives a crashed postmaster, and pg_local_stop stops it",
+        .enabled(if: hasPostgres), .timeLimit(.minutes(3)))
+    func lifecycle() throws {
+        let directory = NSTemporaryDirectory() + "pg-script-test-" + UUID().uuidString.prefix(8)
+        defer {
+            _ = try? shell("pg_local_stop \(directory)")
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+        let first = try shell("pg_local_start \(directory) && echo \"$DATABASE_URL\"")
+        #expect(first.status == 0, "\(first.output)")
+        let url = try #require(first.output.split(separator: "\n").last.map(String.init))
+        #expect(url.hasPrefix("postgresql://"))
+        #expect(url.hasSuffix("/detour"))
+        let connection = try Connection(url: url)
+        #expect(try connection.query("select current_setting('fsync') as f").first?["f", as: String.self] == "on")
+        #expect(
+            try connection.query("select current_setting('listen_addresses') as l").first?["l", as: String.self]
+                == "127.0.0.1")
+        connection.close()
+
+        // A second start reuses the running cluster (same URL).
+        let again = try shell("pg_local_start \(directory) && echo \"$DATABASE_URL\"")
+        #expect(again.output.split(separator: "\n").last.map(String.init) == url)
+
+        // A crash (SIGKILL of the postmaster) leaves a stale postmaster.pid; start recovers.
+        let pidText = try String(contentsOfFile: directory + "/postmaster.pid", encoding: .utf8)
+        let pid = try #require(pidText.split(separator: "\n").first.flatMap { Int32($0) })
+        kill(pid, SIGKILL)
+        for _ in 0..<100 where kill(pid, 0) == 0 { Thread.sleep(forTimeInterval: 0.05) }
+        Thread.sleep(forTimeInterval: 0.5)  // let the orphaned backends notice and exit
+        let recovered = try shell("pg_local_start \(directory) && echo \"$DATABASE_URL\"")
+        #expect(recovered.status == 0, "\(recovered.output)")
+        let newURL = try #require(recovered.output.split(separator: "\n").last.map(String.init))
+        let reconnected = try Connection(url: newURL)
+        #expect(try reconnected.query("select 1 as one").first?["one", as: Int.self] == 1)
+        reconnected.close()
+
+        let stopped = try shell("pg_local_stop \(directory) && pg_local_stop \(directory)")
+        #expect(stopped.status == 0)
+        #expect(throws: PostgresError.self) { try Connection(url: newURL + "?connect_timeout=2") }
+    }
+
+    /// Runs `command` after sourcing pg.sh and returns its exit status and output.
+    ///
+    /// posix_spawn + waitpid rather than Foundation's Process: here `Process.waitUntilExit` never
+    /// returned once the command had started a postmaster that outlives it. Output goes through a
+    /// file so no pipe's EOF depends on the long-lived server.
+    private func shell(_ command: String) throws -> (status: Int32, output: String) {
+        let log = NSTemporaryDirectory() + "pg-script-output-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: log) }
+        let script = "source \(RepositoryRoot.path)/scripts/lib/pg.sh && { \(command); } >\(log) 2>&1 </dev/null"
+        let words: [String] = ["/bin/bash", "-c", script]
+        var arguments: [UnsafeMutablePointer<CChar>?] = []
+        for word in words { arguments.append(strdup(word)) }
+        arguments.append(nil)
+        defer { for argument in arguments { free(argument) } }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, "/bin/bash", nil, nil, arguments, environ)
+        guard spawned == 0 else { throw POSIXError(POSIXErrorCode(rawValue: spawned) ?? .EIO) }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+        let exitCode = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+        let output = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        return (exitCode, output.trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+}

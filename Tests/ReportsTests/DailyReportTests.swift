@@ -1,0 +1,239 @@
+import Foundation
+import Postgres
+import Reports
+import Testing
+
+@Suite struct DailyReportTests {
+    @Test("refuses a day that is not completely loaded, with exit status 75 and nothing written")
+    func refusesIncompleteDay() throws {
+        let database = try Database()
+        defer { database.close() }
+        try loadSmallWorld(Fixture(database.connection))  // watermark 2026-06-05T12:00Z
+        let out = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let job = DailyReport(connection: database.connection)
+        var caught: ReportError?
+        do {
+            _ = try job.run(
+                date: day("2026-06-05"), app: "a", outDirectory: out, formats: [.csv, .json, .html], allowPartial: false
+            )
+        } catch {
+            caught = error
+        }
+        #expect(caught?.exitCode == 75)
+        #expect(
+            caught
+                == .dayNotComplete(
+                    app: "a", day: day("2026-06-05"), watermark: "2026-06-05T12:00:00.000000Z",
+                    requiredWatermark: "2026-06-06T00:10:00.000000Z"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: out).isEmpty)
+
+        // The day before is complete: the watermark passed its end plus the grace period.
+        let outputs = try job.run(
+            date: day("2026-06-04"), app: "a", outDirectory: out, formats: [.json], allowPartial: false)
+        #expect(outputs.first?.isComplete == true)
+    }
+
+    @Test("refuses while rollup work is queued, and runs once process_rollups has applied it")
+    func refusesPendingRollups() throws {
+        let database = try Database()
+        defer { database.close() }
+        let fixture = Fixture(database.connection, queued: true)
+        try fixture.app("a")
+        fixture.click("c1", path: "/x", at: "2026-06-01T10:00:00Z")
+        try fixture.load()
+        try fixture.watermark("2026-06-03T00:00:00Z")
+        let out = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let job = DailyReport(connection: database.connection)
+        #expect(throws: ReportError.rollupsPending(app: "a", days: 1)) {
+            _ = try job.run(date: day("2026-06-01"), app: "a", outDirectory: out, formats: [.json], allowPartial: false)
+        }
+        #expect(try ReportService(connection: database.connection).processPending() == 1)
+        let outputs = try job.run(
+            date: day("2026-06-01"), app: "a", outDirectory: out, formats: [.json], allowPartial: false)
+        #expect(outputs.first?.isComplete == true)
+        let json = try String(contentsOfFile: out + "/2026-06-01/a/report.json", encoding: .utf8)
+        #expect(json.contains(#""clicks":1"#))
+    }
+
+    @Test("the grace period is measured from the end of the day in the app's time zone")
+    func graceInTimeZone() throws {
+        let database = try Database()
+        defer { database.close() }
+        let fixture = Fixture(database.connection)
+        try fixture.app("a", timeZone: "Asia/Tokyo")  // UTC+9: 06-01 ends at 06-01T15:00Z
+        try fixture.watermark("2026-06-01T15:09:00Z")
+        let job = DailyReport(connection: database.connection)
+        #expect(try job.completeness(app: "a", date: day("2026-06-01")).isComplete == false)
+        try fixture.watermark("2026-06-01T15:10:00Z")
+        #expect(try job.completeness(app: "a", date: day("2026-06-01")).isComplete == true)
+        #expect(
+            try DailyReport(connection: database.connection, graceSeconds: 3600).completeness(
+                app: "a", date: day("2026-06-01")
+            ).isComplete == false)
+    }
+
+    @Test("allowPartial writes every format, says so, and a rerun gives identical files")
+    func partialAndIdempotent() throws {
+        let database = try Database()
+        defer { database.close() }
+        try loadSmallWorld(Fixture(database.connection))
+        let out = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let job = DailyReport(connection: database.connection)
+        let first = try job.run(
+            date: day("2026-06-01"), app: nil, outDirectory: out, formats: [.csv, .json, .html], allowPartial: true)
+        #expect(first.map(\.app) == ["a"])
+        #expect(first[0].isComplete == true)
+        let names = try FileManager.default.contentsOfDirectory(atPath: out + "/2026-06-01/a").sorted()
+        #expect(
+            names == [
+                "attribution.csv", "funnel.csv", "installs.csv", "links.csv", "report.html", "report.json",
+                "retention.csv", "utm.csv",
+            ])
+        let before = try contents(of: first[0].files)
+        let again = try job.run(
+            date: day("2026-06-01"), app: "a", outDirectory: out, formats: [.csv, .json, .html], allowPartial: false)
+        #expect(try contents(of: again[0].files) == before)
+
+        let json = try String(contentsOfFile: out + "/2026-06-01/a/report.json", encoding: .utf8)
+        #expect(
+            json.hasPrefix(#"{"date":"2026-06-01","app":"a","complete":true,"watermark":"2026-06-05T12:00:00.000000Z""#)
+        )
+        #expect(json.contains(#""revenue":{"EUR":"10","USD":"29.99"}"#))
+        let links = try String(contentsOfFile: out + "/2026-06-01/a/links.csv", encoding: .utf8)
+        #expect(links.hasPrefix("report_date,complete,watermark,path,day,clicks,"))
+        #expect(links.contains("2026-06-01,true,2026-06-05T12:00:00.000000Z,/x,2026-06-01,2,0,2,2,1.000000,"))
+
+        let partial = try job.run(
+            date: day("2026-06-09"), app: "a", outDirectory: out, formats: [.csv, .json, .html], allowPartial: true)
+        #expect(partial[0].isComplete == false)
+        let partialJSON = try String(contentsOfFile: out + "/2026-06-09/a/report.json", encoding: .utf8)
+        #expect(partialJSON.contains(#""complete":false"#))
+        let partialHTML = try String(contentsOfFile: out + "/2026-06-09/a/report.html", encoding: .utf8)
+        #expect(partialHTML.contains("Partial report"))
+        let partialCSV = try String(contentsOfFile: out + "/2026-06-09/a/links.csv", encoding: .utf8)
+        #expect(partialCSV.contains("2026-06-09,false,"))
+        // No temporary files are left behind.
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: out + "/2026-06-09/a").allSatisfy {
+                !$0.contains(".tmp-")
+            })
+    }
+
+    @Test("the HTML is self-contained with SVG charts and renders in headless Chromium")
+    func htmlRendersInChromium() throws {
+        let database = try Database()
+        defer { database.close() }
+        try loadSmallWorld(Fixture(database.connection))
+        let out = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let outputs = try DailyReport(connection: database.connection).run(
+            date: day("2026-06-01"), app: "a", outDirectory: out, formats: [.html], allowPartial: false)
+        let path = try #require(outputs.first?.files.first)
+        let html = try String(contentsOfFile: path, encoding: .utf8)
+        for id in ["chart-links", "chart-funnel", "chart-retention"] {
+            #expect(html.contains("<svg id=\"\(id)\""), "missing \(id)")
+        }
+        #expect(html.contains("class=\"bar-clicks\""))
+        #expect(html.contains("class=\"bar-installs\""))
+        #expect(html.contains("class=\"funnel-step\""))
+        #expect(html.contains("class=\"retention-curve\""))
+        for forbidden in ["<script", "src=", "href=", "url(", "@import", "<link", "http:", "https:"] {
+            #expect(!html.lowercased().contains(forbidden), "the page references \(forbidden)")
+        }
+
+        guard let chromium = Chromium.find() else {
+            withKnownIssue("Chromium is not installed and cannot be installed here (\(Chromium.unavailableReason))") {
+                throw ChromiumUnavailable()
+            }
+            return
+        }
+        let png = out + "/report.png"
+        try chromium.screenshot(html: path, png: png)
+        let blankHTML = out + "/blank.html"
+        try "<!DOCTYPE html><html><body></body></html>".write(toFile: blankHTML, atomically: true, encoding: .utf8)
+        let blankPNG = out + "/blank.png"
+        try chromium.screenshot(html: blankHTML, png: blankPNG)
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: png))
+        let blank = try Data(contentsOf: URL(fileURLWithPath: blankPNG))
+        #expect(bytes.starts(with: [0x89, 0x50, 0x4E, 0x47]))
+        // A page with three charts and tables compresses far worse than an empty page of the same size.
+        #expect(bytes.count > 4 * blank.count, "report PNG \(bytes.count) bytes, blank PNG \(blank.count) bytes")
+    }
+
+    private func contents(of files: [String]) throws -> [String: Data] {
+        var result: [String: Data] = [:]
+        for file in files { result[file] = try Data(contentsOf: URL(fileURLWithPath: file)) }
+        return result
+    }
+}
+
+func temporaryDirectory() throws -> String {
+    let path = NSTemporaryDirectory() + "reports-test-" + UUID().uuidString
+    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    return path
+}
+
+struct ChromiumUnavailable: Error {}
+
+/// Headless Chromium for rendering tests: found on PATH, or installed with apt-get when running as
+/// root (once per process); otherwise unavailable with a reason.
+struct Chromium {
+    let executable: String
+    nonisolated(unsafe) static var unavailableReason = ""
+
+    static func find() -> Chromium? {
+        if let path = lookup() { return Chromium(executable: path) }
+        guard getuid() == 0 else {
+            unavailableReason = "chromium is not on PATH and the tests are not running as root"
+            return nil
+        }
+        let status = run(
+            "/usr/bin/env", ["DEBIAN_FRONTEND=noninteractive", "apt-get", "install", "-y", "-q", "chromium"])
+        if let path = lookup() { return Chromium(executable: path) }
+        unavailableReason = "apt-get install chromium exited with \(status)"
+        return nil
+    }
+
+    private static func lookup() -> String? {
+        ["/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"].first {
+            FileManager.default.isExecutableFile(atPath: $0)
+        }
+    }
+
+    /// Renders a local HTML file to a PNG, bounded by a timeout.
+    func screenshot(html: String, png: String) throws {
+        let profile = NSTemporaryDirectory() + "chromium-profile-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: profile) }
+        let status = Self.run(
+            "/usr/bin/timeout",
+            [
+                "90", executable, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                "--user-data-dir=" + profile, "--window-size=1000,1600", "--screenshot=" + png,
+                "file://" + html,
+            ])
+        guard status == 0, FileManager.default.fileExists(atPath: png) else {
+            throw ChromiumFailed(status: status)
+        }
+    }
+
+    struct ChromiumFailed: Error { var status: Int32 }
+
+    @discardableResult
+    static func run(_ executable: String, _ arguments: [String]) -> Int32 {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        do {
+            try process.run()
+        } catch {
+            return -1
+        }
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+}

@@ -1,0 +1,208 @@
+import Postgres
+import Reports
+import Testing
+
+@Suite struct IncrementalTests {
+    /// Loads, in a hostile order, a world whose sources arrive late: a match before its click, an
+    /// attributed action days after the install, the click after the action carrying it, an event
+    /// older than the install that moves the install day (and breaks the attribution), a late
+    /// re-engagement click. After every load the incremental rollups must equal a rebuild.
+    /// Driven three ways: refresh_rollups with the aggregator's staging table, refresh_rollups without
+    /// it (whole UTC days), and queue_rollups with process_rollups before each comparison.
+    @Test(
+        "incremental refresh equals rebuild_rollups after every out-of-order load",
+        arguments: [(true, false), (false, false), (true, true)])
+    func outOfOrder(staging: Bool, queued: Bool) throws {
+        let database = try Database()
+        defer { database.close() }
+        let connection = database.connection
+        let fixture = Fixture(connection, staging: staging, queued: queued)
+        try fixture.app("a")
+        try fixture.app("b")
+        try fixture.watermark("2026-06-20T00:00:00Z")
+        try connection.execute(
+            "INSERT INTO funnels (app_id, funnel_id, name, steps) VALUES ('a', 'onboarding', 'Onboarding', \(["app_open", "sign_up", "purchase"])::text[])"
+        )
+
+        var checks = 0
+        func check(_ step: String) throws {
+            if queued { try fixture.process() }
+            let incremental = try snapshot(connection)
+            do {
+                try connection.withTransaction { connection in
+                    try connection.execute("SELECT rebuild_rollups()")
+                    let rebuilt = try snapshot(connection)
+                    for (relation, lines) in incremental.sorted(by: { $0.key < $1.key }) {
+                        #expect(lines == rebuilt[relation], "after \(step): \(relation) differs from a rebuild")
+                    }
+                    throw Rollback()
+                }
+            } catch is Rollback {}
+            checks += 1
+        }
+
+        // 1: a match whose click has not arrived; d1 opens the app (no attribution yet).
+        fixture.match("c1", at: "2026-06-01T10:05:00Z")
+        fixture.event("app_open", device: "d1", at: "2026-06-01T10:06:00Z", kind: "retention")
+        fixture.event("app_open", device: "b1", app: "b", at: "2026-06-01T10:06:00Z", kind: "retention")
+        try fixture.load()
+        try check("match before click")
+
+        // 2: two days later, d1's first action arrives carrying the install click (still unknown).
+        fixture.event(
+            "sign_up", device: "d1", at: "2026-06-01T10:07:00Z", installClick: "c1", openType: "deferred")
+        fixture.event(
+            "purchase", device: "d1", at: "2026-06-03T09:00:00Z", installClick: "c1",
+            openType: "deferred",
+            data: #"{"revenue":19.99,"currency":"USD"}"#)
+        fixture.event("app_open", device: "d1", at: "2026-06-02T09:00:00Z", kind: "retention")
+        try fixture.load()
+        try check("action before click")
+
+        // 3: the click arrives: d1 becomes attributed to /x on 06-01, its events move to /x.
+        fixture.click("c1", path: "/x", at: "2026-06-01T10:00:00Z")
+        fixture.click("c9", app: "b", path: "/x", at: "2026-06-01T10:00:00Z")
+        try fixture.load()
+        try check("click after match and action")
+        let service = ReportService(connection: connection)
+        var links = try service.links(app: "a", from: day("2026-06-01"), to: day("2026-06-30"))
+        #expect(links.rows.first { $0.day == day("2026-06-01") }?.attributedInstalls == 1)
+        #expect(links.rows.first { $0.day == day("2026-06-01") }?.matchedInstalls == 1)
+        #expect(links.rows.first { $0.day == day("2026-06-03") }?.revenue == ["USD": "19.99"])
+
+        // 4: a re-engagement: an action opened through c5, which arrives only afterwards.
+        fixture.event(
+            "view_item", device: "d1", at: "2026-06-12T10:00:00Z", installClick: "c1", openClick: "c5",
+            openType: "verified")
+        try fixture.load()
+        try check("open before its click")
+        fixture.click("c5", path: "/z", at: "2026-06-12T09:59:00Z", kind: "universal_link")
+        try fixture.load()
+        try check("late universal link click")
+        links = try service.links(app: "a", from: day("2026-06-01"), to: day("2026-06-30"))
+        #expect(links.rows.first { $0.path == "/z" }?.reengagements == 1)
+
+        // 5: an older event of d1 arrives: its install moves to 05-25, more than the lookback before
+        // the click... no: the click is after the install, so d1 is organic now, everywhere.
+        fixture.event("app_open", device: "d1", at: "2026-05-31T23:00:00Z", kind: "retention")
+        try fixture.load()
+        try check("older event moves the install day")
+        links = try service.links(app: "a", from: day("2026-05-01"), to: day("2026-06-30"))
+        #expect(
+            links.rows.allSatisfy {
+                $0.attributedInstalls == 0 && $0.events.isEmpty && $0.revenue.isEmpty
+            })
+        #expect(links.rows.first { $0.day == day("2026-06-01") }?.matchedInstalls == 1)
+        let attribution = try service.attribution(
+            app: "a", from: day("2026-05-01"), to: day("2026-06-30"))
+        #expect(
+            attribution.installs.map { "\($0.day) \($0.installs) \($0.organicInstalls)" } == [
+                "2026-05-31 1 1"
+            ])
+        let retention = try service.retention(app: "a", from: day("2026-05-01"), to: day("2026-06-30"))
+        #expect(
+            retention.rows.map { "\($0.path ?? "organic") \($0.cohortDay) \($0.cohortSize)" } == [
+                "organic 2026-05-31 1"
+            ])
+        // app_open on 06-01 = day 1; day 14 (06-14) is after the newest event (06-12): not reached
+        #expect(retention.rows.first?.retained == [1, 0, 0, nil, nil])
+
+        // 6: d2 is known without attribution; its first attributed action arrives, then an earlier
+        // action carrying another install click, which takes over the attribution.
+        fixture.click("c6", path: "/w", at: "2026-06-05T09:00:00Z")
+        fixture.click("c7", path: "/v", at: "2026-06-05T09:30:00Z")
+        fixture.event("app_open", device: "d2", at: "2026-06-05T10:00:00Z", kind: "retention")
+        try fixture.load()
+        try check("known device, no attribution")
+        fixture.event("purchase", device: "d2", at: "2026-06-05T12:00:00Z", installClick: "c7", openType: "deferred")
+        try fixture.load()
+        try check("first attributed action of a known device")
+        links = try service.links(app: "a", from: day("2026-06-05"), to: day("2026-06-05"))
+        #expect(links.rows.map { "\($0.path) \($0.attributedInstalls)" } == ["/v 1", "/w 0"])
+        fixture.event("sign_up", device: "d2", at: "2026-06-05T11:00:00Z", installClick: "c6", openType: "deferred")
+        try fixture.load()
+        try check("an earlier action with another install click")
+        links = try service.links(app: "a", from: day("2026-06-05"), to: day("2026-06-05"))
+        #expect(links.rows.map { "\($0.path) \($0.attributedInstalls)" } == ["/v 0", "/w 1"])
+        links = try service.links(app: "a", from: day("2026-05-01"), to: day("2026-06-04"))
+
+        // App b never shows up in app a's reports, and the reverse.
+        let b = try service.links(app: "b", from: day("2026-05-01"), to: day("2026-06-30"))
+        #expect(
+            b.rows.map { "\($0.path) \($0.day) \($0.clicks) \($0.matchedInstalls)" } == [
+                "/x 2026-06-01 1 0"
+            ])
+        #expect(links.rows.first { $0.path == "/x" && $0.day == day("2026-06-01") }?.clicks == 1)
+        #expect(checks == 9)
+    }
+
+    @Test("days are calendar days in the app's time zone")
+    func timeZone() throws {
+        let database = try Database()
+        defer { database.close() }
+        let fixture = Fixture(database.connection)
+        try fixture.app("a", timeZone: "America/New_York")
+        // 02:00 UTC on 06-02 is 22:00 on 06-01 in New York (EDT, UTC-4).
+        fixture.click("c1", path: "/x", at: "2026-06-02T02:00:00Z")
+        fixture.click("c2", path: "/x", at: "2026-06-02T05:00:00Z")
+        fixture.event("app_open", device: "d1", at: "2026-06-02T02:10:00Z", kind: "retention")
+        fixture.event(
+            "sign_up", device: "d1", at: "2026-06-02T02:11:00Z", installClick: "c1", openType: "deferred")
+        fixture.event("app_open", device: "d1", at: "2026-06-02T05:00:00Z", kind: "retention")  // 01:00 on 06-02: day 1
+        try fixture.load()
+        try fixture.watermark("2026-06-10T00:00:00Z")
+        let service = ReportService(connection: database.connection)
+        let links = try service.links(app: "a", from: day("2026-06-01"), to: day("2026-06-02"))
+        #expect(
+            links.rows.map { "\($0.day) \($0.clicks) \($0.attributedInstalls)" } == [
+                "2026-06-01 1 1", "2026-06-02 1 0",
+            ])
+        let retention = try service.retention(app: "a", from: day("2026-06-01"), to: day("2026-06-01"))
+        #expect(retention.rows.first?.retained.first == 1)
+    }
+
+    @Test("app-defined funnels start at the device's first step-1 event")
+    func appFunnel() throws {
+        let database = try Database()
+        defer { database.close() }
+        let connection = database.connection
+        let fixture = Fixture(connection)
+        try fixture.app("a")
+        try connection.execute(
+            "INSERT INTO funnels (app_id, funnel_id, name, steps) VALUES ('a', 'checkout', 'Checkout', \(["view_item", "add_to_cart", "purchase"])::text[])"
+        )
+        fixture.event("view_item", device: "d1", at: "2026-06-01T10:00:00Z")
+        fixture.event("add_to_cart", device: "d1", at: "2026-06-01T10:00:30Z")
+        fixture.event("purchase", device: "d1", at: "2026-06-01T10:01:30Z")
+        fixture.event("view_item", device: "d2", at: "2026-06-01T11:00:00Z")
+        fixture.event("add_to_cart", device: "d2", at: "2026-06-01T11:01:30Z")
+        fixture.event("purchase", device: "d2", at: "2026-06-09T11:00:00Z")  // outside the 7-day window
+        fixture.event("add_to_cart", device: "d3", at: "2026-06-01T09:00:00Z")  // before its view_item: no step 2
+        fixture.event("view_item", device: "d3", at: "2026-06-01T09:30:00Z")
+        try fixture.load()
+        let report = try ReportService(connection: connection).funnel(
+            app: "a", from: day("2026-06-01"), to: day("2026-06-01"))
+        let checkout = report.rows.filter { $0.funnelID == "checkout" }
+        #expect(checkout.map(\.path) == [nil, nil, nil])
+        #expect(checkout.map(\.devices) == [3, 2, 1])
+        #expect(checkout.map(\.medianSecondsFromPrevious) == [nil, "60", "60"])
+        #expect(checkout.map(\.funnelName) == ["Checkout", "Checkout", "Checkout"])
+    }
+}
+
+/// Thrown to roll a transaction back on purpose.
+struct Rollback: Error {}
+
+@Suite struct AppSettingsTests {
+    @Test("an unknown reporting time zone is refused when the app is created or changed")
+    func unknownTimeZone() throws {
+        let database = try Database()
+        defer { database.close() }
+        let fixture = Fixture(database.connection)
+        #expect(throws: PostgresError.self) { try fixture.app("a", timeZone: "Mars/Olympus_Mons") }
+        try fixture.app("a", timeZone: "Europe/Berlin")
+        #expect(throws: PostgresError.self) {
+            try database.connection.execute("UPDATE apps SET time_zone = 'Nowhere' WHERE id = 'a'")
+        }
+    }
+}

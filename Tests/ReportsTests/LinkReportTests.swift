@@ -1,0 +1,124 @@
+import Postgres
+import Reports
+import Testing
+
+@Suite struct LinkReportTests {
+    @Test("per-link daily report: clicks, matches, attributed installs, platform splits, events, revenue")
+    func linkDaily() throws {
+        let database = try Database()
+        defer { database.close() }
+        try loadSmallWorld(Fixture(database.connection))
+        let report = try ReportService(connection: database.connection).links(
+            app: "a", from: day("2026-06-01"), to: day("2026-06-30"))
+        #expect(report.watermark == "2026-06-05T12:00:00.000000Z")
+        #expect(
+            report.rows.map { "\($0.path) \($0.day)" } == [
+                "/x 2026-06-01", "/x 2026-06-02", "/x 2026-06-09", "/y 2026-06-01", "/y 2026-06-09",
+            ])
+        let x1 = report.rows[0]
+        #expect(x1.clicks == 2 && x1.universalLinkOpens == 0 && x1.matchedInstalls == 2 && x1.attributedInstalls == 2)
+        #expect(x1.installRate == "1.000000")
+        #expect(x1.reengagements == 0)
+        #expect(x1.ios.clicks == 1 && x1.android.clicks == 1)
+        #expect(x1.ios.matchedInstalls == 1 && x1.android.matchedInstalls == 1)
+        #expect(x1.ios.attributedInstalls == 1 && x1.android.attributedInstalls == 1)
+        #expect(x1.events == ["sign_up": 1, "purchase": 2, "add_to_cart": 1])
+        #expect(x1.retentionEvents == ["app_open": 2])
+        #expect(x1.revenue == ["USD": "29.99", "EUR": "10"])
+
+        let x2 = report.rows[1]
+        #expect(x2.clicks == 0 && x2.installRate == nil)
+        #expect(x2.events == ["refund": 1])
+        #expect(x2.retentionEvents == ["app_open": 1])
+        #expect(x2.revenue == ["USD": "-5.50"])
+
+        let x9 = report.rows[2]
+        #expect(x9.events == ["view_item": 1])
+        #expect(x9.reengagements == 0)
+
+        let y1 = report.rows[3]
+        #expect(y1.clicks == 1 && y1.universalLinkOpens == 1 && y1.matchedInstalls == 0 && y1.attributedInstalls == 0)
+        #expect(y1.ios.universalLinkOpens == 1 && y1.ios.clicks == 0 && y1.android.clicks == 0)
+        #expect(y1.installRate == "0.000000")
+
+        let y9 = report.rows[4]
+        #expect(y9.reengagements == 1 && y9.ios.reengagements == 1)
+        #expect(y9.events.isEmpty)
+
+        #expect(
+            report.utm.map { "\($0.path) \($0.day) \($0.source ?? "-") \($0.clicks) \($0.matchedInstalls)" } == [
+                "/x 2026-06-01 - 1 1", "/x 2026-06-01 news 1 1", "/y 2026-06-01 - 1 0",
+            ])
+        #expect(report.utm.map(\.installRate) == ["1.000000", "1.000000", "0.000000"])
+    }
+
+    @Test("attribution: installs by kind, cohort and activity actions and revenue, last-touch opens")
+    func attribution() throws {
+        let database = try Database()
+        defer { database.close() }
+        try loadSmallWorld(Fixture(database.connection))
+        let report = try ReportService(connection: database.connection).attribution(
+            app: "a", from: day("2026-06-01"), to: day("2026-06-30"))
+        let rows = Dictionary(uniqueKeysWithValues: report.rows.map { ("\($0.path) \($0.day)", $0) })
+        let x1 = try #require(rows["/x 2026-06-01"])
+        #expect(x1.matchedInstalls == 2 && x1.attributedInstalls == 2)
+        #expect(x1.cohortActions == 6)  // d1: sign_up, 2 purchases, view_item; d2: add_to_cart, refund
+        #expect(x1.activityActions == 4)
+        #expect(x1.cohortEvents == ["sign_up": 1, "purchase": 2, "view_item": 1, "add_to_cart": 1, "refund": 1])
+        #expect(x1.cohortRevenue == ["USD": "24.49", "EUR": "10"])
+        #expect(x1.activityRevenue == ["USD": "29.99", "EUR": "10"])
+        #expect(rows["/x 2026-06-02"]?.activityRevenue == ["USD": "-5.50"])
+        #expect(rows["/x 2026-06-02"]?.cohortActions == 0)
+        #expect(rows["/y 2026-06-02"]?.lastTouchOpens == 1)
+        #expect(rows["/y 2026-06-09"]?.lastTouchOpens == 1)
+        #expect(
+            report.installs == [
+                InstallsRow(
+                    day: day("2026-06-01"), installs: 4, attributedInstalls: 2, organicInstalls: 2,
+                    unattributableInstalls: 1)
+            ])
+    }
+
+    @Test("the default funnel counts steps in order with exact medians")
+    func defaultFunnel() throws {
+        let database = try Database()
+        defer { database.close() }
+        try loadSmallWorld(Fixture(database.connection))
+        let report = try ReportService(connection: database.connection).funnel(
+            app: "a", from: day("2026-06-01"), to: day("2026-06-01"))
+        let x = report.rows.filter { $0.path == "/x" }
+        #expect(x.map(\.stepName) == ["click", "install", "app_open", "sign_up", "purchase"])
+        #expect(x.map(\.devices) == [2, 2, 2, 1, 1])
+        // install - click: 360 s and 1860 s, the median of an even count is their mean
+        #expect(x.map(\.medianSecondsFromPrevious) == [nil, "1110", "0", "60", "3600"])
+        #expect(x.map(\.conversionFromPrevious) == [nil, "1.000000", "1.000000", "0.500000", "1.000000"])
+        #expect(x.map(\.conversionOverall) == ["1.000000", "1.000000", "1.000000", "0.500000", "0.500000"])
+        let y = report.rows.filter { $0.path == "/y" }
+        #expect(y.map(\.devices) == [1, 0, 0, 0, 0])
+        #expect(y.map(\.medianSecondsFromPrevious) == [nil, nil, nil, nil, nil])
+    }
+
+    @Test("retention counts exact-day returns and is null for days the cohort has not reached")
+    func retention() throws {
+        let database = try Database()
+        defer { database.close() }
+        try loadSmallWorld(Fixture(database.connection))
+        let report = try ReportService(connection: database.connection).retention(
+            app: "a", from: day("2026-06-01"), to: day("2026-06-30"))
+        #expect(report.rows.count == 2)
+        let x = report.rows[0]
+        #expect(x.path == "/x" && x.cohortSize == 2)
+        #expect(x.retained == [1, 0, nil, nil, nil])
+        #expect(x.rates == ["0.500000", "0.000000", nil, nil, nil])
+        let organic = report.rows[1]
+        #expect(organic.path == nil && organic.cohortSize == 2)
+        #expect(organic.retained == [0, 0, nil, nil, nil])
+
+        // A watermark far beyond the data (a history loaded later): days after the app's newest
+        // event (06-09) stay null rather than turning into zeros.
+        try Fixture(database.connection).watermark("2026-11-29T00:00:00Z")
+        let later = try ReportService(connection: database.connection).retention(
+            app: "a", from: day("2026-06-01"), to: day("2026-06-30"))
+        #expect(later.rows[0].retained == [1, 0, 0, nil, nil])
+    }
+}

@@ -1,0 +1,77 @@
+import Reports
+import Testing
+
+@Suite struct RenderingTests {
+    @Test("report parameters: defaults, ranges and every error names its parameter")
+    func parseQuery() throws {
+        let today = day("2026-06-30")
+        let query = try ReportQuery.parse(["app": "acme"], today: today, defaultFormat: .table)
+        #expect(query == ReportQuery(app: "acme", from: day("2026-06-01"), to: today, format: .table))
+        let explicit = try ReportQuery.parse(
+            ["app": "acme", "from": "2026-05-01", "to": "2026-05-31", "format": "JSON"], today: today,
+            defaultFormat: .table)
+        #expect(explicit.from == day("2026-05-01") && explicit.to == day("2026-05-31") && explicit.format == .json)
+        let cases: [([String: String], String)] = [
+            ([:], "app"),
+            (["app": "a b"], "app"),
+            (["app": "acme", "from": "2026-02-30"], "from"),
+            (["app": "acme", "to": "yesterday"], "to"),
+            (["app": "acme", "from": "2026-07-01", "to": "2026-06-01"], "from"),
+            (["app": "acme", "from": "2025-01-01", "to": "2026-06-01"], "to"),
+            (["app": "acme", "format": "xml"], "format"),
+            (["app": "acme", "form": "csv"], "form"),
+        ]
+        for (parameters, name) in cases {
+            #expect(throws: ReportError.self) { try ReportQuery.parse(parameters, today: today, defaultFormat: .json) }
+            do {
+                _ = try ReportQuery.parse(parameters, today: today, defaultFormat: .json)
+            } catch {
+                guard case .invalidParameter(let parameter, _) = error else {
+                    Issue.record("unexpected \(error)")
+                    continue
+                }
+                #expect(parameter == name)
+                #expect(error.exitCode == 64 && error.httpStatus == 400)
+            }
+        }
+        let withDate = try ReportQuery.parse(
+            ["app": "acme", "date": "x"], today: today, defaultFormat: .json, allowed: ["date"])
+        #expect(withDate.app == "acme")
+    }
+
+    @Test("days parse strictly and count across months and leap years")
+    func days() {
+        #expect(ReportDay(iso8601: "2024-02-29")?.adding(days: 1).iso8601 == "2024-03-01")
+        #expect(ReportDay(iso8601: "2023-02-29") == nil)
+        #expect(ReportDay(iso8601: "2026-6-01") == nil)
+        #expect(ReportDay(iso8601: "1970-01-01")?.daysSinceEpoch == 0)
+        #expect(day("2026-01-01").days(to: day("2026-12-31")) == 364)
+    }
+
+    @Test("CSV quotes what needs quoting; JSON keeps decimals exact and revenue as strings")
+    func csvAndJSON() {
+        var row = LinkDayRow(path: "/a,\"b\"", day: day("2026-06-01"))
+        row.clicks = 3
+        row.installRate = "0.333333"
+        row.revenue = ["USD": "10.10", "EUR": "-0.01"]
+        row.events = ["purchase": 2]
+        let report = LinkReport(
+            app: "acme", from: day("2026-06-01"), to: day("2026-06-01"), watermark: nil, rows: [row], utm: [])
+        let csv = ReportRenderer.render(report, as: .csv)
+        let lines = csv.split(separator: "\r\n")
+        #expect(lines.count == 2)
+        #expect(lines[1].hasPrefix("\"/a,\"\"b\"\"\",2026-06-01,3,0,0,0,0.333333,0,"))
+        #expect(lines[1].hasSuffix(",purchase=2,,EUR=-0.01 USD=10.10"))
+        let json = ReportRenderer.render(report, as: .json)
+        #expect(
+            json.hasPrefix(
+                #"{"report":"links","app":"acme","from":"2026-06-01","to":"2026-06-01","watermark":null,"tables":{"links":[{"path":"/a,\"b\"","day":"2026-06-01","clicks":3,"#
+            ))
+        #expect(json.contains(#""install_rate":0.333333,"#))
+        #expect(json.contains(#""revenue":{"EUR":"-0.01","USD":"10.10"}"#))
+        #expect(json.contains(#""utm":[]"#))
+        let table = ReportRenderer.render(report, as: .table)
+        #expect(table.contains("load watermark: none"))
+        #expect(table.contains("(no rows)"))  // the empty utm section
+    }
+}
