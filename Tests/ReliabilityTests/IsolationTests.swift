@@ -42,6 +42,22 @@ struct IsolationTests {
         #expect(post("/api/analytics/event", key: a.publishable, app: a.id).0 == 200)
         #expect(post("/api/analytics/event", key: b.publishable, app: b.id).0 == 200)
         #expect(post("/api/link/events", key: a.secret, app: a.id, body: Self.link).0 == 200)
+        // Reports: no key reads another app's reports, and a publishable key reads none. (Ingest
+        // serves no report route yet, so today these are 404; once `GET /api/reports/<kind>` is
+        // served they must stay non-2xx, and A's secret key must read A's reports.)
+        for kind in ["links", "funnel", "retention", "attribution"] {
+            for (key, label) in [(a.publishable, "A's publishable key"), (a.secret, "A's secret key")] {
+                let request = RawHTTP.request(
+                    "GET", "/api/reports/\(kind)?app=\(b.id)&format=json",
+                    headers: [("Authorization", "Bearer \(key)"), ("X-App-ID", b.id)])
+                let status = RawHTTP.exchange(port: port, request)?.status ?? 0
+                #expect(!(200..<300).contains(status), "\(label) read app B's \(kind) report (\(status))")
+            }
+            let own = RawHTTP.request(
+                "GET", "/api/reports/\(kind)?app=\(a.id)", headers: [("Authorization", "Bearer \(a.publishable)"), ("X-App-ID", a.id)])
+            let status = RawHTTP.exchange(port: port, own)?.status ?? 0
+            #expect(!(200..<300).contains(status), "a publishable key read a \(kind) report (\(status))")
+        }
         // A key that differs from a real one in its last character is unknown.
         let forged = String(a.secret.dropLast()) + (a.secret.last == "A" ? "B" : "A")
         #expect(post("/api/analytics/event", key: forged, app: a.id) == (401, "invalid_key"))
@@ -77,7 +93,7 @@ struct IsolationTests {
         #expect(!log.isEmpty, "the pipeline logged something (the check above is not vacuous)")
     }
 
-    @Test("the analyst role has no privilege on the raw tables or the keys")
+    @Test("the analyst role reads the report views and nothing else, and writes nothing")
     func analystRole() throws {
         let database = try TestDatabase.make()
         defer { database.drop() }
@@ -88,11 +104,35 @@ struct IsolationTests {
             Issue.record("role detour_analyst missing")
             return
         }
-        for table in ["api_keys", "apps", "events", "clicks", "matches", "event_ids", "load_checkpoints"] {
-            for privilege in ["SELECT", "INSERT", "UPDATE", "DELETE"] {
-                let result = try connection.query(
-                    "SELECT has_table_privilege('detour_analyst', \(database.schema + "." + table), \(privilege)) AS allowed")
-                #expect(try result[0]["allowed", as: Bool.self] == false, "detour_analyst may \(privilege) \(table)")
+        // Every relation of the schema: SELECT only on the report views, no writes anywhere.
+        let relations = try connection.query(
+            """
+            SELECT c.relname AS name, c.relkind::text AS kind,
+                   has_table_privilege('detour_analyst', c.oid, 'SELECT') AS can_select,
+                   has_table_privilege('detour_analyst', c.oid, 'INSERT') OR has_table_privilege('detour_analyst', c.oid, 'UPDATE')
+                       OR has_table_privilege('detour_analyst', c.oid, 'DELETE') OR has_table_privilege('detour_analyst', c.oid, 'TRUNCATE') AS can_write
+            FROM pg_class c WHERE c.relnamespace = \(database.schema)::regnamespace AND c.relkind IN ('r', 'p', 'v', 'm')
+            """
+        ).map { (try $0["name", as: String.self], try $0["kind", as: String.self], try $0["can_select", as: Bool.self], try $0["can_write", as: Bool.self]) }
+        #expect(relations.contains { $0.0 == "api_keys" } && relations.contains { $0.0 == "events" })
+        for (name, kind, canSelect, canWrite) in relations {
+            let isReportView = kind == "v" && name.hasPrefix("report_")
+            #expect(canSelect == isReportView, "detour_analyst SELECT on \(name) (\(kind)): \(canSelect)")
+            #expect(!canWrite, "detour_analyst may write \(name)")
+        }
+        let views = relations.filter { $0.1 == "v" && $0.0.hasPrefix("report_") }.map(\.0)
+        Scale.record("analyst_report_views", views.count)
+        // And as the role itself: a view reads, a raw table and the keys are refused.
+        try connection.execute("SET ROLE detour_analyst")
+        defer { _ = try? connection.execute("RESET ROLE") }
+        if let view = views.first {
+            #expect(throws: Never.self, "detour_analyst reads \(view)") {
+                _ = try connection.query("SELECT * FROM \(identifier: view) LIMIT 1")
+            }
+        }
+        for table in ["events", "api_keys"] {
+            #expect(throws: (any Error).self, "detour_analyst reads \(table)") {
+                _ = try connection.query("SELECT * FROM \(identifier: table) LIMIT 1")
             }
         }
     }
