@@ -42,7 +42,14 @@ struct CrashTests {
         defer { connection.close() }
         let report = try ExactlyOnceReport.check(connection: connection, app: app.id, tally: tally)
         #expect(tally.acknowledged.count > 0, "the load was acknowledged at all: \(tally.statuses)")
-        #expect(report.isExactlyOnce, "\(report); statuses \(tally.statuses)")
+        var diagnosis = ""
+        if !report.isExactlyOnce {
+            let checkpoints = (try? connection.query("SELECT row_to_json(c)::text AS row FROM load_checkpoints c").map { try $0["row", as: String.self] }) ?? []
+            let total = (try? connection.query("SELECT count(*) AS n FROM events").first.map { try $0["n", as: Int.self] }) ?? -1
+            let segments = (try? Binary.run(["segments", "list", "--data-dir", data.path], environment: environment))?.output ?? ""
+            diagnosis = "checkpoints \(checkpoints); events rows (all apps) \(total); segments:\n\(segments.suffix(3000))"
+        }
+        #expect(report.isExactlyOnce, "\(report); statuses \(tally.statuses); \(diagnosis); log: \(pipeline.log.suffix(6000))")
         #expect(tally.unavailableWithoutRetryAfter == 0)
         #expect(tally.statuses.keys.allSatisfy { $0 == 0 || $0 == 200 || $0 == 503 }, "unexpected statuses \(tally.statuses)")
 
