@@ -6,6 +6,9 @@ import EventModel
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzEnvelope(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     let bytes = UnsafeBufferPointer(start: data, count: size)
+    // A log line never holds a newline (the log splits records at newlines), so such input is out
+    // of contract: its raw `data` could keep the newline and the re-encoded line would too.
+    guard !bytes.contains(10) else { return 0 }
     guard let envelope = try? Envelope(decoding: Array(bytes)) else { return 0 }
     let line = envelope.encoded()
     precondition(!line.contains(10), "an encoded envelope holds a newline")
