@@ -24,9 +24,10 @@ let package = Package(
 
         // Shared libraries.
         .target(name: "Observability", swiftSettings: strict),
-        .target(name: "EventModel", swiftSettings: strict),
+        .target(name: "CivilTime", swiftSettings: strict),
+        .target(name: "EventModel", dependencies: ["CivilTime"], swiftSettings: strict),
         .target(name: "EventLog", dependencies: ["CZlib", "CZstd", "Observability"], swiftSettings: strict),
-        .target(name: "Postgres", dependencies: ["CLibPQ"], swiftSettings: strict),
+        .target(name: "Postgres", dependencies: ["CLibPQ", "CivilTime"], swiftSettings: strict),
 
         // Components.
         .target(
@@ -37,8 +38,8 @@ let package = Package(
             name: "Aggregator",
             dependencies: ["EventModel", "EventLog", "Postgres", "Observability"],
             swiftSettings: strict),
-        .target(name: "Reports", dependencies: ["Postgres", "Observability"], swiftSettings: strict),
-        .target(name: "Simulator", dependencies: ["EventModel", "CZlib"], swiftSettings: strict),
+        .target(name: "Reports", dependencies: ["Postgres", "Observability", "CivilTime"], swiftSettings: strict),
+        .target(name: "Simulator", dependencies: ["EventModel", "CZlib", "CivilTime"], swiftSettings: strict),
 
         // The one executable.
         .executableTarget(

@@ -1,3 +1,4 @@
+import CivilTime
 // ISO-8601 parsing and formatting without Foundation.
 //
 // Accepted: `YYYY-MM-DDTHH:MM:SS[.f{0,9}](Z|±hh:mm|±hhmm)`; `T` may be `t`, `Z` may be `z`. A
@@ -98,25 +99,12 @@ extension Timestamp {
 
     /// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).
     static func days(year: Int64, month: Int64, day: Int64) -> Int64 {
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yoe = y - era * 400
-        let doy = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-        return era * 146_097 + doe - 719_468
+        CivilCalendar.days(year: year, month: month, day: day)
     }
 
     /// The proleptic Gregorian date of a day count since 1970-01-01.
     static func civil(fromDays value: Int64) -> (year: Int64, month: Int64, day: Int64) {
-        let z = value + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let day = doy - (153 * mp + 2) / 5 + 1
-        let month = mp < 10 ? mp + 3 : mp - 9
-        return (yoe + era * 400 + (month <= 2 ? 1 : 0), month, day)
+        CivilCalendar.date(fromDays: value)
     }
 
     /// The parser proper; returns microseconds or nil.

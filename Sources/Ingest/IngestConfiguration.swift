@@ -41,6 +41,16 @@ package struct IngestConfiguration: Sendable {
     package var commitThreads: Int = 4
     /// Seconds to wait for in-flight requests when shutting down. Default 10 s.
     package var shutdownGraceSeconds: Int = 10
+    /// Threads that run report requests (each blocks in SQL while the event loops keep serving).
+    /// Default 4; pair it with a report connection pool of the same size.
+    package var reportThreads: Int = 4
+    /// Report requests that may wait for a busy report thread (0: only as many as there are
+    /// threads are taken); the next one is answered 503 `reports_busy` with `Retry-After`. Default 32.
+    package var reportQueueDepth: Int = 32
+    /// Most query-string arguments on a report request; more is 400 `invalid_parameter`. Default 16.
+    package var maxQueryArguments: Int = 16
+    /// Longest query-string argument name or value, in bytes (after percent-decoding). Default 256.
+    package var maxQueryArgumentBytes: Int = 256
 
     /// A configuration with every default.
     package init() {}
@@ -70,6 +80,10 @@ package struct IngestConfiguration: Sendable {
         try check(rateLimitBurst >= 0, "rateLimitBurst", "must not be negative")
         try check(commitThreads >= 1 && commitThreads <= 64, "commitThreads", "must be between 1 and 64")
         try check(shutdownGraceSeconds >= 0, "shutdownGraceSeconds", "must not be negative")
+        try check(reportThreads >= 1 && reportThreads <= 64, "reportThreads", "must be between 1 and 64")
+        try check(reportQueueDepth >= 0, "reportQueueDepth", "must not be negative")
+        try check(maxQueryArguments >= 4, "maxQueryArguments", "must be at least 4")
+        try check(maxQueryArgumentBytes >= 16, "maxQueryArgumentBytes", "must be at least 16 bytes")
     }
 }
 

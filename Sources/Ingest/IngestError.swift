@@ -36,6 +36,16 @@ package enum IngestError: Error, Sendable, Equatable {
     case logUnavailable(reason: String)
     /// The server is shutting down and takes no new events.
     case shuttingDown
+    /// A report query parameter is malformed, repeated, too long, or one too many.
+    case invalidParameter(name: String, message: String)
+    /// The server was started without a report provider (no database for reports).
+    case reportsUnavailable
+    /// Every report worker is busy and the report queue is full; retry after `retryAfter` seconds.
+    case reportsBusy(retryAfter: Int)
+    /// A report-level refusal from the report provider (`unknown_app`, `rollups_pending`,
+    /// `database_unavailable`, ...), passed through with its own status and stable code; a 503
+    /// carries `Retry-After: 5`.
+    case report(status: Int, code: String, message: String)
 
     /// The HTTP status, stable machine code and human message for this error, plus extra headers.
     package var answer: (status: Int, code: String, message: String, headers: [(String, String)]) {
@@ -77,6 +87,14 @@ package enum IngestError: Error, Sendable, Equatable {
             (503, "log_unavailable", "events could not be stored durably; retry later", [("Retry-After", "1")])
         case .shuttingDown:
             (503, "shutting_down", "the server is shutting down; retry later", [("Retry-After", "1")])
+        case .invalidParameter(let name, let message):
+            (400, "invalid_parameter", "invalid parameter \(name): \(message)", [])
+        case .reportsUnavailable:
+            (503, "reports_unavailable", "this server does not serve reports (no report database configured)", [])
+        case .reportsBusy(let retryAfter):
+            (503, "reports_busy", "every report worker is busy; retry later", [("Retry-After", String(retryAfter))])
+        case .report(let status, let code, let message):
+            (status, code, message, status == 503 ? [("Retry-After", "5")] : [])
         }
     }
 }

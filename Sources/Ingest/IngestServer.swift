@@ -5,6 +5,7 @@ package import Observability
 /// Concurrency: libmicrohttpd owns its worker threads (one epoll loop each) and runs routing,
 /// auth, decompression and normalisation there; finished requests are suspended and handed to
 /// the commit queue, whose threads append to the sinks and resume the connections with the answer.
+/// Report requests are suspended the same way and run on the report workers (`ReportQueue`).
 package final class IngestServer: Sendable {
     private let server: HTTPServer
     private let service: IngestService
@@ -16,16 +17,26 @@ package final class IngestServer: Sendable {
     ///   - keys: the started key store.
     ///   - sink: where accepted envelopes go (the event log).
     ///   - deadLetterSink: where refused events and requests go (the dead-letter log).
+    ///   - reportProvider: what serves `GET /api/reports/*` (on `reportThreads` worker threads);
+    ///     nil answers those routes 503 `reports_unavailable`.
     ///   - metrics: the registry `/metrics` renders; defaults to the shared one.
     /// - Throws: `HTTPServerError` when the address cannot be bound.
     package init(
         configuration: IngestConfiguration, keys: KeyStore, sink: any EventSink, deadLetterSink: any EventSink,
-        metrics: MetricsRegistry = .shared
+        reportProvider: (any ReportProvider)? = nil, metrics: MetricsRegistry = .shared
     ) throws(HTTPServerError) {
         let service = IngestService(
-            configuration: configuration, keys: keys, sink: sink, deadLetterSink: deadLetterSink, registry: metrics)
+            configuration: configuration, keys: keys, sink: sink, deadLetterSink: deadLetterSink,
+            reportProvider: reportProvider, registry: metrics)
         self.service = service
-        self.server = try HTTPServer(settings: HTTPServerSettings(configuration), handler: service)
+        do {
+            self.server = try HTTPServer(settings: HTTPServerSettings(configuration), handler: service)
+        } catch {
+            // No server will call shutdown(): stop the worker threads the service started.
+            service.reports?.stop()
+            service.commits.stop()
+            throw error
+        }
         logger.info(
             "server.started",
             [
@@ -37,10 +48,16 @@ package final class IngestServer: Sendable {
     /// The bound port (the ephemeral one when configured with port 0).
     package var port: UInt16 { server.port }
 
+    /// Report requests waiting for a report worker (for tests and diagnostics).
+    var waitingReports: Int { service.reports?.waiting ?? 0 }
+
     /// Quiesces: `/readyz` turns 503 and new events are refused, the listening socket closes,
     /// in-flight requests finish (their events are made durable), then the server stops.
     package func shutdown() {
         guard !service.isShuttingDown.exchange(true, ordering: .relaxed) else { return }
+        // Waiting reports are answered 503 now and running ones finish, so no connection stays
+        // suspended on a report while the daemon stops.
+        service.reports?.stop()
         server.shutdown()
         service.commits.stop()
         logger.info("server.stopped", [:])

@@ -142,10 +142,15 @@ import Testing
         #expect(throws: AggregatorError.self) { try down.runOnce() }
         #expect(throws: AggregatorError.self) { try down.runOnce() }
         #expect(down.state == .failing(attempts: 2))
+        let failing = world.registry.render()
+        #expect(failing.contains("aggregator_state 2.0"))
+        #expect(failing.contains("aggregator_failures_total 2"))
+        #expect(!failing.contains("aggregator_lag_bytes 0.0"))
         down.stop()
         let up = try world.aggregator()
         _ = try up.runUntilCaughtUp()
         #expect(try world.count("select count(*) from events") == 60)
+        #expect(world.registry.render().contains("aggregator_lag_bytes 0.0"))
         up.stop()
     }
 }

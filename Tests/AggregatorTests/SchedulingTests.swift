@@ -28,8 +28,8 @@ import Testing
         #expect(aggregator.state == .stopped)
         let rendered = world.registry.render()
         #expect(rendered.contains("aggregator_rows_loaded_total{table=\"events\"} 70"))
-        #expect(rendered.contains("aggregator_lag_events 0"))
-        #expect(rendered.contains("aggregator_state 3"))
+        #expect(rendered.contains("aggregator_lag_events 0.0"))
+        #expect(rendered.contains("aggregator_state 3.0"))
     }
 
     @Test("configuration limits are checked", arguments: ["maxEventsPerCycle", "backoffCap", "loadInterval"])

@@ -93,6 +93,11 @@ package enum LoaderBenchmark {
         let loadSeconds = (ContinuousClock.now - loadStart).seconds
         aggregator.stop()
         let loaded = summaries.reduce(0) { $0 + $1.rows }
+        let phases = summaries.reduce(into: [String: Duration]()) { $0.merge($1.phases, uniquingKeysWith: +) }
+        progress(
+            "bench: load phases "
+                + phases.sorted { $0.key < $1.key }.map { "\($0.key)=\(String(format: "%.2f", $0.value.seconds))s" }
+                .joined(separator: " "))
         guard loaded == events else {
             throw AggregatorError.database("benchmark loaded \(loaded) rows, expected \(events)")
         }

@@ -22,6 +22,9 @@ enum LoadSQL {
     static let copyStaging: SQL = SQL(
         stringLiteral: "COPY pg_temp.load_staging (\(StagingEncoder.columns.joined(separator: ", "))) FROM STDIN")
 
+    /// Statistics for the planner after each COPY (a sample; milliseconds for a full batch).
+    static let analyzeStaging = "ANALYZE pg_temp.load_staging"
+
     /// The load lock: a transaction-level advisory lock keyed by ('detr', hash of the schema), so
     /// aggregators of one schema exclude each other and tests in separate schemas do not.
     static let tryLock: SQL = """
@@ -67,7 +70,17 @@ enum LoadSQL {
     /// rows whose id came back into `events`; devices upserted from exactly those rows (first seen =
     /// earliest event, its platform and SDK; install click = the earliest event carrying one, so late
     /// data corrects both); touched (app, UTC day) keys recorded. Returns `inserted`.
-    static let insertEvents: SQL = """
+    static var insertEvents: SQL { insertEvents(safeCasts: false) }
+
+    /// `insertEvents` with `data`/`metadata` cast through `aggregator_try_jsonb` (sql/021): used to
+    /// retry a batch whose fast cast failed, so one malformed payload cannot block loading.
+    static func insertEvents(safeCasts: Bool) -> SQL {
+        let data = safeCasts ? "aggregator_try_jsonb(s.data)" : "s.data::jsonb"
+        let metadata = safeCasts ? "aggregator_try_jsonb(s.metadata)" : "s.metadata::jsonb"
+        return SQL(stringLiteral: insertEventsTemplate.replacingOccurrences(of: "s.data::jsonb, s.metadata::jsonb", with: "\(data), \(metadata)"))
+    }
+
+    private static let insertEventsTemplate = """
         WITH fresh AS (
             INSERT INTO event_ids (app_id, event_id, event_time)
             SELECT app_id, event_id, time FROM pg_temp.load_staging WHERE kind IN ('event', 'retention')
@@ -94,6 +107,13 @@ enum LoadSQL {
                                       install_click_at)
             SELECT s.app_id, s.device_id, s.event_time, s.platform, s.sdk, c.install_click_id, c.event_time
             FROM seen s LEFT JOIN clicked c ON c.app_id = s.app_id AND c.device_id = s.device_id
+            -- Only new devices and real corrections reach ON CONFLICT: a conflicting row is locked
+            -- (and its page written) even when the update's WHERE is false. One index probe per device
+            -- of the batch, never a scan of the devices table.
+            WHERE NOT EXISTS (
+                SELECT 1 FROM devices x
+                WHERE x.app_id = s.app_id AND x.device_id = s.device_id AND x.first_seen <= s.event_time
+                  AND (c.event_time IS NULL OR (x.install_click_at IS NOT NULL AND x.install_click_at <= c.event_time)))
             ON CONFLICT (app_id, device_id) DO UPDATE SET
                 first_seen = LEAST(d.first_seen, EXCLUDED.first_seen),
                 platform = CASE WHEN EXCLUDED.first_seen < d.first_seen THEN EXCLUDED.platform ELSE d.platform END,

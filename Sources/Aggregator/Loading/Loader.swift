@@ -31,7 +31,7 @@ final class Loader {
     }
 
     /// What a committed cycle did.
-    struct Report: Sendable {
+    struct Report {
         /// Records read from the log.
         var records = 0
         /// Records that did not decode as envelopes (skipped, counted, logged).
@@ -50,6 +50,10 @@ final class Loader {
         var damaged: [FrameDamage] = []
         /// The newest `received_at` among the records of this cycle.
         var newestReceivedAt: Timestamp?
+        /// Time spent per step of the transaction (for the benchmark and debug logs).
+        var phases: [(String, Duration)] = []
+        /// When the body finished and COMMIT was sent.
+        var startedCommitAt: ContinuousClock.Instant?
         /// UTC days of the staged rows (their partitions are ensured after COMMIT).
         var days = Set<Int64>()
         /// (app, day) keys whose rollups were refreshed.
@@ -105,15 +109,29 @@ final class Loader {
         do {
             try partitions.ensureAhead(
                 connection, days: configuration.partitionsAheadDays, today: StagingBatch.day(of: .now()))
-            let report: Report? = try connection.withTransaction { connection in
-                if waitForLock {
-                    try connection.query(LoadSQL.lock)
-                } else if try connection.query(LoadSQL.tryLock).first?["locked", as: Bool.self] != true {
-                    return nil
+            let transaction = { (safeCasts: Bool) throws -> Report? in
+                try connection.withTransaction { connection in
+                    if waitForLock {
+                        try connection.query(LoadSQL.lock)
+                    } else if try connection.query(LoadSQL.tryLock).first?["locked", as: Bool.self] != true {
+                        return nil
+                    }
+                    return try self.load(connection, mode: mode, safeCasts: safeCasts)
                 }
-                return try load(connection, mode: mode)
             }
-            if let report, !report.days.isEmpty {
+            let report: Report?
+            do {
+                report = try transaction(false)
+            } catch PostgresError.server(let sqlState, let message, _, _, _) where sqlState.hasPrefix("22") {
+                // A data exception (a payload jsonb refuses, e.g. a lone surrogate escape): the same
+                // batch again with per-row safe casts, which keep such a payload as text.
+                logger.warning("cycle.retry_safe_casts", ["sql.state": sqlState, "error": message])
+                report = try transaction(true)
+            }
+            let committedAt = ContinuousClock.now
+            guard var report else { return nil }
+            if let started = report.startedCommitAt { report.phases.append(("commit", committedAt - started)) }
+            if !report.days.isEmpty {
                 do {
                     try partitions.ensure(days: report.days, connection)
                 } catch {
@@ -132,7 +150,7 @@ final class Loader {
     }
 
     /// The body of the cycle's transaction (lock held).
-    private func load(_ connection: Connection, mode: Mode) throws -> Report {
+    private func load(_ connection: Connection, mode: Mode, safeCasts: Bool) throws -> Report {
         var report = Report()
         let nodes = try source.nodes()
         let checkpoints = try Checkpoints.read(connection)
@@ -147,6 +165,12 @@ final class Loader {
 
         var staging = StagingBatch()
         try hooks.beforeCopy?(connection)
+        var clock = ContinuousClock.now
+        func phase(_ name: String) {
+            let now = ContinuousClock.now
+            report.phases.append((name, now - clock))
+            clock = now
+        }
         _ = try connection.copyIn(LoadSQL.copyStaging) { buffer in
             var remainingRecords = configuration.maxEventsPerCycle
             var remainingBytes = configuration.maxBytesPerCycle
@@ -182,8 +206,14 @@ final class Loader {
 
         if staging.rows > 0 {
             report.days = staging.days
-            report.inserted = try insertRaw(connection)
+            // The temporary table has no statistics: without them the planner guesses a handful of
+            // rows and joins staging to the fresh ids with a nested loop, quadratic in the batch.
+            try connection.unsafeSQL(LoadSQL.analyzeStaging)
+            phase("read+copy")
+            report.inserted = try insertRaw(connection, safeCasts: safeCasts)
+            phase("insert")
             report.touchedKeys = try refreshRollups(connection)
+            phase("rollups")
         }
         if case .checkpointed = mode {
             try Checkpoints.advance(
@@ -191,17 +221,18 @@ final class Loader {
                 newestReceivedAt: staging.newestReceivedAtByNode)
         }
         try hooks.beforeCommit?(connection)
+        report.startedCommitAt = ContinuousClock.now
         return report
     }
 
     /// Moves staged rows into the raw tables (each statement also upserts its derived table:
     /// devices from new events, links from new clicks) and records the touched keys.
-    private func insertRaw(_ connection: Connection) throws -> RowCounts {
+    private func insertRaw(_ connection: Connection, safeCasts: Bool) throws -> RowCounts {
         func inserted(_ sql: SQL) throws -> Int {
             try connection.query(sql).first?["inserted", as: Int.self] ?? 0
         }
         var counts = RowCounts()
-        counts.events = try inserted(LoadSQL.insertEvents)
+        counts.events = try inserted(LoadSQL.insertEvents(safeCasts: safeCasts))
         counts.clicks = try inserted(LoadSQL.insertClicks)
         counts.matches = try inserted(LoadSQL.insertMatches)
         return counts

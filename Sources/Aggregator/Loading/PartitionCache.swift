@@ -16,12 +16,12 @@ struct PartitionCache {
     mutating func ensureAhead(_ connection: Connection, days: Int, today: Int64) throws {
         guard aheadEnsuredOn != today else { return }
         let range = (today - 1)...(today + Int64(days))
-        try connection.query(LoadSQL.ensurePartitions(from: Self.iso(range.lowerBound), to: Self.iso(range.upperBound)))
+        try Self.create(from: range.lowerBound, to: range.upperBound, connection)
         ensured.formUnion(range)
         aheadEnsuredOn = today
     }
 
-    /// Ensures the partitions of `days` inside the caller's transaction.
+    /// Ensures the partitions of `days`, in one short transaction of its own.
     mutating func ensure(days: Set<Int64>, _ connection: Connection) throws {
         let missing = days.subtracting(ensured).sorted()
         guard !missing.isEmpty else { return }
@@ -33,11 +33,21 @@ struct PartitionCache {
                 previous = day
                 continue
             }
-            try connection.query(LoadSQL.ensurePartitions(from: Self.iso(start), to: Self.iso(previous)))
+            try Self.create(from: start, to: previous, connection)
             start = day
             previous = day
         }
         ensured.formUnion(missing)
+    }
+
+    /// Creates the partitions of `[from, to]` under the load lock (waiting for it): attaching a day
+    /// while another aggregator's load transaction inserts rows of that day into the default
+    /// partition would fail that insert (the default's constraint changes under it).
+    private static func create(from: Int64, to: Int64, _ connection: Connection) throws {
+        try connection.withTransaction { connection in
+            try connection.query(LoadSQL.lock)
+            try connection.query(LoadSQL.ensurePartitions(from: iso(from), to: iso(to)))
+        }
     }
 
     /// `YYYY-MM-DD` of a UTC day number.

@@ -9,7 +9,8 @@ import EventModel
 /// UTF-8 as the envelopes are.
 ///
 /// A JSON `\u0000` escape cannot be stored in `jsonb` (PostgreSQL rejects it and the whole COPY
-/// would fail on every retry), so inside `data`/`metadata` it is rewritten to `\ufffd`.
+/// would fail on every retry), so inside `data`/`metadata` it is rewritten to `\ufffd`; a raw NUL
+/// byte in any text becomes U+FFFD for the same reason.
 struct StagingEncoder {
     /// Staging columns, in COPY order.
     static let columns = [
@@ -148,6 +149,8 @@ struct StagingEncoder {
             case tab: out.append(backslash); out.append(UInt8(ascii: "t"))
             case newline: out.append(backslash); out.append(UInt8(ascii: "n"))
             case 0x0D: out.append(backslash); out.append(UInt8(ascii: "r"))
+            // PostgreSQL text cannot hold NUL (the whole COPY would fail on every retry): U+FFFD.
+            case 0x00: out.append(contentsOf: [0xEF, 0xBF, 0xBD])
             default: out.append(byte)
             }
         }

@@ -4,7 +4,7 @@ import Observability
 import Postgres
 
 /// Reloads history from the event log and recomputes rollups: `segments replay --from SEG` and
-/// `aggregate --rebuild-rollups`.
+/// `report rebuild`.
 ///
 /// A replay reads every node's log from segment `SEG` (offset 0) to its current end in bounded
 /// batches, each loaded in its own transaction under the same load lock the aggregator takes, with

@@ -31,21 +31,38 @@ package final class Aggregator: @unchecked Sendable {
     private var lastRetention: ContinuousClock.Instant?
     private var recordsPerCompressedByte = 0.0
     private var lastNewestLoaded: Timestamp?
+    private var lastPositions: [String: LogPosition] = [:]
 
     /// Deletes loaded segments older than the configured age; given the node, the position loaded
     /// through and the age. Returns the deleted paths (logged).
     package typealias RetentionHook =
         @Sendable (_ node: String, _ loadedThrough: LogPosition, _ olderThan: Duration) throws -> [String]
 
-    /// Creates an aggregator; nothing runs until `start()` or `runOnce()`.
+    /// Creates an aggregator; nothing runs until `start()` or `runOnce()`. Loaded segments older
+    /// than `retainLoadedSegmentsFor` are deleted with `LogRetention.deleteLoaded` (nil: kept).
     /// - Parameters:
     ///   - configuration: validated here.
     ///   - registry: where the metrics go (default the process-wide registry).
-    ///   - retention: the event log's retention call (`LogRetention.deleteLoaded`), run after a
-    ///     successful cycle at most every `retentionCheckInterval`; nil disables retention.
+    /// - Throws: `AggregatorError.invalidConfiguration`.
+    package convenience init(configuration: AggregatorConfiguration, registry: MetricsRegistry = .shared)
+        throws(AggregatorError)
+    {
+        let directory = configuration.segmentsDirectory
+        try self.init(
+            configuration: configuration, registry: registry,
+            retention: { node, loadedThrough, age in
+                try LogRetention.deleteLoaded(directory: directory, node: node, loadedThrough: loadedThrough, olderThan: age)
+            })
+    }
+
+    /// Creates an aggregator with a custom retention call (nil disables retention).
+    /// - Parameters:
+    ///   - configuration: validated here.
+    ///   - registry: where the metrics go.
+    ///   - retention: called after a successful cycle, at most every `retentionCheckInterval`, per node.
     /// - Throws: `AggregatorError.invalidConfiguration`.
     package convenience init(
-        configuration: AggregatorConfiguration, registry: MetricsRegistry = .shared, retention: RetentionHook? = nil
+        configuration: AggregatorConfiguration, registry: MetricsRegistry = .shared, retention: RetentionHook?
     ) throws(AggregatorError) {
         try self.init(configuration: configuration, registry: registry, retention: retention, hooks: LoaderHooks())
     }
@@ -146,6 +163,7 @@ package final class Aggregator: @unchecked Sendable {
             metrics.failures.increment()
             outcome = .failed(reason: error.description)
             result = .failure(error)
+            updateLagWhileFailing()
         }
         let decision = machine.cycleFinished(outcome, jitter: Double.random(in: 0..<1))
         if decision.reconnect { loader.disconnect() }
@@ -177,18 +195,11 @@ package final class Aggregator: @unchecked Sendable {
         if report.compressedBytesRead > 0, report.records > 0 {
             recordsPerCompressedByte = Double(report.records) / Double(report.compressedBytesRead)
         }
+        lastPositions.merge(report.positions) { $1 }
         let behind = report.bytesBehind.values.reduce(0, +)
-        metrics.lagBytes.set(Double(behind))
-        if behind == 0 {
-            metrics.lagEvents.set(0)
-            metrics.lagSeconds.set(0)
-        } else {
-            metrics.lagEvents.set((Double(behind) * recordsPerCompressedByte).rounded())
-            if let newest = lastNewestLoaded {
-                metrics.lagSeconds.set(max(0, Double(Timestamp.now().microseconds - newest.microseconds) / 1e6))
-            }
-        }
+        setLag(bytesBehind: behind)
         if report.inserted.total > 0 || report.undecodable > 0 {
+
             logger.debug(
                 "cycle.done",
                 [
@@ -201,7 +212,30 @@ package final class Aggregator: @unchecked Sendable {
         return CycleSummary(
             ran: true, records: report.records, undecodable: report.undecodable, events: report.inserted.events,
             clicks: report.inserted.clicks, matches: report.inserted.matches, touchedKeys: report.touchedKeys,
-            backlog: report.backlog, duration: duration)
+            backlog: report.backlog, duration: duration,
+            phases: Dictionary(report.phases, uniquingKeysWith: +))
+    }
+
+    /// Sets the lag gauges from the compressed bytes not yet loaded.
+    private func setLag(bytesBehind behind: Int64) {
+        metrics.lagBytes.set(Double(behind))
+        if behind == 0 {
+            metrics.lagEvents.set(0)
+            metrics.lagSeconds.set(0)
+            return
+        }
+        metrics.lagEvents.set((Double(behind) * recordsPerCompressedByte).rounded())
+        if let newest = lastNewestLoaded {
+            metrics.lagSeconds.set(max(0, Double(Timestamp.now().microseconds - newest.microseconds) / 1e6))
+        }
+    }
+
+    /// While PostgreSQL is failing the lag still grows: measured from the last committed positions
+    /// (nodes never loaded count from their start).
+    private func updateLagWhileFailing() {
+        guard let nodes = try? loader.source.nodes() else { return }
+        let behind = nodes.reduce(Int64(0)) { $0 + loader.source.bytesBehind(node: $1, after: lastPositions[$1]) }
+        setLag(bytesBehind: behind)
     }
 
     /// One line per state change, never per retry.

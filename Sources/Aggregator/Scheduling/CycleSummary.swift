@@ -20,6 +20,8 @@ package struct CycleSummary: Sendable, Equatable {
     package var backlog: Bool
     /// Wall time of the cycle.
     package var duration: Duration
+    /// Time per step inside the transaction: `read+copy`, `insert`, `rollups`, `commit`.
+    package var phases: [String: Duration] = [:]
 
     /// New raw rows in all tables.
     package var rows: Int { events + clicks + matches }

@@ -24,10 +24,13 @@ final class IngestService: HTTPHandler {
     let rateLimiter: RateLimiter?
     let limits: IngestLimits
     let isShuttingDown = Atomic<Bool>(false)
+    /// The report workers; nil when the server has no report provider (routes answer 503
+    /// `reports_unavailable`).
+    let reports: ReportQueue?
 
     init(
         configuration: IngestConfiguration, keys: KeyStore, sink: any EventSink, deadLetterSink: any EventSink,
-        registry: MetricsRegistry
+        reportProvider: (any ReportProvider)? = nil, registry: MetricsRegistry
     ) {
         self.configuration = configuration
         self.keys = keys
@@ -41,6 +44,9 @@ final class IngestService: HTTPHandler {
         self.limits = IngestLimits(
             maxEventBytes: configuration.maxEventBytes, maxBatchEvents: configuration.maxBatchEvents,
             maxNameLength: configuration.maxNameLength, maxDepth: configuration.maxDepth)
+        self.reports = reportProvider.map {
+            ReportQueue(provider: $0, workers: configuration.reportThreads, depth: configuration.reportQueueDepth)
+        }
     }
 
     // MARK: HTTPHandler
@@ -66,6 +72,13 @@ final class IngestService: HTTPHandler {
             return .respond(
                 HTTPResponse(status: 200, body: Array(text.utf8), contentType: "text/plain; version=0.0.4"),
                 route: route.name)
+        case .report:
+            do {
+                let request = try admitReport(head, route: route)
+                return .readBody(limit: Self.reportBodyLimit, route: route.name, context: request)
+            } catch {
+                return .respond(HTTPResponse(error: error), route: route.name)
+            }
         case .event, .retention, .batch, .link:
             do {
                 let info = try admit(head, route: route)
@@ -77,6 +90,7 @@ final class IngestService: HTTPHandler {
     }
 
     func finish(context: any Sendable, body: [UInt8]) -> RequestFinish {
+        if let report = context as? ReportRequest { return runReport(report) }
         let info = context as! RequestInfo
         let decoded: [UInt8]
         do {
@@ -109,6 +123,7 @@ final class IngestService: HTTPHandler {
     }
 
     func bodyTooLarge(context: any Sendable, limit: Int) -> HTTPResponse {
+        if context is ReportRequest { return HTTPResponse(error: .bodyTooLarge(limit: limit)) }
         let info = context as! RequestInfo
         metrics.eventRejected(route: info.route.name, code: "body_too_large")
         return HTTPResponse(error: .bodyTooLarge(limit: limit))
@@ -132,9 +147,8 @@ final class IngestService: HTTPHandler {
         return HTTPResponse(status: 200, body: Array(#"{"status":"ready"}"#.utf8))
     }
 
-    /// Checks everything the head can tell: shutdown, auth, rate limit, media type, encoding, size.
-    private func admit(_ head: RequestHead, route: Route) throws(IngestError) -> RequestInfo {
-        if isShuttingDown.load(ordering: .relaxed) { throw .shuttingDown }
+    /// The key and app from `Authorization: Bearer` and `X-App-ID`, checked against the key store.
+    func authenticate(_ head: RequestHead) throws(IngestError) -> (appID: String, kind: KeyKind) {
         guard let authorization = head.header("Authorization"), let key = Self.bearerToken(authorization) else {
             throw .missingKey
         }
@@ -142,10 +156,16 @@ final class IngestService: HTTPHandler {
         switch keys.verify(key: key, appID: appID) {
         case .unknown: throw .invalidKey
         case .otherApp: throw .keyNotAllowed(reason: "the key does not belong to app \(appID.prefix(100))")
-        case .valid(let kind):
-            if route.kind == .link, kind != .secret {
-                throw .keyNotAllowed(reason: "the link route takes the app's secret key, not a publishable key")
-            }
+        case .valid(let kind): return (appID, kind)
+        }
+    }
+
+    /// Checks everything the head can tell: shutdown, auth, rate limit, media type, encoding, size.
+    private func admit(_ head: RequestHead, route: Route) throws(IngestError) -> RequestInfo {
+        if isShuttingDown.load(ordering: .relaxed) { throw .shuttingDown }
+        let (appID, kind) = try authenticate(head)
+        if route.kind == .link, kind != .secret {
+            throw .keyNotAllowed(reason: "the link route takes the app's secret key, not a publishable key")
         }
         if let limiter = rateLimiter, let retryAfter = limiter.acquire(app: appID) {
             throw .rateLimited(retryAfter: retryAfter)

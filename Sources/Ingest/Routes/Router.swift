@@ -1,6 +1,8 @@
 /// What a route does.
 package enum RouteKind: Sendable, Hashable {
     case event, retention, batch, link, healthz, readyz, metrics
+    /// `GET /api/reports/<kind>`: a read-only report (secret key), run on a report worker.
+    case report
 }
 
 /// One entry of the route table.
@@ -18,7 +20,10 @@ package struct Route: Sendable {
 /// The route table: exact path → method → route.
 struct Router: Sendable {
     /// Every route ingest serves.
-    static let routes: [Route] = [
+    static let routes: [Route] = ingestRoutes + reportRoutes
+
+    /// The ingest, health and metrics routes.
+    static let ingestRoutes: [Route] = [
         Route(method: "POST", path: "/api/analytics/event", kind: .event, name: "event"),
         Route(method: "POST", path: "/api/analytics/retention", kind: .retention, name: "retention"),
         Route(method: "POST", path: "/api/analytics/batch", kind: .batch, name: "batch"),
@@ -27,6 +32,16 @@ struct Router: Sendable {
         Route(method: "GET", path: "/readyz", kind: .readyz, name: "readyz"),
         Route(method: "GET", path: "/metrics", kind: .metrics, name: "metrics"),
     ]
+
+    /// The read-only report routes, `GET /api/reports/<kind>`, labelled `reports_<kind>`.
+    static let reportRoutes: [Route] = reportKinds.map {
+        Route(method: "GET", path: reportPathPrefix + $0, kind: .report, name: "reports_" + $0)
+    }
+
+    /// The reports the API serves, each at `reportPathPrefix + kind`.
+    static let reportKinds = ["links", "funnel", "retention", "attribution"]
+    /// Where the report routes live.
+    static let reportPathPrefix = "/api/reports/"
 
     enum Match {
         case found(Route)

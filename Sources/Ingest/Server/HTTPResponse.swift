@@ -57,6 +57,9 @@ package struct RequestHead {
     package var path: String
     /// Looks up a request header by name, case-insensitively.
     package var header: (String) -> String?
+    /// The query-string arguments in order (percent-decoded by libmicrohttpd; a name without `=`
+    /// has an empty value), or nil when there are more than `limit` of them. Valid only during `begin`.
+    package var arguments: (_ limit: Int) -> [(name: String, value: String)]? = { _ in [] }
 }
 
 /// The application side of `HTTPServer`: decides on the head, then on the full body.

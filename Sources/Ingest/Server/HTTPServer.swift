@@ -189,7 +189,8 @@ private func begin(
         path: url.map { String(cString: $0) } ?? "/",
         header: { name in
             MHD_lookup_connection_value(connection, .HEADER_KIND, name).map { String(cString: $0) }
-        })
+        },
+        arguments: { limit in queryArguments(of: connection, limit: limit) })
     core.inFlight.wrappingAdd(1, ordering: .relaxed)
     let state: RequestState
     var early: HTTPResponse?
@@ -215,6 +216,38 @@ private func begin(
         return queue(early, on: connection, state: state, core: core)
     }
     return .YES
+}
+
+/// Collects query-string arguments for `queryArguments`; reached through the iterator's `cls`.
+private final class ArgumentCollector {
+    let limit: Int
+    var pairs: [(name: String, value: String)] = []
+    var isOverLimit = false
+    init(limit: Int) { self.limit = limit }
+}
+
+/// The connection's query arguments, or nil when there are more than `limit`. libmicrohttpd has
+/// already split them inside its per-connection memory pool (which bounds the URL); the iteration
+/// stops after `limit + 1`, so no more than that many are copied into Swift strings.
+private func queryArguments(of connection: OpaquePointer, limit: Int) -> [(name: String, value: String)]? {
+    let collector = ArgumentCollector(limit: limit)
+    withExtendedLifetime(collector) {
+        let cls = Unmanaged.passUnretained(collector).toOpaque()
+        _ = MHD_get_connection_values(
+            connection, .GET_ARGUMENT_KIND,
+            { cls, _, key, value in
+                guard let cls else { return .NO }
+                let collector = Unmanaged<ArgumentCollector>.fromOpaque(cls).takeUnretainedValue()
+                guard collector.pairs.count < collector.limit else {
+                    collector.isOverLimit = true
+                    return .NO
+                }
+                collector.pairs.append(
+                    (key.map { String(cString: $0) } ?? "", value.map { String(cString: $0) } ?? ""))
+                return .YES
+            }, cls)
+    }
+    return collector.isOverLimit ? nil : collector.pairs
 }
 
 private func queue(_ response: HTTPResponse, on connection: OpaquePointer, state: RequestState, core: ServerCore)

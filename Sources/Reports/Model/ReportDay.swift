@@ -1,3 +1,4 @@
+import CivilTime
 /// A calendar day (`YYYY-MM-DD`), the unit of every report. Which time zone the day belongs to is
 /// the app's reporting time zone; the value itself is zone-free, like PostgreSQL's `date`.
 package struct ReportDay: Comparable, Hashable, Sendable, CustomStringConvertible {
@@ -54,25 +55,12 @@ package struct ReportDay: Comparable, Hashable, Sendable, CustomStringConvertibl
 
     package static func < (lhs: ReportDay, rhs: ReportDay) -> Bool { lhs.daysSinceEpoch < rhs.daysSinceEpoch }
 
-    // Howard Hinnant's days_from_civil / civil_from_days (proleptic Gregorian calendar).
     private static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yoe = y - era * 400
-        let doy = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-        return era * 146097 + doe - 719468
+        Int(CivilCalendar.days(year: Int64(year), month: Int64(month), day: Int64(day)))
     }
 
     private static func civil(fromDays days: Int) -> (Int, Int, Int) {
-        let z = days + 719468
-        let era = (z >= 0 ? z : z - 146096) / 146097
-        let doe = z - era * 146097
-        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let day = doy - (153 * mp + 2) / 5 + 1
-        let month = mp < 10 ? mp + 3 : mp - 9
-        return (yoe + era * 400 + (month <= 2 ? 1 : 0), month, day)
+        let date = CivilCalendar.date(fromDays: Int64(days))
+        return (Int(date.year), Int(date.month), Int(date.day))
     }
 }

@@ -1,3 +1,4 @@
+import CivilTime
 /// Times in the simulator: milliseconds since the Unix epoch, UTC (`Int64`).
 ///
 /// Every generated event time is a whole second, so durations, medians and day boundaries in the
@@ -55,26 +56,11 @@ package enum SimulatedTime {
         return digits.count >= width ? digits : String(repeating: "0", count: width - digits.count) + digits
     }
 
-    // Howard Hinnant's days_from_civil / civil_from_days (proleptic Gregorian calendar).
     private static func days(fromCivil year: Int64, _ month: Int64, _ dayOfMonth: Int64) -> Int64 {
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yoe = y - era * 400
-        let mp = (month + 9) % 12
-        let doy = (153 * mp + 2) / 5 + dayOfMonth - 1
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-        return era * 146_097 + doe - 719_468
+        CivilCalendar.days(year: year, month: month, day: dayOfMonth)
     }
 
     private static func civil(fromDays days: Int64) -> (Int64, Int64, Int64) {
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let d = doy - (153 * mp + 2) / 5 + 1
-        let m = mp < 10 ? mp + 3 : mp - 9
-        return (m <= 2 ? yoe + era * 400 + 1 : yoe + era * 400, m, d)
+        CivilCalendar.date(fromDays: days)
     }
 }

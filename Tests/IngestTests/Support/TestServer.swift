@@ -11,6 +11,7 @@ final class TestServer {
     static let publishableKey = "pk_test_acme_123"
     static let secretKey = "sk_test_acme_456"
     static let otherKey = "pk_test_other_789"
+    static let otherSecretKey = "sk_test_other_012"
 
     let sink = MemorySink()
     let deadLetters = MemorySink()
@@ -24,7 +25,7 @@ final class TestServer {
     let deadLetterLog: LogWriter?
 
     init(
-        useLog: Bool = false, sharedMetrics: Bool = false,
+        useLog: Bool = false, sharedMetrics: Bool = false, reportProvider: (any ReportProvider)? = nil,
         configure: (inout IngestConfiguration) -> Void = { _ in },
         configureLog: (inout LogConfiguration) -> Void = { _ in }
     )
@@ -46,6 +47,7 @@ final class TestServer {
             APIKeyRecord(appID: Self.app, kind: .publishable, key: Self.publishableKey),
             APIKeyRecord(appID: Self.app, kind: .secret, key: Self.secretKey),
             APIKeyRecord(appID: Self.otherApp, kind: .publishable, key: Self.otherKey),
+            APIKeyRecord(appID: Self.otherApp, kind: .secret, key: Self.otherSecretKey),
         ])
         keys = KeyStore(source: keySource, cacheFile: directory + "/keys.json", refreshInterval: .seconds(10))
         keys.start()
@@ -57,7 +59,7 @@ final class TestServer {
         server = try IngestServer(
             configuration: configuration, keys: keys, sink: (log as (any EventSink)?) ?? sink,
             deadLetterSink: (deadLetterLog as (any EventSink)?) ?? deadLetters,
-            metrics: metrics)
+            reportProvider: reportProvider, metrics: metrics)
     }
 
     deinit {

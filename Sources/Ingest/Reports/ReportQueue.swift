@@ -1,0 +1,98 @@
+import Foundation
+import Synchronization
+
+/// Runs report requests off the event loops: a bounded queue drained by a few worker threads, each
+/// blocking in the provider (SQL) while the libmicrohttpd loops keep serving ingest traffic.
+///
+/// Limits: at most `workers` reports run at once and at most `depth` more wait (taken and waiting
+/// together never exceed `workers + depth`); `enqueue` refuses the next one (the route answers 503 `reports_busy`), so a burst of slow reports cannot pile up
+/// suspended connections without bound.
+final class ReportQueue: Sendable {
+    /// One queued report and what to do with the answer (called exactly once, on any thread).
+    struct Job: Sendable {
+        var request: ReportRequest
+        var completion: @Sendable (ReportAnswer?) -> Void
+    }
+
+    private struct State {
+        var jobs: [Job] = []
+        var isStopped = false
+        var running = 0
+        /// Jobs a worker has taken and not finished.
+        var active = 0
+    }
+
+    private let provider: any ReportProvider
+    private let capacity: Int
+    private let state = Mutex(State())
+    private let wake = DispatchSemaphore(value: 0)
+    private let stopped = DispatchSemaphore(value: 0)
+
+    /// Starts `workers` threads that call `provider`; at most `depth` jobs wait.
+    init(provider: any ReportProvider, workers: Int, depth: Int) {
+        self.provider = provider
+        self.capacity = workers + depth
+        for index in 0..<workers {
+            let thread = Thread { [self] in run() }
+            thread.name = "ingest.report.\(index)"
+            thread.start()
+        }
+        state.withLock { $0.running = workers }
+    }
+
+    /// Queues a job. Returns false, without calling the completion, when the queue is full; after
+    /// `stop()` the completion runs at once with nil (the server is shutting down).
+    func enqueue(_ job: Job) -> Bool {
+        enum Outcome { case queued, full, stopped }
+        let outcome = state.withLock { state -> Outcome in
+            if state.isStopped { return .stopped }
+            if state.jobs.count + state.active >= capacity { return .full }
+            state.jobs.append(job)
+            return .queued
+        }
+        switch outcome {
+        case .queued: wake.signal()
+        case .full: return false
+        case .stopped: job.completion(nil)
+        }
+        return true
+    }
+
+    /// Jobs waiting for a worker (not counting running ones).
+    var waiting: Int { state.withLock { $0.jobs.count } }
+
+    /// Answers every waiting job with nil, lets each worker finish the report it is running, and
+    /// waits for the workers to exit. Safe to call more than once.
+    func stop() {
+        let (waiting, running) = state.withLock { state -> ([Job], Int) in
+            guard !state.isStopped else { return ([], 0) }
+            state.isStopped = true
+            let waiting = state.jobs
+            state.jobs = []
+            return (waiting, state.running)
+        }
+        for job in waiting { job.completion(nil) }
+        for _ in 0..<running { wake.signal() }
+        for _ in 0..<running { stopped.wait() }
+    }
+
+    private func run() {
+        while true {
+            wake.wait()
+            let (job, isStopped) = state.withLock { state -> (Job?, Bool) in
+                guard !state.jobs.isEmpty else { return (nil, state.isStopped) }
+                state.active += 1
+                return (state.jobs.removeFirst(), state.isStopped)
+            }
+            if let job {
+                let answer = provider.respond(to: job.request)
+                state.withLock { $0.active -= 1 }
+                job.completion(answer)
+            }
+            if isStopped, job == nil {
+                stopped.signal()
+                return
+            }
+        }
+    }
+}

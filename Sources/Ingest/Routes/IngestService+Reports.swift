@@ -1,0 +1,77 @@
+/// The read-only report API: `GET /api/reports/{links,funnel,retention,attribution}`.
+///
+/// Order of checks (all on the event loop, from the head): shutting down → key and app (secret
+/// key of `X-App-ID` only) → rate limit → query string (count, length, repeats, `app` = `X-App-ID`)
+/// → provider configured. The report itself (blocking SQL) runs on a report worker; the connection
+/// is suspended meanwhile, and a full report queue is answered 503 `reports_busy` at once.
+extension IngestService {
+    /// A report request carries no body; up to this many bytes of one are read and ignored.
+    static let reportBodyLimit = 4096
+
+    /// Authenticates a report request and reads its query string.
+    func admitReport(_ head: RequestHead, route: Route) throws(IngestError) -> ReportRequest {
+        if isShuttingDown.load(ordering: .relaxed) { throw .shuttingDown }
+        let (appID, kind) = try authenticate(head)
+        guard kind == .secret else {
+            throw .keyNotAllowed(reason: "reports take the app's secret key, not a publishable key")
+        }
+        if let limiter = rateLimiter, let retryAfter = limiter.acquire(app: appID) {
+            throw .rateLimited(retryAfter: retryAfter)
+        }
+        var parameters = try Self.reportParameters(
+            head.arguments(configuration.maxQueryArguments), limit: configuration.maxQueryArguments,
+            maxBytes: configuration.maxQueryArgumentBytes)
+        if let app = parameters["app"], app != appID {
+            throw .keyNotAllowed(reason: "the app parameter must equal X-App-ID; a key reads only its own app")
+        }
+        parameters["app"] = appID
+        guard reports != nil else { throw .reportsUnavailable }
+        return ReportRequest(
+            kind: String(route.path.dropFirst(Router.reportPathPrefix.count)), appID: appID, parameters: parameters)
+    }
+
+    /// The query arguments as a dictionary: at most `limit` of them, names and values at most
+    /// `maxBytes` each, no name twice (a repeated `from` is ambiguous, so it is refused).
+    static func reportParameters(
+        _ arguments: [(name: String, value: String)]?, limit: Int, maxBytes: Int
+    ) throws(IngestError) -> [String: String] {
+        guard let arguments else {
+            throw .invalidParameter(name: "query", message: "more than \(limit) query parameters")
+        }
+        var parameters: [String: String] = [:]
+        for (name, value) in arguments {
+            let shownName = String(name.prefix(64))
+            guard !name.isEmpty else { throw .invalidParameter(name: "query", message: "a parameter has no name") }
+            guard name.utf8.count <= maxBytes, value.utf8.count <= maxBytes else {
+                throw .invalidParameter(name: shownName, message: "longer than \(maxBytes) bytes")
+            }
+            guard parameters.updateValue(value, forKey: name) == nil else {
+                throw .invalidParameter(name: shownName, message: "given more than once")
+            }
+        }
+        return parameters
+    }
+
+    /// Queues the report on a worker; the answer resumes the suspended connection.
+    func runReport(_ request: ReportRequest) -> RequestFinish {
+        guard let reports else { return .respond(HTTPResponse(error: .reportsUnavailable)) }
+        return .later { complete in
+            let job = ReportQueue.Job(request: request) { answer in
+                guard let answer else { return complete(HTTPResponse(error: .shuttingDown)) }
+                complete(Self.response(for: answer))
+            }
+            if !reports.enqueue(job) { complete(HTTPResponse(error: .reportsBusy(retryAfter: 1))) }
+        }
+    }
+
+    /// The HTTP answer for a provider's answer; refusals use the same error body as ingest.
+    static func response(for answer: ReportAnswer) -> HTTPResponse {
+        switch answer {
+        case .report(let contentType, let body):
+            return HTTPResponse(
+                status: 200, body: body, contentType: contentType, headers: [("Cache-Control", "no-store")])
+        case .failure(let status, let code, let message):
+            return HTTPResponse(error: .report(status: status, code: code, message: message))
+        }
+    }
+}

@@ -1,0 +1,51 @@
+import Foundation
+import TestSupport
+import Testing
+
+@testable import Aggregator
+
+@Suite struct KilledProcessTests {
+    /// `detour-analytics aggregate` in a child process, killed with SIGKILL at random moments while
+    /// it works a backlog off in small cycles (many a kill lands between COPY and COMMIT), then
+    /// `aggregate --once`: every event is loaded exactly once.
+    @Test("an aggregator process killed with SIGKILL mid-load, again and again, loses and duplicates nothing")
+    func killedMidLoad() throws {
+        guard FileManager.default.isExecutableFile(atPath: PipelineProcess.binaryPath) else {
+            Issue.record("build the binary first: \(PipelineProcess.binaryPath)")
+            return
+        }
+        let world = try World()
+        defer { world.tearDown() }
+        let envelopes = manyEvents(3000)
+        for start in stride(from: 0, to: 3000, by: 100) {
+            try world.write(Array(envelopes[start..<start + 100]))
+        }
+        let arguments = [
+            "aggregate", "--database-url", world.database.url, "--data-dir", world.dataDirectory,
+            "--max-cycle-events", "150", "--load-interval", "10ms",
+        ]
+        var generator = SystemRandomNumberGenerator()
+        var loaded = 0
+        for _ in 0..<5 {
+            let child = try PipelineProcess(arguments)
+            // Wait (bounded) until this process has committed something, then kill it a moment later,
+            // in the middle of one of its next cycles.
+            for _ in 0..<200 where child.isRunning {
+                if try world.count("select count(*) from events") > loaded { break }
+                Thread.sleep(forTimeInterval: 0.05)
+            }
+            Thread.sleep(forTimeInterval: Double.random(in: 0...0.15, using: &generator))
+            child.signal(SIGKILL)
+            loaded = try world.count("select count(*) from events")
+            #expect(child.waitForExit(timeout: .seconds(10)) != nil)
+        }
+        let loadedBeforeFinish = try world.count("select count(*) from events")
+        print("killed-process test: \(loadedBeforeFinish) of 3000 events loaded before the final run")
+        let finish = try PipelineProcess.runToEnd(Array(arguments.dropLast(2)) + ["--once"], timeout: .seconds(120))
+        #expect(finish.status == 0, "\(finish.errors)")
+        #expect(loadedBeforeFinish <= 3000)
+        #expect(try world.count("select count(*) from events") == 3000)
+        #expect(try world.count("select count(distinct event_id) from events") == 3000)
+        #expect(try world.count("select loaded_events from load_checkpoints") == 3000)
+    }
+}

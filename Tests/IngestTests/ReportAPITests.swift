@@ -1,0 +1,222 @@
+import Dispatch
+import Foundation
+import Synchronization
+import Testing
+
+@testable import Ingest
+
+/// A report provider that echoes what it was asked, optionally holding each request at a gate
+/// until the test opens it (to prove reports run off the event loops and to fill the queue).
+final class EchoReportProvider: ReportProvider {
+    let requests = Mutex<[ReportRequest]>([])
+    let isGated: Bool
+    /// Signalled when a request reaches the provider (on a report worker).
+    let arrived = DispatchSemaphore(value: 0)
+    /// Each signal lets one gated request through.
+    let gate = DispatchSemaphore(value: 0)
+    let answer: ReportAnswer?
+
+    init(isGated: Bool = false, answer: ReportAnswer? = nil) {
+        self.isGated = isGated
+        self.answer = answer
+    }
+
+    func respond(to request: ReportRequest) -> ReportAnswer {
+        requests.withLock { $0.append(request) }
+        arrived.signal()
+        // Bounded: a test that forgets to open the gate fails instead of hanging.
+        if isGated { _ = gate.wait(timeout: .now() + 20) }
+        if let answer { return answer }
+        let pairs = request.parameters.sorted { $0.key < $1.key }.map { "\"\($0.key)\":\"\($0.value)\"" }
+        let body = "{\"report\":\"\(request.kind)\",\"parameters\":{\(pairs.joined(separator: ","))}}"
+        return .report(contentType: "application/json", body: Array(body.utf8))
+    }
+}
+
+@Suite("Report API routes")
+struct ReportAPITests {
+    static let secret = [("Authorization", "Bearer \(TestServer.secretKey)"), ("X-App-ID", TestServer.app)]
+
+    @Test("a secret key gets the report of its own app, with the decoded query parameters")
+    func secretKeyReadsReport() throws {
+        let provider = EchoReportProvider()
+        let server = try TestServer(reportProvider: provider)
+        let client = try server.client()
+        for kind in ["links", "funnel", "retention", "attribution"] {
+            let response = try client.request(
+                "GET", "/api/reports/\(kind)?from=2026-06-01&to=2026-06-30&format=csv", headers: Self.secret)
+            #expect(response.status == 200)
+            #expect(response.header("Content-Type") == "application/json")
+            #expect(response.header("Cache-Control") == "no-store")
+            #expect(
+                response.json["parameters"] as? [String: String] == [
+                    "app": TestServer.app, "from": "2026-06-01", "to": "2026-06-30", "format": "csv",
+                ])
+            #expect(response.json["report"] as? String == kind)
+        }
+        // Percent-decoding, and an `app` parameter equal to X-App-ID is accepted.
+        let decoded = try client.request(
+            "GET", "/api/reports/links?app=app_acme&from=2026%2D06%2D01", headers: Self.secret)
+        #expect(decoded.status == 200)
+        #expect((decoded.json["parameters"] as? [String: String])?["from"] == "2026-06-01")
+        #expect(provider.requests.withLock { $0.count } == 5)
+    }
+
+    @Test(
+        "keys that may not read this app's reports are refused before any report runs",
+        arguments: [
+            (
+                [("Authorization", "Bearer \(TestServer.publishableKey)"), ("X-App-ID", TestServer.app)], "",
+                403, "key_not_allowed"
+            ),
+            (
+                [("Authorization", "Bearer \(TestServer.otherSecretKey)"), ("X-App-ID", TestServer.app)], "",
+                403, "key_not_allowed"
+            ),
+            (
+                [("Authorization", "Bearer \(TestServer.otherSecretKey)"), ("X-App-ID", TestServer.otherApp)],
+                "?app=app_acme", 403, "key_not_allowed"
+            ),
+            ([("X-App-ID", TestServer.app)], "", 401, "missing_key"),
+            ([("Authorization", "Bearer sk_nope"), ("X-App-ID", TestServer.app)], "", 401, "invalid_key"),
+            ([("Authorization", "Bearer \(TestServer.secretKey)")], "", 401, "missing_app_id"),
+        ])
+    func refusedKeys(headers: [(String, String)], query: String, status: Int, code: String) throws {
+        let provider = EchoReportProvider()
+        let server = try TestServer(reportProvider: provider)
+        let response = try server.client().request("GET", "/api/reports/links" + query, headers: headers)
+        #expect(response.status == status)
+        #expect(response.errorCode == code)
+        #expect(provider.requests.withLock { $0.isEmpty })
+    }
+
+    @Test(
+        "malformed query strings are 400 invalid_parameter",
+        arguments: [
+            (1...17).map { "p\($0)=1" }.joined(separator: "&"),
+            "from=" + String(repeating: "9", count: 300),
+            "from=2026-06-01&from=2026-06-02",
+        ])
+    func malformedQuery(query: String) throws {
+        let provider = EchoReportProvider()
+        let server = try TestServer(reportProvider: provider)
+        let response = try server.client().request("GET", "/api/reports/links?" + query, headers: Self.secret)
+        #expect(response.status == 400)
+        #expect(response.errorCode == "invalid_parameter")
+        #expect(provider.requests.withLock { $0.isEmpty })
+    }
+
+    @Test("a report refusal keeps its status and code, in the API's one error shape")
+    func providerFailure() throws {
+        let provider = EchoReportProvider(
+            answer: .failure(status: 503, code: "database_unavailable", message: "the report database is down"))
+        let server = try TestServer(reportProvider: provider)
+        let response = try server.client().request("GET", "/api/reports/funnel", headers: Self.secret)
+        #expect(response.status == 503)
+        #expect(response.errorCode == "database_unavailable")
+        #expect(response.header("Retry-After") == "5")
+    }
+
+    @Test("without a report provider the routes answer 503 reports_unavailable (after auth)")
+    func noProvider() throws {
+        let server = try TestServer()
+        let client = try server.client()
+        let response = try client.request("GET", "/api/reports/links", headers: Self.secret)
+        #expect(response.status == 503)
+        #expect(response.errorCode == "reports_unavailable")
+        let unauthenticated = try client.request("GET", "/api/reports/links")
+        #expect(unauthenticated.status == 401)
+        let post = try client.request("POST", "/api/reports/links", headers: Self.secret)
+        #expect(post.status == 405)
+    }
+
+    @Test("ingest and health checks are served while a report holds the only event-loop thread's request")
+    func reportsRunOffTheEventLoop() throws {
+        let provider = EchoReportProvider(isGated: true)
+        let server = try TestServer(reportProvider: provider) { $0.threads = 1 }
+        let reportClient = try server.client()
+        reportClient.send(Self.rawRequest("links"))
+        #expect(provider.arrived.wait(timeout: .now() + 10) == .success)
+        // The report is blocked inside the provider; the single event loop still answers.
+        #expect(server.isServing())
+        let event =
+            #"{"event_name":"open","timestamp":"2026-06-01T10:20:30.123Z","platform":"ios","device_id":"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b"}"#
+        let ingest = try server.client().request(
+            "POST", "/api/analytics/event", headers: TestServer.sdkHeaders(), body: Array(event.utf8))
+        #expect(ingest.status == 200)
+        provider.gate.signal()
+        let report = try reportClient.readResponse()
+        #expect(report.status == 200)
+        #expect(report.json["report"] as? String == "links")
+    }
+
+    @Test("a full report queue answers 503 reports_busy with Retry-After, then recovers")
+    func busy() throws {
+        let provider = EchoReportProvider(isGated: true)
+        let server = try TestServer(reportProvider: provider) {
+            $0.reportThreads = 1
+            $0.reportQueueDepth = 0
+        }
+        let running = try server.client()
+        running.send(Self.rawRequest("retention"))
+        #expect(provider.arrived.wait(timeout: .now() + 10) == .success)
+        let busy = try server.client().request("GET", "/api/reports/retention", headers: Self.secret)
+        #expect(busy.status == 503)
+        #expect(busy.errorCode == "reports_busy")
+        #expect(busy.header("Retry-After") == "1")
+        provider.gate.signal()
+        #expect(try running.readResponse().status == 200)
+        provider.gate.signal()
+        #expect(try server.client().request("GET", "/api/reports/retention", headers: Self.secret).status == 200)
+        #expect(provider.requests.withLock { $0.count } == 2)
+    }
+
+    static func rawRequest(_ kind: String) -> [UInt8] {
+        Array(
+            ("GET /api/reports/\(kind) HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(TestServer.secretKey)\r\n"
+                + "X-App-ID: \(TestServer.app)\r\n\r\n").utf8)
+    }
+
+    @Test("report requests are counted by route and status, with a latency histogram")
+    func metrics() throws {
+        let server = try TestServer(reportProvider: EchoReportProvider())
+        let client = try server.client()
+        _ = try client.request("GET", "/api/reports/links", headers: Self.secret)
+        _ = try client.request("GET", "/api/reports/links")
+        let text = try client.request("GET", "/metrics").text
+        #expect(text.contains(#"ingest_requests_total{route="reports_links",status="200"} 1"#))
+        #expect(text.contains(#"ingest_requests_total{route="reports_links",status="401"} 1"#))
+        #expect(text.contains(#"ingest_request_duration_seconds_count{route="reports_links"} 2"#))
+    }
+
+    @Test("a report waiting in the queue at shutdown is answered 503 shutting_down")
+    func shutdownAnswersQueued() throws {
+        let provider = EchoReportProvider(isGated: true)
+        let server = try TestServer(reportProvider: provider) { $0.reportThreads = 1 }
+        let request = Self.rawRequest("funnel")
+        let running = try server.client()
+        running.send(request)
+        #expect(provider.arrived.wait(timeout: .now() + 10) == .success)
+        let waiting = try server.client()
+        waiting.send(request)
+        // Bounded wait until the second request is queued behind the running one.
+        for _ in 0..<2000 where server.server.waitingReports == 0 { usleep(5000) }
+        #expect(server.server.waitingReports == 1)
+        let stopped = DispatchSemaphore(value: 0)
+        let box = UncheckedBox(server)
+        Thread {
+            box.value.server.shutdown()
+            stopped.signal()
+        }.start()
+        #expect(try waiting.readResponse().status == 503)
+        provider.gate.signal()
+        #expect(try running.readResponse().status == 200)
+        #expect(stopped.wait(timeout: .now() + 20) == .success)
+    }
+}
+
+/// Carries a non-Sendable test object to a helper thread the test joins.
+struct UncheckedBox<T>: @unchecked Sendable {
+    let value: T
+    init(_ value: T) { self.value = value }
+}

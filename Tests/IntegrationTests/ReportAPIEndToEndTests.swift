@@ -1,0 +1,66 @@
+import Foundation
+import TestSupport
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The report API as shipped: the real `detour-analytics run` binary (its production report
+/// provider and pool), a click posted to ingest, loaded by the aggregator, read back over HTTP.
+@Suite(.serialized)
+struct ReportAPIEndToEndTests {
+    @Test("a click posted to ingest shows up in GET /api/reports/links with the load watermark")
+    func clickReachesReportAPI() throws {
+        let database = try TestDatabase.make()
+        defer { database.drop() }
+        let data = try TemporaryDirectory()
+        let environment = ["DATABASE_URL": database.url, "DETOUR_DATA_DIR": data.path]
+        let created = try PipelineProcess.runToEnd(
+            ["apps", "create", "--id", "report-app", "--name", "Reports", "--json"], environment: environment)
+        #expect(created.status == 0, "apps create failed: \(created.errors)")
+        let keys = try JSONSerialization.jsonObject(with: Data(created.output.utf8)) as? [String: String] ?? [:]
+        let secret = try #require(keys["secret_key"])
+        let publishable = try #require(keys["publishable_key"])
+
+        let pipeline = try PipelineProcess(
+            ["run", "--http-addr", "127.0.0.1:0", "--load-interval", "200ms"], environment: environment)
+        defer { pipeline.signal(SIGTERM); _ = pipeline.waitForExit(timeout: .seconds(20)) }
+        let base = try #require(
+            pipeline.waitForLine(startingWith: "listening on "), "no listening line; log: \(pipeline.standardError)")
+        let headers = ["Authorization": "Bearer \(secret)", "X-App-ID": "report-app"]
+
+        let click =
+            #"{"clicks":[{"click_id":"clk_e2e_1","url":"https://acme.godetour.link/VnAqasAabE/a","timestamp":"2026-06-01T10:20:30.123Z","platform":"ios","kind":"web"}]}"#
+        var request = URLRequest(url: URL(string: base + "/api/link/events")!)
+        request.httpMethod = "POST"
+        request.httpBody = Data(click.utf8)
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+        #expect(try HTTP.send(request).status == 200)
+
+        // Bounded: the aggregator loads every 200 ms; give it 15 s on a busy machine.
+        var rows: [[String: Any]] = []
+        var watermark: String?
+        let deadline = ContinuousClock.now + .seconds(15)
+        while ContinuousClock.now < deadline {
+            let response = try HTTP.get(base + "/api/reports/links?from=2026-06-01&to=2026-06-01", headers: headers)
+            #expect(response.status == 200, "\(response.text)")
+            let body = (try? JSONSerialization.jsonObject(with: response.body) as? [String: Any]) ?? [:]
+            rows = ((body["tables"] as? [String: Any])?["links"] as? [[String: Any]]) ?? []
+            watermark = body["watermark"] as? String
+            if !rows.isEmpty { break }
+            Thread.sleep(forTimeInterval: 0.2)
+        }
+        #expect(rows.count == 1, "the click never reached the report; log: \(pipeline.standardError)")
+        #expect(rows.first?["clicks"] as? Int == 1)
+        #expect(watermark?.hasSuffix("Z") == true)
+
+        let publishableRead = try HTTP.get(
+            base + "/api/reports/links", headers: ["Authorization": "Bearer \(publishable)", "X-App-ID": "report-app"])
+        #expect(publishableRead.status == 403)
+        let metrics = try HTTP.get(base + "/metrics").text
+        #expect(metrics.contains(#"ingest_requests_total{route="reports_links",status="200"}"#))
+        #expect(metrics.contains(#"ingest_request_duration_seconds_count{route="reports_links"}"#))
+    }
+}
