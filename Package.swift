@@ -68,5 +68,9 @@ let package = Package(
             name: "IntegrationTests",
             dependencies: ["Ingest", "Aggregator", "Reports", "Simulator", "EventLog", "Postgres", "TestSupport"],
             swiftSettings: strict),
+        // Crash, outage, disk-full, hostile-input and isolation tests against the real binary (issue 9).
+        .testTarget(
+            name: "ReliabilityTests", dependencies: ["EventModel", "EventLog", "Postgres", "TestSupport"],
+            swiftSettings: strict),
     ]
 )

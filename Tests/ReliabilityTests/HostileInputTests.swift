@@ -1,0 +1,164 @@
+import Foundation
+import Glibc
+import Synchronization
+import Testing
+import TestSupport
+
+/// Issue 9, "hostile input": the corpus in HostileCorpus.swift, slow clients and idle connections
+/// against the real binary; each case gets its expected status and code, and normal traffic keeps
+/// succeeding during and after.
+@Suite(.serialized)
+struct HostileInputTests {
+    /// A pipeline, an app, and a normal request that must keep working.
+    final class Fixture {
+        let database: TestDatabase
+        let data: TemporaryDirectory
+        let app: AppKeys
+        let pipeline: RunningPipeline
+
+        init(extraArguments: [String] = []) throws {
+            database = try TestDatabase.make()
+            data = try TemporaryDirectory(prefix: "detour-chaos-hostile")
+            let environment = ["DATABASE_URL": database.url, "DETOUR_DATA_DIR": data.path]
+            app = try AppKeys.create(id: "hostile-app", environment: environment)
+            pipeline = RunningPipeline(environment: environment, extraArguments: extraArguments)
+            try pipeline.start()
+        }
+
+        /// Status of one valid event posted now.
+        func normalRequest() -> Int {
+            RawHTTP.post(port: pipeline.port, "/api/analytics/event", key: app.publishable, app: app.id,
+                         body: Array(HostileCorpus.event(name: "normal").utf8))?.status ?? 0
+        }
+
+        deinit {
+            pipeline.stop()
+            database.drop()
+        }
+    }
+
+    /// 1 GB of zeros as gzip (about 1 MB) and as zstd, made with the stock tools.
+    static func bombs(in directory: String) throws -> (gzip: [UInt8], zstd: [UInt8]) {
+        try LocalCluster.shell(
+            #"head -c 1000000000 /dev/zero | gzip -9 > "$1/bomb.gz" && head -c 1000000000 /dev/zero | zstd -q -3 -c > "$1/bomb.zst""#,
+            directory)
+        return (Array(try Data(contentsOf: URL(fileURLWithPath: directory + "/bomb.gz"))),
+                Array(try Data(contentsOf: URL(fileURLWithPath: directory + "/bomb.zst"))))
+    }
+
+    @Test("every hostile request gets its documented status and code, and normal traffic succeeds throughout")
+    func corpus() throws {
+        let fixture = try Fixture()
+        let bombs = try Self.bombs(in: fixture.data.path)
+        #expect(bombs.gzip.count < 1_048_576, "the gzip bomb fits under the 1 MiB body limit")
+        let cases = HostileCorpus.cases(app: fixture.app, bombs: bombs)
+        #expect(cases.count >= 50)
+
+        var table: [String] = []
+        var mismatches: [String] = []
+        for (index, hostile) in cases.enumerated() {
+            let (status, code) = send(hostile, port: fixture.pipeline.port)
+            let ok = hostile.statuses.contains(status) && (hostile.code == nil || hostile.code == code)
+            table.append("| \(index + 1) | \(hostile.name) | \(hostile.statuses.sorted()) \(hostile.code ?? "") | \(status) \(code ?? "") | \(ok ? "ok" : "MISMATCH") |")
+            if !ok { mismatches.append("\(hostile.name): expected \(hostile.statuses.sorted()) \(hostile.code ?? "-"), got \(status) \(code ?? "-")") }
+            #expect(status < 500 || hostile.statuses.contains(status), "\(hostile.name) answered \(status)")
+            if index % 5 == 4 {
+                #expect(fixture.normalRequest() == 200, "normal traffic after case \(hostile.name)")
+            }
+        }
+        print(table.joined(separator: "\n"))
+        #expect(mismatches.isEmpty, "\(mismatches.count) mismatches:\n\(mismatches.joined(separator: "\n"))")
+        #expect(fixture.normalRequest() == 200, "normal traffic after the corpus")
+        #expect(RawHTTP.exchange(port: fixture.pipeline.port, RawHTTP.request("GET", "/healthz"))?.status == 200)
+        Scale.record("hostile_cases", cases.count)
+        Scale.record("hostile_mismatches", mismatches.count)
+    }
+
+    @Test("a client sending a byte a second does not hold up others, and a stalled one is cut off")
+    func slowClients() throws {
+        let fixture = try Fixture(extraArguments: ["--idle-timeout", "3s"])
+        let port = fixture.pipeline.port
+        let request = RawHTTP.request(
+            "POST", "/api/analytics/event",
+            headers: [("Authorization", "Bearer \(fixture.app.publishable)"), ("X-App-ID", fixture.app.id), ("Content-Type", "application/json")],
+            body: Array(HostileCorpus.event(name: "slow").utf8))
+        // Three slow clients drip bytes, one a second, for a bounded time.
+        let slowSeconds = 8
+        let sentBytes = Atomic<Int>(0)
+        let done = Atomic<Int>(0)
+        for _ in 0..<3 {
+            Thread { [request] in
+                defer { done.add(1, ordering: .sequentiallyConsistent) }
+                guard let fd = RawHTTP.connect(port: port, timeout: 5) else { return }
+                defer { close(fd) }
+                for byte in request.prefix(slowSeconds) {
+                    if !RawHTTP.send(fd, [byte]) { return }
+                    sentBytes.add(1, ordering: .sequentiallyConsistent)
+                    Thread.sleep(forTimeInterval: 1)
+                }
+            }.start()
+        }
+        // Meanwhile, normal requests are served.
+        var served = 0
+        for _ in 0..<10 {
+            if fixture.normalRequest() == 200 { served += 1 }
+            Thread.sleep(forTimeInterval: 0.3)
+        }
+        #expect(served == 10, "normal requests served while slow clients drip")
+        let deadline = ContinuousClock.now + .seconds(60)
+        while done.load(ordering: .sequentiallyConsistent) < 3 && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.1) }
+
+        // A client that stops sending mid-head is disconnected after the idle timeout (bounded wait).
+        let stalled = try #require(RawHTTP.connect(port: port, timeout: 60))
+        defer { close(stalled) }
+        RawHTTP.send(stalled, Array(request.prefix(20)))
+        // recv returns 0 (closed) or an answer (e.g. 408); -1 (our 60 s timeout) means never cut off.
+        var byte: UInt8 = 0
+        let received = recv(stalled, &byte, 1, 0)
+        #expect(received >= 0, "the server closes a stalled connection (recv returned \(received), errno \(errno))")
+        #expect(fixture.normalRequest() == 200)
+    }
+
+    @Test("hundreds of idle connections do not stop normal traffic, during or after")
+    func idleConnections() throws {
+        let wanted = Scale.idleConnections
+        raiseFileLimit(to: wanted + 512)
+        let fixture = try Fixture(extraArguments: ["--idle-timeout", "120s", "--connection-limit", String(max(4096, wanted + 256))])
+        var sockets: [Int32] = []
+        defer { sockets.forEach { close($0) } }
+        for _ in 0..<wanted {
+            guard let fd = RawHTTP.connect(port: fixture.pipeline.port, timeout: 10) else { break }
+            sockets.append(fd)
+        }
+        #expect(sockets.count == wanted, "opened \(sockets.count) of \(wanted) idle connections")
+        var served = 0
+        for _ in 0..<20 where fixture.normalRequest() == 200 { served += 1 }
+        #expect(served == 20, "normal traffic with \(sockets.count) idle connections open")
+        sockets.forEach { close($0) }
+        sockets.removeAll()
+        Thread.sleep(forTimeInterval: 0.5)
+        #expect(fixture.normalRequest() == 200, "normal traffic after the idle connections close")
+        Scale.record("idle_connections", wanted)
+    }
+
+    /// Sends one case on a fresh connection; status 0 when the server closed without an answer.
+    private func send(_ hostile: HostileCase, port: Int) -> (Int, String?) {
+        guard let fd = RawHTTP.connect(port: port, timeout: 60) else { return (-1, nil) }
+        defer { close(fd) }
+        RawHTTP.send(fd, hostile.request)
+        if hostile.halfClose { shutdown(fd, Int32(SHUT_WR)) }
+        guard let response = RawHTTP.receive(fd) else { return (0, nil) }
+        let code = response.errorCode
+            ?? ((response.json?["rejected"] as? [[String: Any]])?.first?["code"] as? String)
+        return (response.status, code)
+    }
+
+    private func raiseFileLimit(to wanted: Int) {
+        var limit = rlimit()
+        getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        if limit.rlim_cur < rlim_t(wanted) {
+            limit.rlim_cur = min(rlim_t(wanted), limit.rlim_max)
+            setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        }
+    }
+}
