@@ -4,9 +4,9 @@ import Synchronization
 import Testing
 import TestSupport
 
-/// Regression tests for bugs found by the reliability work whose fix belongs to another module's
-/// owner. Each is disabled with the bug's description until the fix lands; enable it then
-/// (docs/reliability.md, "Findings").
+/// Regression tests for bugs the reliability work found (docs/reliability.md, "Findings"). A test
+/// for an open bug is disabled with the bug's description until the fix lands; fixed ones run.
+/// Pretty-printed data (fixed): EventModel writes raw data and metadata as one line.
 @Suite(.serialized)
 struct KnownBugTests {
     /// A valid SDK event whose `data` and `metadata` are pretty-printed (newlines between tokens),
@@ -14,8 +14,7 @@ struct KnownBugTests {
     static let prettyBody = Array(
         "{\"event_name\":\"purchase\",\"data\":{\n  \"revenue\": 29.99,\n  \"items\": [1,\n 2]\n},\"metadata\":{\r\n\"a\":1},\"timestamp\":\"2026-06-01T10:20:30.123Z\",\"platform\":\"ios\",\"device_id\":\"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b\",\"event_id\":\"pretty-1\"}".utf8)
 
-    @Test("an accepted event with pretty-printed data encodes to a single envelope line",
-          .disabled("bug: EventModel copies raw data/metadata bytes, whitespace newlines included, into the envelope line (Envelope+Encoding.swift:121-127 and the encode path of the normaliser); the event log refuses the record"))
+    @Test("an accepted event with pretty-printed data encodes to a single envelope line")
     func prettyPrintedDataEncodesOnOneLine() throws {
         let context = RequestContext(appID: "app", receivedAt: Timestamp(microseconds: 1_780_000_000_000_000))
         let result = try Normalizer.single(body: Self.prettyBody, kind: .event, context: context)
@@ -26,8 +25,7 @@ struct KnownBugTests {
         }
     }
 
-    @Test("the server stores an event whose data is pretty-printed, and a concurrent request is not failed with it",
-          .disabled("bug: ingest answers 503 log_unavailable for a valid body with newlines inside data/metadata (LogWriter refuses 'record contains a newline'), and every request in the same group commit fails with it"))
+    @Test("the server stores an event whose data is pretty-printed, and a concurrent request is not failed with it")
     func prettyPrintedDataIsStored() throws {
         let database = try TestDatabase.make()
         defer { database.drop() }

@@ -120,11 +120,11 @@ extension Envelope {
         if isAction, let clickID { member(&w, #","click_id":"#, clickID) }
         if let data {
             w.raw(#","data":"#)
-            w.raw(data)
+            w.rawJSON(data)
         }
         if let metadata {
             w.raw(#","metadata":"#)
-            w.raw(metadata)
+            w.rawJSON(metadata)
         }
     }
 

@@ -46,6 +46,24 @@ struct JSONWriter {
         cursor += bytes.count
     }
 
+    /// Writes a value the scanner validated, as one line: outside strings CR and LF can only be
+    /// whitespace (the scanner refuses them raw inside strings), so they become spaces, and an
+    /// envelope is always exactly one NDJSON line even when the client sent pretty-printed data.
+    mutating func rawJSON(bytes: UnsafeBufferPointer<UInt8>) {
+        let start = cursor
+        raw(bytes: bytes)
+        var position = start
+        while position < cursor {
+            if position.pointee == 0x0A || position.pointee == 0x0D { position.pointee = 0x20 }
+            position += 1
+        }
+    }
+
+    /// `rawJSON(bytes:)` for an array.
+    mutating func rawJSON(_ bytes: [UInt8]) {
+        bytes.withUnsafeBufferPointer { rawJSON(bytes: $0) }
+    }
+
     /// Moves past `count` bytes written directly at `cursor`.
     mutating func advance(by count: Int) {
         cursor += count

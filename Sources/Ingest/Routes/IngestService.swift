@@ -111,8 +111,9 @@ final class IngestService: HTTPHandler {
                 }
             return refuse(IngestError(error), info: info, raw: decoded, rawIsJSON: isJSON)
         }
-        // The normaliser writes each envelope line straight from the body (no Envelope values).
-        let records = outcome.records.map(Self.singleLine)
+        // The normaliser writes each envelope line straight from the body (no Envelope values),
+        // always as one line (pretty-printed data has its line breaks turned into spaces).
+        let records = outcome.records
         let deadLetters = outcome.rejected.isEmpty ? [] : deadLetters(for: outcome.rejected, body: decoded, info: info)
         let job = { @Sendable (complete: @escaping @Sendable (HTTPResponse) -> Void) in
             self.commits.enqueue(
@@ -178,18 +179,6 @@ final class IngestService: HTTPHandler {
         }
         return RequestInfo(
             route: route, appID: appID, sdkHeader: head.header("X-SDK"), encoding: encoding, receivedAt: .now())
-    }
-
-    /// `record` with any CR or LF turned into a space. An envelope is valid JSON, where those bytes
-    /// can only be whitespace (raw `data` as a client pretty-printed it); the log takes one line
-    /// per record. The scan is a `memchr`-speed check; records without line breaks are not copied.
-    static func singleLine(_ record: [UInt8]) -> [UInt8] {
-        let hasBreak = record.withUnsafeBytes { raw in
-            guard let base = raw.baseAddress else { return false }
-            return memchr(base, 0x0A, raw.count) != nil || memchr(base, 0x0D, raw.count) != nil
-        }
-        guard hasBreak else { return record }
-        return record.map { $0 == 0x0A || $0 == 0x0D ? 0x20 : $0 }
     }
 
     /// The key from `Bearer <key>` (scheme case-insensitive), or nil.
