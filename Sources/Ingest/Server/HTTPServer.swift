@@ -81,8 +81,10 @@ package final class HTTPServer: Sendable {
     /// answered, then stops the daemon. Safe to call more than once.
     package func shutdown() {
         guard let handle = daemon.withLock({ $0.take() }) else { return }
+        // The quiesced socket stays open until the daemon has stopped: libmicrohttpd's threads
+        // remove it from their epoll sets asynchronously, and closing it first makes that fail
+        // with a fatal "Failed to remove listen FD from epoll set" (microhttpd.h, MHD_quiesce_daemon).
         let listen = MHD_quiesce_daemon(handle.pointer)
-        if listen >= 0 { close(listen) }
         let deadline = ContinuousClock.now + .seconds(handle.grace)
         while core.inFlight.load(ordering: .acquiring) > 0, ContinuousClock.now < deadline {
             usleep(2000)
@@ -94,6 +96,7 @@ package final class HTTPServer: Sendable {
             usleep(2000)
         }
         MHD_stop_daemon(handle.pointer)
+        if listen >= 0 { close(listen) }
     }
 
     /// Requests that have started and not yet completed.
