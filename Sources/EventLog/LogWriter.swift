@@ -57,6 +57,7 @@ package final class LogWriter: Sendable {
         let lockFD = try WriterCore.lockDirectory(configuration.nodeDirectory)
         let recovered: Recovery.Result
         do {
+            _ = try LogIdentity.ensure(nodeDirectory: configuration.nodeDirectory)
             recovered = try Recovery.run(nodeDirectory: configuration.nodeDirectory)
             core = try WriterCore(configuration: configuration, lockFD: lockFD, recovered: recovered, metrics: metrics)
         } catch {

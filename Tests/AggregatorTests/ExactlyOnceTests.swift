@@ -154,3 +154,31 @@ import Testing
         up.stop()
     }
 }
+
+@Suite struct LogIdentityTests {
+    @Test("a replaced data directory is read from its start, not from the old log's checkpoint")
+    func replacedLogIsReadFromItsStart() throws {
+        let world = try World()
+        defer { world.tearDown() }
+        for batch in 0..<6 { try world.write(manyEvents(40, prefix: "old\(batch)-")) }
+        let aggregator = try world.aggregator()
+        _ = try aggregator.runUntilCaughtUp()
+        #expect(try world.count("select count(*) from events") == 240)
+        let oldID = try world.rows("select log_id from load_checkpoints")
+
+        // The data directory is replaced; the database keeps its checkpoint, which lies far
+        // beyond the first frames of the new log.
+        try world.replaceLog()
+        for batch in 0..<3 { try world.write(manyEvents(10, prefix: "new\(batch)-")) }
+        _ = try aggregator.runUntilCaughtUp()
+        #expect(try world.count("select count(*) from events") == 270, "every event of the new log is loaded")
+        let newID = try world.rows("select log_id from load_checkpoints")
+        #expect(newID != oldID && newID.first?.first != nil, "the checkpoint now names the new log")
+
+        // And the new log's checkpoint then advances as usual, exactly once.
+        try world.write(manyEvents(5, prefix: "later-"))
+        _ = try aggregator.runUntilCaughtUp()
+        #expect(try world.count("select count(*) from events") == 275)
+        aggregator.stop()
+    }
+}

@@ -61,6 +61,13 @@ final class World {
         try writer.append(envelopes.map { $0.encoded() })
     }
 
+    /// Closes `node`'s writer and deletes its directory, as an operator replacing the data
+    /// directory would; the next `write` starts a new log (a new `log.id`).
+    func replaceLog(node: String = "node-1") throws {
+        writers.removeValue(forKey: node)?.close()
+        try FileManager.default.removeItem(atPath: dataDirectory + "/segments/" + node)
+    }
+
     /// A fresh connection to the test schema.
     func connect() throws -> Connection { try database.connect() }
 

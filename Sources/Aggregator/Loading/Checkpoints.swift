@@ -9,6 +9,8 @@ enum Checkpoints {
     struct Entry: Equatable {
         var position: LogPosition
         var recordsLoaded: Int64
+        /// The log the position is in (`LogIdentity`); nil for checkpoints older than log ids.
+        var logID: String?
     }
 
     /// Every node's checkpoint.
@@ -19,7 +21,9 @@ enum Checkpoints {
             let segment = try row["segment", as: Int64.self]
             let offset = try row["frame_offset", as: Int64.self]
             let loaded = try row["loaded_events", as: Int64.self]
-            entries[node] = Entry(position: LogPosition(segment: UInt64(segment), offset: offset), recordsLoaded: loaded)
+            entries[node] = Entry(
+                position: LogPosition(segment: UInt64(segment), offset: offset), recordsLoaded: loaded,
+                logID: try row["log_id", as: String?.self])
         }
         return entries
     }
@@ -27,16 +31,26 @@ enum Checkpoints {
     /// Stores the new positions of the nodes that moved. Never moves a checkpoint backwards.
     static func advance(
         _ connection: Connection, from old: [String: Entry], to positions: [String: LogPosition],
-        records: [String: Int], newestReceivedAt: [String: Timestamp]
+        records: [String: Int], newestReceivedAt: [String: Timestamp], logIDs: [String: String]
     ) throws {
         for node in positions.keys.sorted() {
             guard let position = positions[node] else { continue }
-            if let previous = old[node], previous.position >= position { continue }
+            let logID = logIDs[node]
+            if let previous = old[node], previous.position >= position, !Self.isAnotherLog(previous, logID) { continue }
             let segment = Int64(position.segment)
             let offset = position.offset
             let count = Int64(records[node] ?? 0)
             let newest = newestReceivedAt[node]?.iso8601
-            try connection.execute(LoadSQL.advanceCheckpoint(node: node, segment: segment, offset: offset, records: count, newestReceivedAt: newest))
+            try connection.execute(
+                LoadSQL.advanceCheckpoint(
+                    node: node, segment: segment, offset: offset, records: count, newestReceivedAt: newest, logID: logID))
         }
+    }
+
+    /// Whether `entry` is a position in a different log than the node directory's `logID` (the
+    /// data directory was replaced while the database kept the checkpoint).
+    static func isAnotherLog(_ entry: Entry, _ logID: String?) -> Bool {
+        guard let stored = entry.logID, let logID else { return false }
+        return stored != logID
     }
 }

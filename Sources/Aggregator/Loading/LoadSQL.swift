@@ -54,22 +54,27 @@ enum LoadSQL {
 
     /// Every node's checkpoint.
     static let readCheckpoints: SQL = """
-        SELECT node, segment, frame_offset, loaded_events FROM load_checkpoints
+        SELECT node, segment, frame_offset, loaded_events, log_id FROM load_checkpoints
         """
 
-    /// Moves one node's checkpoint forward (never backwards), adding to its loaded count.
+    /// Moves one node's checkpoint forward (never backwards within one log; a different log id
+    /// replaces the position), adding to its loaded count.
     static func advanceCheckpoint(
-        node: String, segment: Int64, offset: Int64, records: Int64, newestReceivedAt: String?
+        node: String, segment: Int64, offset: Int64, records: Int64, newestReceivedAt: String?, logID: String?
     ) -> SQL {
         """
-        INSERT INTO load_checkpoints AS c (node, segment, frame_offset, loaded_events, newest_received_at, updated_at)
-        VALUES (\(node), \(segment)::bigint, \(offset)::bigint, \(records)::bigint, \(newestReceivedAt)::timestamptz, now())
+        INSERT INTO load_checkpoints AS c
+            (node, segment, frame_offset, loaded_events, newest_received_at, log_id, updated_at)
+        VALUES (\(node), \(segment)::bigint, \(offset)::bigint, \(records)::bigint, \(newestReceivedAt)::timestamptz,
+                \(logID)::text, now())
         ON CONFLICT (node) DO UPDATE SET
             segment = EXCLUDED.segment, frame_offset = EXCLUDED.frame_offset,
             loaded_events = c.loaded_events + EXCLUDED.loaded_events,
             newest_received_at = GREATEST(c.newest_received_at, EXCLUDED.newest_received_at),
+            log_id = coalesce(EXCLUDED.log_id, c.log_id),
             updated_at = now()
         WHERE (c.segment, c.frame_offset) < (EXCLUDED.segment, EXCLUDED.frame_offset)
+           OR c.log_id IS DISTINCT FROM coalesce(EXCLUDED.log_id, c.log_id)
         """
     }
 

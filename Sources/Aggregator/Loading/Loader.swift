@@ -157,9 +157,20 @@ final class Loader {
         let nodes = try source.nodes()
         let checkpoints = try Checkpoints.read(connection)
         var starts: [String: LogPosition?] = [:]
+        let logIDs = source.logIDs(nodes)
         for node in nodes {
             switch mode {
-            case .checkpointed: starts[node] = checkpoints[node]?.position
+            case .checkpointed:
+                if let checkpoint = checkpoints[node], Checkpoints.isAnotherLog(checkpoint, logIDs[node]) {
+                    // The position belongs to another log: read this one from its start (rows
+                    // already loaded are skipped by the dedup tables).
+                    logger.error(
+                        "checkpoint.other_log",
+                        ["node": node, "checkpoint.log_id": checkpoint.logID ?? "", "log.id": logIDs[node] ?? ""])
+                    starts[node] = .some(nil)
+                } else {
+                    starts[node] = checkpoints[node]?.position
+                }
             case .replay(let positions): starts[node] = positions[node]
             }
         }
@@ -220,7 +231,7 @@ final class Loader {
         if case .checkpointed = mode {
             try Checkpoints.advance(
                 connection, from: checkpoints, to: report.positions, records: staging.recordsByNode,
-                newestReceivedAt: staging.newestReceivedAtByNode)
+                newestReceivedAt: staging.newestReceivedAtByNode, logIDs: logIDs)
         }
         try hooks.beforeCommit?(connection)
         report.startedCommitAt = ContinuousClock.now

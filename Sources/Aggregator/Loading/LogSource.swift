@@ -25,6 +25,13 @@ struct LogSource {
         }
     }
 
+    /// Each node directory's log id (`LogIdentity`), where one was written.
+    func logIDs(_ nodes: [String]) -> [String: String] {
+        var ids: [String: String] = [:]
+        for node in nodes { ids[node] = LogIdentity.read(nodeDirectory: directory + "/" + node) }
+        return ids
+    }
+
     /// Reads up to `maxRecords` records / about `maxBytes` bytes of `node` after `position`
     /// (nil: from the beginning). Damaged frames are skipped by the reader and returned in the batch.
     func read(node: String, after position: LogPosition?, maxRecords: Int, maxBytes: Int) throws(AggregatorError)
