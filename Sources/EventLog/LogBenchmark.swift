@@ -185,11 +185,14 @@ package enum LogBenchmark {
     private static func fmt(_ value: Double) -> String { String(format: "%.2f", value) }
 }
 
-/// A small deterministic random generator (SplitMix64), so benchmark data is the same every run.
-struct SplitMix64 {
+/// A small deterministic random generator (SplitMix64), so benchmark data is the same every run
+/// (also the benchmark command's body generator).
+package struct SplitMix64 {
     private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
+    /// A generator whose sequence is fixed by `seed`.
+    package init(seed: UInt64) { state = seed }
+    /// The next 64 random bits.
+    package mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9

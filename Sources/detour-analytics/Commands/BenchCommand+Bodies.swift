@@ -1,3 +1,4 @@
+import EventLog
 import EventModel
 import Foundation
 
@@ -5,7 +6,7 @@ import Foundation
 /// link attribution in the newest SDKs' form (and Android's with null members dropped), client ids,
 /// metadata. About 300-500 bytes per event, as the SDKs send them.
 struct BenchEventGenerator {
-    private var random: BenchRandom
+    private var random: SplitMix64
     private let base: Timestamp
     private var counter = 0
 
@@ -13,7 +14,7 @@ struct BenchEventGenerator {
     ///   - seed: the same seed gives the same events (apart from `base`).
     ///   - base: the batch `sent_at`; client timestamps fall in the minute before it.
     init(seed: UInt64, base: Timestamp) {
-        random = BenchRandom(seed: seed)
+        random = SplitMix64(seed: seed)
         self.base = base
     }
 
@@ -31,7 +32,7 @@ struct BenchEventGenerator {
     /// A device id of the pool of 20,000 devices; Android devices sometimes send upper case.
     mutating func device() -> (id: String, android: Bool) {
         let index = random.next() % 20_000
-        var seeded = BenchRandom(seed: index &* 0x9E37_79B9 &+ 17)
+        var seeded = SplitMix64(seed: index &* 0x9E37_79B9 &+ 17)
         let id = BenchRandom.uuid(seeded.next(), seeded.next())
         let android = index % 3 == 0
         return (android && index % 7 == 0 ? id.uppercased() : id, android)
@@ -121,19 +122,8 @@ struct BenchEventGenerator {
     }
 }
 
-/// SplitMix64: a small deterministic generator, so benchmark data is the same on every run.
-struct BenchRandom {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
+/// Shaping random bits for the benchmark bodies (the bits come from EventLog's `SplitMix64`).
+enum BenchRandom {
     /// A version-4-shaped UUID string from 128 random bits.
     static func uuid(_ high: UInt64, _ low: UInt64) -> String {
         let hex = String(high, radix: 16).leftPadded(16) + String(low, radix: 16).leftPadded(16)
