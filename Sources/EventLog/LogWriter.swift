@@ -86,7 +86,11 @@ package final class LogWriter: Sendable {
         let shared = Shared()
         shared.pending.reserveCapacity(configuration.groupCommitBytes * 2)
         // Two jobs per compressor: one being compressed, one waiting for or inside a commit.
-        shared.freeJobs = (0..<2 * encoders.count).map { _ in FrameJob() }
+        shared.freeJobs = (0..<2 * encoders.count).map { _ in
+            let job = FrameJob()
+            job.ndjson.reserveCapacity(configuration.groupCommitBytes * 2)  // swapped in as the queue buffer
+            return job
+        }
         shared.runningCompressors = encoders.count
         monitor = Monitor(shared, conditions: Condition.firstDone + Condition.doneSlots)
         for (index, encoder) in encoders.enumerated() {
@@ -137,7 +141,9 @@ package final class LogWriter: Sendable {
             records += 1
             at = base.distance(to: UnsafeRawPointer(hit)) + 1
         }
-        try enqueue(bytes: ndjson.count, records: records) { $0.append(contentsOf: ndjson) }
+        // Typed as UInt8 so `append(contentsOf:)` takes its contiguous (memcpy) path.
+        let bytes = ndjson.assumingMemoryBound(to: UInt8.self)
+        try enqueue(bytes: ndjson.count, records: records) { $0.append(contentsOf: bytes) }
         metrics.appendSeconds.observe(since: start)
     }
 
