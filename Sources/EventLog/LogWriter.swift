@@ -57,6 +57,10 @@ package final class LogWriter: Sendable {
     let metrics: LogMetrics
     private let pendingLimit: Int
     let commitDelayNanos: UInt64
+    /// Jobs in the pool (2 per compressor).
+    let jobCount: Int
+    /// The largest batch the deep-queue rule waits for (4 MiB).
+    let deepBatchBytes = 4 << 20
 
     /// Opens the node's log, recovering the open segment (a torn tail is cut and logged), and
     /// starts the compressor and committer threads. Frames go to a new segment. Call `close()`
@@ -86,7 +90,8 @@ package final class LogWriter: Sendable {
         let shared = Shared()
         shared.pending.reserveCapacity(configuration.groupCommitBytes * 2)
         // Two jobs per compressor: one being compressed, one waiting for or inside a commit.
-        shared.freeJobs = (0..<2 * encoders.count).map { _ in
+        jobCount = 2 * encoders.count
+        shared.freeJobs = (0..<jobCount).map { _ in
             let job = FrameJob()
             job.ndjson.reserveCapacity(configuration.groupCommitBytes * 2)  // swapped in as the queue buffer
             return job
@@ -173,8 +178,9 @@ package final class LogWriter: Sendable {
             if shared.pendingSince == nil {
                 shared.pendingSince = now
                 monitor.signal(Condition.work)
-            } else if before < configuration.groupCommitBytes, shared.pending.count >= configuration.groupCommitBytes {
-                monitor.signal(Condition.work)
+            } else {
+                let threshold = batchThreshold(shared)
+                if before < threshold, shared.pending.count >= threshold { monitor.signal(Condition.work) }
             }
             let batch = shared.batch
             while !batch.isDone { monitor.wait(Condition.firstDone + batch.slot) }
