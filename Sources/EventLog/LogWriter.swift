@@ -116,16 +116,24 @@ package final class LogWriter: Sendable {
     package func append(_ records: [[UInt8]]) throws(LogError) {
         guard !records.isEmpty else { return }
         let start = ContinuousClock.now
-        var total = 0
-        for record in records {
-            let hasNewline = record.withUnsafeBytes { raw in raw.baseAddress.map { memchr($0, 10, raw.count) != nil } ?? false }
-            if hasNewline { throw .invalidRecord(reason: "record contains a newline") }
-            total += record.count + 1
+        // Records are reached through the outer buffer's addressor, so neither loop retains and
+        // releases every record array (that was ~1/4 of an appending thread's CPU).
+        let (total, hasNewline) = records.withUnsafeBufferPointer { outer in
+            var total = 0
+            for index in outer.indices {
+                let found = outer[index].withUnsafeBytes { raw in raw.baseAddress.map { memchr($0, 10, raw.count) != nil } ?? false }
+                if found { return (0, true) }
+                total += outer[index].count + 1
+            }
+            return (total, false)
         }
+        if hasNewline { throw .invalidRecord(reason: "record contains a newline") }
         try enqueue(bytes: total, records: records.count) { pending in
-            for record in records {
-                pending.append(contentsOf: record)
-                pending.append(10)
+            records.withUnsafeBufferPointer { outer in
+                for index in outer.indices {
+                    outer[index].withUnsafeBufferPointer { pending.append(contentsOf: $0) }  // (contentsOf: is __owned)
+                    pending.append(10)
+                }
             }
         }
         metrics.appendSeconds.observe(since: start)
