@@ -84,7 +84,7 @@ import Testing
             let writer = try LogWriter(configuration: configuration)
             let threads = 8
             let perThread = 100
-            let failures = Mutex<[String]>([])
+            let failures = Locked<[String]>([])
             try runThreads(threads) { thread in
                 for index in 0..<perThread {
                     var ndjson: [UInt8] = []
