@@ -34,13 +34,15 @@ extension LogWriter {
                     monitor.wait(Condition.work)
                     continue
                 }
-                // Bigger frames when the queue is deep: each frame already between the queue and
-                // its acknowledgement doubles the size a batch waits for, and the delay only counts
-                // when nothing is in flight (then nothing else would make progress). A frame taken
+                // Bigger frames when the queue is deep: each compressed frame waiting for or inside
+                // a commit doubles the size a batch waits for, and the delay only counts when the
+                // committer has nothing (then nothing else would make progress). A frame taken
                 // later still makes the same sync: the committer is busy with the earlier ones, and
                 // large frames cost ~20 % less CPU per record than 256 KiB ones (and compress better).
+                // Frames still being compressed do not count: with the committer idle, a second
+                // batch compressed alongside can join the same sync.
                 if shared.pending.count < batchThreshold(shared), !shared.isClosing {
-                    if jobCount > shared.freeJobs.count {
+                    if shared.ready.count + shared.committing > 0 {
                         monitor.wait(Condition.work)  // `finish` returns jobs and broadcasts
                         continue
                     }
@@ -67,9 +69,9 @@ extension LogWriter {
     }
 
     /// The pending size at which a compressor takes the batch: `groupCommitBytes`, doubled for
-    /// each frame between the queue and its acknowledgement, at most `deepBatchBytes`.
+    /// each compressed frame waiting for or inside a commit, at most `deepBatchBytes`.
     func batchThreshold(_ shared: Shared) -> Int {
-        let inFlight = jobCount - shared.freeJobs.count
+        let inFlight = shared.ready.count + shared.committing
         return min(configuration.groupCommitBytes << min(inFlight, 8), max(configuration.groupCommitBytes, deepBatchBytes))
     }
 
@@ -102,7 +104,10 @@ extension LogWriter {
                     jobs.append(shared.ready.remove(at: index))
                     shared.nextCommit += 1
                 }
-                if !jobs.isEmpty { return .some(jobs) }
+                if !jobs.isEmpty {
+                    shared.committing = jobs.count
+                    return .some(jobs)
+                }
                 // Compressors put their last frame into `ready` before they end.
                 if shared.runningCompressors == 0 { return .some(nil) }
                 if syncIn == 0 { return nil }
@@ -122,6 +127,7 @@ extension LogWriter {
         let failures = jobs.filter { $0.error != nil }.count
         if failures > 0 { metrics.failures.increment(by: failures) }
         monitor.withLock { shared in
+            shared.committing -= jobs.count
             var lastError: LogError?
             for job in jobs {
                 job.batch.isDone = true

@@ -27,6 +27,8 @@ package final class LogWriter: Sendable {
         var nextTicket: UInt64 = 0
         /// Compressed frames waiting for the committer, in any order.
         var ready: [FrameJob] = []
+        /// Frames the committer took and has not finished yet.
+        var committing = 0
         /// Ticket of the next frame to commit.
         var nextCommit: UInt64 = 0
         var runningCompressors = 0
@@ -57,8 +59,6 @@ package final class LogWriter: Sendable {
     let metrics: LogMetrics
     private let pendingLimit: Int
     let commitDelayNanos: UInt64
-    /// Jobs in the pool (2 per compressor).
-    let jobCount: Int
     /// The largest batch the deep-queue rule waits for (4 MiB).
     let deepBatchBytes = 4 << 20
 
@@ -90,8 +90,7 @@ package final class LogWriter: Sendable {
         let shared = Shared()
         shared.pending.reserveCapacity(configuration.groupCommitBytes * 2)
         // Two jobs per compressor: one being compressed, one waiting for or inside a commit.
-        jobCount = 2 * encoders.count
-        shared.freeJobs = (0..<jobCount).map { _ in
+        shared.freeJobs = (0..<2 * encoders.count).map { _ in
             let job = FrameJob()
             job.ndjson.reserveCapacity(configuration.groupCommitBytes * 2)  // swapped in as the queue buffer
             return job
