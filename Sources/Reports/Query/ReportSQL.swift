@@ -33,6 +33,27 @@ package enum ReportSQL {
         """
     }
 
+    /// The per-link report in one read (`report_link_summary`, sql/054): one row per link and day.
+    /// Columns: those of `linkDaily`, plus the breakdowns as parallel arrays: `event_names`,
+    /// `event_counts`, `retention_names`, `retention_counts`, `revenue_currencies`, `revenue_amounts`
+    /// (exact decimal text), `utm_sources`, `utm_mediums`, `utm_campaigns` ('' = absent), `utm_clicks`,
+    /// `utm_universal_link_opens`, `utm_matched_installs`, `utm_attributed_installs`,
+    /// `utm_install_rates` ('' = NULL). Ordered by path and day.
+    package static func linkSummary(app: String, from: ReportDay, to: ReportDay) -> SQL {
+        """
+        SELECT path, day::text AS day, clicks, universal_link_opens, matched_installs, attributed_installs,
+               install_rate::text AS install_rate, reengagements,
+               clicks_ios, universal_link_opens_ios, matched_installs_ios, attributed_installs_ios, reengagements_ios,
+               clicks_android, universal_link_opens_android, matched_installs_android, attributed_installs_android,
+               reengagements_android, event_names, event_counts, retention_names, retention_counts,
+               revenue_currencies, revenue_amounts, utm_sources, utm_mediums, utm_campaigns, utm_clicks,
+               utm_universal_link_opens, utm_matched_installs, utm_attributed_installs, utm_install_rates
+        FROM report_link_summary
+        WHERE app_id = \(app) AND day BETWEEN \(from.iso8601)::date AND \(to.iso8601)::date
+        ORDER BY path, day
+        """
+    }
+
     /// Events of attributed devices per link and day. Columns: `path`, `day`, `kind`
     /// (`event`|`retention`), `name`, `events`.
     package static func linkDailyEvents(app: String, from: ReportDay, to: ReportDay) -> SQL {

@@ -16,15 +16,17 @@ package struct ReportService {
         try run { try connection.query(ReportSQL.watermark).first?["watermark", as: String?.self] ?? nil }
     }
 
-    /// The per-link daily report (with platform splits, events, revenue and the UTM breakdown).
+    /// The per-link daily report (with platform splits, events, revenue and the UTM breakdown), read
+    /// from `report_link_summary` in one query (one row per link and day, breakdowns as arrays).
     ///
     /// - Throws: `ReportError.unknownApp`, `.invalidParameter` when `from > to`, `.database`.
     package func links(app: String, from: ReportDay, to: ReportDay) throws(ReportError) -> LinkReport {
         try validate(app: app, from: from, to: to)
         return try run {
             let watermark = try connection.query(ReportSQL.watermark).first?["watermark", as: String?.self] ?? nil
-            var rows: [RowKey: LinkDayRow] = [:]
-            for row in try connection.query(ReportSQL.linkDaily(app: app, from: from, to: to)) {
+            var rows: [LinkDayRow] = []
+            var utm: [UTMRow] = []
+            for row in try connection.query(ReportSQL.linkSummary(app: app, from: from, to: to)) {
                 let key = try RowKey(row)
                 var link = LinkDayRow(path: key.path, day: key.day)
                 link.clicks = try row["clicks", as: Int.self]
@@ -35,41 +37,33 @@ package struct ReportService {
                 link.reengagements = try row["reengagements", as: Int.self]
                 link.ios = try Self.platform(row, suffix: "_ios")
                 link.android = try Self.platform(row, suffix: "_android")
-                rows[key] = link
-            }
-            for row in try connection.query(ReportSQL.linkDailyEvents(app: app, from: from, to: to)) {
-                let key = try RowKey(row)
-                let name = try row["name", as: String.self]
-                let count = try row["events", as: Int.self]
-                if try row["kind", as: String.self] == "event" {
-                    rows[key, default: LinkDayRow(path: key.path, day: key.day)].events[name] = count
-                } else {
-                    rows[key, default: LinkDayRow(path: key.path, day: key.day)].retentionEvents[name] = count
+                link.events = try Self.pairs(row, "event_names", "event_counts", as: Int.self)
+                link.retentionEvents = try Self.pairs(row, "retention_names", "retention_counts", as: Int.self)
+                link.revenue = try Self.pairs(row, "revenue_currencies", "revenue_amounts", as: String.self)
+                rows.append(link)
+                let sources = try row["utm_sources", as: [String].self]
+                let mediums = try row["utm_mediums", as: [String].self]
+                let campaigns = try row["utm_campaigns", as: [String].self]
+                let clicks = try row["utm_clicks", as: [Int].self]
+                let opens = try row["utm_universal_link_opens", as: [Int].self]
+                let matched = try row["utm_matched_installs", as: [Int].self]
+                let attributed = try row["utm_attributed_installs", as: [Int].self]
+                let rates = try row["utm_install_rates", as: [String].self]
+                guard
+                    [mediums.count, campaigns.count, clicks.count, opens.count, matched.count, attributed.count,
+                     rates.count].allSatisfy({ $0 == sources.count })
+                else { throw ReportError.database(message: "report_link_summary: UTM arrays of different lengths") }
+                for index in sources.indices {
+                    utm.append(
+                        UTMRow(
+                            path: key.path, day: key.day, source: Self.absent(sources[index]),
+                            medium: Self.absent(mediums[index]), campaign: Self.absent(campaigns[index]),
+                            clicks: clicks[index], universalLinkOpens: opens[index], matchedInstalls: matched[index],
+                            attributedInstalls: attributed[index], installRate: Self.absent(rates[index])))
                 }
             }
-            for row in try connection.query(ReportSQL.linkDailyRevenue(app: app, from: from, to: to)) {
-                let key = try RowKey(row)
-                rows[key, default: LinkDayRow(path: key.path, day: key.day)].revenue[
-                    try row["currency", as: String.self]] =
-                    try row["revenue", as: String.self]
-            }
-            var utm: [UTMRow] = []
-            for row in try connection.query(ReportSQL.linkDailyUTM(app: app, from: from, to: to)) {
-                let key = try RowKey(row)
-                utm.append(
-                    UTMRow(
-                        path: key.path, day: key.day, source: try row["utm_source", as: String?.self],
-                        medium: try row["utm_medium", as: String?.self],
-                        campaign: try row["utm_campaign", as: String?.self],
-                        clicks: try row["clicks", as: Int.self],
-                        universalLinkOpens: try row["universal_link_opens", as: Int.self],
-                        matchedInstalls: try row["matched_installs", as: Int.self],
-                        attributedInstalls: try row["attributed_installs", as: Int.self],
-                        installRate: try row["install_rate", as: String?.self]))
-            }
-            return LinkReport(
-                app: app, from: from, to: to, watermark: watermark,
-                rows: rows.values.sorted { ($0.path, $0.day) < ($1.path, $1.day) }, utm: utm)
+            rows.sort { ($0.path, $0.day) < ($1.path, $1.day) }
+            return LinkReport(app: app, from: from, to: to, watermark: watermark, rows: rows, utm: utm)
         }
     }
 
@@ -234,6 +228,21 @@ package struct ReportService {
         counts.reengagements = try row["reengagements" + suffix, as: Int.self]
         return counts
     }
+
+    /// Two parallel array columns (names and values) as a dictionary.
+    private static func pairs<Value: PostgresDecodable & PostgresArrayElement>(
+        _ row: Row, _ names: String, _ values: String, as type: Value.Type
+    ) throws -> [String: Value] {
+        let keys = try row[names, as: [String].self]
+        let items = try row[values, as: [Value].self]
+        guard keys.count == items.count else {
+            throw ReportError.database(message: "\(names) and \(values) have different lengths")
+        }
+        return Dictionary(zip(keys, items), uniquingKeysWith: { _, last in last })
+    }
+
+    /// '' (the rollups' "none") as nil.
+    private static func absent(_ text: String) -> String? { text.isEmpty ? nil : text }
 
     static func day(_ row: Row, _ column: String) throws -> ReportDay {
         let text = try row[column, as: String.self]

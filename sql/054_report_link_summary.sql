@@ -1,0 +1,237 @@
+-- 054_report_link_summary: the per-link report read as one compact row per link and day.
+--
+-- The per-link report (ReportService.links, `report links`, GET /api/reports/links, the daily job)
+-- used to read four views: one row per link and day, plus one per link, day, kind and event name,
+-- one per currency and one per UTM variant. At 1,000 links that is hundreds of thousands of rows for
+-- 30 days (sorted, sent and decoded), whatever the rollups cost. rollup_link_summary holds the same
+-- numbers as one row per (app, local day, link): the per-link counts of rollup_link_daily and the
+-- events, revenue and UTM breakdown of that link and day as parallel arrays. It is derived from the
+-- day's rows of the other rollups by rollup_refresh_day (so it is exactly as incremental as they
+-- are: one (app, day) key rewrites that day's rows only) and read through report_link_summary.
+--
+-- Also: rebuild_rollups analyses the derived tables it has just filled (rollup_clicks,
+-- rollup_devices, rollup_funnel_entries) before the per-day loop. Without it the loop planned
+-- against the statistics of the emptied tables (e.g. probed rollup_devices through the install-day
+-- index and filtered on device_id, once per event).
+
+CREATE TABLE rollup_link_summary (
+    app_id text NOT NULL,
+    day date NOT NULL,
+    path text NOT NULL,
+    -- rollup_link_daily's report counts (0 when the link has only events or revenue that day)
+    clicks integer NOT NULL,
+    universal_link_opens integer NOT NULL,
+    matched_installs integer NOT NULL,
+    attributed_installs integer NOT NULL,
+    reengagements integer NOT NULL,
+    clicks_ios integer NOT NULL,
+    clicks_android integer NOT NULL,
+    universal_link_opens_ios integer NOT NULL,
+    universal_link_opens_android integer NOT NULL,
+    matched_installs_ios integer NOT NULL,
+    matched_installs_android integer NOT NULL,
+    attributed_installs_ios integer NOT NULL,
+    attributed_installs_android integer NOT NULL,
+    reengagements_ios integer NOT NULL,
+    reengagements_android integer NOT NULL,
+    -- rollup_link_events_daily, by name: actions (kind 'event') and retention events
+    event_names text[] NOT NULL,
+    event_counts integer[] NOT NULL,
+    retention_names text[] NOT NULL,
+    retention_counts integer[] NOT NULL,
+    -- rollup_link_revenue_daily: currency and exact amount (numeric as text)
+    revenue_currencies text[] NOT NULL,
+    revenue_amounts text[] NOT NULL,
+    -- rollup_link_utm_daily, ordered by source, medium, campaign ('' = absent, first); install rate
+    -- as report_link_daily_utm prints it ('' when there were no clicks)
+    utm_sources text[] NOT NULL,
+    utm_mediums text[] NOT NULL,
+    utm_campaigns text[] NOT NULL,
+    utm_clicks integer[] NOT NULL,
+    utm_universal_link_opens integer[] NOT NULL,
+    utm_matched_installs integer[] NOT NULL,
+    utm_attributed_installs integer[] NOT NULL,
+    utm_install_rates text[] NOT NULL,
+    PRIMARY KEY (app_id, day, path)
+);
+
+-- Rewrites the summary rows of one (app, day) from that day's rows of the other link rollups. A
+-- link has a row when report_link_daily shows it that day or it has events or revenue then.
+CREATE FUNCTION rollup_refresh_link_summary(p_app text, p_day date) RETURNS void
+LANGUAGE sql AS $fn$
+    DELETE FROM rollup_link_summary WHERE app_id = p_app AND day = p_day;
+    INSERT INTO rollup_link_summary
+    SELECT p_app, p_day, k.path,
+           coalesce(l.clicks, 0), coalesce(l.universal_link_opens, 0), coalesce(l.matched_installs, 0),
+           coalesce(l.attributed_installs, 0), coalesce(l.reengagements, 0),
+           coalesce(l.clicks_ios, 0), coalesce(l.clicks_android, 0), coalesce(l.universal_link_opens_ios, 0),
+           coalesce(l.universal_link_opens_android, 0), coalesce(l.matched_installs_ios, 0),
+           coalesce(l.matched_installs_android, 0), coalesce(l.attributed_installs_ios, 0),
+           coalesce(l.attributed_installs_android, 0), coalesce(l.reengagements_ios, 0),
+           coalesce(l.reengagements_android, 0),
+           coalesce(e.event_names, '{}'), coalesce(e.event_counts, '{}'),
+           coalesce(e.retention_names, '{}'), coalesce(e.retention_counts, '{}'),
+           coalesce(v.currencies, '{}'), coalesce(v.amounts, '{}'),
+           coalesce(u.sources, '{}'), coalesce(u.mediums, '{}'), coalesce(u.campaigns, '{}'),
+           coalesce(u.clicks, '{}'), coalesce(u.opens, '{}'), coalesce(u.matched, '{}'),
+           coalesce(u.attributed, '{}'), coalesce(u.rates, '{}')
+    FROM (
+        SELECT r.path FROM rollup_link_daily r
+        WHERE r.app_id = p_app AND r.day = p_day
+          AND r.clicks + r.universal_link_opens + r.matched_installs + r.attributed_installs + r.reengagements > 0
+        UNION
+        SELECT r.path FROM rollup_link_events_daily r WHERE r.app_id = p_app AND r.day = p_day
+        UNION
+        SELECT r.path FROM rollup_link_revenue_daily r WHERE r.app_id = p_app AND r.day = p_day
+    ) k
+    LEFT JOIN rollup_link_daily l
+        ON l.app_id = p_app AND l.day = p_day AND l.path = k.path
+       AND l.clicks + l.universal_link_opens + l.matched_installs + l.attributed_installs + l.reengagements > 0
+    LEFT JOIN (
+        SELECT r.path,
+               array_agg(r.name ORDER BY r.name) FILTER (WHERE r.kind = 'event') AS event_names,
+               array_agg(r.events ORDER BY r.name) FILTER (WHERE r.kind = 'event') AS event_counts,
+               array_agg(r.name ORDER BY r.name) FILTER (WHERE r.kind <> 'event') AS retention_names,
+               array_agg(r.events ORDER BY r.name) FILTER (WHERE r.kind <> 'event') AS retention_counts
+        FROM rollup_link_events_daily r WHERE r.app_id = p_app AND r.day = p_day
+        GROUP BY r.path
+    ) e ON e.path = k.path
+    LEFT JOIN (
+        SELECT r.path, array_agg(r.currency ORDER BY r.currency) AS currencies,
+               array_agg(r.revenue::text ORDER BY r.currency) AS amounts
+        FROM rollup_link_revenue_daily r WHERE r.app_id = p_app AND r.day = p_day
+        GROUP BY r.path
+    ) v ON v.path = k.path
+    LEFT JOIN (
+        SELECT r.path,
+               array_agg(r.utm_source ORDER BY r.utm_source, r.utm_medium, r.utm_campaign) AS sources,
+               array_agg(r.utm_medium ORDER BY r.utm_source, r.utm_medium, r.utm_campaign) AS mediums,
+               array_agg(r.utm_campaign ORDER BY r.utm_source, r.utm_medium, r.utm_campaign) AS campaigns,
+               array_agg(r.clicks ORDER BY r.utm_source, r.utm_medium, r.utm_campaign) AS clicks,
+               array_agg(r.universal_link_opens ORDER BY r.utm_source, r.utm_medium, r.utm_campaign) AS opens,
+               array_agg(r.matched_installs ORDER BY r.utm_source, r.utm_medium, r.utm_campaign) AS matched,
+               array_agg(r.attributed_installs ORDER BY r.utm_source, r.utm_medium, r.utm_campaign) AS attributed,
+               array_agg(coalesce(CASE WHEN r.clicks > 0 THEN round(r.matched_installs::numeric / r.clicks, 6)::text END, '')
+                         ORDER BY r.utm_source, r.utm_medium, r.utm_campaign) AS rates
+        FROM rollup_link_utm_daily r WHERE r.app_id = p_app AND r.day = p_day
+        GROUP BY r.path
+    ) u ON u.path = k.path;
+$fn$;
+
+-- The day's rollups as 053 computes them, then the day's summary rows. Callers (rollup_apply_work,
+-- rebuild_rollups) keep calling rollup_refresh_day.
+ALTER FUNCTION rollup_refresh_day(text, date) RENAME TO rollup_refresh_day_rollups;
+CREATE FUNCTION rollup_refresh_day(p_app text, p_day date) RETURNS void
+LANGUAGE plpgsql AS $fn$
+BEGIN
+    PERFORM rollup_refresh_day_rollups(p_app, p_day);
+    PERFORM rollup_refresh_link_summary(p_app, p_day);
+END
+$fn$;
+
+-- Existing data: derive the summary of every day the link rollups hold (no rebuild needed).
+DO $backfill$
+DECLARE
+    k record;
+BEGIN
+    FOR k IN
+        SELECT app_id, day FROM rollup_link_daily
+        UNION SELECT app_id, day FROM rollup_link_events_daily
+        UNION SELECT app_id, day FROM rollup_link_revenue_daily
+    LOOP
+        PERFORM rollup_refresh_link_summary(k.app_id, k.day);
+    END LOOP;
+END
+$backfill$;
+
+-- The per-link report in one read: one row per link and day (report_link_daily's rows plus the
+-- link-days that only have events or revenue), with the breakdowns as arrays. UTM arrays use ''
+-- for an absent parameter and for an undefined install rate.
+CREATE VIEW report_link_summary AS
+SELECT r.app_id, r.path, r.day, r.clicks::bigint AS clicks, r.universal_link_opens::bigint AS universal_link_opens,
+       r.matched_installs::bigint AS matched_installs, r.attributed_installs::bigint AS attributed_installs,
+       CASE WHEN r.clicks > 0 THEN round(r.matched_installs::numeric / r.clicks, 6) END AS install_rate,
+       r.reengagements::bigint AS reengagements,
+       r.clicks_ios::bigint AS clicks_ios, r.clicks_android::bigint AS clicks_android,
+       r.universal_link_opens_ios::bigint AS universal_link_opens_ios,
+       r.universal_link_opens_android::bigint AS universal_link_opens_android,
+       r.matched_installs_ios::bigint AS matched_installs_ios,
+       r.matched_installs_android::bigint AS matched_installs_android,
+       r.attributed_installs_ios::bigint AS attributed_installs_ios,
+       r.attributed_installs_android::bigint AS attributed_installs_android,
+       r.reengagements_ios::bigint AS reengagements_ios, r.reengagements_android::bigint AS reengagements_android,
+       r.event_names, r.event_counts, r.retention_names, r.retention_counts, r.revenue_currencies, r.revenue_amounts,
+       r.utm_sources, r.utm_mediums, r.utm_campaigns, r.utm_clicks, r.utm_universal_link_opens,
+       r.utm_matched_installs, r.utm_attributed_installs, r.utm_install_rates
+FROM rollup_link_summary r;
+
+DO $grant$
+BEGIN
+    IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'detour_analyst') THEN
+        EXECUTE format('GRANT SELECT ON %I.report_link_summary TO detour_analyst', current_schema());
+    END IF;
+END
+$grant$;
+
+-- rebuild_rollups (051) with statistics for the per-day loop: the derived tables are analysed once
+-- they are filled, the loop's rollup tables once emptied.
+CREATE OR REPLACE FUNCTION rebuild_rollups()
+RETURNS void
+LANGUAGE plpgsql AS $fn$
+DECLARE
+    k record;
+BEGIN
+    PERFORM rollup_lock();
+    IF to_regclass('rollup_events_daily') IS NOT NULL THEN
+        EXECUTE 'DELETE FROM rollup_events_daily';
+        EXECUTE 'INSERT INTO rollup_events_daily (app_id, day, kind, name, events, devices)
+                 SELECT e.app_id, (e.event_time AT TIME ZONE ''UTC'')::date, e.kind, e.name, count(*), count(DISTINCT e.device_id)
+                 FROM events e GROUP BY 1, 2, 3, 4';
+    END IF;
+    PERFORM rollup_prepare_work();
+    DELETE FROM rollup_link_daily;
+    DELETE FROM rollup_link_utm_daily;
+    DELETE FROM rollup_link_events_daily;
+    DELETE FROM rollup_link_revenue_daily;
+    DELETE FROM rollup_link_summary;
+    DELETE FROM rollup_cohort_events_daily;
+    DELETE FROM rollup_cohort_revenue_daily;
+    DELETE FROM rollup_installs_daily;
+    DELETE FROM rollup_retention_daily;
+    DELETE FROM rollup_funnel_daily;
+    DELETE FROM rollup_funnel_entries;
+    DELETE FROM rollup_devices;
+    DELETE FROM rollup_clicks;
+    DELETE FROM rollup_pending_keys;
+    DELETE FROM rollup_pending_devices;
+    DELETE FROM rollup_pending_clicks;
+    DELETE FROM rollup_pending_utc_days;
+    DELETE FROM rollup_apps;
+    INSERT INTO rollup_apps (app_id, newest_event_at) SELECT e.app_id, max(e.event_time) FROM events e GROUP BY e.app_id;
+
+    INSERT INTO pg_temp.rollup_work_clicks (app_id, click_id, click_time)
+    SELECT DISTINCT ON (c.app_id, c.click_id) c.app_id, c.click_id, c.click_time FROM clicks c
+    ORDER BY c.app_id, c.click_id, c.click_time;
+    PERFORM rollup_load_clicks();
+    ANALYZE rollup_clicks;
+    INSERT INTO pg_temp.rollup_work_devices (app_id, device_id, min_time, changed)
+    SELECT e.app_id, e.device_id, min(e.event_time), true FROM events e GROUP BY e.app_id, e.device_id;
+    PERFORM rollup_compute_states();
+    INSERT INTO rollup_devices SELECT * FROM pg_temp.rollup_work_states;
+    INSERT INTO rollup_funnel_entries SELECT * FROM pg_temp.rollup_work_entries;
+    ANALYZE rollup_devices;
+    ANALYZE rollup_funnel_entries;
+
+    FOR k IN
+        SELECT DISTINCT x.app_id, (x.at AT TIME ZONE coalesce(a.time_zone, 'UTC'))::date AS day
+        FROM (
+            SELECT e.app_id, e.event_time AS at FROM events e
+            UNION ALL SELECT c.app_id, c.click_time FROM clicks c
+            UNION ALL SELECT m.app_id, m.match_time FROM matches m
+        ) x LEFT JOIN apps a ON a.id = x.app_id
+        ORDER BY 1, 2
+    LOOP
+        PERFORM rollup_refresh_day(k.app_id, k.day);
+    END LOOP;
+END
+$fn$;
