@@ -1,4 +1,5 @@
--- 054_report_link_summary: the per-link report read as one compact row per link and day.
+-- 054_report_link_summary: the per-link and funnel reports read as one compact row per link and
+-- day (per funnel, link and cohort day).
 --
 -- The per-link report (ReportService.links, `report links`, GET /api/reports/links, the daily job)
 -- used to read four views: one row per link and day, plus one per link, day, kind and event name,
@@ -8,6 +9,9 @@
 -- events, revenue and UTM breakdown of that link and day as parallel arrays. It is derived from the
 -- day's rows of the other rollups by rollup_refresh_day (so it is exactly as incremental as they
 -- are: one (app, day) key rewrites that day's rows only) and read through report_link_summary.
+--
+-- rollup_funnel_summary does the same for the funnel report (one row per funnel, link and cohort
+-- day with its steps as arrays, instead of one row per step), read through report_funnel_summary.
 --
 -- Also: rebuild_rollups analyses the derived tables it has just filled (rollup_clicks,
 -- rollup_devices, rollup_funnel_entries) before the per-day loop. Without it the loop planned
@@ -118,7 +122,40 @@ LANGUAGE sql AS $fn$
     ) u ON u.path = k.path;
 $fn$;
 
--- The day's rollups as 053 computes them, then the day's summary rows. Callers (rollup_apply_work,
+-- The funnel report per (app, cohort day, funnel, link): rollup_funnel_daily's steps as arrays in
+-- step order, with the rates and medians exactly as report_funnel prints them ('' = NULL).
+CREATE TABLE rollup_funnel_summary (
+    app_id text NOT NULL,
+    day date NOT NULL,
+    funnel_id text NOT NULL,
+    path text NOT NULL,
+    steps integer[] NOT NULL,
+    step_names text[] NOT NULL,
+    devices integer[] NOT NULL,
+    conversions_from_previous text[] NOT NULL,
+    conversions_overall text[] NOT NULL,
+    median_seconds_from_previous text[] NOT NULL,
+    PRIMARY KEY (app_id, day, funnel_id, path)
+);
+
+-- Rewrites the funnel summary rows of one (app, cohort day) from that day's rollup_funnel_daily rows.
+CREATE FUNCTION rollup_refresh_funnel_summary(p_app text, p_day date) RETURNS void
+LANGUAGE sql AS $fn$
+    DELETE FROM rollup_funnel_summary WHERE app_id = p_app AND day = p_day;
+    INSERT INTO rollup_funnel_summary
+    SELECT p_app, p_day, r.funnel_id, r.path,
+           array_agg(r.step ORDER BY r.step), array_agg(r.step_name ORDER BY r.step),
+           array_agg(r.devices ORDER BY r.step),
+           array_agg(coalesce(CASE WHEN r.step > 1 THEN round(r.devices::numeric / nullif(r.devices_previous, 0), 6)::text END, '')
+                     ORDER BY r.step),
+           array_agg(coalesce(round(r.devices::numeric / nullif(r.devices_first, 0), 6)::text, '') ORDER BY r.step),
+           array_agg(coalesce(trim_scale(extract(epoch FROM r.median_from_previous))::text, '') ORDER BY r.step)
+    FROM rollup_funnel_daily r
+    WHERE r.app_id = p_app AND r.day = p_day
+    GROUP BY r.funnel_id, r.path;
+$fn$;
+
+-- The day's rollups as 053 computes them, then the day's summary rows (links, funnels). Callers (rollup_apply_work,
 -- rebuild_rollups) keep calling rollup_refresh_day.
 ALTER FUNCTION rollup_refresh_day(text, date) RENAME TO rollup_refresh_day_rollups;
 CREATE FUNCTION rollup_refresh_day(p_app text, p_day date) RETURNS void
@@ -126,6 +163,7 @@ LANGUAGE plpgsql AS $fn$
 BEGIN
     PERFORM rollup_refresh_day_rollups(p_app, p_day);
     PERFORM rollup_refresh_link_summary(p_app, p_day);
+    PERFORM rollup_refresh_funnel_summary(p_app, p_day);
 END
 $fn$;
 
@@ -140,6 +178,9 @@ BEGIN
         UNION SELECT app_id, day FROM rollup_link_revenue_daily
     LOOP
         PERFORM rollup_refresh_link_summary(k.app_id, k.day);
+    END LOOP;
+    FOR k IN SELECT DISTINCT app_id, day FROM rollup_funnel_daily LOOP
+        PERFORM rollup_refresh_funnel_summary(k.app_id, k.day);
     END LOOP;
 END
 $backfill$;
@@ -165,10 +206,19 @@ SELECT r.app_id, r.path, r.day, r.clicks::bigint AS clicks, r.universal_link_ope
        r.utm_matched_installs, r.utm_attributed_installs, r.utm_install_rates
 FROM rollup_link_summary r;
 
+-- The funnel report in one read: one row per funnel, link (NULL = organic) and cohort day, the
+-- steps as arrays ('' = NULL in the rate and median arrays).
+CREATE VIEW report_funnel_summary AS
+SELECT r.app_id, r.funnel_id, d.name AS funnel_name, nullif(r.path, '') AS path, r.day, r.steps, r.step_names,
+       r.devices, r.conversions_from_previous, r.conversions_overall, r.median_seconds_from_previous
+FROM rollup_funnel_summary r
+JOIN report_funnel_definitions d ON d.app_id = r.app_id AND d.funnel_id = r.funnel_id;
+
 DO $grant$
 BEGIN
     IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'detour_analyst') THEN
         EXECUTE format('GRANT SELECT ON %I.report_link_summary TO detour_analyst', current_schema());
+        EXECUTE format('GRANT SELECT ON %I.report_funnel_summary TO detour_analyst', current_schema());
     END IF;
 END
 $grant$;
@@ -199,6 +249,7 @@ BEGIN
     DELETE FROM rollup_installs_daily;
     DELETE FROM rollup_retention_daily;
     DELETE FROM rollup_funnel_daily;
+    DELETE FROM rollup_funnel_summary;
     DELETE FROM rollup_funnel_entries;
     DELETE FROM rollup_devices;
     DELETE FROM rollup_clicks;

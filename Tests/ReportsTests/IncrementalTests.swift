@@ -187,6 +187,10 @@ import Testing
         #expect(checkout.map(\.devices) == [3, 2, 1])
         #expect(checkout.map(\.medianSecondsFromPrevious) == [nil, "60", "60"])
         #expect(checkout.map(\.funnelName) == ["Checkout", "Checkout", "Checkout"])
+        #expect(
+            report
+                == (try ReportService(connection: connection).funnelFromViews(
+                    app: "a", from: day("2026-06-01"), to: day("2026-06-01"))))
     }
 }
 

@@ -50,6 +50,11 @@ import Testing
                 "/x 2026-06-01 - 1 1", "/x 2026-06-01 news 1 1", "/y 2026-06-01 - 1 0",
             ])
         #expect(report.utm.map(\.installRate) == ["1.000000", "1.000000", "0.000000"])
+        // The compact read (report_link_summary) is the report the four per-link views give.
+        #expect(
+            report
+                == (try ReportService(connection: database.connection).linksFromViews(
+                    app: "a", from: day("2026-06-01"), to: day("2026-06-30"))))
     }
 
     @Test("attribution: installs by kind, cohort and activity actions and revenue, last-touch opens")
@@ -93,6 +98,11 @@ import Testing
         #expect(x.map(\.medianSecondsFromPrevious) == [nil, "1110", "0", "60", "3600"])
         #expect(x.map(\.conversionFromPrevious) == [nil, "1.000000", "1.000000", "0.500000", "1.000000"])
         #expect(x.map(\.conversionOverall) == ["1.000000", "1.000000", "1.000000", "0.500000", "0.500000"])
+        // The compact read (report_funnel_summary) is the report report_funnel gives.
+        #expect(
+            report
+                == (try ReportService(connection: database.connection).funnelFromViews(
+                    app: "a", from: day("2026-06-01"), to: day("2026-06-01"))))
         let y = report.rows.filter { $0.path == "/y" }
         #expect(y.map(\.devices) == [1, 0, 0, 0, 0])
         #expect(y.map(\.medianSecondsFromPrevious) == [nil, nil, nil, nil, nil])

@@ -38,7 +38,8 @@ package enum ReportSQL {
     /// `event_counts`, `retention_names`, `retention_counts`, `revenue_currencies`, `revenue_amounts`
     /// (exact decimal text), `utm_sources`, `utm_mediums`, `utm_campaigns` ('' = absent), `utm_clicks`,
     /// `utm_universal_link_opens`, `utm_matched_installs`, `utm_attributed_installs`,
-    /// `utm_install_rates` ('' = NULL). Ordered by path and day.
+    /// `utm_install_rates` ('' = NULL). Unordered: sorting these wide rows costs the server more than
+    /// the caller (`ReportService.links` sorts by path and day).
     package static func linkSummary(app: String, from: ReportDay, to: ReportDay) -> SQL {
         """
         SELECT path, day::text AS day, clicks, universal_link_opens, matched_installs, attributed_installs,
@@ -50,7 +51,6 @@ package enum ReportSQL {
                utm_universal_link_opens, utm_matched_installs, utm_attributed_installs, utm_install_rates
         FROM report_link_summary
         WHERE app_id = \(app) AND day BETWEEN \(from.iso8601)::date AND \(to.iso8601)::date
-        ORDER BY path, day
         """
     }
 
@@ -145,6 +145,20 @@ package enum ReportSQL {
         FROM report_funnel
         WHERE app_id = \(app) AND day BETWEEN \(from.iso8601)::date AND \(to.iso8601)::date
         ORDER BY funnel_id = 'default' DESC, funnel_id, path NULLS LAST, day, step
+        """
+    }
+
+    /// Funnel steps in one read (`report_funnel_summary`, sql/054): one row per funnel, link and
+    /// cohort day. Columns: `funnel_id`, `funnel_name`, `path` (NULL = organic), `day`, and per step, in
+    /// order, the arrays `steps`, `step_names`, `devices`, `conversions_from_previous`,
+    /// `conversions_overall`, `median_seconds_from_previous` ('' = NULL). Unordered (`ReportService.funnel`
+    /// sorts the way `funnel` orders).
+    package static func funnelSummary(app: String, from: ReportDay, to: ReportDay) -> SQL {
+        """
+        SELECT funnel_id, funnel_name, path, day::text AS day, steps, step_names, devices, conversions_from_previous,
+               conversions_overall, median_seconds_from_previous
+        FROM report_funnel_summary
+        WHERE app_id = \(app) AND day BETWEEN \(from.iso8601)::date AND \(to.iso8601)::date
         """
     }
 

@@ -24,8 +24,8 @@ package struct ReportService {
         try validate(app: app, from: from, to: to)
         return try run {
             let watermark = try connection.query(ReportSQL.watermark).first?["watermark", as: String?.self] ?? nil
-            var rows: [LinkDayRow] = []
-            var utm: [UTMRow] = []
+            // One entry per link and day: its row and its UTM rows (in the order of the arrays).
+            var links: [(row: LinkDayRow, utm: [UTMRow])] = []
             for row in try connection.query(ReportSQL.linkSummary(app: app, from: from, to: to)) {
                 let key = try RowKey(row)
                 var link = LinkDayRow(path: key.path, day: key.day)
@@ -40,7 +40,6 @@ package struct ReportService {
                 link.events = try Self.pairs(row, "event_names", "event_counts", as: Int.self)
                 link.retentionEvents = try Self.pairs(row, "retention_names", "retention_counts", as: Int.self)
                 link.revenue = try Self.pairs(row, "revenue_currencies", "revenue_amounts", as: String.self)
-                rows.append(link)
                 let sources = try row["utm_sources", as: [String].self]
                 let mediums = try row["utm_mediums", as: [String].self]
                 let campaigns = try row["utm_campaigns", as: [String].self]
@@ -53,6 +52,8 @@ package struct ReportService {
                     [mediums.count, campaigns.count, clicks.count, opens.count, matched.count, attributed.count,
                      rates.count].allSatisfy({ $0 == sources.count })
                 else { throw ReportError.database(message: "report_link_summary: UTM arrays of different lengths") }
+                var utm: [UTMRow] = []
+                utm.reserveCapacity(sources.count)
                 for index in sources.indices {
                     utm.append(
                         UTMRow(
@@ -61,9 +62,11 @@ package struct ReportService {
                             clicks: clicks[index], universalLinkOpens: opens[index], matchedInstalls: matched[index],
                             attributedInstalls: attributed[index], installRate: Self.absent(rates[index])))
                 }
+                links.append((link, utm))
             }
-            rows.sort { ($0.path, $0.day) < ($1.path, $1.day) }
-            return LinkReport(app: app, from: from, to: to, watermark: watermark, rows: rows, utm: utm)
+            links.sort { ($0.row.path, $0.row.day) < ($1.row.path, $1.row.day) }
+            return LinkReport(
+                app: app, from: from, to: to, watermark: watermark, rows: links.map(\.row), utm: links.flatMap(\.utm))
         }
     }
 
@@ -120,27 +123,59 @@ package struct ReportService {
         }
     }
 
-    /// The default link funnel and the app's funnels per cohort day.
+    /// The default link funnel and the app's funnels per cohort day, read from
+    /// `report_funnel_summary` (one row per funnel, link and day, steps as arrays).
     ///
     /// - Throws: `ReportError.unknownApp`, `.invalidParameter`, `.database`.
     package func funnel(app: String, from: ReportDay, to: ReportDay) throws(ReportError) -> FunnelReport {
         try validate(app: app, from: from, to: to)
         return try run {
             let watermark = try connection.query(ReportSQL.watermark).first?["watermark", as: String?.self] ?? nil
-            var rows: [FunnelStepRow] = []
-            for row in try connection.query(ReportSQL.funnel(app: app, from: from, to: to)) {
-                rows.append(
-                    FunnelStepRow(
-                        funnelID: try row["funnel_id", as: String.self],
-                        funnelName: try row["funnel_name", as: String.self],
-                        path: try row["path", as: String?.self], day: try Self.day(row, "day"),
-                        step: try row["step", as: Int.self], stepName: try row["step_name", as: String.self],
-                        devices: try row["devices", as: Int.self],
-                        conversionFromPrevious: try row["conversion_from_previous", as: String?.self],
-                        conversionOverall: try row["conversion_overall", as: String?.self],
-                        medianSecondsFromPrevious: try row["median_seconds_from_previous", as: String?.self]))
+            // One group of step rows per funnel, link and day.
+            var groups: [[FunnelStepRow]] = []
+            for row in try connection.query(ReportSQL.funnelSummary(app: app, from: from, to: to)) {
+                let funnelID = try row["funnel_id", as: String.self]
+                let funnelName = try row["funnel_name", as: String.self]
+                let path = try row["path", as: String?.self]
+                let day = try Self.day(row, "day")
+                let steps = try row["steps", as: [Int].self]
+                let names = try row["step_names", as: [String].self]
+                let devices = try row["devices", as: [Int].self]
+                let fromPrevious = try row["conversions_from_previous", as: [String].self]
+                let overall = try row["conversions_overall", as: [String].self]
+                let medians = try row["median_seconds_from_previous", as: [String].self]
+                guard
+                    [names.count, devices.count, fromPrevious.count, overall.count, medians.count].allSatisfy({
+                        $0 == steps.count
+                    })
+                else { throw ReportError.database(message: "report_funnel_summary: step arrays of different lengths") }
+                var group: [FunnelStepRow] = []
+                group.reserveCapacity(steps.count)
+                for index in steps.indices {
+                    group.append(
+                        FunnelStepRow(
+                            funnelID: funnelID, funnelName: funnelName, path: path, day: day, step: steps[index],
+                            stepName: names[index], devices: devices[index],
+                            conversionFromPrevious: Self.absent(fromPrevious[index]),
+                            conversionOverall: Self.absent(overall[index]),
+                            medianSecondsFromPrevious: Self.absent(medians[index])))
+                }
+                if !group.isEmpty { groups.append(group) }
             }
-            return FunnelReport(app: app, from: from, to: to, watermark: watermark, rows: rows)
+            // The order of `ReportSQL.funnel`: the default funnel first, then by funnel, link (organic
+            // last), day.
+            groups.sort { left, right in
+                let (a, b) = (left[0], right[0])
+                if (a.funnelID == "default") != (b.funnelID == "default") { return a.funnelID == "default" }
+                if a.funnelID != b.funnelID { return a.funnelID < b.funnelID }
+                if a.path != b.path {
+                    guard let x = a.path else { return false }
+                    guard let y = b.path else { return true }
+                    return x < y
+                }
+                return a.day < b.day
+            }
+            return FunnelReport(app: app, from: from, to: to, watermark: watermark, rows: groups.flatMap { $0 })
         }
     }
 
@@ -200,7 +235,7 @@ package struct ReportService {
 
     // MARK: - Helpers
 
-    private func validate(app: String, from: ReportDay, to: ReportDay) throws(ReportError) {
+    func validate(app: String, from: ReportDay, to: ReportDay) throws(ReportError) {
         guard from <= to else {
             throw .invalidParameter(name: "from", message: "\(from) is after to (\(to))")
         }
@@ -209,7 +244,7 @@ package struct ReportService {
     }
 
     /// Runs a body of queries, mapping every failure to `ReportError.database`.
-    private func run<T>(_ body: () throws -> T) throws(ReportError) -> T {
+    func run<T>(_ body: () throws -> T) throws(ReportError) -> T {
         do {
             return try body()
         } catch let error as ReportError {
@@ -219,7 +254,7 @@ package struct ReportService {
         }
     }
 
-    private static func platform(_ row: Row, suffix: String) throws -> PlatformCounts {
+    static func platform(_ row: Row, suffix: String) throws -> PlatformCounts {
         var counts = PlatformCounts()
         counts.clicks = try row["clicks" + suffix, as: Int.self]
         counts.universalLinkOpens = try row["universal_link_opens" + suffix, as: Int.self]
@@ -242,7 +277,7 @@ package struct ReportService {
     }
 
     /// '' (the rollups' "none") as nil.
-    private static func absent(_ text: String) -> String? { text.isEmpty ? nil : text }
+    static func absent(_ text: String) -> String? { text.isEmpty ? nil : text }
 
     static func day(_ row: Row, _ column: String) throws -> ReportDay {
         let text = try row[column, as: String.self]
@@ -253,7 +288,7 @@ package struct ReportService {
     }
 
     /// A (path, day) key of the per-link maps.
-    private struct RowKey: Hashable {
+    struct RowKey: Hashable {
         var path: String
         var day: ReportDay
 

@@ -141,6 +141,7 @@ func snapshot(_ connection: Connection) throws -> [String: [String]] {
         "rollup_link_utm_daily",
         "rollup_link_events_daily", "rollup_link_revenue_daily", "rollup_cohort_events_daily",
         "rollup_cohort_revenue_daily", "rollup_installs_daily", "rollup_retention_daily", "rollup_funnel_daily",
+        "rollup_link_summary", "rollup_funnel_summary", "report_link_summary", "report_funnel_summary",
         "report_link_daily", "report_link_daily_events", "report_link_daily_revenue", "report_link_daily_utm",
         "report_installs_daily", "report_attribution", "report_attribution_events", "report_attribution_revenue",
         "report_funnel", "report_retention",

@@ -1,0 +1,87 @@
+package import Postgres
+
+extension ReportService {
+    /// The per-link report assembled from the four per-link views (`report_link_daily`, `_events`,
+    /// `_revenue`, `_utm`): what `links` returned before `report_link_summary` (sql/054). Kept as the
+    /// reference `links` must equal (tests) and as the baseline `ReportBenchmark` times it against.
+    ///
+    /// - Throws: `ReportError.unknownApp`, `.invalidParameter` when `from > to`, `.database`.
+    package func linksFromViews(app: String, from: ReportDay, to: ReportDay) throws(ReportError) -> LinkReport {
+        try validate(app: app, from: from, to: to)
+        return try run {
+            let watermark = try connection.query(ReportSQL.watermark).first?["watermark", as: String?.self] ?? nil
+            var rows: [RowKey: LinkDayRow] = [:]
+            for row in try connection.query(ReportSQL.linkDaily(app: app, from: from, to: to)) {
+                let key = try RowKey(row)
+                var link = LinkDayRow(path: key.path, day: key.day)
+                link.clicks = try row["clicks", as: Int.self]
+                link.universalLinkOpens = try row["universal_link_opens", as: Int.self]
+                link.matchedInstalls = try row["matched_installs", as: Int.self]
+                link.attributedInstalls = try row["attributed_installs", as: Int.self]
+                link.installRate = try row["install_rate", as: String?.self]
+                link.reengagements = try row["reengagements", as: Int.self]
+                link.ios = try Self.platform(row, suffix: "_ios")
+                link.android = try Self.platform(row, suffix: "_android")
+                rows[key] = link
+            }
+            for row in try connection.query(ReportSQL.linkDailyEvents(app: app, from: from, to: to)) {
+                let key = try RowKey(row)
+                let name = try row["name", as: String.self]
+                let count = try row["events", as: Int.self]
+                if try row["kind", as: String.self] == "event" {
+                    rows[key, default: LinkDayRow(path: key.path, day: key.day)].events[name] = count
+                } else {
+                    rows[key, default: LinkDayRow(path: key.path, day: key.day)].retentionEvents[name] = count
+                }
+            }
+            for row in try connection.query(ReportSQL.linkDailyRevenue(app: app, from: from, to: to)) {
+                let key = try RowKey(row)
+                rows[key, default: LinkDayRow(path: key.path, day: key.day)].revenue[
+                    try row["currency", as: String.self]] =
+                    try row["revenue", as: String.self]
+            }
+            var utm: [UTMRow] = []
+            for row in try connection.query(ReportSQL.linkDailyUTM(app: app, from: from, to: to)) {
+                let key = try RowKey(row)
+                utm.append(
+                    UTMRow(
+                        path: key.path, day: key.day, source: try row["utm_source", as: String?.self],
+                        medium: try row["utm_medium", as: String?.self],
+                        campaign: try row["utm_campaign", as: String?.self],
+                        clicks: try row["clicks", as: Int.self],
+                        universalLinkOpens: try row["universal_link_opens", as: Int.self],
+                        matchedInstalls: try row["matched_installs", as: Int.self],
+                        attributedInstalls: try row["attributed_installs", as: Int.self],
+                        installRate: try row["install_rate", as: String?.self]))
+            }
+            return LinkReport(
+                app: app, from: from, to: to, watermark: watermark,
+                rows: rows.values.sorted { ($0.path, $0.day) < ($1.path, $1.day) }, utm: utm)
+        }
+    }
+
+    /// The funnel report assembled from `report_funnel` (one row per step): what `funnel` returned
+    /// before `report_funnel_summary` (sql/054); the reference and benchmark baseline.
+    ///
+    /// - Throws: `ReportError.unknownApp`, `.invalidParameter`, `.database`.
+    package func funnelFromViews(app: String, from: ReportDay, to: ReportDay) throws(ReportError) -> FunnelReport {
+        try validate(app: app, from: from, to: to)
+        return try run {
+            let watermark = try connection.query(ReportSQL.watermark).first?["watermark", as: String?.self] ?? nil
+            var rows: [FunnelStepRow] = []
+            for row in try connection.query(ReportSQL.funnel(app: app, from: from, to: to)) {
+                rows.append(
+                    FunnelStepRow(
+                        funnelID: try row["funnel_id", as: String.self],
+                        funnelName: try row["funnel_name", as: String.self],
+                        path: try row["path", as: String?.self], day: try Self.day(row, "day"),
+                        step: try row["step", as: Int.self], stepName: try row["step_name", as: String.self],
+                        devices: try row["devices", as: Int.self],
+                        conversionFromPrevious: try row["conversion_from_previous", as: String?.self],
+                        conversionOverall: try row["conversion_overall", as: String?.self],
+                        medianSecondsFromPrevious: try row["median_seconds_from_previous", as: String?.self]))
+            }
+            return FunnelReport(app: app, from: from, to: to, watermark: watermark, rows: rows)
+        }
+    }
+}
