@@ -53,9 +53,9 @@ extension BenchCommand {
         let links = try arguments.integer("--links", default: 1000, in: 1...100_000)
         let runs = try arguments.integer("--runs", default: 3, in: 1...100)
         let work = try arguments.option("--work") ?? NSTemporaryDirectory()
-        let seed = try arguments.option("--seed") ?? "simulator"
+        let source = try arguments.option("--seed") ?? "simulator"
         try arguments.finish()
-        if seed == "sql" {  // raw rows generated in SQL (ReportSeed), rollups by rebuild_rollups()
+        if source == "sql" {  // raw rows generated in SQL (ReportSeed), rollups by rebuild_rollups()
             for run in try ReportBenchmark.runSeeded(
                 databaseURL: url, sqlDirectory: MigrateCommand.locateSQLDirectory(), sizes: sizes, links: links,
                 runs: runs, progress: { FileHandle.standardError.write(Data(($0 + "\n").utf8)) })
@@ -64,7 +64,7 @@ extension BenchCommand {
             }
             return
         }
-        guard seed == "simulator" else { throw UsageError(description: "--seed: sql or simulator") }
+        guard source == "simulator" else { throw UsageError(description: "--seed: sql or simulator") }
 
         let suffix = String(UInt64.random(in: 0..<UInt64.max), radix: 16)
         let schema = "bench_reports_" + suffix
