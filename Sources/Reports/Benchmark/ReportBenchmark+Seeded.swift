@@ -24,16 +24,15 @@ extension ReportBenchmark {
     /// For each size (raw rows: events + clicks + matches): a fresh schema in `databaseURL`,
     /// migrated from `sqlDirectory`, seeded by `ReportSeed` (60 days, `links` links), rollups built
     /// by `rebuild_rollups()`, then one (app, day) refresh timed and every report timed by `run` over
-    /// the last 30 days. The schema is dropped afterwards.
+    /// the last 30 days; `each` gets the run as soon as it is measured. The schema is dropped afterwards.
     ///
     /// - Throws: `ReportError` (seeding, queries), `PostgresError` (connection, migration).
     package static func runSeeded(
         databaseURL: String, sqlDirectory: String, sizes: [Int], links: Int, runs: Int,
-        progress: (String) -> Void = { _ in }
-    ) throws -> [SeededRun] {
+        progress: (String) -> Void = { _ in }, each: (SeededRun) -> Void
+    ) throws {
         let app = "bench_reports"
         let end = ReportDay(daysSinceEpoch: Int(Date().timeIntervalSince1970 / 86_400))
-        var results: [SeededRun] = []
         for size in sizes {
             let schema = "bench_reports_" + String(UInt64.random(in: 0..<UInt64.max), radix: 16)
             let admin = try Connection(url: databaseURL)
@@ -77,12 +76,11 @@ extension ReportBenchmark {
             }
             samples.sort()
             let timings = try run(connection: connection, app: app, to: day, runs: runs)
-            results.append(
+            each(
                 SeededRun(
                     counts: counts, seedSeconds: seedSeconds, rebuildSeconds: rebuildSeconds, refreshDay: day,
                     refreshDayRows: dayRows, refreshDayMilliseconds: samples[samples.count / 2], timings: timings))
         }
-        return results
     }
 
     private static func seconds(since start: ContinuousClock.Instant) -> Double {

@@ -56,12 +56,10 @@ extension BenchCommand {
         let source = try arguments.option("--seed") ?? "simulator"
         try arguments.finish()
         if source == "sql" {  // raw rows generated in SQL (ReportSeed), rollups by rebuild_rollups()
-            for run in try ReportBenchmark.runSeeded(
+            try ReportBenchmark.runSeeded(
                 databaseURL: url, sqlDirectory: MigrateCommand.locateSQLDirectory(), sizes: sizes, links: links,
-                runs: runs, progress: { FileHandle.standardError.write(Data(($0 + "\n").utf8)) })
-            {
-                report("reports", ReportBenchmark.fields(run, links: links, runs: runs))
-            }
+                runs: runs, progress: { FileHandle.standardError.write(Data(($0 + "\n").utf8)) },
+                each: { report("reports", ReportBenchmark.fields($0, links: links, runs: runs)) })
             return
         }
         guard source == "simulator" else { throw UsageError(description: "--seed: sql or simulator") }
