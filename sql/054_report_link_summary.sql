@@ -1,5 +1,5 @@
--- 054_report_link_summary: the per-link and funnel reports read as one compact row per link and
--- day (per funnel, link and cohort day).
+-- 054_report_link_summary: the per-link, funnel and attribution reports read as one compact row
+-- per link and day (per funnel, link and cohort day).
 --
 -- The per-link report (ReportService.links, `report links`, GET /api/reports/links, the daily job)
 -- used to read four views: one row per link and day, plus one per link, day, kind and event name,
@@ -12,6 +12,13 @@
 --
 -- rollup_funnel_summary does the same for the funnel report (one row per funnel, link and cohort
 -- day with its steps as arrays, instead of one row per step), read through report_funnel_summary.
+--
+-- rollup_attribution_summary does it for the attribution report: per (app, day, link) the event-day
+-- numbers of that day and the install-cohort numbers of the devices installed that day. The cohort
+-- side sums every later event day, so it is kept by delta: rollup_cohort_events_total (per install
+-- day, link and name) has the day's old rollup_cohort_events_daily rows subtracted and its new ones
+-- added when a day is refreshed, and only the summary rows of the (install day, link) pairs the day
+-- touched are rewritten. The work follows the refreshed day's rows, not the tables' size.
 --
 -- Also: rebuild_rollups analyses the derived tables it has just filled (rollup_clicks,
 -- rollup_devices, rollup_funnel_entries) before the per-day loop. Without it the loop planned
@@ -155,13 +162,133 @@ LANGUAGE sql AS $fn$
     GROUP BY r.funnel_id, r.path;
 $fn$;
 
--- The day's rollups as 053 computes them, then the day's summary rows (links, funnels). Callers (rollup_apply_work,
+-- Cohort actions per install day, link and name over all event days (rollup_cohort_events_daily
+-- summed over day), kept by delta in rollup_refresh_day.
+CREATE TABLE rollup_cohort_events_total (
+    app_id text NOT NULL,
+    install_day date NOT NULL,
+    path text NOT NULL,
+    name text NOT NULL,
+    events integer NOT NULL,
+    PRIMARY KEY (app_id, install_day, path, name)
+);
+-- Cohort revenue of one (install day, link) without reading the install day's other links.
+CREATE INDEX rollup_cohort_revenue_daily_install_path ON rollup_cohort_revenue_daily (app_id, install_day, path);
+
+-- The attribution report per (app, day, link): matched and attributed installs and last-touch opens
+-- of the day (rollup_link_daily), the actions and revenue of attributed devices that day by name and
+-- currency (activity: rollup_link_events_daily kind 'event', rollup_link_revenue_daily) and of the
+-- devices installed that day, over all event days (cohort: rollup_cohort_events_total,
+-- rollup_cohort_revenue_daily). Names and currencies sorted; amounts numeric as text. A row exists
+-- when report_attribution has one (some number is non-zero).
+CREATE TABLE rollup_attribution_summary (
+    app_id text NOT NULL,
+    day date NOT NULL,
+    path text NOT NULL,
+    matched_installs integer NOT NULL,
+    attributed_installs integer NOT NULL,
+    last_touch_opens integer NOT NULL,
+    activity_actions integer NOT NULL,
+    activity_names text[] NOT NULL,
+    activity_counts integer[] NOT NULL,
+    activity_currencies text[] NOT NULL,
+    activity_amounts text[] NOT NULL,
+    cohort_actions integer NOT NULL,
+    cohort_names text[] NOT NULL,
+    cohort_counts integer[] NOT NULL,
+    cohort_currencies text[] NOT NULL,
+    cohort_amounts text[] NOT NULL,
+    PRIMARY KEY (app_id, day, path)
+);
+
+-- Rewrites the attribution summary rows of the (day, link) pairs in pg_temp.rollup_work_attribution
+-- (app p_app) from the rollups.
+CREATE FUNCTION rollup_refresh_attribution_summary(p_app text) RETURNS void
+LANGUAGE plpgsql AS $fn$
+BEGIN
+    DELETE FROM rollup_attribution_summary s USING pg_temp.rollup_work_attribution w
+    WHERE s.app_id = p_app AND s.day = w.day AND s.path = w.path;
+    INSERT INTO rollup_attribution_summary
+    SELECT p_app, w.day, w.path, coalesce(l.matched_installs, 0), coalesce(l.attributed_installs, 0),
+           coalesce(l.last_touch_opens, 0),
+           coalesce(a.actions, 0), coalesce(a.names, '{}'), coalesce(a.counts, '{}'),
+           coalesce(ar.currencies, '{}'), coalesce(ar.amounts, '{}'),
+           coalesce(c.actions, 0), coalesce(c.names, '{}'), coalesce(c.counts, '{}'),
+           coalesce(cr.currencies, '{}'), coalesce(cr.amounts, '{}')
+    FROM (SELECT DISTINCT day, path FROM pg_temp.rollup_work_attribution) w
+    LEFT JOIN rollup_link_daily l ON l.app_id = p_app AND l.day = w.day AND l.path = w.path
+    LEFT JOIN LATERAL (
+        SELECT sum(e.events)::int AS actions, array_agg(e.name ORDER BY e.name) AS names,
+               array_agg(e.events ORDER BY e.name) AS counts
+        FROM rollup_link_events_daily e
+        WHERE e.app_id = p_app AND e.day = w.day AND e.path = w.path AND e.kind = 'event') a ON true
+    LEFT JOIN LATERAL (
+        SELECT array_agg(r.currency ORDER BY r.currency) AS currencies, array_agg(r.revenue::text ORDER BY r.currency) AS amounts
+        FROM rollup_link_revenue_daily r WHERE r.app_id = p_app AND r.day = w.day AND r.path = w.path) ar ON true
+    LEFT JOIN LATERAL (
+        SELECT sum(t.events)::int AS actions, array_agg(t.name ORDER BY t.name) AS names,
+               array_agg(t.events ORDER BY t.name) AS counts
+        FROM rollup_cohort_events_total t WHERE t.app_id = p_app AND t.install_day = w.day AND t.path = w.path) c ON true
+    LEFT JOIN LATERAL (
+        SELECT array_agg(x.currency ORDER BY x.currency) AS currencies, array_agg(x.revenue::text ORDER BY x.currency) AS amounts
+        FROM (SELECT r.currency, sum(r.revenue) AS revenue FROM rollup_cohort_revenue_daily r
+              WHERE r.app_id = p_app AND r.install_day = w.day AND r.path = w.path GROUP BY r.currency) x) cr ON true
+    WHERE coalesce(l.matched_installs, 0) + coalesce(l.attributed_installs, 0) + coalesce(l.last_touch_opens, 0)
+          + coalesce(a.actions, 0) + coalesce(c.actions, 0) > 0;
+END
+$fn$;
+
+-- Before a day's rollups are recomputed: its cohort rows leave rollup_cohort_events_total, and the
+-- (day, link) pairs whose attribution summary may change are noted: the day's own links (old and
+-- new) and the (install day, link) pairs of its old cohort rows.
+CREATE FUNCTION rollup_attribution_before(p_app text, p_day date) RETURNS void
+LANGUAGE plpgsql AS $fn$
+BEGIN
+    IF to_regclass('pg_temp.rollup_work_attribution') IS NULL THEN
+        CREATE TEMP TABLE rollup_work_attribution (day date NOT NULL, path text NOT NULL) ON COMMIT DELETE ROWS;
+    END IF;
+    TRUNCATE pg_temp.rollup_work_attribution;
+    INSERT INTO pg_temp.rollup_work_attribution
+    SELECT p_day, s.path FROM rollup_attribution_summary s WHERE s.app_id = p_app AND s.day = p_day
+    UNION
+    SELECT c.install_day, c.path FROM rollup_cohort_events_daily c WHERE c.app_id = p_app AND c.day = p_day;
+    UPDATE rollup_cohort_events_total t SET events = t.events - o.events
+    FROM (SELECT c.install_day, c.path, c.name, sum(c.events) AS events FROM rollup_cohort_events_daily c
+          WHERE c.app_id = p_app AND c.day = p_day GROUP BY c.install_day, c.path, c.name) o
+    WHERE t.app_id = p_app AND t.install_day = o.install_day AND t.path = o.path AND t.name = o.name;
+END
+$fn$;
+
+-- After: the day's new cohort rows join the totals, and the noted pairs plus the day's new links and
+-- new cohort pairs get their summary rows rewritten.
+CREATE FUNCTION rollup_attribution_after(p_app text, p_day date) RETURNS void
+LANGUAGE plpgsql AS $fn$
+BEGIN
+    INSERT INTO rollup_cohort_events_total AS t (app_id, install_day, path, name, events)
+    SELECT p_app, c.install_day, c.path, c.name, sum(c.events) FROM rollup_cohort_events_daily c
+    WHERE c.app_id = p_app AND c.day = p_day GROUP BY c.install_day, c.path, c.name
+    ON CONFLICT (app_id, install_day, path, name) DO UPDATE SET events = t.events + EXCLUDED.events;
+    INSERT INTO pg_temp.rollup_work_attribution
+    SELECT p_day, r.path FROM rollup_link_daily r WHERE r.app_id = p_app AND r.day = p_day
+    UNION
+    SELECT p_day, r.path FROM rollup_link_events_daily r WHERE r.app_id = p_app AND r.day = p_day AND r.kind = 'event'
+    UNION
+    SELECT c.install_day, c.path FROM rollup_cohort_events_daily c WHERE c.app_id = p_app AND c.day = p_day;
+    DELETE FROM rollup_cohort_events_total t USING (SELECT DISTINCT day, path FROM pg_temp.rollup_work_attribution) w
+    WHERE t.app_id = p_app AND t.install_day = w.day AND t.path = w.path AND t.events = 0;
+    PERFORM rollup_refresh_attribution_summary(p_app);
+END
+$fn$;
+
+-- The day's rollups as 053 computes them, then the day's summary rows (attribution, links, funnels). Callers (rollup_apply_work,
 -- rebuild_rollups) keep calling rollup_refresh_day.
 ALTER FUNCTION rollup_refresh_day(text, date) RENAME TO rollup_refresh_day_rollups;
 CREATE FUNCTION rollup_refresh_day(p_app text, p_day date) RETURNS void
 LANGUAGE plpgsql AS $fn$
 BEGIN
+    PERFORM rollup_attribution_before(p_app, p_day);
     PERFORM rollup_refresh_day_rollups(p_app, p_day);
+    PERFORM rollup_attribution_after(p_app, p_day);
     PERFORM rollup_refresh_link_summary(p_app, p_day);
     PERFORM rollup_refresh_funnel_summary(p_app, p_day);
 END
@@ -181,6 +308,21 @@ BEGIN
     END LOOP;
     FOR k IN SELECT DISTINCT app_id, day FROM rollup_funnel_daily LOOP
         PERFORM rollup_refresh_funnel_summary(k.app_id, k.day);
+    END LOOP;
+    INSERT INTO rollup_cohort_events_total (app_id, install_day, path, name, events)
+    SELECT c.app_id, c.install_day, c.path, c.name, sum(c.events) FROM rollup_cohort_events_daily c
+    GROUP BY c.app_id, c.install_day, c.path, c.name;
+    CREATE TEMP TABLE rollup_work_attribution (day date NOT NULL, path text NOT NULL) ON COMMIT DELETE ROWS;
+    FOR k IN
+        SELECT app_id FROM rollup_link_daily UNION SELECT app_id FROM rollup_link_events_daily
+        UNION SELECT app_id FROM rollup_cohort_events_daily
+    LOOP
+        TRUNCATE pg_temp.rollup_work_attribution;
+        INSERT INTO pg_temp.rollup_work_attribution
+        SELECT r.day, r.path FROM rollup_link_daily r WHERE r.app_id = k.app_id
+        UNION SELECT r.day, r.path FROM rollup_link_events_daily r WHERE r.app_id = k.app_id AND r.kind = 'event'
+        UNION SELECT c.install_day, c.path FROM rollup_cohort_events_daily c WHERE c.app_id = k.app_id;
+        PERFORM rollup_refresh_attribution_summary(k.app_id);
     END LOOP;
 END
 $backfill$;
@@ -206,6 +348,16 @@ SELECT r.app_id, r.path, r.day, r.clicks::bigint AS clicks, r.universal_link_ope
        r.utm_matched_installs, r.utm_attributed_installs, r.utm_install_rates
 FROM rollup_link_summary r;
 
+-- The attribution report in one read: one row per link and day (the rows of report_attribution), with
+-- the actions and revenue by name and currency, by event date (activity) and install date (cohort).
+CREATE VIEW report_attribution_summary AS
+SELECT r.app_id, r.path, r.day, r.matched_installs::bigint AS matched_installs,
+       r.attributed_installs::bigint AS attributed_installs, r.cohort_actions::bigint AS cohort_actions,
+       r.activity_actions::bigint AS activity_actions, r.last_touch_opens::bigint AS last_touch_opens,
+       r.cohort_names, r.cohort_counts, r.cohort_currencies, r.cohort_amounts,
+       r.activity_names, r.activity_counts, r.activity_currencies, r.activity_amounts
+FROM rollup_attribution_summary r;
+
 -- The funnel report in one read: one row per funnel, link (NULL = organic) and cohort day, the
 -- steps as arrays ('' = NULL in the rate and median arrays).
 CREATE VIEW report_funnel_summary AS
@@ -219,6 +371,7 @@ BEGIN
     IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'detour_analyst') THEN
         EXECUTE format('GRANT SELECT ON %I.report_link_summary TO detour_analyst', current_schema());
         EXECUTE format('GRANT SELECT ON %I.report_funnel_summary TO detour_analyst', current_schema());
+        EXECUTE format('GRANT SELECT ON %I.report_attribution_summary TO detour_analyst', current_schema());
     END IF;
 END
 $grant$;
@@ -245,6 +398,8 @@ BEGIN
     DELETE FROM rollup_link_revenue_daily;
     DELETE FROM rollup_link_summary;
     DELETE FROM rollup_cohort_events_daily;
+    DELETE FROM rollup_cohort_events_total;
+    DELETE FROM rollup_attribution_summary;
     DELETE FROM rollup_cohort_revenue_daily;
     DELETE FROM rollup_installs_daily;
     DELETE FROM rollup_retention_daily;

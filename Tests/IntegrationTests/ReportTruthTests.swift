@@ -49,12 +49,16 @@ struct ReportTruthTests {
         let funnel = try service.funnel(app: "sim", from: first, to: last)
         #expect(funnel.rows.count > 20)
         #expect(funnel == (try service.funnelFromViews(app: "sim", from: first, to: last)))
+        let attribution = try service.attribution(app: "sim", from: first, to: last)
+        #expect(attribution.rows.count > 20)
+        #expect(attribution == (try service.attributionFromViews(app: "sim", from: first, to: last)))
 
         // A from-scratch rebuild says the same.
         _ = try connection.query("SELECT rebuild_rollups()")
         #expect(try TruthFacts.from(connection, app: "sim") == actual)
         #expect(links == (try service.links(app: "sim", from: first, to: last)))
         #expect(funnel == (try service.funnel(app: "sim", from: first, to: last)))
+        #expect(attribution == (try service.attribution(app: "sim", from: first, to: last)))
     }
 }
 

@@ -95,6 +95,8 @@ import Testing
         #expect(links.rows.first { $0.day == day("2026-06-01") }?.matchedInstalls == 1)
         let attribution = try service.attribution(
             app: "a", from: day("2026-05-01"), to: day("2026-06-30"))
+        #expect(attribution == (try service.attributionFromViews(app: "a", from: day("2026-05-01"), to: day("2026-06-30"))))
+        #expect(links == (try service.linksFromViews(app: "a", from: day("2026-05-01"), to: day("2026-06-30"))))
         #expect(
             attribution.installs.map { "\($0.day) \($0.installs) \($0.organicInstalls)" } == [
                 "2026-05-31 1 1"

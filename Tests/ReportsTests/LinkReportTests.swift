@@ -76,6 +76,11 @@ import Testing
         #expect(rows["/x 2026-06-02"]?.cohortActions == 0)
         #expect(rows["/y 2026-06-02"]?.lastTouchOpens == 1)
         #expect(rows["/y 2026-06-09"]?.lastTouchOpens == 1)
+        // The compact read (report_attribution_summary) is the report the attribution views give.
+        #expect(
+            report
+                == (try ReportService(connection: database.connection).attributionFromViews(
+                    app: "a", from: day("2026-06-01"), to: day("2026-06-30"))))
         #expect(
             report.installs == [
                 InstallsRow(

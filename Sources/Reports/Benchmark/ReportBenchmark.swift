@@ -56,6 +56,9 @@ package enum ReportBenchmark {
         // The same report assembled from the four per-link views (the pre-054 way): the baseline.
         try measure("links.views") { try service.linksFromViews(app: app, from: start, to: end).rows.count }
         try measure("attribution") { try service.attribution(app: app, from: start, to: end).rows.count }
+        try measure("attribution.views") {
+            try service.attributionFromViews(app: app, from: start, to: end).rows.count
+        }
         try measure("funnel") { try service.funnel(app: app, from: start, to: end).rows.count }
         try measure("funnel.views") { try service.funnelFromViews(app: app, from: start, to: end).rows.count }
         try measure("retention") { try service.retention(app: app, from: start, to: end).rows.count }
@@ -65,6 +68,7 @@ package enum ReportBenchmark {
             ("sql.link_daily_events", ReportSQL.linkDailyEvents(app: app, from: start, to: end)),
             ("sql.link_daily_revenue", ReportSQL.linkDailyRevenue(app: app, from: start, to: end)),
             ("sql.link_daily_utm", ReportSQL.linkDailyUTM(app: app, from: start, to: end)),
+            ("sql.attribution_summary", ReportSQL.attributionSummary(app: app, from: start, to: end)),
             ("sql.attribution", ReportSQL.attribution(app: app, from: start, to: end)),
             ("sql.attribution_events", ReportSQL.attributionEvents(app: app, from: start, to: end)),
             ("sql.attribution_revenue", ReportSQL.attributionRevenue(app: app, from: start, to: end)),

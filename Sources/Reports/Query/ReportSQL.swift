@@ -89,36 +89,49 @@ package enum ReportSQL {
     }
 
     /// Attribution per link and day. Columns: `path`, `day`, `matched_installs`, `attributed_installs`,
-    /// `cohort_actions`, `activity_actions`, `last_touch_opens`.
+    /// `cohort_actions`, `activity_actions`, `last_touch_opens`. Unordered (the service keys rows by
+    /// path and day and sorts them itself; sorting on the server only costs).
     package static func attribution(app: String, from: ReportDay, to: ReportDay) -> SQL {
         """
         SELECT path, day::text AS day, matched_installs, attributed_installs, cohort_actions, activity_actions,
                last_touch_opens
         FROM report_attribution
         WHERE app_id = \(app) AND day BETWEEN \(from.iso8601)::date AND \(to.iso8601)::date
-        ORDER BY path, day
+        """
+    }
+
+    /// Attribution per link and day in one read (`report_attribution_summary`, sql/054). Columns:
+    /// those of `attribution`, plus the actions and revenue of attributed devices as parallel arrays,
+    /// by install date (`cohort_names`, `cohort_counts`, `cohort_currencies`, `cohort_amounts`) and
+    /// by event date (`activity_names`, `activity_counts`, `activity_currencies`, `activity_amounts`);
+    /// amounts are exact decimal text. Unordered.
+    package static func attributionSummary(app: String, from: ReportDay, to: ReportDay) -> SQL {
+        """
+        SELECT path, day::text AS day, matched_installs, attributed_installs, cohort_actions, activity_actions,
+               last_touch_opens, cohort_names, cohort_counts, cohort_currencies, cohort_amounts, activity_names,
+               activity_counts, activity_currencies, activity_amounts
+        FROM report_attribution_summary
+        WHERE app_id = \(app) AND day BETWEEN \(from.iso8601)::date AND \(to.iso8601)::date
         """
     }
 
     /// Actions of attributed devices by name. Columns: `path`, `day`, `basis`
-    /// (`install_date`|`event_date`), `name`, `events`.
+    /// (`install_date`|`event_date`), `name`, `events`. Unordered.
     package static func attributionEvents(app: String, from: ReportDay, to: ReportDay) -> SQL {
         """
         SELECT path, day::text AS day, basis, name, events
         FROM report_attribution_events
         WHERE app_id = \(app) AND day BETWEEN \(from.iso8601)::date AND \(to.iso8601)::date
-        ORDER BY path, day, basis, name
         """
     }
 
     /// Revenue of attributed devices per currency. Columns: `path`, `day`, `basis`, `currency`,
-    /// `revenue` (exact decimal text).
+    /// `revenue` (exact decimal text). Unordered.
     package static func attributionRevenue(app: String, from: ReportDay, to: ReportDay) -> SQL {
         """
         SELECT path, day::text AS day, basis, currency, revenue::text AS revenue
         FROM report_attribution_revenue
         WHERE app_id = \(app) AND day BETWEEN \(from.iso8601)::date AND \(to.iso8601)::date
-        ORDER BY path, day, basis, currency
         """
     }
 

@@ -1,4 +1,4 @@
-package import Postgres
+import Postgres
 
 extension ReportService {
     /// The per-link report assembled from the four per-link views (`report_link_daily`, `_events`,
@@ -82,6 +82,53 @@ extension ReportService {
                         medianSecondsFromPrevious: try row["median_seconds_from_previous", as: String?.self]))
             }
             return FunnelReport(app: app, from: from, to: to, watermark: watermark, rows: rows)
+        }
+    }
+
+    /// The attribution report assembled from `report_attribution`, `_events` and `_revenue`: what
+    /// `attribution` returned before `report_attribution_summary` (sql/054); the reference and
+    /// benchmark baseline.
+    ///
+    /// - Throws: `ReportError.unknownApp`, `.invalidParameter`, `.database`.
+    package func attributionFromViews(app: String, from: ReportDay, to: ReportDay) throws(ReportError) -> AttributionReport {
+        try validate(app: app, from: from, to: to)
+        return try run {
+            let watermark = try connection.query(ReportSQL.watermark).first?["watermark", as: String?.self] ?? nil
+            var rows: [RowKey: AttributionRow] = [:]
+            for row in try connection.query(ReportSQL.attribution(app: app, from: from, to: to)) {
+                let key = try RowKey(row)
+                var value = AttributionRow(path: key.path, day: key.day)
+                value.matchedInstalls = try row["matched_installs", as: Int.self]
+                value.attributedInstalls = try row["attributed_installs", as: Int.self]
+                value.cohortActions = try row["cohort_actions", as: Int.self]
+                value.activityActions = try row["activity_actions", as: Int.self]
+                value.lastTouchOpens = try row["last_touch_opens", as: Int.self]
+                rows[key] = value
+            }
+            for row in try connection.query(ReportSQL.attributionEvents(app: app, from: from, to: to)) {
+                let key = try RowKey(row)
+                let name = try row["name", as: String.self]
+                let count = try row["events", as: Int.self]
+                if try row["basis", as: String.self] == "install_date" {
+                    rows[key, default: AttributionRow(path: key.path, day: key.day)].cohortEvents[name] = count
+                } else {
+                    rows[key, default: AttributionRow(path: key.path, day: key.day)].activityEvents[name] = count
+                }
+            }
+            for row in try connection.query(ReportSQL.attributionRevenue(app: app, from: from, to: to)) {
+                let key = try RowKey(row)
+                let currency = try row["currency", as: String.self]
+                let amount = try row["revenue", as: String.self]
+                if try row["basis", as: String.self] == "install_date" {
+                    rows[key, default: AttributionRow(path: key.path, day: key.day)].cohortRevenue[currency] = amount
+                } else {
+                    rows[key, default: AttributionRow(path: key.path, day: key.day)].activityRevenue[currency] = amount
+                }
+            }
+            return AttributionReport(
+                app: app, from: from, to: to, watermark: watermark,
+                rows: rows.values.sorted { ($0.path, $0.day) < ($1.path, $1.day) },
+                installs: try installs(app: app, from: from, to: to))
         }
     }
 }

@@ -70,15 +70,16 @@ package struct ReportService {
         }
     }
 
-    /// The attribution report: per link and day, plus app-wide installs per day.
+    /// The attribution report: per link and day (from `report_attribution_summary`, one row per link
+    /// and day), plus app-wide installs per day.
     ///
     /// - Throws: `ReportError.unknownApp`, `.invalidParameter`, `.database`.
     package func attribution(app: String, from: ReportDay, to: ReportDay) throws(ReportError) -> AttributionReport {
         try validate(app: app, from: from, to: to)
         return try run {
             let watermark = try connection.query(ReportSQL.watermark).first?["watermark", as: String?.self] ?? nil
-            var rows: [RowKey: AttributionRow] = [:]
-            for row in try connection.query(ReportSQL.attribution(app: app, from: from, to: to)) {
+            var rows: [AttributionRow] = []
+            for row in try connection.query(ReportSQL.attributionSummary(app: app, from: from, to: to)) {
                 let key = try RowKey(row)
                 var value = AttributionRow(path: key.path, day: key.day)
                 value.matchedInstalls = try row["matched_installs", as: Int.self]
@@ -86,41 +87,31 @@ package struct ReportService {
                 value.cohortActions = try row["cohort_actions", as: Int.self]
                 value.activityActions = try row["activity_actions", as: Int.self]
                 value.lastTouchOpens = try row["last_touch_opens", as: Int.self]
-                rows[key] = value
+                value.cohortEvents = try Self.pairs(row, "cohort_names", "cohort_counts", as: Int.self)
+                value.activityEvents = try Self.pairs(row, "activity_names", "activity_counts", as: Int.self)
+                value.cohortRevenue = try Self.pairs(row, "cohort_currencies", "cohort_amounts", as: String.self)
+                value.activityRevenue = try Self.pairs(row, "activity_currencies", "activity_amounts", as: String.self)
+                rows.append(value)
             }
-            for row in try connection.query(ReportSQL.attributionEvents(app: app, from: from, to: to)) {
-                let key = try RowKey(row)
-                let name = try row["name", as: String.self]
-                let count = try row["events", as: Int.self]
-                if try row["basis", as: String.self] == "install_date" {
-                    rows[key, default: AttributionRow(path: key.path, day: key.day)].cohortEvents[name] = count
-                } else {
-                    rows[key, default: AttributionRow(path: key.path, day: key.day)].activityEvents[name] = count
-                }
-            }
-            for row in try connection.query(ReportSQL.attributionRevenue(app: app, from: from, to: to)) {
-                let key = try RowKey(row)
-                let currency = try row["currency", as: String.self]
-                let amount = try row["revenue", as: String.self]
-                if try row["basis", as: String.self] == "install_date" {
-                    rows[key, default: AttributionRow(path: key.path, day: key.day)].cohortRevenue[currency] = amount
-                } else {
-                    rows[key, default: AttributionRow(path: key.path, day: key.day)].activityRevenue[currency] = amount
-                }
-            }
-            var installs: [InstallsRow] = []
-            for row in try connection.query(ReportSQL.installs(app: app, from: from, to: to)) {
-                installs.append(
-                    InstallsRow(
-                        day: try Self.day(row, "day"), installs: try row["installs", as: Int.self],
-                        attributedInstalls: try row["attributed_installs", as: Int.self],
-                        organicInstalls: try row["organic_installs", as: Int.self],
-                        unattributableInstalls: try row["unattributable_installs", as: Int.self]))
-            }
+            rows.sort { ($0.path, $0.day) < ($1.path, $1.day) }
             return AttributionReport(
-                app: app, from: from, to: to, watermark: watermark,
-                rows: rows.values.sorted { ($0.path, $0.day) < ($1.path, $1.day) }, installs: installs)
+                app: app, from: from, to: to, watermark: watermark, rows: rows,
+                installs: try installs(app: app, from: from, to: to))
         }
+    }
+
+    /// App-wide installs per day (`report_installs_daily`).
+    func installs(app: String, from: ReportDay, to: ReportDay) throws -> [InstallsRow] {
+        var installs: [InstallsRow] = []
+        for row in try connection.query(ReportSQL.installs(app: app, from: from, to: to)) {
+            installs.append(
+                InstallsRow(
+                    day: try Self.day(row, "day"), installs: try row["installs", as: Int.self],
+                    attributedInstalls: try row["attributed_installs", as: Int.self],
+                    organicInstalls: try row["organic_installs", as: Int.self],
+                    unattributableInstalls: try row["unattributable_installs", as: Int.self]))
+        }
+        return installs
     }
 
     /// The default link funnel and the app's funnels per cohort day, read from
@@ -265,7 +256,7 @@ package struct ReportService {
     }
 
     /// Two parallel array columns (names and values) as a dictionary.
-    private static func pairs<Value: PostgresDecodable & PostgresArrayElement>(
+    static func pairs<Value: PostgresDecodable & PostgresArrayElement>(
         _ row: Row, _ names: String, _ values: String, as type: Value.Type
     ) throws -> [String: Value] {
         let keys = try row[names, as: [String].self]
