@@ -52,7 +52,7 @@ package enum ReportSeed {
                 """
                 INSERT INTO seed_params
                 SELECT \(app), \(devices), \(links), \(days), \(end.iso8601)::date::timestamp AT TIME ZONE 'UTC',
-                       (\(end.iso8601)::date - \(days))::timestamp AT TIME ZONE 'UTC'
+                       (\(end.iso8601)::date - \(days)::int)::timestamp AT TIME ZONE 'UTC'
                 """)
             _ = try connection.query("SELECT setseed(0.42)")
             for (index, statement) in statements.enumerated() {

@@ -177,6 +177,7 @@ package enum ReportSQL {
 
     /// Retention cohorts. Columns: `path` (NULL = organic), `cohort_day`, `cohort_size`, `d1`, `d3`,
     /// `d7`, `d14`, `d30` (NULL while not reached), `d1_rate` ... `d30_rate` (exact decimal text).
+    /// Unordered (`ReportService.retention` sorts by link, organic last, then cohort day).
     package static func retention(app: String, from: ReportDay, to: ReportDay) -> SQL {
         """
         SELECT path, cohort_day::text AS cohort_day, cohort_size, d1, d3, d7, d14, d30,
@@ -184,7 +185,6 @@ package enum ReportSQL {
                d14_rate::text AS d14_rate, d30_rate::text AS d30_rate
         FROM report_retention
         WHERE app_id = \(app) AND cohort_day BETWEEN \(from.iso8601)::date AND \(to.iso8601)::date
-        ORDER BY path NULLS LAST, cohort_day
         """
     }
 

@@ -159,12 +159,7 @@ package struct ReportService {
                 let (a, b) = (left[0], right[0])
                 if (a.funnelID == "default") != (b.funnelID == "default") { return a.funnelID == "default" }
                 if a.funnelID != b.funnelID { return a.funnelID < b.funnelID }
-                if a.path != b.path {
-                    guard let x = a.path else { return false }
-                    guard let y = b.path else { return true }
-                    return x < y
-                }
-                return a.day < b.day
+                return Self.precedes(a.path, b.path) ?? (a.day < b.day)
             }
             return FunnelReport(app: app, from: from, to: to, watermark: watermark, rows: groups.flatMap { $0 })
         }
@@ -189,6 +184,9 @@ package struct ReportService {
                     RetentionRow(
                         path: try row["path", as: String?.self], cohortDay: try Self.day(row, "cohort_day"),
                         cohortSize: try row["cohort_size", as: Int.self], retained: retained, rates: rates))
+            }
+            rows.sort { left, right in
+                Self.precedes(left.path, right.path) ?? (left.cohortDay < right.cohortDay)
             }
             return RetentionReport(app: app, from: from, to: to, watermark: watermark, rows: rows)
         }
@@ -265,6 +263,14 @@ package struct ReportService {
             throw ReportError.database(message: "\(names) and \(values) have different lengths")
         }
         return Dictionary(zip(keys, items), uniquingKeysWith: { _, last in last })
+    }
+
+    /// Link order with the organic "link" (nil) last, as SQL's `path NULLS LAST`: nil when equal.
+    static func precedes(_ left: String?, _ right: String?) -> Bool? {
+        guard left != right else { return nil }
+        guard let left else { return false }
+        guard let right else { return true }
+        return left < right
     }
 
     /// '' (the rollups' "none") as nil.
