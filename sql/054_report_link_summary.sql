@@ -1,5 +1,5 @@
--- 054_report_link_summary: the per-link, funnel and attribution reports read as one compact row
--- per link and day (per funnel, link and cohort day).
+-- 054_report_link_summary: the per-link, funnel, attribution and retention reports read as one
+-- compact row per link and day (per funnel, link and cohort day; per link and install day).
 --
 -- The per-link report (ReportService.links, `report links`, GET /api/reports/links, the daily job)
 -- used to read four views: one row per link and day, plus one per link, day, kind and event name,
@@ -19,6 +19,10 @@
 -- day, link and name) has the day's old rollup_cohort_events_daily rows subtracted and its new ones
 -- added when a day is refreshed, and only the summary rows of the (install day, link) pairs the day
 -- touched are rewritten. The work follows the refreshed day's rows, not the tables' size.
+--
+-- rollup_retention_summary holds report_retention's sums per (install day, link): cohort size and
+-- d1..d30. A day's refresh changes its own installs and the retention rows of the cohorts 1, 3, 7,
+-- 14 and 30 days before it, so it rewrites those six install days' rows.
 --
 -- Also: rebuild_rollups analyses the derived tables it has just filled (rollup_clicks,
 -- rollup_devices, rollup_funnel_entries) before the per-day loop. Without it the loop planned
@@ -280,7 +284,44 @@ BEGIN
 END
 $fn$;
 
--- The day's rollups as 053 computes them, then the day's summary rows (attribution, links, funnels). Callers (rollup_apply_work,
+-- Retention per (app, install day, link): report_retention's grouped sums before the "reached" rule.
+CREATE TABLE rollup_retention_summary (
+    app_id text NOT NULL,
+    install_day date NOT NULL,
+    path text NOT NULL,
+    cohort_size integer NOT NULL,
+    d1 integer NOT NULL,
+    d3 integer NOT NULL,
+    d7 integer NOT NULL,
+    d14 integer NOT NULL,
+    d30 integer NOT NULL,
+    PRIMARY KEY (app_id, install_day, path)
+);
+
+-- Rewrites the retention summary rows of the given install days of one app.
+CREATE FUNCTION rollup_refresh_retention_summary(p_app text, p_days date[]) RETURNS void
+LANGUAGE sql AS $fn$
+    DELETE FROM rollup_retention_summary WHERE app_id = p_app AND install_day = ANY (p_days);
+    INSERT INTO rollup_retention_summary
+    SELECT p_app, u.install_day, u.path, sum(u.size), sum(u.d1), sum(u.d3), sum(u.d7), sum(u.d14), sum(u.d30)
+    FROM (
+        SELECT i.day AS install_day, i.path, i.installs AS size, 0 AS d1, 0 AS d3, 0 AS d7, 0 AS d14, 0 AS d30
+        FROM rollup_installs_daily i WHERE i.app_id = p_app AND i.day = ANY (p_days)
+        UNION ALL
+        SELECT t.install_day, t.path, 0,
+               CASE WHEN t.day - t.install_day = 1 THEN t.returned ELSE 0 END,
+               CASE WHEN t.day - t.install_day = 3 THEN t.returned ELSE 0 END,
+               CASE WHEN t.day - t.install_day = 7 THEN t.returned ELSE 0 END,
+               CASE WHEN t.day - t.install_day = 14 THEN t.returned ELSE 0 END,
+               CASE WHEN t.day - t.install_day = 30 THEN t.returned ELSE 0 END
+        FROM rollup_retention_daily t WHERE t.app_id = p_app AND t.install_day = ANY (p_days)
+    ) u
+    GROUP BY u.install_day, u.path
+    HAVING sum(u.size) > 0;
+$fn$;
+
+-- The day's rollups as 053 computes them, then the summary rows it changes (attribution, links,
+-- funnels, retention). Callers (rollup_apply_work,
 -- rebuild_rollups) keep calling rollup_refresh_day.
 ALTER FUNCTION rollup_refresh_day(text, date) RENAME TO rollup_refresh_day_rollups;
 CREATE FUNCTION rollup_refresh_day(p_app text, p_day date) RETURNS void
@@ -291,6 +332,8 @@ BEGIN
     PERFORM rollup_attribution_after(p_app, p_day);
     PERFORM rollup_refresh_link_summary(p_app, p_day);
     PERFORM rollup_refresh_funnel_summary(p_app, p_day);
+    PERFORM rollup_refresh_retention_summary(
+        p_app, ARRAY[p_day, p_day - 1, p_day - 3, p_day - 7, p_day - 14, p_day - 30]);
 END
 $fn$;
 
@@ -323,6 +366,13 @@ BEGIN
         UNION SELECT r.day, r.path FROM rollup_link_events_daily r WHERE r.app_id = k.app_id AND r.kind = 'event'
         UNION SELECT c.install_day, c.path FROM rollup_cohort_events_daily c WHERE c.app_id = k.app_id;
         PERFORM rollup_refresh_attribution_summary(k.app_id);
+    END LOOP;
+    FOR k IN
+        SELECT x.app_id, array_agg(DISTINCT x.day) AS days
+        FROM (SELECT app_id, day FROM rollup_installs_daily UNION SELECT app_id, install_day FROM rollup_retention_daily) x
+        GROUP BY x.app_id
+    LOOP
+        PERFORM rollup_refresh_retention_summary(k.app_id, k.days);
     END LOOP;
 END
 $backfill$;
@@ -358,6 +408,29 @@ SELECT r.app_id, r.path, r.day, r.matched_installs::bigint AS matched_installs,
        r.activity_names, r.activity_counts, r.activity_currencies, r.activity_amounts
 FROM rollup_attribution_summary r;
 
+-- Retention in one read: report_retention's rows from the per-install-day sums (same columns, same
+-- "reached" rule).
+CREATE VIEW report_retention_summary AS
+SELECT g.app_id, nullif(g.path, '') AS path, g.install_day AS cohort_day, g.cohort_size::bigint AS cohort_size,
+       CASE WHEN g.install_day + 1 <= w.reached THEN g.d1::bigint END AS d1,
+       CASE WHEN g.install_day + 3 <= w.reached THEN g.d3::bigint END AS d3,
+       CASE WHEN g.install_day + 7 <= w.reached THEN g.d7::bigint END AS d7,
+       CASE WHEN g.install_day + 14 <= w.reached THEN g.d14::bigint END AS d14,
+       CASE WHEN g.install_day + 30 <= w.reached THEN g.d30::bigint END AS d30,
+       CASE WHEN g.install_day + 1 <= w.reached THEN round(g.d1::numeric / g.cohort_size, 6) END AS d1_rate,
+       CASE WHEN g.install_day + 3 <= w.reached THEN round(g.d3::numeric / g.cohort_size, 6) END AS d3_rate,
+       CASE WHEN g.install_day + 7 <= w.reached THEN round(g.d7::numeric / g.cohort_size, 6) END AS d7_rate,
+       CASE WHEN g.install_day + 14 <= w.reached THEN round(g.d14::numeric / g.cohort_size, 6) END AS d14_rate,
+       CASE WHEN g.install_day + 30 <= w.reached THEN round(g.d30::numeric / g.cohort_size, 6) END AS d30_rate
+FROM rollup_retention_summary g
+LEFT JOIN (
+    SELECT a.id AS app_id,
+           (least(m.watermark, coalesce(n.newest_event_at, 'infinity')) AT TIME ZONE a.time_zone)::date AS reached
+    FROM apps a
+    LEFT JOIN rollup_apps n ON n.app_id = a.id
+    CROSS JOIN (SELECT coalesce(max(k.newest_received_at), now()) AS watermark FROM load_checkpoints k) m
+) w ON w.app_id = g.app_id;
+
 -- The funnel report in one read: one row per funnel, link (NULL = organic) and cohort day, the
 -- steps as arrays ('' = NULL in the rate and median arrays).
 CREATE VIEW report_funnel_summary AS
@@ -372,6 +445,7 @@ BEGIN
         EXECUTE format('GRANT SELECT ON %I.report_link_summary TO detour_analyst', current_schema());
         EXECUTE format('GRANT SELECT ON %I.report_funnel_summary TO detour_analyst', current_schema());
         EXECUTE format('GRANT SELECT ON %I.report_attribution_summary TO detour_analyst', current_schema());
+        EXECUTE format('GRANT SELECT ON %I.report_retention_summary TO detour_analyst', current_schema());
     END IF;
 END
 $grant$;
@@ -403,6 +477,7 @@ BEGIN
     DELETE FROM rollup_cohort_revenue_daily;
     DELETE FROM rollup_installs_daily;
     DELETE FROM rollup_retention_daily;
+    DELETE FROM rollup_retention_summary;
     DELETE FROM rollup_funnel_daily;
     DELETE FROM rollup_funnel_summary;
     DELETE FROM rollup_funnel_entries;

@@ -52,6 +52,9 @@ struct ReportTruthTests {
         let attribution = try service.attribution(app: "sim", from: first, to: last)
         #expect(attribution.rows.count > 20)
         #expect(attribution == (try service.attributionFromViews(app: "sim", from: first, to: last)))
+        let retention = try service.retention(app: "sim", from: first, to: last)
+        #expect(retention.rows.count > 20)
+        #expect(retention == (try service.retentionFromViews(app: "sim", from: first, to: last)))
 
         // A from-scratch rebuild says the same.
         _ = try connection.query("SELECT rebuild_rollups()")
@@ -59,6 +62,7 @@ struct ReportTruthTests {
         #expect(links == (try service.links(app: "sim", from: first, to: last)))
         #expect(funnel == (try service.funnel(app: "sim", from: first, to: last)))
         #expect(attribution == (try service.attribution(app: "sim", from: first, to: last)))
+        #expect(retention == (try service.retention(app: "sim", from: first, to: last)))
     }
 }
 

@@ -98,6 +98,9 @@ import Testing
         #expect(attribution == (try service.attributionFromViews(app: "a", from: day("2026-05-01"), to: day("2026-06-30"))))
         #expect(links == (try service.linksFromViews(app: "a", from: day("2026-05-01"), to: day("2026-06-30"))))
         #expect(
+            try service.retention(app: "a", from: day("2026-05-01"), to: day("2026-06-30"))
+                == service.retentionFromViews(app: "a", from: day("2026-05-01"), to: day("2026-06-30")))
+        #expect(
             attribution.installs.map { "\($0.day) \($0.installs) \($0.organicInstalls)" } == [
                 "2026-05-31 1 1"
             ])

@@ -135,5 +135,9 @@ import Testing
         let later = try ReportService(connection: database.connection).retention(
             app: "a", from: day("2026-06-01"), to: day("2026-06-30"))
         #expect(later.rows[0].retained == [1, 0, 0, nil, nil])
+        #expect(
+            later
+                == (try ReportService(connection: database.connection).retentionFromViews(
+                    app: "a", from: day("2026-06-01"), to: day("2026-06-30"))))
     }
 }

@@ -62,6 +62,7 @@ package enum ReportBenchmark {
         try measure("funnel") { try service.funnel(app: app, from: start, to: end).rows.count }
         try measure("funnel.views") { try service.funnelFromViews(app: app, from: start, to: end).rows.count }
         try measure("retention") { try service.retention(app: app, from: start, to: end).rows.count }
+        try measure("retention.views") { try service.retentionFromViews(app: app, from: start, to: end).rows.count }
         let queries: [(String, SQL)] = [
             ("sql.link_summary", ReportSQL.linkSummary(app: app, from: start, to: end)),
             ("sql.link_daily", ReportSQL.linkDaily(app: app, from: start, to: end)),
@@ -75,6 +76,7 @@ package enum ReportBenchmark {
             ("sql.installs", ReportSQL.installs(app: app, from: start, to: end)),
             ("sql.funnel_summary", ReportSQL.funnelSummary(app: app, from: start, to: end)),
             ("sql.funnel", ReportSQL.funnel(app: app, from: start, to: end)),
+            ("sql.retention_summary", ReportSQL.retentionSummary(app: app, from: start, to: end)),
             ("sql.retention", ReportSQL.retention(app: app, from: start, to: end)),
         ]
         for (name, sql) in queries {

@@ -188,6 +188,20 @@ package enum ReportSQL {
         """
     }
 
+    /// Retention cohorts from the per-install-day sums (`report_retention_summary`, sql/054): the
+    /// rows and columns of `retention`, without grouping on the server. Columns: `path` (NULL = organic), `cohort_day`, `cohort_size`, `d1`, `d3`,
+    /// `d7`, `d14`, `d30` (NULL while not reached), `d1_rate` ... `d30_rate` (exact decimal text).
+    /// Unordered (`ReportService.retention` sorts by link, organic last, then cohort day).
+    package static func retentionSummary(app: String, from: ReportDay, to: ReportDay) -> SQL {
+        """
+        SELECT path, cohort_day::text AS cohort_day, cohort_size, d1, d3, d7, d14, d30,
+               d1_rate::text AS d1_rate, d3_rate::text AS d3_rate, d7_rate::text AS d7_rate,
+               d14_rate::text AS d14_rate, d30_rate::text AS d30_rate
+        FROM report_retention_summary
+        WHERE app_id = \(app) AND cohort_day BETWEEN \(from.iso8601)::date AND \(to.iso8601)::date
+        """
+    }
+
     /// Whether day `day` of `app` is completely loaded. Columns: `watermark` (text or NULL),
     /// `required` (text: end of the day in the app's time zone plus `graceSeconds`), `complete` (bool),
     /// `pending_days` (rollup days queued by `queue_rollups` and not processed yet).

@@ -131,4 +131,32 @@ extension ReportService {
                 installs: try installs(app: app, from: from, to: to))
         }
     }
+
+    /// Retention cohorts from `report_retention` (grouped on the server): what `retention` read before
+    /// `report_retention_summary` (sql/054); the reference and benchmark baseline.
+    ///
+    /// - Throws: `ReportError.unknownApp`, `.invalidParameter`, `.database`.
+    package func retentionFromViews(app: String, from: ReportDay, to: ReportDay) throws(ReportError) -> RetentionReport {
+        try validate(app: app, from: from, to: to)
+        return try run {
+            let watermark = try connection.query(ReportSQL.watermark).first?["watermark", as: String?.self] ?? nil
+            var rows: [RetentionRow] = []
+            for row in try connection.query(ReportSQL.retention(app: app, from: from, to: to)) {
+                var retained: [Int?] = []
+                var rates: [String?] = []
+                for n in RetentionRow.days {
+                    retained.append(try row["d\(n)", as: Int?.self])
+                    rates.append(try row["d\(n)_rate", as: String?.self])
+                }
+                rows.append(
+                    RetentionRow(
+                        path: try row["path", as: String?.self], cohortDay: try Self.day(row, "cohort_day"),
+                        cohortSize: try row["cohort_size", as: Int.self], retained: retained, rates: rates))
+            }
+            rows.sort { left, right in
+                Self.precedes(left.path, right.path) ?? (left.cohortDay < right.cohortDay)
+            }
+            return RetentionReport(app: app, from: from, to: to, watermark: watermark, rows: rows)
+        }
+    }
 }

@@ -165,7 +165,7 @@ package struct ReportService {
         }
     }
 
-    /// Retention cohorts installed between `from` and `to`.
+    /// Retention cohorts installed between `from` and `to` (from `report_retention_summary`).
     ///
     /// - Throws: `ReportError.unknownApp`, `.invalidParameter`, `.database`.
     package func retention(app: String, from: ReportDay, to: ReportDay) throws(ReportError) -> RetentionReport {
@@ -173,7 +173,7 @@ package struct ReportService {
         return try run {
             let watermark = try connection.query(ReportSQL.watermark).first?["watermark", as: String?.self] ?? nil
             var rows: [RetentionRow] = []
-            for row in try connection.query(ReportSQL.retention(app: app, from: from, to: to)) {
+            for row in try connection.query(ReportSQL.retentionSummary(app: app, from: from, to: to)) {
                 var retained: [Int?] = []
                 var rates: [String?] = []
                 for n in RetentionRow.days {
