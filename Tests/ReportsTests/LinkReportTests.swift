@@ -141,3 +141,27 @@ import Testing
                     app: "a", from: day("2026-06-01"), to: day("2026-06-30"))))
     }
 }
+
+@Suite struct SummaryDecodingTests {
+    @Test("event names with commas, quotes, backslashes, braces, spaces or NULL survive the compact reads")
+    func awkwardNames() throws {
+        let database = try Database()
+        defer { database.close() }
+        let fixture = Fixture(database.connection)
+        try loadSmallWorld(fixture)
+        let names = ["a,b", #"say "hi""#, #"back\slash"#, "NULL", "{x}", "two words", "", "é ü"]
+        for (index, name) in names.enumerated() {
+            fixture.event(
+                name, device: "d1", at: "2026-06-01T13:0\(index):00Z", installClick: "c1", openType: "deferred")
+        }
+        try fixture.load()
+        let service = ReportService(connection: database.connection)
+        let links = try service.links(app: "a", from: day("2026-06-01"), to: day("2026-06-30"))
+        let x1 = try #require(links.rows.first { $0.path == "/x" && $0.day == day("2026-06-01") })
+        for name in names { #expect(x1.events[name] == 1, "\(name)") }
+        #expect(links == (try service.linksFromViews(app: "a", from: day("2026-06-01"), to: day("2026-06-30"))))
+        #expect(
+            try service.attribution(app: "a", from: day("2026-06-01"), to: day("2026-06-30"))
+                == service.attributionFromViews(app: "a", from: day("2026-06-01"), to: day("2026-06-30")))
+    }
+}
