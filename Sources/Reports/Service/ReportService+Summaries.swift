@@ -169,6 +169,42 @@ extension ReportService {
         }
     }
 
+    /// Retention cohorts installed between `from` and `to` (from `report_retention_summary`).
+    ///
+    /// - Throws: `ReportError.unknownApp`, `.invalidParameter`, `.database`.
+    package func retention(app: String, from: ReportDay, to: ReportDay) throws(ReportError) -> RetentionReport {
+        try validate(app: app, from: from, to: to)
+        return try run {
+            let watermark = try connection.query(ReportSQL.watermark).first?["watermark", as: String?.self] ?? nil
+            let result = try connection.query(ReportSQL.retentionSummary(app: app, from: from, to: to))
+            try Self.expect(
+                result,
+                ["path", "cohort_day", "cohort_size"] + RetentionRow.days.map { "d\($0)" }
+                    + RetentionRow.days.map { "d\($0)_rate" })
+            let count = RetentionRow.days.count
+            var rows: [RetentionRow] = []
+            rows.reserveCapacity(result.count)
+            for row in result {
+                var retained: [Int?] = []
+                var rates: [String?] = []
+                retained.reserveCapacity(count)
+                rates.reserveCapacity(count)
+                for index in 0..<count {
+                    retained.append(try row[3 + index, as: Int?.self])
+                    rates.append(try row[3 + count + index, as: String?.self])
+                }
+                rows.append(
+                    RetentionRow(
+                        path: try row[0, as: String?.self], cohortDay: try Self.day(row, 1),
+                        cohortSize: try row[2, as: Int.self], retained: retained, rates: rates))
+            }
+            rows.sort { left, right in
+                Self.precedes(left.path, right.path) ?? (left.cohortDay < right.cohortDay)
+            }
+            return RetentionReport(app: app, from: from, to: to, watermark: watermark, rows: rows)
+        }
+    }
+
     // MARK: - Decoding helpers
 
     /// Fails unless the result has exactly these columns, in this order (the positions used above).

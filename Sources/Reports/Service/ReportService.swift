@@ -30,33 +30,6 @@ package struct ReportService {
         return installs
     }
 
-    /// Retention cohorts installed between `from` and `to` (from `report_retention_summary`).
-    ///
-    /// - Throws: `ReportError.unknownApp`, `.invalidParameter`, `.database`.
-    package func retention(app: String, from: ReportDay, to: ReportDay) throws(ReportError) -> RetentionReport {
-        try validate(app: app, from: from, to: to)
-        return try run {
-            let watermark = try connection.query(ReportSQL.watermark).first?["watermark", as: String?.self] ?? nil
-            var rows: [RetentionRow] = []
-            for row in try connection.query(ReportSQL.retentionSummary(app: app, from: from, to: to)) {
-                var retained: [Int?] = []
-                var rates: [String?] = []
-                for n in RetentionRow.days {
-                    retained.append(try row["d\(n)", as: Int?.self])
-                    rates.append(try row["d\(n)_rate", as: String?.self])
-                }
-                rows.append(
-                    RetentionRow(
-                        path: try row["path", as: String?.self], cohortDay: try Self.day(row, "cohort_day"),
-                        cohortSize: try row["cohort_size", as: Int.self], retained: retained, rates: rates))
-            }
-            rows.sort { left, right in
-                Self.precedes(left.path, right.path) ?? (left.cohortDay < right.cohortDay)
-            }
-            return RetentionReport(app: app, from: from, to: to, watermark: watermark, rows: rows)
-        }
-    }
-
     /// Runs the report named by `kind` (`links`, `funnel`, `retention`, `attribution`).
     ///
     /// - Throws: `ReportError.invalidParameter` for an unknown kind, else as the report does.
