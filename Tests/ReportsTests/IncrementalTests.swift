@@ -95,7 +95,8 @@ import Testing
         #expect(links.rows.first { $0.day == day("2026-06-01") }?.matchedInstalls == 1)
         let attribution = try service.attribution(
             app: "a", from: day("2026-05-01"), to: day("2026-06-30"))
-        #expect(attribution == (try service.attributionFromViews(app: "a", from: day("2026-05-01"), to: day("2026-06-30"))))
+        #expect(
+            attribution == (try service.attributionFromViews(app: "a", from: day("2026-05-01"), to: day("2026-06-30"))))
         #expect(links == (try service.linksFromViews(app: "a", from: day("2026-05-01"), to: day("2026-06-30"))))
         #expect(
             try service.retention(app: "a", from: day("2026-05-01"), to: day("2026-06-30"))

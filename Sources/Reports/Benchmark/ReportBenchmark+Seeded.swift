@@ -103,8 +103,11 @@ extension ReportBenchmark {
             ("runs", String(runs)),
         ]
         for timing in run.timings {
-            fields.append(("report_" + timing.name.replacingOccurrences(of: ".", with: "_") + "_ms",
-                           format(timing.medianMilliseconds)))
+            fields.append(
+                (
+                    "report_" + timing.name.replacingOccurrences(of: ".", with: "_") + "_ms",
+                    format(timing.medianMilliseconds)
+                ))
         }
         return fields
     }

@@ -47,7 +47,8 @@ package enum ReportSeed {
         do {
             try connection.unsafeSQL("SET max_parallel_workers_per_gather = 0")
             try connection.unsafeSQL(
-                "CREATE TEMP TABLE seed_params (app text, devices int, links int, days int, end_at timestamptz, start_at timestamptz)")
+                "CREATE TEMP TABLE seed_params (app text, devices int, links int, days int, end_at timestamptz, start_at timestamptz)"
+            )
             try connection.execute(
                 """
                 INSERT INTO seed_params
@@ -215,6 +216,6 @@ package enum ReportSeed {
         INSERT INTO load_checkpoints (node, segment, frame_offset, loaded_events, newest_received_at)
         SELECT 'seed', 0, 0, 0, p.end_at + interval '1 minute' FROM seed_params p
         ON CONFLICT (node) DO UPDATE SET newest_received_at = EXCLUDED.newest_received_at
-        """
+        """,
     ]
 }

@@ -51,8 +51,10 @@ extension ReportService {
                 let attributed = try ReportArrays.ints(row, 30)
                 let rates = try ReportArrays.strings(row, 31)
                 guard
-                    [mediums.count, campaigns.count, clicks.count, opens.count, matched.count, attributed.count,
-                     rates.count].allSatisfy({ $0 == sources.count })
+                    [
+                        mediums.count, campaigns.count, clicks.count, opens.count, matched.count, attributed.count,
+                        rates.count,
+                    ].allSatisfy({ $0 == sources.count })
                 else { throw ReportError.database(message: "report_link_summary: UTM arrays of different lengths") }
                 var utm: [UTMRow] = []
                 utm.reserveCapacity(sources.count)

@@ -90,7 +90,9 @@ extension ReportService {
     /// benchmark baseline.
     ///
     /// - Throws: `ReportError.unknownApp`, `.invalidParameter`, `.database`.
-    package func attributionFromViews(app: String, from: ReportDay, to: ReportDay) throws(ReportError) -> AttributionReport {
+    package func attributionFromViews(app: String, from: ReportDay, to: ReportDay) throws(ReportError)
+        -> AttributionReport
+    {
         try validate(app: app, from: from, to: to)
         return try run {
             let watermark = try connection.query(ReportSQL.watermark).first?["watermark", as: String?.self] ?? nil
@@ -136,7 +138,8 @@ extension ReportService {
     /// `report_retention_summary` (sql/054); the reference and benchmark baseline.
     ///
     /// - Throws: `ReportError.unknownApp`, `.invalidParameter`, `.database`.
-    package func retentionFromViews(app: String, from: ReportDay, to: ReportDay) throws(ReportError) -> RetentionReport {
+    package func retentionFromViews(app: String, from: ReportDay, to: ReportDay) throws(ReportError) -> RetentionReport
+    {
         try validate(app: app, from: from, to: to)
         return try run {
             let watermark = try connection.query(ReportSQL.watermark).first?["watermark", as: String?.self] ?? nil
