@@ -338,10 +338,19 @@ END
 $fn$;
 
 -- Existing data: derive the summary of every day the link rollups hold (no rebuild needed).
-DO $backfill$
+-- Builds every summary from the rollups at once (set-based per app and day, not by delta): the
+-- backfill of this migration and the end of rebuild_rollups. Equal to what the per-day refreshes
+-- maintain (the incremental-vs-rebuild test compares them).
+CREATE FUNCTION rollup_build_summaries() RETURNS void
+LANGUAGE plpgsql AS $fn$
 DECLARE
     k record;
 BEGIN
+    DELETE FROM rollup_link_summary;
+    DELETE FROM rollup_funnel_summary;
+    DELETE FROM rollup_cohort_events_total;
+    DELETE FROM rollup_attribution_summary;
+    DELETE FROM rollup_retention_summary;
     FOR k IN
         SELECT app_id, day FROM rollup_link_daily
         UNION SELECT app_id, day FROM rollup_link_events_daily
@@ -355,7 +364,10 @@ BEGIN
     INSERT INTO rollup_cohort_events_total (app_id, install_day, path, name, events)
     SELECT c.app_id, c.install_day, c.path, c.name, sum(c.events) FROM rollup_cohort_events_daily c
     GROUP BY c.app_id, c.install_day, c.path, c.name;
-    CREATE TEMP TABLE rollup_work_attribution (day date NOT NULL, path text NOT NULL) ON COMMIT DELETE ROWS;
+    IF to_regclass('pg_temp.rollup_work_attribution') IS NULL THEN
+        CREATE TEMP TABLE rollup_work_attribution (day date NOT NULL, path text NOT NULL) ON COMMIT DELETE ROWS;
+    END IF;
+    ANALYZE rollup_cohort_events_total;
     FOR k IN
         SELECT app_id FROM rollup_link_daily UNION SELECT app_id FROM rollup_link_events_daily
         UNION SELECT app_id FROM rollup_cohort_events_daily
@@ -375,7 +387,10 @@ BEGIN
         PERFORM rollup_refresh_retention_summary(k.app_id, k.days);
     END LOOP;
 END
-$backfill$;
+$fn$;
+
+-- Existing data: derive every summary (no rebuild needed).
+SELECT rollup_build_summaries();
 
 -- The per-link report in one read: one row per link and day (report_link_daily's rows plus the
 -- link-days that only have events or revenue), with the breakdowns as arrays. UTM arrays use ''
@@ -450,8 +465,8 @@ BEGIN
 END
 $grant$;
 
--- rebuild_rollups (051) with statistics for the per-day loop: the derived tables are analysed once
--- they are filled, the loop's rollup tables once emptied.
+-- rebuild_rollups (051) with statistics for the per-day loop (the derived tables are analysed once
+-- they are filled) and the summaries built once at the end (rollup_build_summaries).
 CREATE OR REPLACE FUNCTION rebuild_rollups()
 RETURNS void
 LANGUAGE plpgsql AS $fn$
@@ -470,16 +485,11 @@ BEGIN
     DELETE FROM rollup_link_utm_daily;
     DELETE FROM rollup_link_events_daily;
     DELETE FROM rollup_link_revenue_daily;
-    DELETE FROM rollup_link_summary;
     DELETE FROM rollup_cohort_events_daily;
-    DELETE FROM rollup_cohort_events_total;
-    DELETE FROM rollup_attribution_summary;
     DELETE FROM rollup_cohort_revenue_daily;
     DELETE FROM rollup_installs_daily;
     DELETE FROM rollup_retention_daily;
-    DELETE FROM rollup_retention_summary;
     DELETE FROM rollup_funnel_daily;
-    DELETE FROM rollup_funnel_summary;
     DELETE FROM rollup_funnel_entries;
     DELETE FROM rollup_devices;
     DELETE FROM rollup_clicks;
@@ -512,7 +522,14 @@ BEGIN
         ) x LEFT JOIN apps a ON a.id = x.app_id
         ORDER BY 1, 2
     LOOP
-        PERFORM rollup_refresh_day(k.app_id, k.day);
+        PERFORM rollup_refresh_day_rollups(k.app_id, k.day);
     END LOOP;
+    -- The summaries from the finished rollups in one pass (the per-day wrapper would rewrite the
+    -- cohort summaries of every earlier install day once per day).
+    ANALYZE rollup_link_daily;
+    ANALYZE rollup_link_events_daily;
+    ANALYZE rollup_cohort_events_daily;
+    ANALYZE rollup_funnel_daily;
+    PERFORM rollup_build_summaries();
 END
 $fn$;
