@@ -27,10 +27,35 @@ extension ReportBenchmark {
     /// the last 30 days; `each` gets the run as soon as it is measured. The schema is dropped afterwards.
     ///
     /// - Throws: `ReportError` (seeding, queries), `PostgresError` (connection, migration).
+    ///
+    /// With `existingSchema`, nothing is created, seeded or dropped: the refresh and report timings
+    /// run on that schema's data as it is (its first app, the 30 days ending at its newest link day;
+    /// `sizes` is ignored).
     package static func runSeeded(
         databaseURL: String, sqlDirectory: String, sizes: [Int], links: Int, runs: Int,
-        progress: (String) -> Void = { _ in }, each: (SeededRun) -> Void
+        existingSchema: String? = nil, progress: (String) -> Void = { _ in }, each: (SeededRun) -> Void
     ) throws {
+        if let existingSchema {
+            let url =
+                databaseURL + (databaseURL.contains("?") ? "&" : "?") + "options=-csearch_path%3D" + existingSchema
+            let connection = try Connection(url: url)
+            defer { connection.close() }
+            let counted = try connection.query(
+                """
+                SELECT (SELECT count(*) FROM events) AS events, (SELECT count(*) FROM clicks) AS clicks,
+                       (SELECT count(*) FROM matches) AS matches, (SELECT max(day)::text FROM rollup_link_daily) AS last,
+                       (SELECT min(id) FROM apps) AS app
+                """)[0]
+            let counts = ReportSeed.Counts(
+                events: try counted["events", as: Int.self], clicks: try counted["clicks", as: Int.self],
+                matches: try counted["matches", as: Int.self], devices: 0)
+            guard let last = ReportDay(iso8601: try counted["last", as: String.self]) else {
+                throw ReportError.database(message: "no rollups in \(existingSchema)")
+            }
+            let app = try counted["app", as: String.self]
+            each(try measure(connection: connection, app: app, day: last, counts: counts, runs: runs))
+            return
+        }
         let app = "bench_reports"
         let end = ReportDay(daysSinceEpoch: Int(Date().timeIntervalSince1970 / 86_400))
         for size in sizes {
@@ -58,29 +83,41 @@ extension ReportBenchmark {
             progress("reports: rebuild_rollups() in \(Int(rebuildSeconds)) s")
             try connection.unsafeSQL("ANALYZE")
 
-            let day = end.adding(days: -1)
-            let dayRows = try connection.query(
-                """
-                SELECT (SELECT count(*) FROM events WHERE event_time >= \(day.iso8601)::date::timestamptz
-                          AND event_time < (\(day.iso8601)::date + 1)::timestamptz)
-                     + (SELECT count(*) FROM clicks WHERE click_time >= \(day.iso8601)::date::timestamptz
-                          AND click_time < (\(day.iso8601)::date + 1)::timestamptz)
-                     + (SELECT count(*) FROM matches WHERE match_time >= \(day.iso8601)::date::timestamptz
-                          AND match_time < (\(day.iso8601)::date + 1)::timestamptz) AS n
-                """)[0]["n", as: Int.self]
-            var samples: [Double] = []
-            for _ in 0..<max(1, runs) {
-                clock = ContinuousClock.now
-                _ = try connection.query("SELECT rollup_refresh_day(\(app), \(day.iso8601)::date)")
-                samples.append(seconds(since: clock) * 1000)
-            }
-            samples.sort()
-            let timings = try run(connection: connection, app: app, to: day, runs: runs)
-            each(
-                SeededRun(
-                    counts: counts, seedSeconds: seedSeconds, rebuildSeconds: rebuildSeconds, refreshDay: day,
-                    refreshDayRows: dayRows, refreshDayMilliseconds: samples[samples.count / 2], timings: timings))
+            var run = try measure(
+                connection: connection, app: app, day: end.adding(days: -1), counts: counts, runs: runs)
+            run.seedSeconds = seedSeconds
+            run.rebuildSeconds = rebuildSeconds
+            each(run)
         }
+    }
+
+    /// Times one `rollup_refresh_day` of `day` (`runs` times) and the reports (`run`) over the 30
+    /// days ending at `day`.
+    private static func measure(
+        connection: Connection, app: String, day: ReportDay, counts: ReportSeed.Counts, runs: Int
+    )
+        throws -> SeededRun
+    {
+        let dayRows = try connection.query(
+            """
+            SELECT (SELECT count(*) FROM events WHERE event_time >= \(day.iso8601)::date::timestamptz
+                      AND event_time < (\(day.iso8601)::date + 1)::timestamptz)
+                 + (SELECT count(*) FROM clicks WHERE click_time >= \(day.iso8601)::date::timestamptz
+                      AND click_time < (\(day.iso8601)::date + 1)::timestamptz)
+                 + (SELECT count(*) FROM matches WHERE match_time >= \(day.iso8601)::date::timestamptz
+                      AND match_time < (\(day.iso8601)::date + 1)::timestamptz) AS n
+            """)[0]["n", as: Int.self]
+        var samples: [Double] = []
+        for _ in 0..<max(1, runs) {
+            let clock = ContinuousClock.now
+            _ = try connection.query("SELECT rollup_refresh_day(\(app), \(day.iso8601)::date)")
+            samples.append(seconds(since: clock) * 1000)
+        }
+        samples.sort()
+        let timings = try run(connection: connection, app: app, to: day, runs: runs)
+        return SeededRun(
+            counts: counts, seedSeconds: 0, rebuildSeconds: 0, refreshDay: day, refreshDayRows: dayRows,
+            refreshDayMilliseconds: samples[samples.count / 2], timings: timings)
     }
 
     private static func seconds(since start: ContinuousClock.Instant) -> Double {

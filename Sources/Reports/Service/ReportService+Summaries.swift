@@ -68,9 +68,13 @@ extension ReportService {
                 }
                 links.append((link, utm))
             }
-            links.sort { ($0.row.path, $0.row.day) < ($1.row.path, $1.row.day) }
+            // Sort positions, not the (large) entries.
+            let order = links.indices.sorted {
+                (links[$0].row.path, links[$0].row.day) < (links[$1].row.path, links[$1].row.day)
+            }
             return LinkReport(
-                app: app, from: from, to: to, watermark: watermark, rows: links.map(\.row), utm: links.flatMap(\.utm))
+                app: app, from: from, to: to, watermark: watermark, rows: order.map { links[$0].row },
+                utm: order.flatMap { links[$0].utm })
         }
     }
 
