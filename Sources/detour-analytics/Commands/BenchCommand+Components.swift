@@ -54,12 +54,12 @@ extension BenchCommand {
         let runs = try arguments.integer("--runs", default: 3, in: 1...100)
         let work = try arguments.option("--work") ?? NSTemporaryDirectory()
         let source = try arguments.option("--seed") ?? "simulator"
-        let schema = try arguments.option("--schema")  // with --seed sql: time an existing seeded schema
+        let existing = try arguments.option("--schema")  // with --seed sql: time an existing seeded schema
         try arguments.finish()
         if source == "sql" {  // raw rows generated in SQL (ReportSeed), rollups by rebuild_rollups()
             try ReportBenchmark.runSeeded(
                 databaseURL: url, sqlDirectory: MigrateCommand.locateSQLDirectory(), sizes: sizes, links: links,
-                runs: runs, existingSchema: schema,
+                runs: runs, existingSchema: existing,
                 progress: { FileHandle.standardError.write(Data(($0 + "\n").utf8)) },
                 each: { report("reports", ReportBenchmark.fields($0, links: links, runs: runs)) })
             return

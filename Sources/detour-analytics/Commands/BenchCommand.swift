@@ -33,6 +33,8 @@ enum BenchCommand: Command {
           reports  [--sizes N[,N...]] [--links 1000] [--runs 3] [--work DIR] [--seed simulator|sql] [--database-url URL]
                    simulated worlds of about N events (cumulative sizes) loaded by the aggregator into a
                    fresh schema, then ReportBenchmark: median ms of every report and the daily job's queries
+                   --seed sql: each size generated in SQL (ReportSeed) and rebuild_rollups() instead;
+                   --schema S: time an existing seeded schema
 
         Every result line also carries peak_rss_kib (VmHWM of this process).
         """
