@@ -582,9 +582,9 @@ class Bench:
             n = int(fields["events"])
             size = f"{n / 1e6:.1f}M" if n >= 1e6 else f"{n // 1000}k"
             for name, key, before in (("per-link report (links)", "report_links_ms", "report_links_views_ms"),
-                                      ("attribution", "report_attribution_ms", None),
+                                      ("attribution", "report_attribution_ms", "report_attribution_views_ms"),
                                       ("funnel", "report_funnel_ms", "report_funnel_views_ms"),
-                                      ("retention", "report_retention_ms", None)):
+                                      ("retention", "report_retention_ms", "report_retention_views_ms")):
                 ms = float(fields[key])
                 note = ""
                 if before and before in fields:
