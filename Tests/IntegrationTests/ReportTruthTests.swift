@@ -1,5 +1,6 @@
 import Foundation
 import Postgres
+import Reports
 import TestSupport
 import Testing
 
@@ -35,9 +36,33 @@ struct ReportTruthTests {
             #expect(families.contains(family), "the truth has no \(family) facts: the comparison would be empty there")
         }
 
+        // The per-link report the service serves (one compact row per link and day, sql/054) is the
+        // one the four per-link views give.
+        let range = try connection.query(
+            "SELECT min(day)::text AS first, max(day)::text AS last FROM report_link_daily WHERE app_id = 'sim'")[0]
+        let first = try #require(ReportDay(iso8601: try range["first", as: String.self]))
+        let last = try #require(ReportDay(iso8601: try range["last", as: String.self]))
+        let service = ReportService(connection: connection)
+        let links = try service.links(app: "sim", from: first, to: last)
+        #expect(links.rows.count > 20)
+        #expect(links == (try service.linksFromViews(app: "sim", from: first, to: last)))
+        let funnel = try service.funnel(app: "sim", from: first, to: last)
+        #expect(funnel.rows.count > 20)
+        #expect(funnel == (try service.funnelFromViews(app: "sim", from: first, to: last)))
+        let attribution = try service.attribution(app: "sim", from: first, to: last)
+        #expect(attribution.rows.count > 20)
+        #expect(attribution == (try service.attributionFromViews(app: "sim", from: first, to: last)))
+        let retention = try service.retention(app: "sim", from: first, to: last)
+        #expect(retention.rows.count > 20)
+        #expect(retention == (try service.retentionFromViews(app: "sim", from: first, to: last)))
+
         // A from-scratch rebuild says the same.
         _ = try connection.query("SELECT rebuild_rollups()")
         #expect(try TruthFacts.from(connection, app: "sim") == actual)
+        #expect(links == (try service.links(app: "sim", from: first, to: last)))
+        #expect(funnel == (try service.funnel(app: "sim", from: first, to: last)))
+        #expect(attribution == (try service.attribution(app: "sim", from: first, to: last)))
+        #expect(retention == (try service.retention(app: "sim", from: first, to: last)))
     }
 }
 

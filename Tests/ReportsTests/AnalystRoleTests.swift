@@ -15,7 +15,8 @@ import Testing
         let views = [
             "report_link_daily", "report_link_daily_events", "report_link_daily_revenue", "report_link_daily_utm",
             "report_installs_daily", "report_attribution", "report_attribution_events", "report_attribution_revenue",
-            "report_funnel", "report_funnel_definitions", "report_retention", "report_watermark",
+            "report_funnel", "report_funnel_definitions", "report_retention", "report_watermark", "report_link_summary",
+            "report_funnel_summary", "report_attribution_summary", "report_retention_summary",
         ]
         for view in views {
             let rows = try connection.query(SQL(stringLiteral: "SELECT count(*) AS n FROM \(view)"))

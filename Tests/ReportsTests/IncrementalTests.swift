@@ -96,6 +96,12 @@ import Testing
         let attribution = try service.attribution(
             app: "a", from: day("2026-05-01"), to: day("2026-06-30"))
         #expect(
+            attribution == (try service.attributionFromViews(app: "a", from: day("2026-05-01"), to: day("2026-06-30"))))
+        #expect(links == (try service.linksFromViews(app: "a", from: day("2026-05-01"), to: day("2026-06-30"))))
+        #expect(
+            try service.retention(app: "a", from: day("2026-05-01"), to: day("2026-06-30"))
+                == service.retentionFromViews(app: "a", from: day("2026-05-01"), to: day("2026-06-30")))
+        #expect(
             attribution.installs.map { "\($0.day) \($0.installs) \($0.organicInstalls)" } == [
                 "2026-05-31 1 1"
             ])
@@ -187,6 +193,10 @@ import Testing
         #expect(checkout.map(\.devices) == [3, 2, 1])
         #expect(checkout.map(\.medianSecondsFromPrevious) == [nil, "60", "60"])
         #expect(checkout.map(\.funnelName) == ["Checkout", "Checkout", "Checkout"])
+        #expect(
+            report
+                == (try ReportService(connection: connection).funnelFromViews(
+                    app: "a", from: day("2026-06-01"), to: day("2026-06-01"))))
     }
 }
 

@@ -50,6 +50,11 @@ import Testing
                 "/x 2026-06-01 - 1 1", "/x 2026-06-01 news 1 1", "/y 2026-06-01 - 1 0",
             ])
         #expect(report.utm.map(\.installRate) == ["1.000000", "1.000000", "0.000000"])
+        // The compact read (report_link_summary) is the report the four per-link views give.
+        #expect(
+            report
+                == (try ReportService(connection: database.connection).linksFromViews(
+                    app: "a", from: day("2026-06-01"), to: day("2026-06-30"))))
     }
 
     @Test("attribution: installs by kind, cohort and activity actions and revenue, last-touch opens")
@@ -71,6 +76,11 @@ import Testing
         #expect(rows["/x 2026-06-02"]?.cohortActions == 0)
         #expect(rows["/y 2026-06-02"]?.lastTouchOpens == 1)
         #expect(rows["/y 2026-06-09"]?.lastTouchOpens == 1)
+        // The compact read (report_attribution_summary) is the report the attribution views give.
+        #expect(
+            report
+                == (try ReportService(connection: database.connection).attributionFromViews(
+                    app: "a", from: day("2026-06-01"), to: day("2026-06-30"))))
         #expect(
             report.installs == [
                 InstallsRow(
@@ -93,6 +103,11 @@ import Testing
         #expect(x.map(\.medianSecondsFromPrevious) == [nil, "1110", "0", "60", "3600"])
         #expect(x.map(\.conversionFromPrevious) == [nil, "1.000000", "1.000000", "0.500000", "1.000000"])
         #expect(x.map(\.conversionOverall) == ["1.000000", "1.000000", "1.000000", "0.500000", "0.500000"])
+        // The compact read (report_funnel_summary) is the report report_funnel gives.
+        #expect(
+            report
+                == (try ReportService(connection: database.connection).funnelFromViews(
+                    app: "a", from: day("2026-06-01"), to: day("2026-06-01"))))
         let y = report.rows.filter { $0.path == "/y" }
         #expect(y.map(\.devices) == [1, 0, 0, 0, 0])
         #expect(y.map(\.medianSecondsFromPrevious) == [nil, nil, nil, nil, nil])
@@ -120,5 +135,33 @@ import Testing
         let later = try ReportService(connection: database.connection).retention(
             app: "a", from: day("2026-06-01"), to: day("2026-06-30"))
         #expect(later.rows[0].retained == [1, 0, 0, nil, nil])
+        #expect(
+            later
+                == (try ReportService(connection: database.connection).retentionFromViews(
+                    app: "a", from: day("2026-06-01"), to: day("2026-06-30"))))
+    }
+}
+
+@Suite struct SummaryDecodingTests {
+    @Test("event names with commas, quotes, backslashes, braces, spaces or NULL survive the compact reads")
+    func awkwardNames() throws {
+        let database = try Database()
+        defer { database.close() }
+        let fixture = Fixture(database.connection)
+        try loadSmallWorld(fixture)
+        let names = ["a,b", #"say "hi""#, #"back\slash"#, "NULL", "{x}", "two words", "", "é ü"]
+        for (index, name) in names.enumerated() {
+            fixture.event(
+                name, device: "d1", at: "2026-06-01T13:0\(index):00Z", installClick: "c1", openType: "deferred")
+        }
+        try fixture.load()
+        let service = ReportService(connection: database.connection)
+        let links = try service.links(app: "a", from: day("2026-06-01"), to: day("2026-06-30"))
+        let x1 = try #require(links.rows.first { $0.path == "/x" && $0.day == day("2026-06-01") })
+        for name in names { #expect(x1.events[name] == 1, "\(name)") }
+        #expect(links == (try service.linksFromViews(app: "a", from: day("2026-06-01"), to: day("2026-06-30"))))
+        #expect(
+            try service.attribution(app: "a", from: day("2026-06-01"), to: day("2026-06-30"))
+                == service.attributionFromViews(app: "a", from: day("2026-06-01"), to: day("2026-06-30")))
     }
 }

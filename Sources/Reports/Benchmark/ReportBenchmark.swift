@@ -53,19 +53,30 @@ package enum ReportBenchmark {
             )
         }
         try measure("links") { try service.links(app: app, from: start, to: end).rows.count }
+        // The same report assembled from the four per-link views (the pre-054 way): the baseline.
+        try measure("links.views") { try service.linksFromViews(app: app, from: start, to: end).rows.count }
         try measure("attribution") { try service.attribution(app: app, from: start, to: end).rows.count }
+        try measure("attribution.views") {
+            try service.attributionFromViews(app: app, from: start, to: end).rows.count
+        }
         try measure("funnel") { try service.funnel(app: app, from: start, to: end).rows.count }
+        try measure("funnel.views") { try service.funnelFromViews(app: app, from: start, to: end).rows.count }
         try measure("retention") { try service.retention(app: app, from: start, to: end).rows.count }
+        try measure("retention.views") { try service.retentionFromViews(app: app, from: start, to: end).rows.count }
         let queries: [(String, SQL)] = [
+            ("sql.link_summary", ReportSQL.linkSummary(app: app, from: start, to: end)),
             ("sql.link_daily", ReportSQL.linkDaily(app: app, from: start, to: end)),
             ("sql.link_daily_events", ReportSQL.linkDailyEvents(app: app, from: start, to: end)),
             ("sql.link_daily_revenue", ReportSQL.linkDailyRevenue(app: app, from: start, to: end)),
             ("sql.link_daily_utm", ReportSQL.linkDailyUTM(app: app, from: start, to: end)),
+            ("sql.attribution_summary", ReportSQL.attributionSummary(app: app, from: start, to: end)),
             ("sql.attribution", ReportSQL.attribution(app: app, from: start, to: end)),
             ("sql.attribution_events", ReportSQL.attributionEvents(app: app, from: start, to: end)),
             ("sql.attribution_revenue", ReportSQL.attributionRevenue(app: app, from: start, to: end)),
             ("sql.installs", ReportSQL.installs(app: app, from: start, to: end)),
+            ("sql.funnel_summary", ReportSQL.funnelSummary(app: app, from: start, to: end)),
             ("sql.funnel", ReportSQL.funnel(app: app, from: start, to: end)),
+            ("sql.retention_summary", ReportSQL.retentionSummary(app: app, from: start, to: end)),
             ("sql.retention", ReportSQL.retention(app: app, from: start, to: end)),
         ]
         for (name, sql) in queries {

@@ -33,6 +33,27 @@ package enum ReportSQL {
         """
     }
 
+    /// The per-link report in one read (`report_link_summary`, sql/054): one row per link and day.
+    /// Columns: those of `linkDaily`, plus the breakdowns as parallel arrays: `event_names`,
+    /// `event_counts`, `retention_names`, `retention_counts`, `revenue_currencies`, `revenue_amounts`
+    /// (exact decimal text), `utm_sources`, `utm_mediums`, `utm_campaigns` ('' = absent), `utm_clicks`,
+    /// `utm_universal_link_opens`, `utm_matched_installs`, `utm_attributed_installs`,
+    /// `utm_install_rates` ('' = NULL). Unordered: sorting these wide rows costs the server more than
+    /// the caller (`ReportService.links` sorts by path and day).
+    package static func linkSummary(app: String, from: ReportDay, to: ReportDay) -> SQL {
+        """
+        SELECT path, day::text AS day, clicks, universal_link_opens, matched_installs, attributed_installs,
+               install_rate::text AS install_rate, reengagements,
+               clicks_ios, universal_link_opens_ios, matched_installs_ios, attributed_installs_ios, reengagements_ios,
+               clicks_android, universal_link_opens_android, matched_installs_android, attributed_installs_android,
+               reengagements_android, event_names, event_counts, retention_names, retention_counts,
+               revenue_currencies, revenue_amounts, utm_sources, utm_mediums, utm_campaigns, utm_clicks,
+               utm_universal_link_opens, utm_matched_installs, utm_attributed_installs, utm_install_rates
+        FROM report_link_summary
+        WHERE app_id = \(app) AND day BETWEEN \(from.iso8601)::date AND \(to.iso8601)::date
+        """
+    }
+
     /// Events of attributed devices per link and day. Columns: `path`, `day`, `kind`
     /// (`event`|`retention`), `name`, `events`.
     package static func linkDailyEvents(app: String, from: ReportDay, to: ReportDay) -> SQL {
@@ -68,36 +89,49 @@ package enum ReportSQL {
     }
 
     /// Attribution per link and day. Columns: `path`, `day`, `matched_installs`, `attributed_installs`,
-    /// `cohort_actions`, `activity_actions`, `last_touch_opens`.
+    /// `cohort_actions`, `activity_actions`, `last_touch_opens`. Unordered (the service keys rows by
+    /// path and day and sorts them itself; sorting on the server only costs).
     package static func attribution(app: String, from: ReportDay, to: ReportDay) -> SQL {
         """
         SELECT path, day::text AS day, matched_installs, attributed_installs, cohort_actions, activity_actions,
                last_touch_opens
         FROM report_attribution
         WHERE app_id = \(app) AND day BETWEEN \(from.iso8601)::date AND \(to.iso8601)::date
-        ORDER BY path, day
+        """
+    }
+
+    /// Attribution per link and day in one read (`report_attribution_summary`, sql/054). Columns:
+    /// those of `attribution`, plus the actions and revenue of attributed devices as parallel arrays,
+    /// by install date (`cohort_names`, `cohort_counts`, `cohort_currencies`, `cohort_amounts`) and
+    /// by event date (`activity_names`, `activity_counts`, `activity_currencies`, `activity_amounts`);
+    /// amounts are exact decimal text. Unordered.
+    package static func attributionSummary(app: String, from: ReportDay, to: ReportDay) -> SQL {
+        """
+        SELECT path, day::text AS day, matched_installs, attributed_installs, cohort_actions, activity_actions,
+               last_touch_opens, cohort_names, cohort_counts, cohort_currencies, cohort_amounts, activity_names,
+               activity_counts, activity_currencies, activity_amounts
+        FROM report_attribution_summary
+        WHERE app_id = \(app) AND day BETWEEN \(from.iso8601)::date AND \(to.iso8601)::date
         """
     }
 
     /// Actions of attributed devices by name. Columns: `path`, `day`, `basis`
-    /// (`install_date`|`event_date`), `name`, `events`.
+    /// (`install_date`|`event_date`), `name`, `events`. Unordered.
     package static func attributionEvents(app: String, from: ReportDay, to: ReportDay) -> SQL {
         """
         SELECT path, day::text AS day, basis, name, events
         FROM report_attribution_events
         WHERE app_id = \(app) AND day BETWEEN \(from.iso8601)::date AND \(to.iso8601)::date
-        ORDER BY path, day, basis, name
         """
     }
 
     /// Revenue of attributed devices per currency. Columns: `path`, `day`, `basis`, `currency`,
-    /// `revenue` (exact decimal text).
+    /// `revenue` (exact decimal text). Unordered.
     package static func attributionRevenue(app: String, from: ReportDay, to: ReportDay) -> SQL {
         """
         SELECT path, day::text AS day, basis, currency, revenue::text AS revenue
         FROM report_attribution_revenue
         WHERE app_id = \(app) AND day BETWEEN \(from.iso8601)::date AND \(to.iso8601)::date
-        ORDER BY path, day, basis, currency
         """
     }
 
@@ -127,8 +161,23 @@ package enum ReportSQL {
         """
     }
 
+    /// Funnel steps in one read (`report_funnel_summary`, sql/054): one row per funnel, link and
+    /// cohort day. Columns: `funnel_id`, `funnel_name`, `path` (NULL = organic), `day`, and per step, in
+    /// order, the arrays `steps`, `step_names`, `devices`, `conversions_from_previous`,
+    /// `conversions_overall`, `median_seconds_from_previous` ('' = NULL). Unordered (`ReportService.funnel`
+    /// sorts the way `funnel` orders).
+    package static func funnelSummary(app: String, from: ReportDay, to: ReportDay) -> SQL {
+        """
+        SELECT funnel_id, funnel_name, path, day::text AS day, steps, step_names, devices, conversions_from_previous,
+               conversions_overall, median_seconds_from_previous
+        FROM report_funnel_summary
+        WHERE app_id = \(app) AND day BETWEEN \(from.iso8601)::date AND \(to.iso8601)::date
+        """
+    }
+
     /// Retention cohorts. Columns: `path` (NULL = organic), `cohort_day`, `cohort_size`, `d1`, `d3`,
     /// `d7`, `d14`, `d30` (NULL while not reached), `d1_rate` ... `d30_rate` (exact decimal text).
+    /// Unordered (`ReportService.retention` sorts by link, organic last, then cohort day).
     package static func retention(app: String, from: ReportDay, to: ReportDay) -> SQL {
         """
         SELECT path, cohort_day::text AS cohort_day, cohort_size, d1, d3, d7, d14, d30,
@@ -136,7 +185,20 @@ package enum ReportSQL {
                d14_rate::text AS d14_rate, d30_rate::text AS d30_rate
         FROM report_retention
         WHERE app_id = \(app) AND cohort_day BETWEEN \(from.iso8601)::date AND \(to.iso8601)::date
-        ORDER BY path NULLS LAST, cohort_day
+        """
+    }
+
+    /// Retention cohorts from the per-install-day sums (`report_retention_summary`, sql/054): the
+    /// rows and columns of `retention`, without grouping on the server. Columns: `path` (NULL = organic), `cohort_day`, `cohort_size`, `d1`, `d3`,
+    /// `d7`, `d14`, `d30` (NULL while not reached), `d1_rate` ... `d30_rate` (exact decimal text).
+    /// Unordered (`ReportService.retention` sorts by link, organic last, then cohort day).
+    package static func retentionSummary(app: String, from: ReportDay, to: ReportDay) -> SQL {
+        """
+        SELECT path, cohort_day::text AS cohort_day, cohort_size, d1, d3, d7, d14, d30,
+               d1_rate::text AS d1_rate, d3_rate::text AS d3_rate, d7_rate::text AS d7_rate,
+               d14_rate::text AS d14_rate, d30_rate::text AS d30_rate
+        FROM report_retention_summary
+        WHERE app_id = \(app) AND cohort_day BETWEEN \(from.iso8601)::date AND \(to.iso8601)::date
         """
     }
 

@@ -16,162 +16,18 @@ package struct ReportService {
         try run { try connection.query(ReportSQL.watermark).first?["watermark", as: String?.self] ?? nil }
     }
 
-    /// The per-link daily report (with platform splits, events, revenue and the UTM breakdown).
-    ///
-    /// - Throws: `ReportError.unknownApp`, `.invalidParameter` when `from > to`, `.database`.
-    package func links(app: String, from: ReportDay, to: ReportDay) throws(ReportError) -> LinkReport {
-        try validate(app: app, from: from, to: to)
-        return try run {
-            let watermark = try connection.query(ReportSQL.watermark).first?["watermark", as: String?.self] ?? nil
-            var rows: [RowKey: LinkDayRow] = [:]
-            for row in try connection.query(ReportSQL.linkDaily(app: app, from: from, to: to)) {
-                let key = try RowKey(row)
-                var link = LinkDayRow(path: key.path, day: key.day)
-                link.clicks = try row["clicks", as: Int.self]
-                link.universalLinkOpens = try row["universal_link_opens", as: Int.self]
-                link.matchedInstalls = try row["matched_installs", as: Int.self]
-                link.attributedInstalls = try row["attributed_installs", as: Int.self]
-                link.installRate = try row["install_rate", as: String?.self]
-                link.reengagements = try row["reengagements", as: Int.self]
-                link.ios = try Self.platform(row, suffix: "_ios")
-                link.android = try Self.platform(row, suffix: "_android")
-                rows[key] = link
-            }
-            for row in try connection.query(ReportSQL.linkDailyEvents(app: app, from: from, to: to)) {
-                let key = try RowKey(row)
-                let name = try row["name", as: String.self]
-                let count = try row["events", as: Int.self]
-                if try row["kind", as: String.self] == "event" {
-                    rows[key, default: LinkDayRow(path: key.path, day: key.day)].events[name] = count
-                } else {
-                    rows[key, default: LinkDayRow(path: key.path, day: key.day)].retentionEvents[name] = count
-                }
-            }
-            for row in try connection.query(ReportSQL.linkDailyRevenue(app: app, from: from, to: to)) {
-                let key = try RowKey(row)
-                rows[key, default: LinkDayRow(path: key.path, day: key.day)].revenue[
-                    try row["currency", as: String.self]] =
-                    try row["revenue", as: String.self]
-            }
-            var utm: [UTMRow] = []
-            for row in try connection.query(ReportSQL.linkDailyUTM(app: app, from: from, to: to)) {
-                let key = try RowKey(row)
-                utm.append(
-                    UTMRow(
-                        path: key.path, day: key.day, source: try row["utm_source", as: String?.self],
-                        medium: try row["utm_medium", as: String?.self],
-                        campaign: try row["utm_campaign", as: String?.self],
-                        clicks: try row["clicks", as: Int.self],
-                        universalLinkOpens: try row["universal_link_opens", as: Int.self],
-                        matchedInstalls: try row["matched_installs", as: Int.self],
-                        attributedInstalls: try row["attributed_installs", as: Int.self],
-                        installRate: try row["install_rate", as: String?.self]))
-            }
-            return LinkReport(
-                app: app, from: from, to: to, watermark: watermark,
-                rows: rows.values.sorted { ($0.path, $0.day) < ($1.path, $1.day) }, utm: utm)
+    /// App-wide installs per day (`report_installs_daily`).
+    func installs(app: String, from: ReportDay, to: ReportDay) throws -> [InstallsRow] {
+        var installs: [InstallsRow] = []
+        for row in try connection.query(ReportSQL.installs(app: app, from: from, to: to)) {
+            installs.append(
+                InstallsRow(
+                    day: try Self.day(row, "day"), installs: try row["installs", as: Int.self],
+                    attributedInstalls: try row["attributed_installs", as: Int.self],
+                    organicInstalls: try row["organic_installs", as: Int.self],
+                    unattributableInstalls: try row["unattributable_installs", as: Int.self]))
         }
-    }
-
-    /// The attribution report: per link and day, plus app-wide installs per day.
-    ///
-    /// - Throws: `ReportError.unknownApp`, `.invalidParameter`, `.database`.
-    package func attribution(app: String, from: ReportDay, to: ReportDay) throws(ReportError) -> AttributionReport {
-        try validate(app: app, from: from, to: to)
-        return try run {
-            let watermark = try connection.query(ReportSQL.watermark).first?["watermark", as: String?.self] ?? nil
-            var rows: [RowKey: AttributionRow] = [:]
-            for row in try connection.query(ReportSQL.attribution(app: app, from: from, to: to)) {
-                let key = try RowKey(row)
-                var value = AttributionRow(path: key.path, day: key.day)
-                value.matchedInstalls = try row["matched_installs", as: Int.self]
-                value.attributedInstalls = try row["attributed_installs", as: Int.self]
-                value.cohortActions = try row["cohort_actions", as: Int.self]
-                value.activityActions = try row["activity_actions", as: Int.self]
-                value.lastTouchOpens = try row["last_touch_opens", as: Int.self]
-                rows[key] = value
-            }
-            for row in try connection.query(ReportSQL.attributionEvents(app: app, from: from, to: to)) {
-                let key = try RowKey(row)
-                let name = try row["name", as: String.self]
-                let count = try row["events", as: Int.self]
-                if try row["basis", as: String.self] == "install_date" {
-                    rows[key, default: AttributionRow(path: key.path, day: key.day)].cohortEvents[name] = count
-                } else {
-                    rows[key, default: AttributionRow(path: key.path, day: key.day)].activityEvents[name] = count
-                }
-            }
-            for row in try connection.query(ReportSQL.attributionRevenue(app: app, from: from, to: to)) {
-                let key = try RowKey(row)
-                let currency = try row["currency", as: String.self]
-                let amount = try row["revenue", as: String.self]
-                if try row["basis", as: String.self] == "install_date" {
-                    rows[key, default: AttributionRow(path: key.path, day: key.day)].cohortRevenue[currency] = amount
-                } else {
-                    rows[key, default: AttributionRow(path: key.path, day: key.day)].activityRevenue[currency] = amount
-                }
-            }
-            var installs: [InstallsRow] = []
-            for row in try connection.query(ReportSQL.installs(app: app, from: from, to: to)) {
-                installs.append(
-                    InstallsRow(
-                        day: try Self.day(row, "day"), installs: try row["installs", as: Int.self],
-                        attributedInstalls: try row["attributed_installs", as: Int.self],
-                        organicInstalls: try row["organic_installs", as: Int.self],
-                        unattributableInstalls: try row["unattributable_installs", as: Int.self]))
-            }
-            return AttributionReport(
-                app: app, from: from, to: to, watermark: watermark,
-                rows: rows.values.sorted { ($0.path, $0.day) < ($1.path, $1.day) }, installs: installs)
-        }
-    }
-
-    /// The default link funnel and the app's funnels per cohort day.
-    ///
-    /// - Throws: `ReportError.unknownApp`, `.invalidParameter`, `.database`.
-    package func funnel(app: String, from: ReportDay, to: ReportDay) throws(ReportError) -> FunnelReport {
-        try validate(app: app, from: from, to: to)
-        return try run {
-            let watermark = try connection.query(ReportSQL.watermark).first?["watermark", as: String?.self] ?? nil
-            var rows: [FunnelStepRow] = []
-            for row in try connection.query(ReportSQL.funnel(app: app, from: from, to: to)) {
-                rows.append(
-                    FunnelStepRow(
-                        funnelID: try row["funnel_id", as: String.self],
-                        funnelName: try row["funnel_name", as: String.self],
-                        path: try row["path", as: String?.self], day: try Self.day(row, "day"),
-                        step: try row["step", as: Int.self], stepName: try row["step_name", as: String.self],
-                        devices: try row["devices", as: Int.self],
-                        conversionFromPrevious: try row["conversion_from_previous", as: String?.self],
-                        conversionOverall: try row["conversion_overall", as: String?.self],
-                        medianSecondsFromPrevious: try row["median_seconds_from_previous", as: String?.self]))
-            }
-            return FunnelReport(app: app, from: from, to: to, watermark: watermark, rows: rows)
-        }
-    }
-
-    /// Retention cohorts installed between `from` and `to`.
-    ///
-    /// - Throws: `ReportError.unknownApp`, `.invalidParameter`, `.database`.
-    package func retention(app: String, from: ReportDay, to: ReportDay) throws(ReportError) -> RetentionReport {
-        try validate(app: app, from: from, to: to)
-        return try run {
-            let watermark = try connection.query(ReportSQL.watermark).first?["watermark", as: String?.self] ?? nil
-            var rows: [RetentionRow] = []
-            for row in try connection.query(ReportSQL.retention(app: app, from: from, to: to)) {
-                var retained: [Int?] = []
-                var rates: [String?] = []
-                for n in RetentionRow.days {
-                    retained.append(try row["d\(n)", as: Int?.self])
-                    rates.append(try row["d\(n)_rate", as: String?.self])
-                }
-                rows.append(
-                    RetentionRow(
-                        path: try row["path", as: String?.self], cohortDay: try Self.day(row, "cohort_day"),
-                        cohortSize: try row["cohort_size", as: Int.self], retained: retained, rates: rates))
-            }
-            return RetentionReport(app: app, from: from, to: to, watermark: watermark, rows: rows)
-        }
+        return installs
     }
 
     /// Runs the report named by `kind` (`links`, `funnel`, `retention`, `attribution`).
@@ -206,7 +62,7 @@ package struct ReportService {
 
     // MARK: - Helpers
 
-    private func validate(app: String, from: ReportDay, to: ReportDay) throws(ReportError) {
+    func validate(app: String, from: ReportDay, to: ReportDay) throws(ReportError) {
         guard from <= to else {
             throw .invalidParameter(name: "from", message: "\(from) is after to (\(to))")
         }
@@ -215,7 +71,7 @@ package struct ReportService {
     }
 
     /// Runs a body of queries, mapping every failure to `ReportError.database`.
-    private func run<T>(_ body: () throws -> T) throws(ReportError) -> T {
+    func run<T>(_ body: () throws -> T) throws(ReportError) -> T {
         do {
             return try body()
         } catch let error as ReportError {
@@ -225,7 +81,7 @@ package struct ReportService {
         }
     }
 
-    private static func platform(_ row: Row, suffix: String) throws -> PlatformCounts {
+    static func platform(_ row: Row, suffix: String) throws -> PlatformCounts {
         var counts = PlatformCounts()
         counts.clicks = try row["clicks" + suffix, as: Int.self]
         counts.universalLinkOpens = try row["universal_link_opens" + suffix, as: Int.self]
@@ -234,6 +90,9 @@ package struct ReportService {
         counts.reengagements = try row["reengagements" + suffix, as: Int.self]
         return counts
     }
+
+    /// '' (the rollups' "none") as nil.
+    static func absent(_ text: String) -> String? { text.isEmpty ? nil : text }
 
     static func day(_ row: Row, _ column: String) throws -> ReportDay {
         let text = try row[column, as: String.self]
@@ -244,7 +103,7 @@ package struct ReportService {
     }
 
     /// A (path, day) key of the per-link maps.
-    private struct RowKey: Hashable {
+    struct RowKey: Hashable {
         var path: String
         var day: ReportDay
 

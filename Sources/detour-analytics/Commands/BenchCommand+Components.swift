@@ -40,6 +40,8 @@ extension BenchCommand {
     /// `bench reports`: a simulated world of about N events and `--links` links per size, loaded by
     /// the aggregator, then `ReportBenchmark` times every report query and the daily job's queries.
     /// Sizes are cumulative (`--sizes 1000000,10000000` loads 1M, measures, adds 9M, measures).
+    /// `--seed sql`: each size generated straight into the raw tables instead (`ReportSeed`, minutes
+    /// for 10M) and the rollups rebuilt, see `ReportBenchmark.runSeeded`.
     static func runReports(_ arguments: inout Arguments, environment: Environment) throws {
         let url = try requireURL(&arguments, environment)
         let sizes = try (arguments.option("--sizes") ?? "100000").split(separator: ",").map { text in
@@ -51,7 +53,18 @@ extension BenchCommand {
         let links = try arguments.integer("--links", default: 1000, in: 1...100_000)
         let runs = try arguments.integer("--runs", default: 3, in: 1...100)
         let work = try arguments.option("--work") ?? NSTemporaryDirectory()
+        let source = try arguments.option("--seed") ?? "simulator"
+        let existing = try arguments.option("--schema")  // with --seed sql: time an existing seeded schema
         try arguments.finish()
+        if source == "sql" {  // raw rows generated in SQL (ReportSeed), rollups by rebuild_rollups()
+            try ReportBenchmark.runSeeded(
+                databaseURL: url, sqlDirectory: MigrateCommand.locateSQLDirectory(), sizes: sizes, links: links,
+                runs: runs, existingSchema: existing,
+                progress: { FileHandle.standardError.write(Data(($0 + "\n").utf8)) },
+                each: { report("reports", ReportBenchmark.fields($0, links: links, runs: runs)) })
+            return
+        }
+        guard source == "simulator" else { throw UsageError(description: "--seed: sql or simulator") }
 
         let suffix = String(UInt64.random(in: 0..<UInt64.max), radix: 16)
         let schema = "bench_reports_" + suffix

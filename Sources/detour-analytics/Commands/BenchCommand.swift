@@ -30,9 +30,11 @@ enum BenchCommand: Command {
           loader   [--events N] [--work DIR] [--database-url URL]
                    the aggregator's LoaderBenchmark: N envelopes from compressed segments to committed
                    rows vs psql \\copy of the same events as CSV (fresh schemas, dropped afterwards)
-          reports  [--sizes N[,N...]] [--links 1000] [--runs 3] [--work DIR] [--database-url URL]
+          reports  [--sizes N[,N...]] [--links 1000] [--runs 3] [--work DIR] [--seed simulator|sql] [--database-url URL]
                    simulated worlds of about N events (cumulative sizes) loaded by the aggregator into a
                    fresh schema, then ReportBenchmark: median ms of every report and the daily job's queries
+                   --seed sql: each size generated in SQL (ReportSeed) and rebuild_rollups() instead;
+                   --schema S: time an existing seeded schema
 
         Every result line also carries peak_rss_kib (VmHWM of this process).
         """
