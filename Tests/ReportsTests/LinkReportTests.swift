@@ -164,4 +164,36 @@ import Testing
             try service.attribution(app: "a", from: day("2026-06-01"), to: day("2026-06-30"))
                 == service.attributionFromViews(app: "a", from: day("2026-06-01"), to: day("2026-06-30")))
     }
+
+    @Test("paths and UTM values with commas, quotes, backslashes, braces or NULL survive the packed reads")
+    func awkwardPathsAndUTM() throws {
+        let database = try Database()
+        defer { database.close() }
+        let fixture = Fixture(database.connection)
+        try loadSmallWorld(fixture)
+        let values = ["a,b", #"say "hi""#, #"back\slash"#, "NULL", "{x}", "two words", "é ü", #"/p,{1}"\"#]
+        for (index, value) in values.enumerated() {
+            fixture.click(
+                "k\(index)", path: "/odd " + value, at: "2026-06-02T10:0\(index):00Z", source: value,
+                medium: index.isMultiple(of: 2) ? nil : value, campaign: value)
+            fixture.match("k\(index)", at: "2026-06-02T11:0\(index):00Z")
+            fixture.event(
+                "purchase", device: "dk\(index)", at: "2026-06-02T11:0\(index):30Z", installClick: "k\(index)",
+                openType: "deferred")
+        }
+        try fixture.load()
+        let service = ReportService(connection: database.connection)
+        let (from, to) = (day("2026-06-01"), day("2026-06-30"))
+        let links = try service.links(app: "a", from: from, to: to)
+        for value in values {
+            #expect(links.rows.contains { $0.path == "/odd " + value && $0.events["purchase"] == 1 }, "\(value)")
+            #expect(links.utm.contains { $0.source == value && $0.campaign == value }, "\(value)")
+        }
+        #expect(links == (try service.linksFromViews(app: "a", from: from, to: to)))
+        #expect(
+            try service.attribution(app: "a", from: from, to: to)
+                == service.attributionFromViews(app: "a", from: from, to: to))
+        #expect(
+            try service.funnel(app: "a", from: from, to: to) == service.funnelFromViews(app: "a", from: from, to: to))
+    }
 }

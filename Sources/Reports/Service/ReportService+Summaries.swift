@@ -1,8 +1,9 @@
 import Postgres
 
 /// The reports read from the summary views of sql/054 (one row per link and day, breakdowns as
-/// arrays). A 30-day report at 1,000 links is ~30k such rows, so the rows are decoded by position
-/// (after checking the result's column names once) and the arrays by `ReportArrays`.
+/// arrays). A 30-day report at 1,000 links is ~30k such rows, so the SQL packs each row into one
+/// text column (`ReportSQL.linkSummary`) and `ReportPacked` decodes its bytes into scratch buffers
+/// reused by every row.
 extension ReportService {
     /// The per-link daily report (with platform splits, events, revenue and the UTM breakdown), read
     /// from `report_link_summary` in one query.
@@ -13,68 +14,75 @@ extension ReportService {
         return try run {
             let watermark = try connection.query(ReportSQL.watermark).first?["watermark", as: String?.self] ?? nil
             let result = try connection.query(ReportSQL.linkSummary(app: app, from: from, to: to))
-            try Self.expect(
-                result,
-                [
-                    "path", "day", "clicks", "universal_link_opens", "matched_installs", "attributed_installs",
-                    "install_rate", "reengagements", "clicks_ios", "universal_link_opens_ios", "matched_installs_ios",
-                    "attributed_installs_ios", "reengagements_ios", "clicks_android", "universal_link_opens_android",
-                    "matched_installs_android", "attributed_installs_android", "reengagements_android", "event_names",
-                    "event_counts", "retention_names", "retention_counts", "revenue_currencies", "revenue_amounts",
-                    "utm_sources", "utm_mediums", "utm_campaigns", "utm_clicks", "utm_universal_link_opens",
-                    "utm_matched_installs", "utm_attributed_installs", "utm_install_rates",
-                ])
-            // One entry per link and day: its row and its UTM rows (in the order of the arrays).
-            var links: [(row: LinkDayRow, utm: [UTMRow])] = []
-            links.reserveCapacity(result.count)
-            for row in result {
-                let path = try row[0, as: String.self]
-                let day = try Self.day(row, 1)
-                var link = LinkDayRow(path: path, day: day)
-                link.clicks = try row[2, as: Int.self]
-                link.universalLinkOpens = try row[3, as: Int.self]
-                link.matchedInstalls = try row[4, as: Int.self]
-                link.attributedInstalls = try row[5, as: Int.self]
-                link.installRate = try row[6, as: String?.self]
-                link.reengagements = try row[7, as: Int.self]
-                link.ios = try Self.platform(row, from: 8)
-                link.android = try Self.platform(row, from: 13)
-                link.events = try Self.pairs(ReportArrays.strings(row, 18), ReportArrays.ints(row, 19))
-                link.retentionEvents = try Self.pairs(ReportArrays.strings(row, 20), ReportArrays.ints(row, 21))
-                link.revenue = try Self.pairs(ReportArrays.strings(row, 22), ReportArrays.strings(row, 23))
-                let sources = try ReportArrays.strings(row, 24)
-                let mediums = try ReportArrays.strings(row, 25)
-                let campaigns = try ReportArrays.strings(row, 26)
-                let clicks = try ReportArrays.ints(row, 27)
-                let opens = try ReportArrays.ints(row, 28)
-                let matched = try ReportArrays.ints(row, 29)
-                let attributed = try ReportArrays.ints(row, 30)
-                let rates = try ReportArrays.strings(row, 31)
+            try Self.expect(result, ["line"])
+            var rows: [LinkDayRow] = []
+            rows.reserveCapacity(result.count)
+            // Every link-day's UTM rows, and where each link-day's run of them starts.
+            var utm: [UTMRow] = []
+            utm.reserveCapacity(result.count * 4)
+            var utmStarts: [Int] = []
+            utmStarts.reserveCapacity(result.count + 1)
+            // Element buffers reused by every row.
+            var names: [String] = [], counts: [Int] = [], amounts: [String] = []
+            var sources: [String] = [], mediums: [String] = [], campaigns: [String] = [], rates: [String] = []
+            var clicks: [Int] = [], opens: [Int] = [], matched: [Int] = [], attributed: [Int] = []
+            try ReportPacked.forEachLine(result, what: "report_link_summary") { line in
+                var link = LinkDayRow(path: "", day: try line.day())
+                link.clicks = try line.int()
+                link.universalLinkOpens = try line.int()
+                link.matchedInstalls = try line.int()
+                link.attributedInstalls = try line.int()
+                link.reengagements = try line.int()
+                link.ios = try Self.platform(&line)
+                link.android = try Self.platform(&line)
+                link.installRate = Self.absent(try line.field())
+                link.events = try Self.pairs(&line, &names, &counts)
+                link.retentionEvents = try Self.pairs(&line, &names, &counts)
+                link.revenue = try Self.pairs(&line, &names, &amounts)
+                sources.removeAll(keepingCapacity: true)
+                mediums.removeAll(keepingCapacity: true)
+                campaigns.removeAll(keepingCapacity: true)
+                clicks.removeAll(keepingCapacity: true)
+                opens.removeAll(keepingCapacity: true)
+                matched.removeAll(keepingCapacity: true)
+                attributed.removeAll(keepingCapacity: true)
+                rates.removeAll(keepingCapacity: true)
+                try line.strings(into: &sources)
+                try line.strings(into: &mediums)
+                try line.strings(into: &campaigns)
+                try line.ints(into: &clicks)
+                try line.ints(into: &opens)
+                try line.ints(into: &matched)
+                try line.ints(into: &attributed)
+                try line.strings(into: &rates)
+                link.path = line.rest()
                 guard
-                    [
-                        mediums.count, campaigns.count, clicks.count, opens.count, matched.count, attributed.count,
-                        rates.count,
-                    ].allSatisfy({ $0 == sources.count })
+                    mediums.count == sources.count, campaigns.count == sources.count, clicks.count == sources.count,
+                    opens.count == sources.count, matched.count == sources.count,
+                    attributed.count == sources.count, rates.count == sources.count
                 else { throw ReportError.database(message: "report_link_summary: UTM arrays of different lengths") }
-                var utm: [UTMRow] = []
-                utm.reserveCapacity(sources.count)
+                utmStarts.append(utm.count)
                 for index in sources.indices {
                     utm.append(
                         UTMRow(
-                            path: path, day: day, source: Self.absent(sources[index]),
+                            path: link.path, day: link.day, source: Self.absent(sources[index]),
                             medium: Self.absent(mediums[index]), campaign: Self.absent(campaigns[index]),
                             clicks: clicks[index], universalLinkOpens: opens[index], matchedInstalls: matched[index],
                             attributedInstalls: attributed[index], installRate: Self.absent(rates[index])))
                 }
-                links.append((link, utm))
+                rows.append(link)
             }
-            // Sort positions, not the (large) entries.
-            let order = links.indices.sorted {
-                (links[$0].row.path, links[$0].row.day) < (links[$1].row.path, links[$1].row.day)
+            utmStarts.append(utm.count)
+            // Sort positions, not the (large) rows; skip the reordering when the server's order is right.
+            let order = rows.indices.sorted { (rows[$0].path, rows[$0].day) < (rows[$1].path, rows[$1].day) }
+            if order.elementsEqual(rows.indices) {
+                return LinkReport(app: app, from: from, to: to, watermark: watermark, rows: rows, utm: utm)
             }
+            var sortedUTM: [UTMRow] = []
+            sortedUTM.reserveCapacity(utm.count)
+            for position in order { sortedUTM.append(contentsOf: utm[utmStarts[position]..<utmStarts[position + 1]]) }
             return LinkReport(
-                app: app, from: from, to: to, watermark: watermark, rows: order.map { links[$0].row },
-                utm: order.flatMap { links[$0].utm })
+                app: app, from: from, to: to, watermark: watermark, rows: order.map { rows[$0] }, utm: sortedUTM)
         }
     }
 
@@ -87,26 +95,22 @@ extension ReportService {
         return try run {
             let watermark = try connection.query(ReportSQL.watermark).first?["watermark", as: String?.self] ?? nil
             let result = try connection.query(ReportSQL.attributionSummary(app: app, from: from, to: to))
-            try Self.expect(
-                result,
-                [
-                    "path", "day", "matched_installs", "attributed_installs", "cohort_actions", "activity_actions",
-                    "last_touch_opens", "cohort_names", "cohort_counts", "cohort_currencies", "cohort_amounts",
-                    "activity_names", "activity_counts", "activity_currencies", "activity_amounts",
-                ])
+            try Self.expect(result, ["line"])
             var rows: [AttributionRow] = []
             rows.reserveCapacity(result.count)
-            for row in result {
-                var value = AttributionRow(path: try row[0, as: String.self], day: try Self.day(row, 1))
-                value.matchedInstalls = try row[2, as: Int.self]
-                value.attributedInstalls = try row[3, as: Int.self]
-                value.cohortActions = try row[4, as: Int.self]
-                value.activityActions = try row[5, as: Int.self]
-                value.lastTouchOpens = try row[6, as: Int.self]
-                value.cohortEvents = try Self.pairs(ReportArrays.strings(row, 7), ReportArrays.ints(row, 8))
-                value.cohortRevenue = try Self.pairs(ReportArrays.strings(row, 9), ReportArrays.strings(row, 10))
-                value.activityEvents = try Self.pairs(ReportArrays.strings(row, 11), ReportArrays.ints(row, 12))
-                value.activityRevenue = try Self.pairs(ReportArrays.strings(row, 13), ReportArrays.strings(row, 14))
+            var names: [String] = [], counts: [Int] = [], amounts: [String] = []
+            try ReportPacked.forEachLine(result, what: "report_attribution_summary") { line in
+                var value = AttributionRow(path: "", day: try line.day())
+                value.matchedInstalls = try line.int()
+                value.attributedInstalls = try line.int()
+                value.cohortActions = try line.int()
+                value.activityActions = try line.int()
+                value.lastTouchOpens = try line.int()
+                value.cohortEvents = try Self.pairs(&line, &names, &counts)
+                value.cohortRevenue = try Self.pairs(&line, &names, &amounts)
+                value.activityEvents = try Self.pairs(&line, &names, &counts)
+                value.activityRevenue = try Self.pairs(&line, &names, &amounts)
+                value.path = line.rest()
                 rows.append(value)
             }
             rows.sort { ($0.path, $0.day) < ($1.path, $1.day) }
@@ -125,26 +129,33 @@ extension ReportService {
         return try run {
             let watermark = try connection.query(ReportSQL.watermark).first?["watermark", as: String?.self] ?? nil
             let result = try connection.query(ReportSQL.funnelSummary(app: app, from: from, to: to))
-            try Self.expect(
-                result,
-                [
-                    "funnel_id", "funnel_name", "path", "day", "steps", "step_names", "devices",
-                    "conversions_from_previous", "conversions_overall", "median_seconds_from_previous",
-                ])
+            try Self.expect(result, ["line"])
             // One group of step rows per funnel, link and day.
             var groups: [[FunnelStepRow]] = []
             groups.reserveCapacity(result.count)
-            for row in result {
-                let funnelID = try row[0, as: String.self]
-                let funnelName = try row[1, as: String.self]
-                let path = try row[2, as: String?.self]
-                let day = try Self.day(row, 3)
-                let steps = try ReportArrays.ints(row, 4)
-                let names = try ReportArrays.strings(row, 5)
-                let devices = try ReportArrays.ints(row, 6)
-                let fromPrevious = try ReportArrays.strings(row, 7)
-                let overall = try ReportArrays.strings(row, 8)
-                let medians = try ReportArrays.strings(row, 9)
+            var funnel: [String] = [], steps: [Int] = [], names: [String] = [], devices: [Int] = []
+            var fromPrevious: [String] = [], overall: [String] = [], medians: [String] = []
+            try ReportPacked.forEachLine(result, what: "report_funnel_summary") { line in
+                let day = try line.day()
+                funnel.removeAll(keepingCapacity: true)
+                try line.strings(into: &funnel)
+                guard funnel.count == 2 else {
+                    throw ReportError.database(message: "report_funnel_summary: not a funnel id and name")
+                }
+                steps.removeAll(keepingCapacity: true)
+                names.removeAll(keepingCapacity: true)
+                devices.removeAll(keepingCapacity: true)
+                fromPrevious.removeAll(keepingCapacity: true)
+                overall.removeAll(keepingCapacity: true)
+                medians.removeAll(keepingCapacity: true)
+                try line.ints(into: &steps)
+                try line.strings(into: &names)
+                try line.ints(into: &devices)
+                try line.strings(into: &fromPrevious)
+                try line.strings(into: &overall)
+                try line.strings(into: &medians)
+                let rest = line.rest()
+                let path = rest.utf8.first == UInt8(ascii: "+") ? String(rest.dropFirst()) : nil
                 guard
                     [names.count, devices.count, fromPrevious.count, overall.count, medians.count].allSatisfy({
                         $0 == steps.count
@@ -155,7 +166,7 @@ extension ReportService {
                 for index in steps.indices {
                     group.append(
                         FunnelStepRow(
-                            funnelID: funnelID, funnelName: funnelName, path: path, day: day, step: steps[index],
+                            funnelID: funnel[0], funnelName: funnel[1], path: path, day: day, step: steps[index],
                             stepName: names[index], devices: devices[index],
                             conversionFromPrevious: Self.absent(fromPrevious[index]),
                             conversionOverall: Self.absent(overall[index]),
@@ -229,6 +240,42 @@ extension ReportService {
         result.reserveCapacity(keys.count)
         for index in keys.indices { result[keys[index]] = values[index] }
         return result
+    }
+
+    /// Two parallel packed arrays (names, then integers) as a dictionary; `names` and `counts` are
+    /// scratch buffers.
+    static func pairs(_ line: inout ReportPacked, _ names: inout [String], _ counts: inout [Int]) throws
+        -> [String: Int]
+    {
+        names.removeAll(keepingCapacity: true)
+        counts.removeAll(keepingCapacity: true)
+        try line.strings(into: &names)
+        try line.ints(into: &counts)
+        return try pairs(names, counts)
+    }
+
+    /// Two parallel packed arrays (names, then texts) as a dictionary; `names` and `values` are
+    /// scratch buffers.
+    static func pairs(_ line: inout ReportPacked, _ names: inout [String], _ values: inout [String]) throws
+        -> [String: String]
+    {
+        names.removeAll(keepingCapacity: true)
+        values.removeAll(keepingCapacity: true)
+        try line.strings(into: &names)
+        try line.strings(into: &values)
+        return try pairs(names, values)
+    }
+
+    /// The five packed platform counts (clicks, universal-link opens, matched installs, attributed
+    /// installs, re-engagements).
+    static func platform(_ line: inout ReportPacked) throws -> PlatformCounts {
+        var counts = PlatformCounts()
+        counts.clicks = try line.int()
+        counts.universalLinkOpens = try line.int()
+        counts.matchedInstalls = try line.int()
+        counts.attributedInstalls = try line.int()
+        counts.reengagements = try line.int()
+        return counts
     }
 
     /// The five platform counts at `position` ... `position + 4` (clicks, universal-link opens,

@@ -1,0 +1,183 @@
+import Postgres
+
+/// A cursor over one packed summary line (`ReportSQL.linkSummary`): decimal integers and short text
+/// fields each followed by a comma, one-dimensional arrays in PostgreSQL's output (`{a,"b c",NULL}`,
+/// quoted elements with `\` escapes) back to back, and the rest of the line as the last field.
+///
+/// Works on the UTF-8 bytes of the line and appends into caller-owned buffers, so decoding a row
+/// allocates nothing but its final values (short strings are stored inline by Swift).
+/// Malformed input throws `ReportError.database`; SQL NULL elements come out as "".
+struct ReportPacked {
+    private let bytes: UnsafeBufferPointer<UInt8>
+    private var index = 0
+    private let what: String
+
+    /// A cursor at the start of `bytes`; `what` names the source in errors.
+    init(_ bytes: UnsafeBufferPointer<UInt8>, what: String) {
+        self.bytes = bytes
+        self.what = what
+    }
+
+    /// Decodes each line of `result`'s first column with `body`.
+    static func forEachLine(
+        _ result: QueryResult, what: String, _ body: (inout ReportPacked) throws -> Void
+    ) throws {
+        for row in result {
+            var line = try row[0, as: String.self]
+            try line.withUTF8 { bytes in
+                var cursor = ReportPacked(bytes, what: what)
+                try body(&cursor)
+            }
+        }
+    }
+
+    private func malformed() -> ReportError {
+        ReportError.database(message: "\(what): malformed packed row at byte \(index)")
+    }
+
+    private mutating func expect(_ byte: UInt8) throws {
+        guard index < bytes.count, bytes[index] == byte else { throw malformed() }
+        index += 1
+    }
+
+    /// A decimal integer followed by a comma.
+    mutating func int() throws -> Int {
+        let value = try number()
+        try expect(UInt8(ascii: ","))
+        return value
+    }
+
+    /// A text field up to the next comma (which is consumed); "" when empty.
+    mutating func field() throws -> String {
+        let start = index
+        while index < bytes.count, bytes[index] != UInt8(ascii: ",") { index += 1 }
+        let value = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
+        try expect(UInt8(ascii: ","))
+        return value
+    }
+
+    /// A `YYYY-MM-DD` day followed by a comma.
+    mutating func day() throws -> ReportDay {
+        guard index + 10 <= bytes.count, bytes[index + 4] == UInt8(ascii: "-"), bytes[index + 7] == UInt8(ascii: "-")
+        else { throw malformed() }
+        func digits(_ offset: Int, _ count: Int) -> Int? {
+            var value = 0
+            for position in (index + offset)..<(index + offset + count) {
+                let byte = bytes[position]
+                guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
+                value = value * 10 + Int(byte - UInt8(ascii: "0"))
+            }
+            return value
+        }
+        guard let year = digits(0, 4), let month = digits(5, 2), let dayOfMonth = digits(8, 2),
+            let day = ReportDay(year: year, month: month, day: dayOfMonth)
+        else { throw malformed() }
+        index += 10
+        try expect(UInt8(ascii: ","))
+        return day
+    }
+
+    /// The rest of the line as text.
+    mutating func rest() -> String {
+        let value = String(decoding: UnsafeBufferPointer(rebasing: bytes[index...]), as: UTF8.self)
+        index = bytes.count
+        return value
+    }
+
+    /// A `text[]` in array output, its elements appended to `items`.
+    mutating func strings(into items: inout [String]) throws {
+        try expect(UInt8(ascii: "{"))
+        if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
+            index += 1
+            return
+        }
+        while true {
+            guard index < bytes.count else { throw malformed() }
+            if bytes[index] == UInt8(ascii: "\"") {
+                index += 1
+                let start = index
+                var escaped = false
+                while true {
+                    guard index < bytes.count else { throw malformed() }
+                    let byte = bytes[index]
+                    if byte == UInt8(ascii: "\\") {
+                        escaped = true
+                        index += 2
+                    } else if byte == UInt8(ascii: "\"") {
+                        break
+                    } else {
+                        index += 1
+                    }
+                }
+                guard index < bytes.count else { throw malformed() }
+                let slice = UnsafeBufferPointer(rebasing: bytes[start..<index])
+                items.append(escaped ? Self.unescape(slice) : String(decoding: slice, as: UTF8.self))
+                index += 1  // the closing quote
+            } else {
+                let start = index
+                while index < bytes.count, bytes[index] != UInt8(ascii: ","), bytes[index] != UInt8(ascii: "}") {
+                    if bytes[index] == UInt8(ascii: "{") { throw malformed() }
+                    index += 1
+                }
+                let slice = UnsafeBufferPointer(rebasing: bytes[start..<index])
+                let isNull = slice.count == 4 && slice.elementsEqual("NULL".utf8)
+                items.append(isNull ? "" : String(decoding: slice, as: UTF8.self))
+            }
+            guard index < bytes.count else { throw malformed() }
+            let separator = bytes[index]
+            index += 1
+            if separator == UInt8(ascii: "}") { return }
+            guard separator == UInt8(ascii: ",") else { throw malformed() }
+        }
+    }
+
+    /// An `integer[]` in array output, its elements appended to `items`.
+    mutating func ints(into items: inout [Int]) throws {
+        try expect(UInt8(ascii: "{"))
+        if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
+            index += 1
+            return
+        }
+        while true {
+            items.append(try number())
+            guard index < bytes.count else { throw malformed() }
+            let separator = bytes[index]
+            index += 1
+            if separator == UInt8(ascii: "}") { return }
+            guard separator == UInt8(ascii: ",") else { throw malformed() }
+        }
+    }
+
+    /// An optionally negative decimal integer (at least one digit, no overflow).
+    private mutating func number() throws -> Int {
+        var negative = false
+        if index < bytes.count, bytes[index] == UInt8(ascii: "-") {
+            negative = true
+            index += 1
+        }
+        var value = 0
+        let start = index
+        while index < bytes.count, bytes[index] >= UInt8(ascii: "0"), bytes[index] <= UInt8(ascii: "9") {
+            let (times, overflow1) = value.multipliedReportingOverflow(by: 10)
+            let (sum, overflow2) = times.addingReportingOverflow(Int(bytes[index] - UInt8(ascii: "0")))
+            guard !overflow1, !overflow2 else { throw malformed() }
+            value = sum
+            index += 1
+        }
+        guard index > start else { throw malformed() }
+        return negative ? -value : value
+    }
+
+    /// A quoted element's bytes with its `\` escapes removed.
+    private static func unescape(_ slice: UnsafeBufferPointer<UInt8>) -> String {
+        var item: [UInt8] = []
+        item.reserveCapacity(slice.count)
+        var position = 0
+        while position < slice.count {
+            if slice[position] == UInt8(ascii: "\\"), position + 1 < slice.count { position += 1 }
+            item.append(slice[position])
+            position += 1
+        }
+        return String(decoding: item, as: UTF8.self)
+    }
+}
