@@ -131,6 +131,29 @@ struct ReportPacked {
         }
     }
 
+    /// The bytes of the next array (braces included), skipped without decoding its elements.
+    mutating func arrayBytes() throws -> UnsafeBufferPointer<UInt8> {
+        let start = index
+        try expect(UInt8(ascii: "{"))
+        var quoted = false
+        while index < bytes.count {
+            let byte = bytes[index]
+            index += 1
+            if quoted {
+                if byte == UInt8(ascii: "\\") {
+                    index += 1
+                } else if byte == UInt8(ascii: "\"") {
+                    quoted = false
+                }
+            } else if byte == UInt8(ascii: "\"") {
+                quoted = true
+            } else if byte == UInt8(ascii: "}") {
+                return UnsafeBufferPointer(rebasing: bytes[start..<index])
+            }
+        }
+        throw malformed()
+    }
+
     /// An `integer[]` in array output, its elements appended to `items`.
     mutating func ints(into items: inout [Int]) throws {
         try expect(UInt8(ascii: "{"))
@@ -179,5 +202,32 @@ struct ReportPacked {
             position += 1
         }
         return String(decoding: item, as: UTF8.self)
+    }
+}
+
+/// The name arrays (event names, currencies) already decoded by one report read, each as the
+/// dictionary from name to its position: rows repeat a few name lists thousands of times, so a row's
+/// breakdown is `positions.mapValues { values[$0] }`, which copies the hash table instead of hashing
+/// every name again. At most `limit` lists are kept.
+struct ReportNameLists {
+    private var lists: [String: (count: Int, positions: [String: Int])] = [:]
+    private var names: [String] = []
+    private let limit = 4096
+
+    /// The next array of `line` (a `text[]` of names) as its length and name → position (the last
+    /// position of a repeated name, as a dictionary built in order would keep).
+    mutating func next(_ line: inout ReportPacked) throws -> (count: Int, positions: [String: Int]) {
+        let bytes = try line.arrayBytes()
+        if bytes.count == 2 { return (0, [:]) }  // {}
+        let key = String(decoding: bytes, as: UTF8.self)
+        if let known = lists[key] { return known }
+        names.removeAll(keepingCapacity: true)
+        var cursor = ReportPacked(bytes, what: "names")
+        try cursor.strings(into: &names)
+        var positions: [String: Int] = [:]
+        positions.reserveCapacity(names.count)
+        for (position, name) in names.enumerated() { positions[name] = position }
+        if lists.count < limit { lists[key] = (names.count, positions) }
+        return (names.count, positions)
     }
 }

@@ -23,7 +23,7 @@ extension ReportService {
             var utmStarts: [Int] = []
             utmStarts.reserveCapacity(result.count + 1)
             // Element buffers reused by every row.
-            var names: [String] = [], counts: [Int] = [], amounts: [String] = []
+            var lists = ReportNameLists(), counts: [Int] = [], amounts: [String] = []
             var sources: [String] = [], mediums: [String] = [], campaigns: [String] = [], rates: [String] = []
             var clicks: [Int] = [], opens: [Int] = [], matched: [Int] = [], attributed: [Int] = []
             try ReportPacked.forEachLine(result, what: "report_link_summary") { line in
@@ -36,9 +36,9 @@ extension ReportService {
                 link.ios = try Self.platform(&line)
                 link.android = try Self.platform(&line)
                 link.installRate = Self.absent(try line.field())
-                link.events = try Self.pairs(&line, &names, &counts)
-                link.retentionEvents = try Self.pairs(&line, &names, &counts)
-                link.revenue = try Self.pairs(&line, &names, &amounts)
+                link.events = try Self.pairs(&line, &lists, &counts)
+                link.retentionEvents = try Self.pairs(&line, &lists, &counts)
+                link.revenue = try Self.pairs(&line, &lists, &amounts)
                 sources.removeAll(keepingCapacity: true)
                 mediums.removeAll(keepingCapacity: true)
                 campaigns.removeAll(keepingCapacity: true)
@@ -98,7 +98,7 @@ extension ReportService {
             try Self.expect(result, ["line"])
             var rows: [AttributionRow] = []
             rows.reserveCapacity(result.count)
-            var names: [String] = [], counts: [Int] = [], amounts: [String] = []
+            var lists = ReportNameLists(), counts: [Int] = [], amounts: [String] = []
             try ReportPacked.forEachLine(result, what: "report_attribution_summary") { line in
                 var value = AttributionRow(path: "", day: try line.day())
                 value.matchedInstalls = try line.int()
@@ -106,10 +106,10 @@ extension ReportService {
                 value.cohortActions = try line.int()
                 value.activityActions = try line.int()
                 value.lastTouchOpens = try line.int()
-                value.cohortEvents = try Self.pairs(&line, &names, &counts)
-                value.cohortRevenue = try Self.pairs(&line, &names, &amounts)
-                value.activityEvents = try Self.pairs(&line, &names, &counts)
-                value.activityRevenue = try Self.pairs(&line, &names, &amounts)
+                value.cohortEvents = try Self.pairs(&line, &lists, &counts)
+                value.cohortRevenue = try Self.pairs(&line, &lists, &amounts)
+                value.activityEvents = try Self.pairs(&line, &lists, &counts)
+                value.activityRevenue = try Self.pairs(&line, &lists, &amounts)
                 value.path = line.rest()
                 rows.append(value)
             }
@@ -231,39 +231,30 @@ extension ReportService {
         }
     }
 
-    /// Two parallel arrays (names and values) as a dictionary.
-    static func pairs<Value>(_ keys: [String], _ values: [Value]) throws -> [String: Value] {
-        guard keys.count == values.count else {
-            throw ReportError.database(message: "parallel arrays of different lengths")
-        }
-        var result: [String: Value] = [:]
-        result.reserveCapacity(keys.count)
-        for index in keys.indices { result[keys[index]] = values[index] }
-        return result
-    }
-
-    /// Two parallel packed arrays (names, then integers) as a dictionary; `names` and `counts` are
-    /// scratch buffers.
-    static func pairs(_ line: inout ReportPacked, _ names: inout [String], _ counts: inout [Int]) throws
+    /// Two parallel packed arrays (names, then integers) as a dictionary; `counts` is a scratch buffer.
+    static func pairs(_ line: inout ReportPacked, _ lists: inout ReportNameLists, _ counts: inout [Int]) throws
         -> [String: Int]
     {
-        names.removeAll(keepingCapacity: true)
+        let names = try lists.next(&line)
         counts.removeAll(keepingCapacity: true)
-        try line.strings(into: &names)
         try line.ints(into: &counts)
-        return try pairs(names, counts)
+        guard counts.count == names.count else {
+            throw ReportError.database(message: "parallel arrays of different lengths")
+        }
+        return names.positions.mapValues { counts[$0] }
     }
 
-    /// Two parallel packed arrays (names, then texts) as a dictionary; `names` and `values` are
-    /// scratch buffers.
-    static func pairs(_ line: inout ReportPacked, _ names: inout [String], _ values: inout [String]) throws
+    /// Two parallel packed arrays (names, then texts) as a dictionary; `values` is a scratch buffer.
+    static func pairs(_ line: inout ReportPacked, _ lists: inout ReportNameLists, _ values: inout [String]) throws
         -> [String: String]
     {
-        names.removeAll(keepingCapacity: true)
+        let names = try lists.next(&line)
         values.removeAll(keepingCapacity: true)
-        try line.strings(into: &names)
         try line.strings(into: &values)
-        return try pairs(names, values)
+        guard values.count == names.count else {
+            throw ReportError.database(message: "parallel arrays of different lengths")
+        }
+        return names.positions.mapValues { values[$0] }
     }
 
     /// The five packed platform counts (clicks, universal-link opens, matched installs, attributed
