@@ -74,7 +74,7 @@ extension ReportService {
             }
             utmStarts.append(utm.count)
             // Sort positions, not the (large) rows; skip the reordering when the server's order is right.
-            let order = rows.indices.sorted { (rows[$0].path, rows[$0].day) < (rows[$1].path, rows[$1].day) }
+            let order = Self.pathDayOrder(rows.map { ($0.path, $0.day) })
             if order.elementsEqual(rows.indices) {
                 return LinkReport(app: app, from: from, to: to, watermark: watermark, rows: rows, utm: utm)
             }
@@ -113,9 +113,10 @@ extension ReportService {
                 value.path = line.rest()
                 rows.append(value)
             }
-            rows.sort { ($0.path, $0.day) < ($1.path, $1.day) }
+            let order = Self.pathDayOrder(rows.map { ($0.path, $0.day) })
             return AttributionReport(
-                app: app, from: from, to: to, watermark: watermark, rows: rows,
+                app: app, from: from, to: to, watermark: watermark,
+                rows: order.elementsEqual(rows.indices) ? rows : order.map { rows[$0] },
                 installs: try installs(app: app, from: from, to: to))
         }
     }
@@ -255,6 +256,16 @@ extension ReportService {
             throw ReportError.database(message: "parallel arrays of different lengths")
         }
         return names.positions.mapValues { values[$0] }
+    }
+
+    /// The positions of `keys` sorted by path, then day: the distinct paths (~1,000) are sorted once
+    /// and each key compared as (path rank, day), instead of comparing paths ~15 times per row.
+    static func pathDayOrder(_ keys: [(path: String, day: ReportDay)]) -> [Int] {
+        var ranks: [String: Int] = [:]
+        for key in keys where ranks[key.path] == nil { ranks[key.path] = 0 }
+        for (rank, path) in ranks.keys.sorted().enumerated() { ranks[path] = rank }
+        let ranked = keys.map { (ranks[$0.path, default: 0], $0.day.daysSinceEpoch) }
+        return ranked.indices.sorted { ranked[$0] < ranked[$1] }
     }
 
     /// The five packed platform counts (clicks, universal-link opens, matched installs, attributed
