@@ -52,6 +52,10 @@ struct JSONWriter {
     mutating func rawJSON(bytes: UnsafeBufferPointer<UInt8>) {
         let start = cursor
         raw(bytes: bytes)
+        // Compact JSON has no line breaks: two vectorised searches, and the byte loop only when
+        // one is found.
+        let count = cursor - start
+        guard memchr(start, 0x0A, count) != nil || memchr(start, 0x0D, count) != nil else { return }
         var position = start
         while position < cursor {
             if position.pointee == 0x0A || position.pointee == 0x0D { position.pointee = 0x20 }
@@ -87,7 +91,21 @@ struct JSONWriter {
     mutating func string(bytes: UnsafeBufferPointer<UInt8>) {
         byte(UInt8(ascii: "\""))
         var out = cursor
-        for b in bytes {
+        guard let base = bytes.baseAddress else {
+            byte(UInt8(ascii: "\""))
+            return
+        }
+        // Eight bytes at a time while none needs escaping (ids, names: nearly always), then byte by byte.
+        var i = 0
+        let n = bytes.count
+        while i &+ 8 <= n {
+            let word = UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self)
+            if JSONWriter.needsEscape(word) { break }
+            UnsafeMutableRawPointer(out).storeBytes(of: word, as: UInt64.self)
+            out += 8
+            i &+= 8
+        }
+        for b in UnsafeBufferPointer(rebasing: bytes[i...]) {
             if b >= 0x20 && b != UInt8(ascii: "\"") && b != UInt8(ascii: "\\") {
                 out.pointee = b
                 out += 1
@@ -118,6 +136,20 @@ struct JSONWriter {
     /// Writes a string or `null`.
     mutating func optionalString(_ text: String?) {
         if let text { string(text) } else { raw("null") }
+    }
+
+    /// True when any of the eight bytes of `word` is `"`, `\\` or below 0x20 (SWAR: a zero byte in
+    /// `word ^ pattern` or a byte below 0x20 sets its high bit in the result; bytes >= 0x80 are
+    /// filtered out by `~word`).
+    @inline(__always) static func needsEscape(_ word: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let high: UInt64 = 0x8080_8080_8080_8080
+        let quote = word ^ (ones &* 0x22)
+        let slash = word ^ (ones &* 0x5C)
+        let hasQuote = (quote &- ones) & ~quote
+        let hasSlash = (slash &- ones) & ~slash
+        let hasControl = (word &- ones &* 0x20) & ~word
+        return (hasQuote | hasSlash | hasControl) & high != 0
     }
 
     @inline(__always) static func hexDigit(_ v: UInt8) -> UInt8 {

@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 // Reading and checking individual members of the event being normalised.
 
 extension EventNormalizer {
@@ -57,17 +63,20 @@ extension EventNormalizer {
 
     /// The client's id: the first of event_id, message_id, messageId, insert_id, uuid present.
     func clientEventID() throws(Rejection) -> String? {
+        try clientEventIDValue()?.string
+    }
+
+    /// `clientEventID()` as the checked string value in the body (no copy).
+    func clientEventIDValue() throws(Rejection) -> JSONValue? {
         for field in EventField.idFields {
-            let read = try readString(field) { bytes in
-                DeviceID.isValidIdentifier(bytes) && !DeviceID.isHashedID(bytes) ? String(decoding: bytes, as: UTF8.self) : nil
-            }
-            guard let id = read else { continue }
-            guard let id else {
+            let read = try readString(field) { bytes in DeviceID.isValidIdentifier(bytes) && !DeviceID.isHashedID(bytes) }
+            guard let isValid = read else { continue }
+            guard isValid else {
                 throw Rejection(
                     .invalidEventID,
                     "\"\(field.key)\" must be 1 to \(Self.maxIdentifierBytes) bytes without control characters, not starting with \"h:\"")
             }
-            return id
+            return fields[field]
         }
         return nil
     }
@@ -112,8 +121,7 @@ extension EventNormalizer {
     /// not worth losing the event over).
     mutating func sdk(index: Int) -> String? {
         if let header = context.sdkHeader, !header.isEmpty {
-            var header = header
-            if header.withUTF8({ DeviceID.isValidIdentifier($0) }) { return header }
+            if isSDKHeaderValid { return header }
             result.warnings.append("event \(index): the X-SDK header is not 1 to \(Self.maxIdentifierBytes) printable bytes and was ignored")
         }
         guard let value = fields[.sdk], !value.isNull else { return nil }
@@ -182,7 +190,7 @@ enum DeviceID {
 
     /// Calls `body` with the normalised bytes of a valid device id (lowercased when UUID-shaped).
     static func withNormalized<R>(_ bytes: UnsafeBufferPointer<UInt8>, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
-        guard isUUIDShaped(bytes), bytes.contains(where: { $0 &- 65 < 26 }) else { return body(bytes) }
+        guard uuidShape(bytes) == .upperCase else { return body(bytes) }
         return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 36) { scratch in
             for k in 0..<36 {
                 let b = bytes[k]
@@ -195,30 +203,38 @@ enum DeviceID {
     /// The normalised device id, or nil when it is not a valid identifier.
     static func normalize(_ bytes: UnsafeBufferPointer<UInt8>) -> String? {
         guard isValidIdentifier(bytes) else { return nil }
-        guard isUUIDShaped(bytes), bytes.contains(where: { $0 &- 65 < 26 }) else {
-            return String(decoding: bytes, as: UTF8.self)
-        }
-        return String(unsafeUninitializedCapacity: bytes.count) { out in
-            for k in 0..<bytes.count {
-                let b = bytes[k]
-                out[k] = b &- 65 < 26 ? b | 0x20 : b
-            }
-            return bytes.count
-        }
+        return withNormalized(bytes) { String(decoding: $0, as: UTF8.self) }
     }
 
     /// True for `8-4-4-4-12` hex digits in any case.
     static func isUUIDShaped(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-        guard bytes.count == 36 else { return false }
-        for k in 0..<36 {
-            let b = bytes[k]
+        uuidShape(bytes) != .other
+    }
+
+    /// Whether `bytes` is a UUID, and whether it has upper-case hex digits (to lowercase).
+    enum UUIDShape { case other, lowerCase, upperCase }
+
+    /// `isUUIDShaped` and the upper-case test in one pass over the 36 bytes (this runs twice per
+    /// event on the ingest path: the envelope line and the hashed id).
+    static func uuidShape(_ bytes: UnsafeBufferPointer<UInt8>) -> UUIDShape {
+        guard bytes.count == 36, let p = bytes.baseAddress else { return .other }
+        let dash = UInt8(ascii: "-")
+        guard p[8] == dash, p[13] == dash, p[18] == dash, p[23] == dash else { return .other }
+        var upper = false
+        var k = 0
+        while k < 36 {
             if k == 8 || k == 13 || k == 18 || k == 23 {
-                guard b == UInt8(ascii: "-") else { return false }
-            } else {
-                guard hexValue(b) != nil else { return false }
+                k &+= 1
+                continue
             }
+            let b = p[k]
+            let lower = b | 0x20
+            // Digits, or a-f / A-F (`| 0x20` maps A-F to a-f and leaves digits alone).
+            guard b &- 48 < 10 || lower &- 97 < 6 else { return .other }
+            upper = upper || b &- 65 < 6
+            k &+= 1
         }
-        return true
+        return upper ? .upperCase : .lowerCase
     }
 }
 
@@ -238,6 +254,22 @@ extension Platform {
             self = .desktop
         } else if equals("unknown") {
             self = .unknown
+        } else {
+            return nil
+        }
+    }
+}
+
+extension EventKind {
+    /// The kind a batch element's `"type"` names: exactly `event` or `retention`.
+    init?(sdkType bytes: UnsafeBufferPointer<UInt8>) {
+        func equals(_ name: StaticString) -> Bool {
+            bytes.count == name.utf8CodeUnitCount && memcmp(bytes.baseAddress!, name.utf8Start, bytes.count) == 0
+        }
+        if equals("event") {
+            self = .event
+        } else if equals("retention") {
+            self = .retention
         } else {
             return nil
         }

@@ -18,7 +18,7 @@ extension EventNormalizer {
                 w.advance(by: 34)
                 w.byte(UInt8(ascii: "\""))
             } else {
-                w.string(event.clientID!)
+                event.clientID!.withStringBytes { w.string(bytes: $0) }
             }
             w.raw(#","app":"#)
             w.string(context.appID)
@@ -56,7 +56,7 @@ extension EventNormalizer {
             }
             if let clickID = event.clickID {
                 w.raw(#","click_id":"#)
-                w.string(clickID)
+                clickID.withStringBytes { w.string(bytes: $0) }
             }
             if let data = event.data {
                 w.raw(#","data":"#)
@@ -76,14 +76,14 @@ extension EventNormalizer {
     /// lengths, and escaping multiplies by at most 6.
     private func lineBound(of event: SDKEvent, sdk: String?) -> Int {
         var bound = 512 + 4 * JSONWriter.timestampBound + 36
+        // Raw string lengths (with quotes) bound their unescaped lengths.
         bound += 6 * (event.name.byteRange.count + event.device.byteRange.count)
+        bound += 6 * ((event.clientID?.byteRange.count ?? 0) + (event.clickID?.byteRange.count ?? 0))
         bound += JSONWriter.bound(of: context.appID)
         @inline(__always) func add(_ text: String?) {
             if let text { bound += JSONWriter.bound(of: text) }
         }
-        add(event.clientID)
         add(sdk)
-        add(event.clickID)
         add(event.attribution?.installClickID)
         add(event.attribution?.openClickID)
         add(event.attribution?.openType)

@@ -18,6 +18,8 @@ struct EventNormalizer {
 
     /// `received_at` as a quoted JSON timestamp: the same for every line of the request.
     let receivedAtJSON: [UInt8]
+    /// Whether the `X-SDK` header is a usable identifier (checked once per request).
+    let isSDKHeaderValid: Bool
 
     init(context: RequestContext, limits: IngestLimits, sentAt: Timestamp?) {
         self.context = context
@@ -28,6 +30,8 @@ struct EventNormalizer {
             w.timestamp(context.receivedAt)
             count = w.cursor - buffer.baseAddress!
         }
+        var header = context.sdkHeader ?? ""
+        isSDKHeaderValid = header.withUTF8 { DeviceID.isValidIdentifier($0) }
     }
 
     /// Reads `sent_at` (or Segment's `sentAt`); an unreadable one is ignored with a warning.
@@ -64,12 +68,9 @@ struct EventNormalizer {
         try checkShape(value)
         try fields.collect(from: value, mask: allowsType ? EventField.sdkBatchMask : EventField.sdkMask)
         var kind = fixedKind ?? .event
-        if allowsType, let type = try optionalString(.type) {
-            switch type {
-            case "event": kind = .event
-            case "retention": kind = .retention
-            default: throw Rejection(.invalidKind, "\"type\" must be \"event\" or \"retention\"")
-            }
+        if allowsType, let type = try readString(.type, { EventKind(sdkType: $0) }) {
+            guard let type else { throw Rejection(.invalidKind, "\"type\" must be \"event\" or \"retention\"") }
+            kind = type
         }
         let nameLength = try readString(.eventName, required: true) { bytes in
             bytes.reduce(0) { $0 + ($1 & 0xC0 == 0x80 ? 0 : 1) }
@@ -86,8 +87,8 @@ struct EventNormalizer {
         let device = try deviceID()
         return SDKEvent(
             kind: kind, name: fields[.eventName]!, client: client, platform: platform, device: device,
-            clientID: try clientEventID(), attribution: try attribution(),
-            clickID: try optionalString(.clickID).flatMap { $0.isEmpty ? nil : $0 },
+            clientID: try clientEventIDValue(), attribution: try attribution(),
+            clickID: try readString(.clickID) { !$0.isEmpty }.flatMap { $0 ? fields[.clickID] : nil },
             data: fields[.data].flatMap { $0.isNull ? nil : $0 }, metadata: fields[.metadata].flatMap { $0.isNull ? nil : $0 })
     }
 
@@ -95,7 +96,7 @@ struct EventNormalizer {
     /// rejects and warnings only concern accepted events.
     private mutating func envelope(of event: SDKEvent, index: Int) -> Envelope {
         let (time, clock) = resolveTime(client: event.client, index: index)
-        let id = event.clientID ?? hashedID(of: event)
+        let id = event.clientID?.string ?? hashedID(of: event)
         var envelope = Envelope(id: id, app: context.appID, kind: event.kind, time: time, receivedAt: context.receivedAt, clock: clock)
         envelope.name = event.name.string
         envelope.device = event.device.withStringBytes { DeviceID.normalize($0) } ?? nil
@@ -104,7 +105,7 @@ struct EventNormalizer {
         envelope.clientTimestamp = event.client
         envelope.sentAt = sentAt
         envelope.attribution = event.attribution
-        envelope.clickID = event.clickID
+        envelope.clickID = event.clickID?.string
         envelope.data = event.data.map { Array($0.rawBytes) }
         envelope.metadata = event.metadata.map { Array($0.rawBytes) }
         return envelope

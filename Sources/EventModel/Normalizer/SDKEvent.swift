@@ -8,9 +8,11 @@ struct SDKEvent {
     var platform: Platform
     /// `device_id` (valid; not yet lowercased).
     var device: JSONValue
-    var clientID: String?
+    /// The client's id (a checked string), absent when the event has none.
+    var clientID: JSONValue?
     var attribution: Attribution?
-    var clickID: String?
+    /// `click_id`, absent when missing, `null` or empty.
+    var clickID: JSONValue?
     /// `data`, absent when missing or `null`.
     var data: JSONValue?
     /// `metadata`, absent when missing or `null`.

@@ -203,6 +203,11 @@ private func begin(
         early = response
     case .readBody(let limit, let route, let context):
         state = RequestState(route: route, started: started, limit: limit, context: context)
+        // The body arrives in chunks of the connection's read buffer: sized once from
+        // Content-Length (within the limit), it is not regrown and copied on the way.
+        if let declared = head.header("Content-Length").flatMap({ Int($0) }), declared > 0, declared <= limit {
+            state.body.reserveCapacity(declared)
+        }
     }
     conCls.pointee = Unmanaged.passRetained(state).toOpaque()
     if let early {
