@@ -152,12 +152,17 @@ extension EventNormalizer {
 
     /// The digest of an SDK event: app, kind, normalised device, name, client time, raw data.
     mutating func digest(of event: SDKEvent) -> (UInt64, UInt64) {
+        event.device.withStringBytes { bytes in
+            DeviceID.withNormalized(bytes) { digest(of: event, device: $0) }
+        }!
+    }
+
+    /// `digest(of:)` with the device id already normalised.
+    mutating func digest(of event: SDKEvent, device: UnsafeBufferPointer<UInt8>) -> (UInt64, UInt64) {
         hash.reset()
         hash.append(context.appID)
         hash.append(event.kind.rawValue)
-        event.device.withStringBytes { bytes in
-            DeviceID.withNormalized(bytes) { hash.append($0) }
-        }
+        hash.append(device)
         event.name.withStringBytes { hash.append($0) }
         hash.append(event.client.microseconds)
         if let data = event.data {

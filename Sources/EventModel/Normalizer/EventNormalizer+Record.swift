@@ -3,14 +3,25 @@
 // so the line is byte for byte what `Envelope.encoded()` would produce (tests check this).
 
 extension EventNormalizer {
-    /// The envelope line of a validated event (same bytes as `envelope(of:index:).encoded()`).
-    mutating func record(of event: SDKEvent, index: Int) -> [UInt8] {
+    /// Appends the envelope line of a validated event to `lines` (same bytes as
+    /// `envelope(of:index:).encoded()`).
+    mutating func appendRecord(of event: SDKEvent, index: Int) {
+        // The device id is normalised once for both the hashed id and the line.
+        event.device.withStringBytes { raw in
+            DeviceID.withNormalized(raw) { device in appendRecord(of: event, device: device, index: index) }
+        }
+    }
+
+    private mutating func appendRecord(of event: SDKEvent, device: UnsafeBufferPointer<UInt8>, index: Int) {
         let (time, clock) = resolveTime(client: event.client, index: index)
         let sdk = sdk(index: index)
-        let digest: (UInt64, UInt64)? = event.clientID == nil ? digest(of: event) : nil
+        let digest: (UInt64, UInt64)? = event.clientID == nil ? digest(of: event, device: device) : nil
         let bound = lineBound(of: event, sdk: sdk)
-        return [UInt8](unsafeUninitializedCapacity: bound) { buffer, count in
-            var w = JSONWriter(buffer.baseAddress!)
+        let lines = self.lines!
+        let receivedAtJSON = receivedAtJSON
+        let appID = context.appID
+        let sentAt = sentAt
+        lines.appendLine(bound: bound) { w in
             w.raw(#"{"v":1,"id":"#)
             if let digest {
                 w.byte(UInt8(ascii: "\""))
@@ -21,7 +32,7 @@ extension EventNormalizer {
                 event.clientID!.withStringBytes { w.string(bytes: $0) }
             }
             w.raw(#","app":"#)
-            w.string(context.appID)
+            w.string(appID)
             w.raw(event.kind == .retention ? #","kind":"retention","time":"# : #","kind":"event","time":"#)
             w.timestamp(time)
             w.raw(#","received_at":"#)
@@ -33,7 +44,7 @@ extension EventNormalizer {
             }
             event.name.withStringBytes { w.string(bytes: $0) }
             w.raw(#","device":"#)
-            event.device.withStringBytes { bytes in DeviceID.withNormalized(bytes) { w.string(bytes: $0) } }
+            w.string(bytes: device)
             w.raw(event.platform == .ios ? #","platform":"ios""# : #","platform":"android""#)
             if let sdk {
                 w.raw(#","sdk":"#)
@@ -67,8 +78,6 @@ extension EventNormalizer {
                 metadata.document.bytes.withUnsafeBufferPointer { w.rawJSON(bytes: UnsafeBufferPointer(rebasing: $0[metadata.byteRange])) }
             }
             w.byte(UInt8(ascii: "}"))
-            count = w.cursor - buffer.baseAddress!
-            precondition(count <= bound, "envelope line bound exceeded")
         }
     }
 

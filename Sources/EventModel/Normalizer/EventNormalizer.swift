@@ -9,7 +9,7 @@ struct EventNormalizer {
     var sentAt: Timestamp?
     var result = NormalizedRequest()
     /// Envelope lines of accepted events, when normalising straight to lines.
-    var records: [[UInt8]] = []
+    var lines: LineBuffer?
     var fields = EventFields()
     var hash = EventHash()
 
@@ -45,13 +45,13 @@ struct EventNormalizer {
     // MARK: SDK events
 
     /// Normalises one SDK event; `kind` nil means "read `type`, default event". With `encode`,
-    /// the accepted event is written straight to `result.records` as an envelope line instead of
-    /// being kept as an `Envelope`.
+    /// the accepted event is written straight to `lines` as an envelope line instead of being
+    /// kept as an `Envelope`.
     mutating func sdkEvent(_ value: JSONValue, index: Int, kind: EventKind?, allowsType: Bool, encode: Bool = false) {
         do throws(Rejection) {
             let event = try validateSDKEvent(value, kind: kind, allowsType: allowsType)
             if encode {
-                records.append(record(of: event, index: index))
+                appendRecord(of: event, index: index)
             } else {
                 result.accepted.append(envelope(of: event, index: index))
             }
@@ -59,6 +59,12 @@ struct EventNormalizer {
             result.rejected.append(
                 EventRejection(index: index, code: error.code.rawValue, message: error.message, rawEvent: Array(value.rawBytes)))
         }
+    }
+
+    /// The outcome of normalising straight to lines.
+    var encodedRequest: EncodedRequest {
+        EncodedRequest(
+            ndjson: lines?.bytes ?? [], recordCount: lines?.lines ?? 0, rejected: result.rejected, warnings: result.warnings)
     }
 
     /// Checks one SDK event; the result still points into the body.

@@ -11,19 +11,37 @@ import Synchronization
 final class CommitQueue: Sendable {
     /// One request's records and what to do once they are durable (or not).
     struct Job: Sendable {
-        var records: [[UInt8]]
+        /// The accepted envelope lines, each followed by a newline.
+        var ndjson: [UInt8]
+        /// Lines in `ndjson`.
+        var records: Int
         var deadLetters: [[UInt8]]
         var completion: @Sendable (_ error: (any Error)?) -> Void
         /// Bytes this job adds to a group's appends.
         let byteCount: Int
 
         init(
-            records: [[UInt8]], deadLetters: [[UInt8]], completion: @escaping @Sendable (_ error: (any Error)?) -> Void
+            ndjson: [UInt8], records: Int, deadLetters: [[UInt8]],
+            completion: @escaping @Sendable (_ error: (any Error)?) -> Void
         ) {
+            self.ndjson = ndjson
             self.records = records
             self.deadLetters = deadLetters
             self.completion = completion
-            byteCount = records.reduce(0) { $0 + $1.count + 1 } + deadLetters.reduce(0) { $0 + $1.count + 1 }
+            byteCount = ndjson.count + deadLetters.reduce(0) { $0 + $1.count + 1 }
+        }
+
+        /// `records` given one by one (each a line without its newline).
+        init(
+            records: [[UInt8]], deadLetters: [[UInt8]], completion: @escaping @Sendable (_ error: (any Error)?) -> Void
+        ) {
+            var ndjson: [UInt8] = []
+            ndjson.reserveCapacity(records.reduce(0) { $0 + $1.count + 1 })
+            for record in records {
+                ndjson += record
+                ndjson.append(UInt8(ascii: "\n"))
+            }
+            self.init(ndjson: ndjson, records: records.count, deadLetters: deadLetters, completion: completion)
         }
     }
 
@@ -134,10 +152,10 @@ final class CommitQueue: Sendable {
             }
         }
         var failures: [(any Error)?] = Array(repeating: nil, count: group.count)
-        if let error = append(group.flatMap(\.records)) {
+        if let error = append(Self.concatenated(group), records: group.reduce(0) { $0 + $1.records }) {
             if group.count > 1, Self.isRecordError(error) {
                 // One request's records must not fail the others that share its group.
-                for (index, job) in group.enumerated() { failures[index] = append(job.records) }
+                for (index, job) in group.enumerated() { failures[index] = append(job.ndjson, records: job.records) }
             } else {
                 failures = Array(repeating: error, count: group.count)
             }
@@ -145,22 +163,31 @@ final class CommitQueue: Sendable {
         appendLatency.observe(since: start)
         groupSize.observe(Double(group.count))
         for (job, failure) in zip(group, failures) {
-            job.completion(job.records.isEmpty ? nil : failure)
+            job.completion(job.records == 0 ? nil : failure)
         }
     }
 
-    /// Appends `records` to the event log; returns the error, logged once per outage.
-    private func append(_ records: [[UInt8]]) -> (any Error)? {
-        guard !records.isEmpty else { return nil }
+    /// The group's NDJSON as one buffer (the one job's own buffer when it is alone).
+    private static func concatenated(_ group: [Job]) -> [UInt8] {
+        if group.count == 1 { return group[0].ndjson }
+        var ndjson: [UInt8] = []
+        ndjson.reserveCapacity(group.reduce(0) { $0 + $1.ndjson.count })
+        for job in group { ndjson += job.ndjson }
+        return ndjson
+    }
+
+    /// Appends `ndjson` (`records` lines) to the event log; returns the error, logged once per outage.
+    private func append(_ ndjson: [UInt8], records: Int) -> (any Error)? {
+        guard records > 0 else { return nil }
         do {
-            try sink.append(records)
+            try sink.append(ndjson: ndjson)
             if isFailing.exchange(false, ordering: .relaxed) { logger.notice("log.append_recovered", [:]) }
             return nil
         } catch {
-            appendFailures.increment(by: records.count)
+            appendFailures.increment(by: records)
             // One line per outage, not per group: failures come every few milliseconds.
             if !isFailing.exchange(true, ordering: .relaxed) {
-                logger.error("log.append_failed", ["records": String(records.count), "error": "\(error)"])
+                logger.error("log.append_failed", ["records": String(records), "error": "\(error)"])
             }
             return error
         }
