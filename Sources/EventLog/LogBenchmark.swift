@@ -22,6 +22,10 @@ package enum LogBenchmark {
         package var groupCommitDelay: Duration = .milliseconds(2)
         /// Compression level (zstd 1 by default; the same number is used for gzip, clamped to 1...9).
         package var compressionLevel: Int = 1
+        /// Compressor threads of the writer (the log's default is 2).
+        package var compressionThreads: Int = 2
+        /// Hand each append over as one NDJSON buffer (`append(ndjson:)`) instead of an array per record.
+        package var usesNDJSON = false
         /// Size of the open segment built for the recovery measurement; 0 skips it.
         package var recoverySegmentBytes: Int64 = 128 * 1024 * 1024
 
@@ -68,6 +72,7 @@ package enum LogBenchmark {
             configuration.durability = options.durability
             configuration.groupCommitDelay = options.groupCommitDelay
             configuration.compressionLevel = options.compressionLevel
+            configuration.compressionThreads = options.compressionThreads
             var result = try measureAppends(configuration, pool: pool, options: options)
             if options.recoverySegmentBytes > 0 {
                 (result.recoverySeconds, result.recoveredSegmentBytes) = try measureRecovery(
@@ -82,7 +87,9 @@ package enum LogBenchmark {
     /// The results as a table.
     package static func render(_ results: [Result], options: Options) -> String {
         var out = "event log benchmark: \(options.threads) threads, \(options.recordsPerAppend) records/append, "
-            + "durability \(options.durability), commit delay \(options.groupCommitDelay), level \(options.compressionLevel), \(ProcessInfo.processInfo.activeProcessorCount) cores\n"
+            + "durability \(options.durability), commit delay \(options.groupCommitDelay), level \(options.compressionLevel), "
+            + "\(options.compressionThreads) compressor threads, \(options.usesNDJSON ? "append(ndjson:)" : "append([[UInt8]])"), "
+            + "\(ProcessInfo.processInfo.activeProcessorCount) cores\n"
         for result in results {
             out += "\(result.codec.rawValue): \(result.events) events in \(fmt(result.seconds)) s = "
                 + "\(Int(result.eventsPerSecond)) events/s, \(fmt(result.megabytesPerSecond)) MB/s NDJSON, "
@@ -107,13 +114,21 @@ package enum LogBenchmark {
                 var cursor = thread * 997
                 var records: [[UInt8]] = []
                 records.reserveCapacity(options.recordsPerAppend)
+                var ndjson: [UInt8] = []
                 for _ in 0..<perThread {
                     records.removeAll(keepingCapacity: true)
+                    ndjson.removeAll(keepingCapacity: true)
                     for _ in 0..<options.recordsPerAppend {
-                        records.append(pool[cursor % pool.count])
+                        if options.usesNDJSON {
+                            ndjson += pool[cursor % pool.count]
+                            ndjson.append(10)
+                        } else {
+                            records.append(pool[cursor % pool.count])
+                        }
                         cursor += 1
                     }
-                    if (try? writer.append(records)) == nil { failures.wrappingAdd(1, ordering: .relaxed) }
+                    let appended: Void? = options.usesNDJSON ? (try? writer.append(ndjson: ndjson)) : (try? writer.append(records))
+                    if appended == nil { failures.wrappingAdd(1, ordering: .relaxed) }
                 }
                 finished.signal()
             }.start()
