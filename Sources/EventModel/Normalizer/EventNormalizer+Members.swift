@@ -219,27 +219,31 @@ enum DeviceID {
     /// Whether `bytes` is a UUID, and whether it has upper-case hex digits (to lowercase).
     enum UUIDShape { case other, lowerCase, upperCase }
 
-    /// `isUUIDShaped` and the upper-case test in one pass over the 36 bytes (this runs twice per
-    /// event on the ingest path: the envelope line and the hashed id).
+    /// `isUUIDShaped` and the upper-case test in one pass over the 36 bytes, without branches per
+    /// byte (digits and letters alternate at random in a UUID, so branches would mispredict).
     static func uuidShape(_ bytes: UnsafeBufferPointer<UInt8>) -> UUIDShape {
         guard bytes.count == 36, let p = bytes.baseAddress else { return .other }
         let dash = UInt8(ascii: "-")
         guard p[8] == dash, p[13] == dash, p[18] == dash, p[23] == dash else { return .other }
-        var upper = false
-        var k = 0
-        while k < 36 {
-            if k == 8 || k == 13 || k == 18 || k == 23 {
-                k &+= 1
-                continue
+        var isHex: UInt8 = 1
+        var upper: UInt8 = 0
+        @inline(__always) func scan(_ range: Range<Int>) {
+            for k in range {
+                let b = p[k]
+                // Digits, or a-f / A-F (`| 0x20` maps A-F to a-f and leaves digits alone).
+                let digit: UInt8 = b &- 48 < 10 ? 1 : 0
+                let letter: UInt8 = (b | 0x20) &- 97 < 6 ? 1 : 0
+                isHex &= digit | letter
+                upper |= b &- 65 < 6 ? 1 : 0
             }
-            let b = p[k]
-            let lower = b | 0x20
-            // Digits, or a-f / A-F (`| 0x20` maps A-F to a-f and leaves digits alone).
-            guard b &- 48 < 10 || lower &- 97 < 6 else { return .other }
-            upper = upper || b &- 65 < 6
-            k &+= 1
         }
-        return upper ? .upperCase : .lowerCase
+        scan(0..<8)
+        scan(9..<13)
+        scan(14..<18)
+        scan(19..<23)
+        scan(24..<36)
+        guard isHex == 1 else { return .other }
+        return upper == 1 ? .upperCase : .lowerCase
     }
 }
 
