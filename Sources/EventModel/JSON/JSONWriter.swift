@@ -194,6 +194,15 @@ struct JSONWriter {
         raw("Z\"")
     }
 
+    /// `timestamp(_:)`'s bytes (with quotes), for a time written on many lines.
+    static func timestampBytes(_ time: Timestamp) -> [UInt8] {
+        [UInt8](unsafeUninitializedCapacity: timestampBound) { buffer, count in
+            var w = JSONWriter(buffer.baseAddress!)
+            w.timestamp(time)
+            count = w.cursor - buffer.baseAddress!
+        }
+    }
+
     /// The text `number(_:)` writes.
     static func numberText(_ value: Double) -> String {
         if value == value.rounded(), value.magnitude < 9.0e15 { return String(Int64(value)) }

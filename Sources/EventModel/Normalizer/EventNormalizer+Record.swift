@@ -20,7 +20,10 @@ extension EventNormalizer {
         let lines = self.lines!
         let receivedAtJSON = receivedAtJSON
         let appID = context.appID
-        let sentAt = sentAt
+        if let sentAt, sentAtJSON?.time != sentAt {
+            sentAtJSON = (sentAt, JSONWriter.timestampBytes(sentAt))
+        }
+        let sentAtJSON = sentAt == nil ? nil : sentAtJSON?.json
         lines.appendLine(bound: bound) { w in
             w.raw(#"{"v":1,"id":"#)
             if let digest {
@@ -34,7 +37,9 @@ extension EventNormalizer {
             w.raw(#","app":"#)
             w.string(appID)
             w.raw(event.kind == .retention ? #","kind":"retention","time":"# : #","kind":"event","time":"#)
+            let timeStart = w.cursor
             w.timestamp(time)
+            let timeJSON = UnsafeBufferPointer(start: timeStart, count: w.cursor - timeStart)
             w.raw(#","received_at":"#)
             w.raw(receivedAtJSON)
             switch clock {
@@ -51,10 +56,11 @@ extension EventNormalizer {
                 w.string(sdk)
             }
             w.raw(#","client_ts":"#)
-            w.timestamp(event.client)
-            if let sentAt {
+            // Without a clock correction the client's time is `time`, already formatted above.
+            if event.client == time { w.raw(bytes: timeJSON) } else { w.timestamp(event.client) }
+            if let sentAtJSON {
                 w.raw(#","sent_at":"#)
-                w.timestamp(sentAt)
+                w.raw(sentAtJSON)
             }
             if let attribution = event.attribution {
                 w.raw(#","attribution":{"install_click_id":"#)

@@ -20,16 +20,14 @@ struct EventNormalizer {
     let receivedAtJSON: [UInt8]
     /// Whether the `X-SDK` header is a usable identifier (checked once per request).
     let isSDKHeaderValid: Bool
+    /// `sentAt` as a quoted JSON timestamp, formatted once per request.
+    var sentAtJSON: (time: Timestamp, json: [UInt8])?
 
     init(context: RequestContext, limits: IngestLimits, sentAt: Timestamp?) {
         self.context = context
         self.limits = limits
         self.sentAt = sentAt
-        receivedAtJSON = [UInt8](unsafeUninitializedCapacity: JSONWriter.timestampBound) { buffer, count in
-            var w = JSONWriter(buffer.baseAddress!)
-            w.timestamp(context.receivedAt)
-            count = w.cursor - buffer.baseAddress!
-        }
+        receivedAtJSON = JSONWriter.timestampBytes(context.receivedAt)
         var header = context.sdkHeader ?? ""
         isSDKHeaderValid = header.withUTF8 { DeviceID.isValidIdentifier($0) }
     }

@@ -45,8 +45,10 @@ final class CommitQueue: Sendable {
         }
     }
 
-    /// Most bytes (records and dead letters) in one group's appends.
-    private let maxGroupBytes = 8 << 20
+    /// Most bytes (records and dead letters) in one group's appends. The group's NDJSON is copied
+    /// into one buffer per committer, so this bounds that buffer; the log merges the groups of
+    /// concurrent committers into one frame anyway, so larger groups would not save fsyncs.
+    private let maxGroupBytes = 1 << 20
 
     private struct State {
         var jobs: [Job] = []
@@ -114,6 +116,9 @@ final class CommitQueue: Sendable {
     }
 
     private func run() {
+        // This committer's buffer for a group's NDJSON, reused (its capacity stays near
+        // `maxGroupBytes`, instead of a fresh allocation of that size per group).
+        var scratch: [UInt8] = []
         while true {
             wake.wait()
             let (group, isStopped, hasMore) = state.withLock { state in
@@ -132,7 +137,7 @@ final class CommitQueue: Sendable {
                 return (jobs, state.isStopped, !state.jobs.isEmpty)
             }
             if hasMore { wake.signal() }
-            if !group.isEmpty { commit(group) }
+            if !group.isEmpty { commit(group, scratch: &scratch) }
             if isStopped, state.withLock({ $0.jobs.isEmpty }) {
                 stopped.signal()
                 return
@@ -140,7 +145,7 @@ final class CommitQueue: Sendable {
         }
     }
 
-    private func commit(_ group: [Job]) {
+    private func commit(_ group: [Job], scratch: inout [UInt8]) {
         let start = ContinuousClock.now
         let deadLetters = group.flatMap(\.deadLetters)
         if !deadLetters.isEmpty {
@@ -152,7 +157,17 @@ final class CommitQueue: Sendable {
             }
         }
         var failures: [(any Error)?] = Array(repeating: nil, count: group.count)
-        if let error = append(Self.concatenated(group), records: group.reduce(0) { $0 + $1.records }) {
+        let records = group.reduce(0) { $0 + $1.records }
+        let appended: (any Error)?
+        if group.count == 1 {
+            appended = append(group[0].ndjson, records: records)
+        } else {
+            scratch.removeAll(keepingCapacity: true)
+            for job in group { scratch += job.ndjson }
+            appended = append(scratch, records: records)
+            if scratch.capacity > 2 * maxGroupBytes { scratch = [] }  // one huge request: do not keep it
+        }
+        if let error = appended {
             if group.count > 1, Self.isRecordError(error) {
                 // One request's records must not fail the others that share its group.
                 for (index, job) in group.enumerated() { failures[index] = append(job.ndjson, records: job.records) }
@@ -165,15 +180,6 @@ final class CommitQueue: Sendable {
         for (job, failure) in zip(group, failures) {
             job.completion(job.records == 0 ? nil : failure)
         }
-    }
-
-    /// The group's NDJSON as one buffer (the one job's own buffer when it is alone).
-    private static func concatenated(_ group: [Job]) -> [UInt8] {
-        if group.count == 1 { return group[0].ndjson }
-        var ndjson: [UInt8] = []
-        ndjson.reserveCapacity(group.reduce(0) { $0 + $1.ndjson.count })
-        for job in group { ndjson += job.ndjson }
-        return ndjson
     }
 
     /// Appends `ndjson` (`records` lines) to the event log; returns the error, logged once per outage.
