@@ -9,7 +9,7 @@ package protocol EventSink: Sendable {
     /// Appends NDJSON (every record followed by `\n`, so it ends with one) durably, in one call;
     /// throws when it cannot. Ingest's accepted events take this form (one buffer per group of
     /// requests, no array per event).
-    func append(ndjson: [UInt8]) throws
+    func append(ndjson: UnsafeRawBufferPointer) throws
     /// Whether appends are expected to succeed right now (used by `/readyz`).
     var isWritable: Bool { get }
 }
@@ -19,7 +19,7 @@ extension EventSink {
     package var isWritable: Bool { true }
 
     /// For sinks that only take records: splits the NDJSON into its lines and appends those.
-    package func append(ndjson: [UInt8]) throws {
+    package func append(ndjson: UnsafeRawBufferPointer) throws {
         guard !ndjson.isEmpty else { return }
         try append(NDJSON.lines(ndjson))
     }

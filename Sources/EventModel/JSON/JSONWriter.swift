@@ -138,6 +138,12 @@ struct JSONWriter {
         if let text { string(text) } else { raw("null") }
     }
 
+    /// Writes a string value of a scanned document (unescaped, then escaped as the encoder does)
+    /// or `null`.
+    mutating func optionalString(_ value: JSONValue?) {
+        guard let value, value.withStringBytes({ string(bytes: $0) }) != nil else { return raw("null") }
+    }
+
     /// True when any of the eight bytes of `word` is `"`, `\\` or below 0x20 (SWAR: a zero byte in
     /// `word ^ pattern` or a byte below 0x20 sets its high bit in the result; bytes >= 0x80 are
     /// filtered out by `~word`).

@@ -83,30 +83,27 @@ extension EventNormalizer {
 
     /// `attribution`: an object whose three members are strings or null; absent members are null
     /// (Android drops null members). Unknown members are ignored; the first of a repeated one wins.
-    func attribution() throws(Rejection) -> Attribution? {
+    func attribution() throws(Rejection) -> AttributionValues? {
         guard let value = fields[.attribution], !value.isNull else { return nil }
         guard value.kind == .object else { throw Rejection(.invalidType, "\"attribution\" must be an object") }
-        var attribution = Attribution()
+        var attribution = AttributionValues()
         var seen = (install: false, open: false, type: false)
         for (key, member) in value.members {
-            let text: String?
-            if member.isNull {
-                text = nil
-            } else if let string = member.string {
-                text = string
-            } else {
-                text = nil
-                if key.stringEquals("install_click_id") || key.stringEquals("open_click_id") || key.stringEquals("open_type") {
-                    throw Rejection(.invalidType, "\"attribution.\(key.string ?? "")\" must be a string or null")
-                }
+            let isInstall = key.stringEquals("install_click_id")
+            let isOpen = !isInstall && key.stringEquals("open_click_id")
+            let isType = !isInstall && !isOpen && key.stringEquals("open_type")
+            let isString = member.kind == .string
+            if !isString, !member.isNull, isInstall || isOpen || isType {
+                throw Rejection(.invalidType, "\"attribution.\(key.string ?? "")\" must be a string or null")
             }
-            if key.stringEquals("install_click_id") {
+            let text = isString ? member : nil
+            if isInstall {
                 if !seen.install { attribution.installClickID = text }
                 seen.install = true
-            } else if key.stringEquals("open_click_id") {
+            } else if isOpen {
                 if !seen.open { attribution.openClickID = text }
                 seen.open = true
-            } else if key.stringEquals("open_type") {
+            } else if isType {
                 if !seen.type { attribution.openType = text }
                 seen.type = true
             }

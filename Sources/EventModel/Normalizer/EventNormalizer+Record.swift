@@ -99,9 +99,7 @@ extension EventNormalizer {
             if let text { bound += JSONWriter.bound(of: text) }
         }
         add(sdk)
-        add(event.attribution?.installClickID)
-        add(event.attribution?.openClickID)
-        add(event.attribution?.openType)
+        bound += event.attribution?.bound ?? 0
         bound += (event.data?.byteRange.count ?? 0) + (event.metadata?.byteRange.count ?? 0)
         return bound
     }

@@ -61,8 +61,7 @@ struct EventNormalizer {
 
     /// The outcome of normalising straight to lines.
     var encodedRequest: EncodedRequest {
-        EncodedRequest(
-            ndjson: lines?.bytes ?? [], recordCount: lines?.lines ?? 0, rejected: result.rejected, warnings: result.warnings)
+        EncodedRequest(lines: lines ?? LineBuffer(capacity: 0), rejected: result.rejected, warnings: result.warnings)
     }
 
     /// Checks one SDK event; the result still points into the body.
@@ -108,7 +107,7 @@ struct EventNormalizer {
         envelope.sdk = sdk(index: index)
         envelope.clientTimestamp = event.client
         envelope.sentAt = sentAt
-        envelope.attribution = event.attribution
+        envelope.attribution = event.attribution?.strings
         envelope.clickID = event.clickID?.string
         envelope.data = event.data.map { Array($0.rawBytes) }
         envelope.metadata = event.metadata.map { Array($0.rawBytes) }

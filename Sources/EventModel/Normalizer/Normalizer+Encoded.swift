@@ -3,33 +3,34 @@ package struct EncodedRequest: Sendable {
     /// One envelope line per accepted event, in request order, each followed by `\n` (NDJSON, as
     /// the event log stores it): exactly the bytes `Envelope.encoded()` would produce for the
     /// corresponding `NormalizedRequest.accepted` entry. No line contains a line break.
-    package var ndjson: [UInt8]
-    /// Lines in `ndjson` (accepted events).
-    package var recordCount: Int
+    package var lines: LineBuffer
+    /// `lines` as an array (a copy).
+    package var ndjson: [UInt8] { lines.bytes }
+    /// Lines in `lines` (accepted events).
+    package var recordCount: Int { lines.lines }
     /// Refused events with their reasons, in request order.
     package var rejected: [EventRejection]
     /// Notes for the client about accepted events.
     package var warnings: [String]
 
     /// Creates an outcome.
-    package init(ndjson: [UInt8] = [], recordCount: Int = 0, rejected: [EventRejection] = [], warnings: [String] = []) {
-        self.ndjson = ndjson
-        self.recordCount = recordCount
+    package init(lines: LineBuffer = LineBuffer(capacity: 0), rejected: [EventRejection] = [], warnings: [String] = []) {
+        self.lines = lines
         self.rejected = rejected
         self.warnings = warnings
     }
 
-    /// The lines of `ndjson` without their newlines, one array each (tests and callers that want
-    /// records one by one; the request path hands `ndjson` on as it is).
+    /// The lines without their newlines, one array each (tests and callers that want records one
+    /// by one; the request path hands `lines` on as they are).
     package var records: [[UInt8]] {
-        NDJSON.lines(ndjson)
+        lines.withUnsafeBytes { NDJSON.lines($0) }
     }
 }
 
 /// Newline-delimited JSON helpers.
 package enum NDJSON {
     /// The lines of `bytes` without their newlines (a last line without one included).
-    package static func lines(_ bytes: [UInt8]) -> [[UInt8]] {
+    package static func lines(_ bytes: UnsafeRawBufferPointer) -> [[UInt8]] {
         var lines = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
         if bytes.last == UInt8(ascii: "\n") || bytes.isEmpty { lines.removeLast() }
         return lines.map { Array($0) }
@@ -70,7 +71,7 @@ extension Normalizer {
         let result = try linkEvents(body: body, context: context, limits: limits)
         let lines = LineBuffer(capacity: body.count * 2)
         for envelope in result.accepted { lines.appendLine(envelope.encoded()) }
-        return EncodedRequest(ndjson: lines.bytes, recordCount: lines.lines, rejected: result.rejected, warnings: result.warnings)
+        return EncodedRequest(lines: lines, rejected: result.rejected, warnings: result.warnings)
     }
 }
 

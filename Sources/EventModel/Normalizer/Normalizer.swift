@@ -59,8 +59,9 @@ package enum Normalizer {
         try checkCount(count, limits: limits)
         var normalizer = EventNormalizer(context: context, limits: limits, sentAt: nil)
         if encode {
-            // Envelope lines run about 1.3x their events' JSON (ids, times, app, clock).
-            normalizer.lines = LineBuffer(capacity: body.count + body.count / 2 + 1024)
+            // Envelope lines run about 1.45x their events' JSON (ids, times, app, clock), and each
+            // line reserves its bound (~1-2 KiB) before it is written.
+            normalizer.lines = LineBuffer(capacity: body.count * 8 / 5 + 4096)
         } else {
             normalizer.result.accepted.reserveCapacity(count)
         }

@@ -1,5 +1,6 @@
 import Dispatch
 import EventLog
+import EventModel
 import Foundation
 import Observability
 import Synchronization
@@ -11,21 +12,17 @@ import Synchronization
 final class CommitQueue: Sendable {
     /// One request's records and what to do once they are durable (or not).
     struct Job: Sendable {
-        /// The accepted envelope lines, each followed by a newline.
-        var ndjson: [UInt8]
-        /// Lines in `ndjson`.
-        var records: Int
+        /// The accepted envelope lines, each followed by a newline (not written to any more).
+        let ndjson: LineBuffer
         var deadLetters: [[UInt8]]
         var completion: @Sendable (_ error: (any Error)?) -> Void
         /// Bytes this job adds to a group's appends.
         let byteCount: Int
 
         init(
-            ndjson: [UInt8], records: Int, deadLetters: [[UInt8]],
-            completion: @escaping @Sendable (_ error: (any Error)?) -> Void
+            ndjson: LineBuffer, deadLetters: [[UInt8]], completion: @escaping @Sendable (_ error: (any Error)?) -> Void
         ) {
             self.ndjson = ndjson
-            self.records = records
             self.deadLetters = deadLetters
             self.completion = completion
             byteCount = ndjson.count + deadLetters.reduce(0) { $0 + $1.count + 1 }
@@ -35,14 +32,13 @@ final class CommitQueue: Sendable {
         init(
             records: [[UInt8]], deadLetters: [[UInt8]], completion: @escaping @Sendable (_ error: (any Error)?) -> Void
         ) {
-            var ndjson: [UInt8] = []
-            ndjson.reserveCapacity(records.reduce(0) { $0 + $1.count + 1 })
-            for record in records {
-                ndjson += record
-                ndjson.append(UInt8(ascii: "\n"))
-            }
-            self.init(ndjson: ndjson, records: records.count, deadLetters: deadLetters, completion: completion)
+            let ndjson = LineBuffer(capacity: records.reduce(0) { $0 + $1.count + 1 })
+            for record in records { ndjson.appendLine(record) }
+            self.init(ndjson: ndjson, deadLetters: deadLetters, completion: completion)
         }
+
+        /// Lines in `ndjson`.
+        var records: Int { ndjson.lines }
     }
 
     /// Most bytes (records and dead letters) in one group's appends. The group's NDJSON is copied
@@ -160,17 +156,19 @@ final class CommitQueue: Sendable {
         let records = group.reduce(0) { $0 + $1.records }
         let appended: (any Error)?
         if group.count == 1 {
-            appended = append(group[0].ndjson, records: records)
+            appended = group[0].ndjson.withUnsafeBytes { append($0, records: records) }
         } else {
             scratch.removeAll(keepingCapacity: true)
-            for job in group { scratch += job.ndjson }
-            appended = append(scratch, records: records)
+            for job in group { job.ndjson.withUnsafeBytes { scratch.append(contentsOf: $0) } }
+            appended = scratch.withUnsafeBytes { append($0, records: records) }
             if scratch.capacity > 2 * maxGroupBytes { scratch = [] }  // one huge request: do not keep it
         }
         if let error = appended {
             if group.count > 1, Self.isRecordError(error) {
                 // One request's records must not fail the others that share its group.
-                for (index, job) in group.enumerated() { failures[index] = append(job.ndjson, records: job.records) }
+                for (index, job) in group.enumerated() {
+                    failures[index] = job.ndjson.withUnsafeBytes { append($0, records: job.records) }
+                }
             } else {
                 failures = Array(repeating: error, count: group.count)
             }
@@ -183,7 +181,7 @@ final class CommitQueue: Sendable {
     }
 
     /// Appends `ndjson` (`records` lines) to the event log; returns the error, logged once per outage.
-    private func append(_ ndjson: [UInt8], records: Int) -> (any Error)? {
+    private func append(_ ndjson: UnsafeRawBufferPointer, records: Int) -> (any Error)? {
         guard records > 0 else { return nil }
         do {
             try sink.append(ndjson: ndjson)

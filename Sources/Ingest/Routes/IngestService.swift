@@ -117,7 +117,7 @@ final class IngestService: HTTPHandler {
         let deadLetters = outcome.rejected.isEmpty ? [] : deadLetters(for: outcome.rejected, body: decoded, info: info)
         let job = { @Sendable (complete: @escaping @Sendable (HTTPResponse) -> Void) in
             self.commits.enqueue(
-                CommitQueue.Job(ndjson: outcome.ndjson, records: outcome.recordCount, deadLetters: deadLetters) { error in
+                CommitQueue.Job(ndjson: outcome.lines, deadLetters: deadLetters) { error in
                     complete(self.answer(outcome, info: info, error: error))
                 })
         }

@@ -39,6 +39,9 @@ package final class HTTPServer: Sendable {
     package let port: UInt16
     private let core: ServerCore
     private let daemon: Mutex<DaemonHandle?>
+    /// Held for the whole of `shutdown()`, so a second call returns only once the daemon has
+    /// stopped and the listening socket is closed (not while the first call is still waiting).
+    private let stopping = Mutex(())
 
     /// Binds and starts serving `handler` on the settings' address.
     package init(settings: HTTPServerSettings, handler: any HTTPHandler) throws(HTTPServerError) {
@@ -78,8 +81,13 @@ package final class HTTPServer: Sendable {
     }
 
     /// Stops accepting connections, waits (up to the grace period) for in-flight requests to be
-    /// answered, then stops the daemon. Safe to call more than once.
+    /// answered, then stops the daemon. Safe to call more than once, from any thread: every call
+    /// returns once the daemon has stopped.
     package func shutdown() {
+        stopping.withLock { _ in stop() }
+    }
+
+    private func stop() {
         guard let handle = daemon.withLock({ $0.take() }) else { return }
         // The quiesced socket stays open until the daemon has stopped: libmicrohttpd's threads
         // remove it from their epoll sets asynchronously, and closing it first makes that fail
