@@ -100,7 +100,7 @@ struct JSONWriter {
         let n = bytes.count
         while i &+ 8 <= n {
             let word = UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self)
-            if JSONWriter.needsEscape(word) { break }
+            if escapeMask(word) != 0 { break }
             UnsafeMutableRawPointer(out).storeBytes(of: word, as: UInt64.self)
             out += 8
             i &+= 8
@@ -142,20 +142,6 @@ struct JSONWriter {
     /// or `null`.
     mutating func optionalString(_ value: JSONValue?) {
         guard let value, value.withStringBytes({ string(bytes: $0) }) != nil else { return raw("null") }
-    }
-
-    /// True when any of the eight bytes of `word` is `"`, `\\` or below 0x20 (SWAR: a zero byte in
-    /// `word ^ pattern` or a byte below 0x20 sets its high bit in the result; bytes >= 0x80 are
-    /// filtered out by `~word`).
-    @inline(__always) static func needsEscape(_ word: UInt64) -> Bool {
-        let ones: UInt64 = 0x0101_0101_0101_0101
-        let high: UInt64 = 0x8080_8080_8080_8080
-        let quote = word ^ (ones &* 0x22)
-        let slash = word ^ (ones &* 0x5C)
-        let hasQuote = (quote &- ones) & ~quote
-        let hasSlash = (slash &- ones) & ~slash
-        let hasControl = (word &- ones &* 0x20) & ~word
-        return (hasQuote | hasSlash | hasControl) & high != 0
     }
 
     @inline(__always) static func hexDigit(_ v: UInt8) -> UInt8 {
