@@ -18,6 +18,8 @@ final class CommitQueue: Sendable {
         var completion: @Sendable (_ error: (any Error)?) -> Void
         /// Bytes this job adds to a group's appends.
         let byteCount: Int
+        /// When the job was created (just before it is queued).
+        let queuedAt = ContinuousClock.now
 
         init(
             ndjson: LineBuffer, deadLetters: [[UInt8]], completion: @escaping @Sendable (_ error: (any Error)?) -> Void
@@ -60,6 +62,7 @@ final class CommitQueue: Sendable {
     private let committers: Int
     private let logger = Logger(label: "ingest")
     private let appendLatency: Histogram
+    private let queueWait: Histogram
     private let groupSize: Histogram
     private let deadLetterFailures: Counter
     private let appendFailures: Counter
@@ -74,6 +77,8 @@ final class CommitQueue: Sendable {
         self.committers = committers
         appendLatency = metrics.histogram(
             "ingest_commit_duration_seconds", help: "Time for one group of requests to become durable")
+        queueWait = metrics.histogram(
+            "ingest_commit_wait_seconds", help: "Time a finished request waits for a committer thread")
         groupSize = metrics.histogram(
             "ingest_commit_group_requests", help: "Requests sharing one append",
             buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024])
@@ -143,6 +148,7 @@ final class CommitQueue: Sendable {
 
     private func commit(_ group: [Job], scratch: inout [UInt8]) {
         let start = ContinuousClock.now
+        for job in group { queueWait.observe(Double((start - job.queuedAt) / .microseconds(1)) / 1e6) }
         let deadLetters = group.flatMap(\.deadLetters)
         if !deadLetters.isEmpty {
             do {
