@@ -47,6 +47,9 @@ package enum LogBenchmark {
         package var diskBytes: Int64
         /// Frames (group commits) written.
         package var frames: Int
+        /// CPU time (user + system) of the whole process during the append run: appending threads,
+        /// compressors and committer. Unlike wall time it hardly depends on other load on the machine.
+        package var cpuSeconds: Double = 0
         /// Writer start-up time over a full open segment, nil when not measured.
         package var recoverySeconds: Double?
         /// Size of that segment.
@@ -55,6 +58,8 @@ package enum LogBenchmark {
         package var eventsPerSecond: Double { Double(events) / seconds }
         /// Uncompressed NDJSON MB (10^6 bytes) per second.
         package var megabytesPerSecond: Double { Double(ndjsonBytes) / seconds / 1e6 }
+        /// Microseconds of CPU per appended record (whole process).
+        package var cpuMicrosPerEvent: Double { cpuSeconds * 1e6 / Double(max(1, events)) }
         /// NDJSON bytes per byte on disk.
         package var compressionRatio: Double { Double(ndjsonBytes) / Double(max(1, diskBytes)) }
     }
@@ -94,7 +99,8 @@ package enum LogBenchmark {
             out += "\(result.codec.rawValue): \(result.events) events in \(fmt(result.seconds)) s = "
                 + "\(Int(result.eventsPerSecond)) events/s, \(fmt(result.megabytesPerSecond)) MB/s NDJSON, "
                 + "ratio \(fmt(result.compressionRatio))x, \(result.frames) frames "
-                + "(avg \(result.events / max(1, result.frames)) events/frame)"
+                + "(avg \(result.events / max(1, result.frames)) events/frame), "
+                + "CPU \(fmt(result.cpuMicrosPerEvent)) us/event (\(Int(1e6 / max(0.001, result.cpuMicrosPerEvent))) events per CPU-second)"
             if let seconds = result.recoverySeconds, let bytes = result.recoveredSegmentBytes {
                 out += "; recovery of a \(bytes >> 20) MiB open segment: \(fmt(seconds)) s"
             }
@@ -108,6 +114,7 @@ package enum LogBenchmark {
         let perThread = options.events / options.threads / options.recordsPerAppend
         let failures = Atomic<Int>(0)
         let finished = DispatchSemaphore(value: 0)
+        let cpuStart = processCPUSeconds()
         let start = ContinuousClock.now
         for thread in 0..<options.threads {
             Thread {
@@ -135,6 +142,7 @@ package enum LogBenchmark {
         }
         for _ in 0..<options.threads { finished.wait() }
         let elapsed = ContinuousClock.now - start
+        let cpu = processCPUSeconds() - cpuStart
         let frames = writer.framesCommitted
         writer.close()
         if failures.load(ordering: .relaxed) > 0 { throw .unavailable(reason: "appends failed during the benchmark") }
@@ -143,7 +151,7 @@ package enum LogBenchmark {
         let disk = try FileSystem.diskUsage(of: configuration.nodeDirectory)
         return Result(
             codec: configuration.codec, events: events, seconds: seconds(elapsed),
-            ndjsonBytes: Int64(events * averageLength), diskBytes: disk, frames: frames)
+            ndjsonBytes: Int64(events * averageLength), diskBytes: disk, frames: frames, cpuSeconds: cpu)
     }
 
     /// Fills one open segment to `bytes`, then times a writer start-up (recovery scans it all).
@@ -191,6 +199,14 @@ package enum LogBenchmark {
             envelopes.append(Array(line.utf8))
         }
         return envelopes
+    }
+
+    /// User + system CPU seconds of this process so far.
+    private static func processCPUSeconds() -> Double {
+        var usage = rusage()
+        getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+        func seconds(_ time: timeval) -> Double { Double(time.tv_sec) + Double(time.tv_usec) / 1e6 }
+        return seconds(usage.ru_utime) + seconds(usage.ru_stime)
     }
 
     private static func seconds(_ duration: Duration) -> Double {

@@ -52,7 +52,8 @@ package struct LogConfiguration: Sendable {
     package var node: String = "node-1"
     /// Codec of new frames. Default zstd.
     package var codec: Codec = .zstd
-    /// zstd level (1...19) or zlib level (1...9). Default 1.
+    /// zstd level (-7...19; levels below 1 are zstd's fast levels, with Huffman-coded literals kept
+    /// on) or zlib level (1...9, clamped). Default 1. See docs/event-log.md for the ratio/speed table.
     package var compressionLevel: Int = 1
     /// Threads compressing frames in parallel (frames are still written and acknowledged in
     /// order, by one committer thread). Default 2; 1...8.

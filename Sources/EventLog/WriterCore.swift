@@ -4,8 +4,8 @@ import Glibc
 /// `SegmentStateMachine` plans for groups of compressed frames (compression runs before, on the
 /// compressor threads, see `FrameEncoder`).
 ///
-/// `@unchecked Sendable`: owns a file descriptor and a compression context; after `LogWriter.init`
-/// hands it to the writer thread, only that thread touches it (and `close` runs after the thread ended).
+/// `@unchecked Sendable`: owns a file descriptor; after `LogWriter.init` hands it to the committer
+/// thread, only that thread touches it (and `close` runs on that thread as it ends).
 final class WriterCore: @unchecked Sendable {
     private(set) var machine: SegmentStateMachine
     private let nodeDirectory: String
@@ -102,20 +102,9 @@ final class WriterCore: @unchecked Sendable {
                     continue
                 }
             }
-            let metadata = FrameMetadata(
-                codec: codec, firstSequence: machine.nextSequence, recordCount: job.records,
-                uncompressedLength: job.ndjson.count, bodyLength: job.bodyLength, committedAt: now,
-                bodyChecksum: job.bodyChecksum)
-            let prefix = prefixSize
-            let writeResult = job.frame.withUnsafeMutableBytes { raw in
-                metadata.writePrefix(into: UnsafeMutableRawBufferPointer(rebasing: raw[0..<prefix]))
-                return Result { () throws(LogError) in
-                    try FileSystem.writeAll(fd, UnsafeRawBufferPointer(rebasing: raw[0..<frameLength]), path: path)
-                }
-            }
-            if case .failure(let error) = writeResult {
-                job.error = Self.classify(error)
-                failGroup(written, from: written.first?.offset ?? write.offset, error: job.error!, frameWasComplete: false)
+            if let error = writeFrame(job, frameLength: frameLength, now: now) {
+                job.error = error
+                failGroup(written, from: written.first?.offset ?? write.offset, error: error, frameWasComplete: false)
                 return consumed
             }
             machine.didWrite(frameBytes: frameLength, records: job.records, now: now, synced: false)
@@ -141,6 +130,24 @@ final class WriterCore: @unchecked Sendable {
         metrics.uncompressedBytes.increment(by: groupBytes)
         metrics.diskBytes.set(Double(machine.diskBytes))
         return consumed
+    }
+
+    /// Fills in the frame's metadata prefix (its first sequence number is the next one) and writes
+    /// the whole frame with one `write`; returns the (classified) error instead of throwing.
+    private func writeFrame(_ job: FrameJob, frameLength: Int, now: Int64) -> LogError? {
+        let metadata = FrameMetadata(
+            codec: codec, firstSequence: machine.nextSequence, recordCount: job.records,
+            uncompressedLength: job.ndjson.count, bodyLength: job.bodyLength, committedAt: now,
+            bodyChecksum: job.bodyChecksum)
+        let prefix = prefixSize
+        let result = job.frame.withUnsafeMutableBytes { raw in
+            metadata.writePrefix(into: UnsafeMutableRawBufferPointer(rebasing: raw[0..<prefix]))
+            return Result { () throws(LogError) in
+                try FileSystem.writeAll(fd, UnsafeRawBufferPointer(rebasing: raw[0..<frameLength]), path: path)
+            }
+        }
+        if case .failure(let error) = result { return Self.classify(error) }
+        return nil
     }
 
     /// A write or sync of the group failed: cut the segment back to where the group began, take

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Locking
 import Testing
 
 @testable import EventLog
@@ -17,7 +17,7 @@ import Testing
             let writer = try LogWriter(configuration: configuration)
             let threads = 12
             let perThread = 300
-            let failures = Mutex<[String]>([])
+            let failures = Locked<[String]>([])
             try runThreads(threads) { thread in
                 for index in 0..<perThread {
                     let id = thread * perThread + index
@@ -57,7 +57,7 @@ import Testing
             #expect(throws: LogError.tooLarge(bytes: 5001, limit: 4096)) {
                 try writer.append([[UInt8](repeating: UInt8(ascii: "x"), count: 5000)])
             }
-            let outcomes = Mutex<(ok: Int, refused: Int)>((0, 0))
+            let outcomes = Locked<(ok: Int, refused: Int)>((0, 0))
             try runThreads(16) { _ in
                 for _ in 0..<20 {
                     do throws(LogError) {
@@ -84,7 +84,7 @@ import Testing
             let writer = try LogWriter(configuration: configuration)
             let threads = 8
             let perThread = 100
-            let failures = Mutex<[String]>([])
+            let failures = Locked<[String]>([])
             try runThreads(threads) { thread in
                 for index in 0..<perThread {
                     var ndjson: [UInt8] = []

@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-import Synchronization
+import Locking
 import Testing
 
 @testable import EventLog
@@ -115,8 +115,8 @@ import Testing
             configuration.retryAfter = .zero
             configuration.compressionThreads = 3
             let writer = try LogWriter(configuration: configuration)
-            let acknowledged = Mutex<Set<String>>([])
-            let refusals = Mutex<Int>(0)
+            let acknowledged = Locked<Set<String>>([])
+            let refusals = Locked<Int>(0)
             try runThreads(8) { thread in
                 for index in 0..<400 {
                     let records = (0..<5).map { envelope(thread * 10_000 + index * 5 + $0, receivedAt: UUID().uuidString) }

@@ -4,6 +4,7 @@ import EventModel
 import Foundation
 import Observability
 import Synchronization
+import Locking
 
 /// Hands finished requests' records to the sinks in groups. Requests enqueue and return to their
 /// event loop (the connection is suspended); a few committer threads take everything queued, make
@@ -56,7 +57,7 @@ final class CommitQueue: Sendable {
 
     private let sink: any EventSink
     private let deadLetterSink: any EventSink
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let wake = DispatchSemaphore(value: 0)
     private let stopped = DispatchSemaphore(value: 0)
     private let committers: Int
