@@ -2,20 +2,27 @@ import EventLog
 import EventModel
 import Postgres
 
-/// Decodes one cycle's records and streams them into the COPY, remembering what the rest of the
-/// cycle needs: the UTC days present (partitions), per-node counts and newest `received_at`.
+/// Decodes one cycle's records into COPY rows for the raw tables and the slim staging table, and
+/// remembers what the rest of the cycle needs: per row the facts that devices, links and the rollup
+/// queue are derived from, the UTC days present (partitions), per-node counts and newest
+/// `received_at`.
+///
+/// Event rows can be streamed to a COPY while they are decoded (`add(_:node:streamEvent:)`), so
+/// PostgreSQL ingests them while this process decodes the rest; a batch made with
+/// `keepsEventRows: false` then does not keep them (memory: the cycle keeps the log chunks instead,
+/// and decodes them again in the rare cycle that has to send the rows a second time).
 ///
 /// Duplicates inside one cycle (the same (app_id, event_id) twice, from a retried request or two
 /// nodes) are dropped here, first occurrence wins; duplicates of rows loaded by earlier cycles are
-/// dropped by the raw inserts' conflict handling.
+/// found by the dedup tables' keys (`Loader`).
 struct StagingBatch {
-    /// Rows written to the COPY.
+    /// Rows decoded (all tables).
     private(set) var rows = 0
     /// Records that did not decode.
     private(set) var undecodable = 0
     /// The first decoding error, for the log line.
     private(set) var firstError: String?
-    /// UTC days (days since 1970-01-01) of the staged rows' event times.
+    /// UTC days (days since 1970-01-01) of the rows' times.
     private(set) var days = Set<Int64>()
     /// Records read per node (decodable or not).
     private(set) var recordsByNode: [String: Int] = [:]
@@ -24,8 +31,68 @@ struct StagingBatch {
     /// Newest `received_at` overall.
     private(set) var newestReceivedAt: Timestamp?
 
+    /// `events` rows (kinds event and retention), in decode order (empty unless `keepsEventRows`).
+    private(set) var events = Rows()
+    /// Event rows decoded (kept or not).
+    private(set) var eventCount = 0
+    /// `clicks` rows.
+    private(set) var clicks = Rows()
+    /// `matches` rows.
+    private(set) var matches = Rows()
+    /// `pg_temp.load_staging` rows: every row of the cycle, all kinds.
+    private(set) var staged: [UInt8] = []
+
+    /// What the derived tables need of each event row (same index as `events`).
+    private(set) var eventFacts: [EventFacts] = []
+    /// What links and the rollup queue need of each click row (same index as `clicks`).
+    private(set) var clickFacts: [RowFacts] = []
+    /// What the rollup queue needs of each match row (same index as `matches`).
+    private(set) var matchFacts: [RowFacts] = []
+
     private var seen = Set<Key>()
     private var row: [UInt8] = []
+    private let keepsEventRows: Bool
+
+    /// - Parameter keepsEventRows: keep the encoded event rows (false when they are streamed).
+    init(keepsEventRows: Bool = true) {
+        self.keepsEventRows = keepsEventRows
+    }
+
+    /// The COPY rows of one table, one after another; `ends[i]` is where row `i` ends.
+    struct Rows {
+        /// The rows' bytes.
+        private(set) var bytes: [UInt8] = []
+        /// End offset of each row.
+        private(set) var ends: [Int] = []
+        /// Rows held.
+        var count: Int { ends.count }
+
+        mutating func append(_ row: [UInt8]) {
+            bytes.append(contentsOf: row)
+            ends.append(bytes.count)
+        }
+
+        /// Row `index`.
+        subscript(index: Int) -> ArraySlice<UInt8> { bytes[(index == 0 ? 0 : ends[index - 1])..<ends[index]] }
+    }
+
+    /// An inserted row's dedup key and time (clicks: also the link path).
+    struct RowFacts {
+        var app: String
+        /// event_id (events) or click_id (clicks, matches): the dedup table's key with `app`.
+        var id: String
+        var time: Timestamp
+        var path: String?
+    }
+
+    /// What the devices upsert needs of an event row.
+    struct EventFacts {
+        var key: RowFacts
+        var device: String
+        var platform: String?
+        var sdk: String?
+        var installClickID: String?
+    }
 
     /// The dedup key of the raw table the envelope goes to (see sql/001_core.sql): events by
     /// (app_id, event_id), clicks by (app_id, click_id), matches by (app_id, click_id).
@@ -54,8 +121,8 @@ struct StagingBatch {
         }
     }
 
-    /// Decodes `records` of `node` and appends their rows to `buffer`.
-    mutating func add(_ batch: LogBatch, node: String, to buffer: inout CopyBuffer) {
+    /// Decodes `batch` of `node`. Event rows are also passed to `streamEvent` as they are encoded.
+    mutating func add(_ batch: LogBatch, node: String, streamEvent: ([UInt8]) -> Void = { _ in }) {
         recordsByNode[node, default: 0] += batch.count
         row.reserveCapacity(4096)
         for index in 0..<batch.count {
@@ -82,9 +149,37 @@ struct StagingBatch {
             guard seen.insert(key).inserted else { continue }
             days.insert(Self.day(of: envelope.time))
             row.removeAll(keepingCapacity: true)
-            StagingEncoder.append(envelope, to: &row)
-            buffer.append(row)
+            let facts = RowFacts(app: key.app, id: key.id, time: envelope.time, path: envelope.path)
+            switch envelope.kind {
+            case .event, .retention:
+                StagingEncoder.appendEvent(envelope, to: &row)
+                if keepsEventRows { events.append(row) }
+                eventCount += 1
+                streamEvent(row)
+                eventFacts.append(
+                    EventFacts(
+                        key: facts, device: envelope.device ?? "", platform: envelope.platform?.rawValue,
+                        sdk: envelope.sdk, installClickID: envelope.attribution?.installClickID))
+            case .click:
+                StagingEncoder.appendClick(envelope, to: &row)
+                clicks.append(row)
+                clickFacts.append(facts)
+            case .match:
+                StagingEncoder.appendMatch(envelope, to: &row)
+                matches.append(row)
+                matchFacts.append(facts)
+            }
+            StagingEncoder.appendStaged(envelope, to: &staged)
             rows += 1
+        }
+    }
+
+    /// Rows of one raw table.
+    func count(_ table: LoadSQL.Table) -> Int {
+        switch table {
+        case .events: eventCount
+        case .clicks: clicks.count
+        case .matches: matches.count
         }
     }
 
@@ -93,5 +188,114 @@ struct StagingBatch {
         let perDay: Int64 = 86_400_000_000
         let micros = time.microseconds
         return micros >= 0 ? micros / perDay : -((-micros + perDay - 1) / perDay)
+    }
+}
+
+/// Which rows of a batch a cycle inserted: all of them (the optimistic load met no duplicate), or
+/// those whose key the dedup table accepted.
+struct InsertedRows {
+    /// Fresh keys (app, id) per table; nil: every row of that table.
+    var events: Set<[String]>?
+    var clicks: Set<[String]>?
+    var matches: Set<[String]>?
+
+    /// Every row.
+    static let all = InsertedRows()
+
+    /// True when every row of `batch` went in (no duplicate of an earlier cycle).
+    func isEverything(of batch: StagingBatch) -> Bool {
+        (events?.count ?? batch.eventCount) == batch.eventCount
+            && (clicks?.count ?? batch.clicks.count) == batch.clicks.count
+            && (matches?.count ?? batch.matches.count) == batch.matches.count
+    }
+
+    static func contains(_ fresh: Set<[String]>?, _ facts: StagingBatch.RowFacts) -> Bool {
+        fresh?.contains([facts.app, facts.id]) ?? true
+    }
+}
+
+/// The derived rows of what a cycle inserted, computed from the batch (small sets: one row per
+/// device, link and (app, UTC day) touched), for the devices and links upserts and the rollup queue.
+struct DerivedRows {
+    /// `pg_temp.load_devices` COPY rows (`LoadSQL.deviceColumns`).
+    var devices: [UInt8] = []
+    /// `pg_temp.load_links` COPY rows.
+    var links: [UInt8] = []
+    /// `pg_temp.load_touched` COPY rows.
+    var touched: [UInt8] = []
+    /// Rows inserted per raw table.
+    var counts = Loader.RowCounts()
+
+    private struct DeviceKey: Hashable {
+        var app: String
+        var device: String
+    }
+
+    /// Per device: the earliest event (first seen, its platform and SDK) and the earliest event
+    /// carrying an install click; ties on time go to the smaller event id (as the SQL it replaces).
+    private struct Device {
+        var first: StagingBatch.EventFacts
+        var clicked: StagingBatch.EventFacts?
+    }
+
+    private static func earlier(_ a: StagingBatch.EventFacts, than b: StagingBatch.EventFacts) -> Bool {
+        a.key.time < b.key.time || (a.key.time == b.key.time && a.key.id.utf8.lexicographicallyPrecedes(b.key.id.utf8))
+    }
+
+    init(_ batch: StagingBatch, inserted: InsertedRows) {
+        var devices: [DeviceKey: Device] = [:]
+        var order: [DeviceKey] = []
+        var touched = Set<[String]>()
+        var touchedOrder: [(String, Int64)] = []
+        func touch(_ app: String, _ time: Timestamp) {
+            let day = StagingBatch.day(of: time)
+            if touched.insert([app, String(day)]).inserted { touchedOrder.append((app, day)) }
+        }
+        for facts in batch.eventFacts where InsertedRows.contains(inserted.events, facts.key) {
+            counts.events += 1
+            touch(facts.key.app, facts.key.time)
+            let key = DeviceKey(app: facts.key.app, device: facts.device)
+            guard var device = devices[key] else {
+                devices[key] = Device(first: facts, clicked: facts.installClickID == nil ? nil : facts)
+                order.append(key)
+                continue
+            }
+            if Self.earlier(facts, than: device.first) { device.first = facts }
+            if facts.installClickID != nil, device.clicked.map({ Self.earlier(facts, than: $0) }) ?? true {
+                device.clicked = facts
+            }
+            devices[key] = device
+        }
+        for key in order {
+            let device = devices[key]!
+            StagingEncoder.appendRow(
+                [
+                    .text(key.app), .text(key.device), .timestamp(device.first.key.time), .text(device.first.platform),
+                    .text(device.first.sdk), .text(device.clicked?.installClickID), .timestamp(device.clicked?.key.time),
+                ], to: &self.devices)
+        }
+        var links: [[String]: Timestamp] = [:]
+        var linkOrder: [[String]] = []
+        for facts in batch.clickFacts where InsertedRows.contains(inserted.clicks, facts) {
+            counts.clicks += 1
+            touch(facts.app, facts.time)
+            let key = [facts.app, facts.path ?? ""]
+            if let first = links[key] {
+                if facts.time < first { links[key] = facts.time }
+            } else {
+                links[key] = facts.time
+                linkOrder.append(key)
+            }
+        }
+        for key in linkOrder {
+            StagingEncoder.appendRow([.text(key[0]), .text(key[1]), .timestamp(links[key])], to: &self.links)
+        }
+        for facts in batch.matchFacts where InsertedRows.contains(inserted.matches, facts) {
+            counts.matches += 1
+            touch(facts.app, facts.time)
+        }
+        for (app, day) in touchedOrder {
+            StagingEncoder.appendRow([.text(app), .date(day)], to: &self.touched)
+        }
     }
 }
