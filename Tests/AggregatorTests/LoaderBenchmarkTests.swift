@@ -65,6 +65,8 @@ import Testing
             let result = try CycleScalingBenchmark.run(
                 preload: preload, cycleEvents: cycleEvents, cycles: Int(environment["DETOUR_BENCH_CYCLES"] ?? "") ?? 3,
                 databaseURL: url, sqlDirectory: sqlDirectory, direct: environment["DETOUR_BENCH_DIRECT_PRELOAD"] == "1",
+                keptSchema: environment["DETOUR_BENCH_KEEP_SCHEMA_PREFIX"].map { "\($0)_\(preload)" },
+                rollupPasses: environment["DETOUR_BENCH_ROLLUP_PASSES"] != "0",
                 progress: { print($0) })
             print(result)
             results.append(result)

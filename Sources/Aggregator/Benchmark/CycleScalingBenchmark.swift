@@ -61,28 +61,36 @@ package enum CycleScalingBenchmark {
     /// - Throws: errors of the log or the database.
     package static func run(
         preload: Int, cycleEvents: Int = 10_000, cycles: Int = 3, databaseURL: String, sqlDirectory: String,
-        direct: Bool = false, preloadDays: Int = 30, progress: (String) -> Void = { print($0) }
+        direct: Bool = false, preloadDays: Int = 30, keptSchema: String? = nil, rollupPasses: Bool = true,
+        progress: (String) -> Void = { print($0) }
     ) throws -> Result {
         let suffix = String(UInt64.random(in: 0..<UInt64.max), radix: 16)
         let work = NSTemporaryDirectory() + "/cycle-bench-" + suffix
         try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: work) }
-        let schema = "bench_cycle_" + suffix
+        let schema = keptSchema ?? "bench_cycle_" + suffix
         let admin = try Connection(url: databaseURL)
         defer {
-            _ = try? admin.execute("drop schema if exists \(identifier: schema) cascade")
+            if keptSchema == nil { _ = try? admin.execute("drop schema if exists \(identifier: schema) cascade") }
             admin.close()
         }
-        try admin.execute("create schema \(identifier: schema)")
+        let reused =
+            try admin.query("select to_regclass(\(schema + ".load_checkpoints"))::text as t").first?["t", as: String?.self]
+            != nil
         let url = LoaderBenchmark.withSearchPath(databaseURL, schema: schema)
-        let setup = try Connection(url: url)
-        try Migrator(directory: sqlDirectory).migrate(setup)
-        setup.close()
+        if !reused {
+            try admin.execute("create schema \(identifier: schema)")
+            let setup = try Connection(url: url)
+            try Migrator(directory: sqlDirectory).migrate(setup)
+            setup.close()
+        }
 
         var logConfiguration = LogConfiguration(directory: work + "/segments", node: "node-1")
         logConfiguration.durability = .interval(.milliseconds(50))
-        var world = BenchmarkWorld(seed: 99)
-        var written = 0
+        // A kept schema is timed again later: new ids each run (the world's ids follow its seed, its
+        // click ids the running index).
+        var world = BenchmarkWorld(seed: keptSchema == nil ? 99 : UInt64.random(in: 0..<UInt64.max))
+        var written = keptSchema == nil ? 0 : Int.random(in: 0..<(1 << 40))
         func write(_ count: Int) throws {
             let writer = try LogWriter(configuration: logConfiguration)
             defer { writer.close() }
@@ -98,9 +106,13 @@ package enum CycleScalingBenchmark {
         var configuration = AggregatorConfiguration(databaseURL: url, dataDirectory: work)
         configuration.retainLoadedSegmentsFor = nil
         configuration.maxEventsPerCycle = 50_000
-        progress("cycle bench: preloading \(preload) events" + (direct ? " (generated in PostgreSQL)" : ""))
+        progress(
+            reused
+                ? "cycle bench: reusing schema \(schema)"
+                : "cycle bench: preloading \(preload) events" + (direct ? " (generated in PostgreSQL)" : ""))
         let preloadStart = ContinuousClock.now
-        if direct {
+        if reused {
+        } else if direct {
             let connection = try Connection(url: url)
             defer { connection.close() }
             let today = StagingBatch.day(of: .now())
@@ -122,21 +134,37 @@ package enum CycleScalingBenchmark {
         vacuum.close()
 
         configuration.maxEventsPerCycle = cycleEvents
-        configuration.rollupInterval = .zero  // a pass after every timed cycle, timed apart from it
+        // A pass after every timed cycle, timed apart from it; or none (the load alone, without the
+        // passes' writes and cache evictions in between).
+        configuration.rollupInterval = rollupPasses ? .zero : .seconds(86_400)
         let aggregator = try Aggregator(configuration: configuration, registry: .init(), retention: nil)
         defer { aggregator.stop() }
         try aggregator.processRollups()  // connection opened, queue empty: not part of the timing
+        let stats = try Connection(url: url)
+        defer { stats.close() }
+        func wal() throws -> (fpi: Int, bytes: Double) {
+            let row = try stats.query("select wal_fpi::bigint as fpi, wal_bytes::float8 as bytes from pg_stat_wal").first
+            return (try row?["fpi", as: Int.self] ?? 0, try row?["bytes", as: Double.self] ?? 0)
+        }
         var loads: [Double] = []
         var rollups: [Double] = []
         for index in 0..<max(1, cycles) {
             try write(cycleEvents)
+            let before = try wal()
             let start = ContinuousClock.now
             let summary = try aggregator.runOnce()
             let total = (ContinuousClock.now - start).seconds
+            let after = try wal()
             let rollup = summary.rollupDuration?.seconds ?? 0
             loads.append(total - rollup)
             rollups.append(rollup)
-            progress(String(format: "cycle bench: cycle %d: %d rows, load %.3f s, rollups %.3f s", index + 1, summary.rows, total - rollup, rollup))
+            let phases = summary.phases.sorted { $0.key < $1.key }
+                .map { "\($0.key)=\(String(format: "%.3f", $0.value.seconds))" }.joined(separator: " ")
+            progress(
+                String(
+                    format: "cycle bench: cycle %d: %d rows, load %.3f s, rollups %.3f s; WAL %.1f MiB, %d full-page images; %@",
+                    index + 1, summary.rows, total - rollup, rollup, (after.bytes - before.bytes) / 1_048_576,
+                    after.fpi - before.fpi, phases))
         }
         return Result(
             preloaded: preload, preloadSeconds: preloadSeconds, cycleEvents: cycleEvents, loadSeconds: loads,
