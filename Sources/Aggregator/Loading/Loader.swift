@@ -228,7 +228,7 @@ final class Loader {
         if optimistic {
             try connection.unsafeSQL(LoadSQL.savepoint)
             var chunks: [(LogBatch, String)] = []
-            staging = StagingBatch(keepsEventRows: false)
+            staging = StagingBatch(keepsEventRows: false, derivesAll: true)
             _ = try connection.copyIn(LoadSQL.copyEvents) { buffer in
                 try read { chunk, node in
                     staging.add(chunk, node: node) { buffer.append($0) }
@@ -271,8 +271,12 @@ final class Loader {
 
         if staging.rows > 0 {
             report.days = staging.days
-            let derived = DerivedRows(staging, inserted: inserted)
+            let derived =
+                if inserted.isEverything(of: staging), let all = staging.derivedAll { all.rows() } else {
+                    DerivedRows(staging, inserted: inserted)
+                }
             report.inserted = derived.counts
+            phase("derive")
             try copy(connection, LoadSQL.copyDevices, derived.devices)
             if !derived.devices.isEmpty { _ = try connection.query(LoadSQL.upsertDevices) }
             try copy(connection, LoadSQL.copyLinks, derived.links)

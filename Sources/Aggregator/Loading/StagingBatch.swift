@@ -52,10 +52,16 @@ struct StagingBatch {
     private var seen = Set<Key>()
     private var row: [UInt8] = []
     private let keepsEventRows: Bool
+    /// The derived rows of every row of the batch, accumulated while decoding (optimistic load).
+    private(set) var derivedAll: DerivedRows.Builder?
 
-    /// - Parameter keepsEventRows: keep the encoded event rows (false when they are streamed).
-    init(keepsEventRows: Bool = true) {
+    /// - Parameters:
+    ///   - keepsEventRows: keep the encoded event rows (false when they are streamed).
+    ///   - derivesAll: accumulate the derived rows of every row while decoding (`derivedAll`), for a
+    ///     load that expects every row to go in: that client work then overlaps the server's COPY.
+    init(keepsEventRows: Bool = true, derivesAll: Bool = false) {
         self.keepsEventRows = keepsEventRows
+        derivedAll = derivesAll ? DerivedRows.Builder() : nil
     }
 
     /// The COPY rows of one table, one after another; `ends[i]` is where row `i` ends.
@@ -156,18 +162,21 @@ struct StagingBatch {
                 if keepsEventRows { events.append(row) }
                 eventCount += 1
                 streamEvent(row)
-                eventFacts.append(
-                    EventFacts(
-                        key: facts, device: envelope.device ?? "", platform: envelope.platform?.rawValue,
-                        sdk: envelope.sdk, installClickID: envelope.attribution?.installClickID))
+                let event = EventFacts(
+                    key: facts, device: envelope.device ?? "", platform: envelope.platform?.rawValue,
+                    sdk: envelope.sdk, installClickID: envelope.attribution?.installClickID)
+                eventFacts.append(event)
+                derivedAll?.addEvent(event)
             case .click:
                 StagingEncoder.appendClick(envelope, to: &row)
                 clicks.append(row)
                 clickFacts.append(facts)
+                derivedAll?.addClick(facts)
             case .match:
                 StagingEncoder.appendMatch(envelope, to: &row)
                 matches.append(row)
                 matchFacts.append(facts)
+                derivedAll?.addMatch(facts)
             }
             StagingEncoder.appendStaged(envelope, to: &staged)
             rows += 1
@@ -217,7 +226,7 @@ struct InsertedRows {
 /// The derived rows of what a cycle inserted, computed from the batch (small sets: one row per
 /// device, link and (app, UTC day) touched), for the devices and links upserts and the rollup queue.
 struct DerivedRows {
-    /// `pg_temp.load_devices` COPY rows (`LoadSQL.deviceColumns`).
+    /// `pg_temp.load_devices` COPY rows (`LoadSQL.copyDevices`).
     var devices: [UInt8] = []
     /// `pg_temp.load_links` COPY rows.
     var links: [UInt8] = []
@@ -226,60 +235,79 @@ struct DerivedRows {
     /// Rows inserted per raw table.
     var counts = Loader.RowCounts()
 
-    private struct DeviceKey: Hashable {
-        var app: String
-        var device: String
-    }
-
-    /// Per device: the earliest event (first seen, its platform and SDK) and the earliest event
-    /// carrying an install click; ties on time go to the smaller event id (as the SQL it replaces).
-    private struct Device {
-        var first: StagingBatch.EventFacts
-        var clicked: StagingBatch.EventFacts?
-    }
-
-    private static func earlier(_ a: StagingBatch.EventFacts, than b: StagingBatch.EventFacts) -> Bool {
-        a.key.time < b.key.time || (a.key.time == b.key.time && a.key.id.utf8.lexicographicallyPrecedes(b.key.id.utf8))
-    }
-
+    /// The rows of `batch` that `inserted` holds.
     init(_ batch: StagingBatch, inserted: InsertedRows) {
-        var devices: [DeviceKey: Device] = [:]
-        var order: [DeviceKey] = []
-        var touched = Set<[String]>()
-        var touchedOrder: [(String, Int64)] = []
-        func touch(_ app: String, _ time: Timestamp) {
-            let day = StagingBatch.day(of: time)
-            if touched.insert([app, String(day)]).inserted { touchedOrder.append((app, day)) }
+        var builder = Builder()
+        for facts in batch.eventFacts where InsertedRows.contains(inserted.events, facts.key) { builder.addEvent(facts) }
+        for facts in batch.clickFacts where InsertedRows.contains(inserted.clicks, facts) { builder.addClick(facts) }
+        for facts in batch.matchFacts where InsertedRows.contains(inserted.matches, facts) { builder.addMatch(facts) }
+        self = builder.rows()
+    }
+
+    init() {}
+
+    /// Accumulates rows one by one (also while a batch is decoded, when every row is expected to go in).
+    struct Builder {
+        private struct DeviceKey: Hashable {
+            var app: String
+            var device: String
         }
-        for facts in batch.eventFacts where InsertedRows.contains(inserted.events, facts.key) {
+
+        private struct DayKey: Hashable {
+            var app: String
+            var day: Int64
+        }
+
+        /// Per device: the earliest event (first seen, its platform and SDK) and the earliest event
+        /// carrying an install click; ties on time go to the smaller event id (as the SQL it replaced).
+        private struct Device {
+            var first: StagingBatch.EventFacts
+            var clicked: StagingBatch.EventFacts?
+        }
+
+        private var devices: [DeviceKey: Device] = [:]
+        private var deviceOrder: [DeviceKey] = []
+        private var links: [DeviceKey: Timestamp] = [:]  // (app, path)
+        private var linkOrder: [DeviceKey] = []
+        private var touched = Set<DayKey>()
+        private var touchedOrder: [DayKey] = []
+        private var counts = Loader.RowCounts()
+
+        private static func earlier(_ a: StagingBatch.EventFacts, than b: StagingBatch.EventFacts) -> Bool {
+            a.key.time < b.key.time
+                || (a.key.time == b.key.time && a.key.id.utf8.lexicographicallyPrecedes(b.key.id.utf8))
+        }
+
+        private mutating func touch(_ app: String, _ time: Timestamp) {
+            let key = DayKey(app: app, day: StagingBatch.day(of: time))
+            if touched.insert(key).inserted { touchedOrder.append(key) }
+        }
+
+        mutating func addEvent(_ facts: StagingBatch.EventFacts) {
             counts.events += 1
             touch(facts.key.app, facts.key.time)
             let key = DeviceKey(app: facts.key.app, device: facts.device)
             guard var device = devices[key] else {
                 devices[key] = Device(first: facts, clicked: facts.installClickID == nil ? nil : facts)
-                order.append(key)
-                continue
+                deviceOrder.append(key)
+                return
             }
-            if Self.earlier(facts, than: device.first) { device.first = facts }
+            var changed = false
+            if Self.earlier(facts, than: device.first) {
+                device.first = facts
+                changed = true
+            }
             if facts.installClickID != nil, device.clicked.map({ Self.earlier(facts, than: $0) }) ?? true {
                 device.clicked = facts
+                changed = true
             }
-            devices[key] = device
+            if changed { devices[key] = device }
         }
-        for key in order {
-            let device = devices[key]!
-            StagingEncoder.appendRow(
-                [
-                    .text(key.app), .text(key.device), .timestamp(device.first.key.time), .text(device.first.platform),
-                    .text(device.first.sdk), .text(device.clicked?.installClickID), .timestamp(device.clicked?.key.time),
-                ], to: &self.devices)
-        }
-        var links: [[String]: Timestamp] = [:]
-        var linkOrder: [[String]] = []
-        for facts in batch.clickFacts where InsertedRows.contains(inserted.clicks, facts) {
+
+        mutating func addClick(_ facts: StagingBatch.RowFacts) {
             counts.clicks += 1
             touch(facts.app, facts.time)
-            let key = [facts.app, facts.path ?? ""]
+            let key = DeviceKey(app: facts.app, device: facts.path ?? "")
             if let first = links[key] {
                 if facts.time < first { links[key] = facts.time }
             } else {
@@ -287,15 +315,32 @@ struct DerivedRows {
                 linkOrder.append(key)
             }
         }
-        for key in linkOrder {
-            StagingEncoder.appendRow([.text(key[0]), .text(key[1]), .timestamp(links[key])], to: &self.links)
-        }
-        for facts in batch.matchFacts where InsertedRows.contains(inserted.matches, facts) {
+
+        mutating func addMatch(_ facts: StagingBatch.RowFacts) {
             counts.matches += 1
             touch(facts.app, facts.time)
         }
-        for (app, day) in touchedOrder {
-            StagingEncoder.appendRow([.text(app), .date(day)], to: &self.touched)
+
+        /// The COPY rows.
+        func rows() -> DerivedRows {
+            var rows = DerivedRows()
+            rows.counts = counts
+            for key in deviceOrder {
+                let device = devices[key]!
+                StagingEncoder.appendRow(
+                    [
+                        .text(key.app), .text(key.device), .timestamp(device.first.key.time),
+                        .text(device.first.platform), .text(device.first.sdk), .text(device.clicked?.installClickID),
+                        .timestamp(device.clicked?.key.time),
+                    ], to: &rows.devices)
+            }
+            for key in linkOrder {
+                StagingEncoder.appendRow([.text(key.app), .text(key.device), .timestamp(links[key])], to: &rows.links)
+            }
+            for key in touchedOrder {
+                StagingEncoder.appendRow([.text(key.app), .date(key.day)], to: &rows.touched)
+            }
+            return rows
         }
     }
 }
