@@ -23,7 +23,8 @@ let package = Package(
             name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
 
         // Shared libraries.
-        .target(name: "Observability", swiftSettings: strict),
+        .target(name: "Locking", swiftSettings: strict),
+        .target(name: "Observability", dependencies: ["Locking"], swiftSettings: strict),
         .target(name: "CivilTime", swiftSettings: strict),
         .target(name: "EventModel", dependencies: ["CivilTime"], swiftSettings: strict),
         .target(name: "EventLog", dependencies: ["CZlib", "CZstd", "Observability"], swiftSettings: strict),
@@ -32,45 +33,47 @@ let package = Package(
         // Components.
         .target(
             name: "Ingest",
-            dependencies: ["CMicroHTTPD", "CZlib", "CZstd", "EventModel", "EventLog", "Postgres", "Observability"],
+            dependencies: [
+                "CMicroHTTPD", "CZlib", "CZstd", "EventModel", "EventLog", "Postgres", "Observability", "Locking",
+            ],
             swiftSettings: strict),
         .target(
             name: "Aggregator",
             dependencies: ["EventModel", "EventLog", "Postgres", "Observability"],
             swiftSettings: strict),
         .target(name: "Reports", dependencies: ["Postgres", "Observability", "CivilTime"], swiftSettings: strict),
-        .target(name: "Simulator", dependencies: ["EventModel", "CZlib", "CivilTime"], swiftSettings: strict),
+        .target(name: "Simulator", dependencies: ["EventModel", "CZlib", "CivilTime", "Locking"], swiftSettings: strict),
 
         // The one executable.
         .executableTarget(
             name: "detour-analytics",
             dependencies: [
                 "Observability", "EventModel", "EventLog", "Postgres", "Ingest", "Aggregator", "Reports",
-                "Simulator",
+                "Simulator", "Locking",
             ],
             swiftSettings: strict),
 
         // Tests mirror targets one to one; IntegrationTests run the whole pipeline.
-        .target(name: "TestSupport", dependencies: ["Postgres"], path: "Tests/TestSupport", swiftSettings: strict),
+        .target(name: "TestSupport", dependencies: ["Postgres", "Locking"], path: "Tests/TestSupport", swiftSettings: strict),
         .testTarget(name: "ObservabilityTests", dependencies: ["Observability"], swiftSettings: strict),
         .testTarget(name: "EventModelTests", dependencies: ["EventModel"], swiftSettings: strict),
-        .testTarget(name: "EventLogTests", dependencies: ["EventLog", "EventModel"], swiftSettings: strict),
-        .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "EventLogTests", dependencies: ["EventLog", "EventModel", "Locking"], swiftSettings: strict),
+        .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport", "Locking"], swiftSettings: strict),
         .testTarget(
-            name: "IngestTests", dependencies: ["Ingest", "EventLog", "EventModel", "TestSupport"],
+            name: "IngestTests", dependencies: ["Ingest", "EventLog", "EventModel", "TestSupport", "Locking"],
             swiftSettings: strict),
         .testTarget(
-            name: "AggregatorTests", dependencies: ["Aggregator", "EventLog", "EventModel", "Postgres", "TestSupport"],
+            name: "AggregatorTests", dependencies: ["Aggregator", "EventLog", "EventModel", "Postgres", "TestSupport", "Locking"],
             swiftSettings: strict),
         .testTarget(name: "ReportsTests", dependencies: ["Reports", "Postgres", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "EventModel"], swiftSettings: strict),
+        .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "EventModel", "Locking"], swiftSettings: strict),
         .testTarget(
             name: "IntegrationTests",
             dependencies: ["Ingest", "Aggregator", "Reports", "Simulator", "EventLog", "Postgres", "TestSupport"],
             swiftSettings: strict),
         // Crash, outage, disk-full, hostile-input and isolation tests against the real binary (issue 9).
         .testTarget(
-            name: "ReliabilityTests", dependencies: ["EventModel", "EventLog", "Postgres", "TestSupport"],
+            name: "ReliabilityTests", dependencies: ["EventModel", "EventLog", "Postgres", "TestSupport", "Locking"],
             swiftSettings: strict),
     ]
 )

@@ -22,6 +22,10 @@ package enum LogBenchmark {
         package var groupCommitDelay: Duration = .milliseconds(2)
         /// Compression level (zstd 1 by default; the same number is used for gzip, clamped to 1...9).
         package var compressionLevel: Int = 1
+        /// Compressor threads of the writer (the log's default is 2).
+        package var compressionThreads: Int = 2
+        /// Hand each append over as one NDJSON buffer (`append(ndjson:)`) instead of an array per record.
+        package var usesNDJSON = false
         /// Size of the open segment built for the recovery measurement; 0 skips it.
         package var recoverySegmentBytes: Int64 = 128 * 1024 * 1024
 
@@ -43,6 +47,9 @@ package enum LogBenchmark {
         package var diskBytes: Int64
         /// Frames (group commits) written.
         package var frames: Int
+        /// CPU time (user + system) of the whole process during the append run: appending threads,
+        /// compressors and committer. Unlike wall time it hardly depends on other load on the machine.
+        package var cpuSeconds: Double = 0
         /// Writer start-up time over a full open segment, nil when not measured.
         package var recoverySeconds: Double?
         /// Size of that segment.
@@ -51,6 +58,8 @@ package enum LogBenchmark {
         package var eventsPerSecond: Double { Double(events) / seconds }
         /// Uncompressed NDJSON MB (10^6 bytes) per second.
         package var megabytesPerSecond: Double { Double(ndjsonBytes) / seconds / 1e6 }
+        /// Microseconds of CPU per appended record (whole process).
+        package var cpuMicrosPerEvent: Double { cpuSeconds * 1e6 / Double(max(1, events)) }
         /// NDJSON bytes per byte on disk.
         package var compressionRatio: Double { Double(ndjsonBytes) / Double(max(1, diskBytes)) }
     }
@@ -68,6 +77,7 @@ package enum LogBenchmark {
             configuration.durability = options.durability
             configuration.groupCommitDelay = options.groupCommitDelay
             configuration.compressionLevel = options.compressionLevel
+            configuration.compressionThreads = options.compressionThreads
             var result = try measureAppends(configuration, pool: pool, options: options)
             if options.recoverySegmentBytes > 0 {
                 (result.recoverySeconds, result.recoveredSegmentBytes) = try measureRecovery(
@@ -82,12 +92,15 @@ package enum LogBenchmark {
     /// The results as a table.
     package static func render(_ results: [Result], options: Options) -> String {
         var out = "event log benchmark: \(options.threads) threads, \(options.recordsPerAppend) records/append, "
-            + "durability \(options.durability), commit delay \(options.groupCommitDelay), level \(options.compressionLevel), \(ProcessInfo.processInfo.activeProcessorCount) cores\n"
+            + "durability \(options.durability), commit delay \(options.groupCommitDelay), level \(options.compressionLevel), "
+            + "\(options.compressionThreads) compressor threads, \(options.usesNDJSON ? "append(ndjson:)" : "append([[UInt8]])"), "
+            + "\(ProcessInfo.processInfo.activeProcessorCount) cores\n"
         for result in results {
             out += "\(result.codec.rawValue): \(result.events) events in \(fmt(result.seconds)) s = "
                 + "\(Int(result.eventsPerSecond)) events/s, \(fmt(result.megabytesPerSecond)) MB/s NDJSON, "
                 + "ratio \(fmt(result.compressionRatio))x, \(result.frames) frames "
-                + "(avg \(result.events / max(1, result.frames)) events/frame)"
+                + "(avg \(result.events / max(1, result.frames)) events/frame), "
+                + "CPU \(fmt(result.cpuMicrosPerEvent)) us/event (\(Int(1e6 / max(0.001, result.cpuMicrosPerEvent))) events per CPU-second)"
             if let seconds = result.recoverySeconds, let bytes = result.recoveredSegmentBytes {
                 out += "; recovery of a \(bytes >> 20) MiB open segment: \(fmt(seconds)) s"
             }
@@ -101,25 +114,35 @@ package enum LogBenchmark {
         let perThread = options.events / options.threads / options.recordsPerAppend
         let failures = Atomic<Int>(0)
         let finished = DispatchSemaphore(value: 0)
+        let cpuStart = processCPUSeconds()
         let start = ContinuousClock.now
         for thread in 0..<options.threads {
             Thread {
                 var cursor = thread * 997
                 var records: [[UInt8]] = []
                 records.reserveCapacity(options.recordsPerAppend)
+                var ndjson: [UInt8] = []
                 for _ in 0..<perThread {
                     records.removeAll(keepingCapacity: true)
+                    ndjson.removeAll(keepingCapacity: true)
                     for _ in 0..<options.recordsPerAppend {
-                        records.append(pool[cursor % pool.count])
+                        if options.usesNDJSON {
+                            ndjson += pool[cursor % pool.count]
+                            ndjson.append(10)
+                        } else {
+                            records.append(pool[cursor % pool.count])
+                        }
                         cursor += 1
                     }
-                    if (try? writer.append(records)) == nil { failures.wrappingAdd(1, ordering: .relaxed) }
+                    let appended: Void? = options.usesNDJSON ? (try? writer.append(ndjson: ndjson)) : (try? writer.append(records))
+                    if appended == nil { failures.wrappingAdd(1, ordering: .relaxed) }
                 }
                 finished.signal()
             }.start()
         }
         for _ in 0..<options.threads { finished.wait() }
         let elapsed = ContinuousClock.now - start
+        let cpu = processCPUSeconds() - cpuStart
         let frames = writer.framesCommitted
         writer.close()
         if failures.load(ordering: .relaxed) > 0 { throw .unavailable(reason: "appends failed during the benchmark") }
@@ -128,7 +151,7 @@ package enum LogBenchmark {
         let disk = try FileSystem.diskUsage(of: configuration.nodeDirectory)
         return Result(
             codec: configuration.codec, events: events, seconds: seconds(elapsed),
-            ndjsonBytes: Int64(events * averageLength), diskBytes: disk, frames: frames)
+            ndjsonBytes: Int64(events * averageLength), diskBytes: disk, frames: frames, cpuSeconds: cpu)
     }
 
     /// Fills one open segment to `bytes`, then times a writer start-up (recovery scans it all).
@@ -176,6 +199,14 @@ package enum LogBenchmark {
             envelopes.append(Array(line.utf8))
         }
         return envelopes
+    }
+
+    /// User + system CPU seconds of this process so far.
+    private static func processCPUSeconds() -> Double {
+        var usage = rusage()
+        getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+        func seconds(_ time: timeval) -> Double { Double(time.tv_sec) + Double(time.tv_usec) / 1e6 }
+        return seconds(usage.ru_utime) + seconds(usage.ru_stime)
     }
 
     private static func seconds(_ duration: Duration) -> Double {

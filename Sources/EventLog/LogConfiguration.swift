@@ -52,8 +52,12 @@ package struct LogConfiguration: Sendable {
     package var node: String = "node-1"
     /// Codec of new frames. Default zstd.
     package var codec: Codec = .zstd
-    /// zstd level (1...19) or zlib level (1...9). Default 1.
+    /// zstd level (-7...19; levels below 1 are zstd's fast levels, with Huffman-coded literals kept
+    /// on) or zlib level (1...9, clamped). Default 1. See docs/event-log.md for the ratio/speed table.
     package var compressionLevel: Int = 1
+    /// Threads compressing frames in parallel (frames are still written and acknowledged in
+    /// order, by one committer thread). Default 2; 1...8.
+    package var compressionThreads: Int = 2
     /// A segment is sealed before it would grow past this many bytes. Default 128 MiB.
     package var maxSegmentBytes: Int64 = 128 * 1024 * 1024
     /// A segment is sealed at the first commit after it is this old. Default 300 s.
@@ -105,6 +109,9 @@ package struct LogConfiguration: Sendable {
         }
         guard maxSegmentBytes > 0, groupCommitBytes > 0, maxPendingBytes >= maxFrameBytes || maxPendingBytes > 0 else {
             throw .invalidConfiguration("sizes must be positive")
+        }
+        guard (1...8).contains(compressionThreads) else {
+            throw .invalidConfiguration("compressionThreads must be 1...8")
         }
         return self
     }

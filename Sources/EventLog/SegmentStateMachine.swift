@@ -100,6 +100,14 @@ struct SegmentStateMachine: Equatable {
         }
     }
 
+    /// Frames reported by `didWrite` were cut away again (their group failed before it was
+    /// acknowledged): their sequence numbers are reused, so the log stays gap-free.
+    mutating func undoWrites(records: Int, bytes: Int64) {
+        nextSequence -= UInt64(records)
+        segmentBytes = max(0, segmentBytes - bytes)
+        diskBytes = max(0, diskBytes - bytes)
+    }
+
     /// A write or sync failed and the segment was cut back to `offset`. When the frame had been
     /// written completely a reader may have seen it, so frames continue in a new segment.
     mutating func didFail(frameWasComplete: Bool, truncated: Bool) {

@@ -1,20 +1,20 @@
 import Glibc
 
-/// The I/O half of the writer: owns the open segment's file descriptor, the compression context
-/// and the frame buffer, and executes `SegmentStateMachine` plans.
+/// The I/O half of the writer: owns the open segment's file descriptor and executes
+/// `SegmentStateMachine` plans for groups of compressed frames (compression runs before, on the
+/// compressor threads, see `FrameEncoder`).
 ///
-/// `@unchecked Sendable`: owns a file descriptor and a compression context; after `LogWriter.init`
-/// hands it to the writer thread, only that thread touches it (and `close` runs after the thread ended).
+/// `@unchecked Sendable`: owns a file descriptor; after `LogWriter.init` hands it to the committer
+/// thread, only that thread touches it (and `close` runs on that thread as it ends).
 final class WriterCore: @unchecked Sendable {
     private(set) var machine: SegmentStateMachine
     private let nodeDirectory: String
     private let codec: Codec
-    private let compressor: FrameCompressor
+    private let prefixSize: Int
     private let clock: LogClock
     private let metrics: LogMetrics
     private var fd: Int32 = -1
     private var path = ""
-    private var frame: [UInt8] = []
     private var lastDiskScan: Int64?
     private var lockFD: Int32
 
@@ -39,13 +39,13 @@ final class WriterCore: @unchecked Sendable {
         return fd
     }
 
-    init(configuration: LogConfiguration, lockFD: Int32, recovered: Recovery.Result, metrics: LogMetrics) throws(LogError) {
+    init(configuration: LogConfiguration, lockFD: Int32, recovered: Recovery.Result, metrics: LogMetrics) {
         self.lockFD = lockFD
         nodeDirectory = configuration.nodeDirectory
         codec = configuration.codec
         clock = configuration.clock
         self.metrics = metrics
-        compressor = try FrameCompressor(codec: configuration.codec, level: configuration.compressionLevel)
+        prefixSize = SegmentFormat.prefixSize(configuration.codec)
         var syncInterval: Int64?
         if case .interval(let interval) = configuration.durability { syncInterval = interval.microseconds }
         machine = SegmentStateMachine(
@@ -63,52 +63,101 @@ final class WriterCore: @unchecked Sendable {
         if lockFD >= 0 { Glibc.close(lockFD) }
     }
 
-    /// Compresses `ndjson` (`records` lines) into one frame, writes it with one `write` and syncs
-    /// it as the durability mode requires. On failure nothing but whole frames stays in the segment.
-    func commit(_ ndjson: [UInt8], records: Int) -> LogError? {
-        let now = clock.now()
-        let frameLength: Int
-        do {
-            frameLength = try buildFrame(ndjson, records: records, now: now)
-        } catch {
-            return error
-        }
-        var plan = machine.plan(frameBytes: frameLength, now: now)
-        if case .diskFull = plan, refreshDiskUsage(now: now) { plan = machine.plan(frameBytes: frameLength, now: now) }
-        guard case .write(let write) = plan else { return .diskFull }
-        if write.rotate {
-            do {
-                try rotate(to: write.segment, syncFirst: write.syncBeforeSeal)
-            } catch {
-                machine.didFail(frameWasComplete: false, truncated: false)
-                return Self.classify(error)
+    /// Commits a prefix of `jobs` (compressed frames in ticket order) as one group: writes each
+    /// frame with its metadata prefix at the end of the open segment, then one `fdatasync` covers
+    /// them all (when the durability mode asks for it). Sets `job.error` on every frame that is not
+    /// durable; on a failed write or sync the whole group is cut away again, so nothing but whole,
+    /// acknowledged-or-never-acknowledged frames stays in the segment, and sequence numbers stay
+    /// gap-free. A group ends before a frame that needs a new segment (the old one is synced and
+    /// sealed in the next group). Returns how many jobs it consumed (at least one).
+    func commit(_ jobs: ArraySlice<FrameJob>) -> Int {
+        var consumed = 0
+        var written: [(job: FrameJob, offset: Int64)] = []
+        var needsSync = false
+        var groupBytes = 0
+        for job in jobs {
+            if job.error != nil {
+                consumed += 1
+                continue
             }
+            let now = clock.now()
+            let frameLength = prefixSize + job.bodyLength
+            if !written.isEmpty {
+                var peek = machine
+                if case .write(let write) = peek.plan(frameBytes: frameLength, now: now), write.rotate { break }
+            }
+            consumed += 1
+            var plan = machine.plan(frameBytes: frameLength, now: now)
+            if case .diskFull = plan, refreshDiskUsage(now: now) { plan = machine.plan(frameBytes: frameLength, now: now) }
+            guard case .write(let write) = plan else {
+                job.error = .diskFull
+                continue
+            }
+            if write.rotate {
+                do {
+                    try rotate(to: write.segment, syncFirst: write.syncBeforeSeal)
+                } catch {
+                    machine.didFail(frameWasComplete: false, truncated: false)
+                    job.error = Self.classify(error)
+                    continue
+                }
+            }
+            if let error = writeFrame(job, frameLength: frameLength, now: now) {
+                job.error = error
+                failGroup(written, from: written.first?.offset ?? write.offset, error: error, frameWasComplete: false)
+                return consumed
+            }
+            machine.didWrite(frameBytes: frameLength, records: job.records, now: now, synced: false)
+            written.append((job, write.offset))
+            needsSync = needsSync || write.syncAfterWrite
+            groupBytes += job.ndjson.count
         }
-        let writeResult = frame.withUnsafeBytes { raw in
-            Result { () throws(LogError) in
+        guard let first = written.first else { return consumed }
+        if needsSync {
+            let start = ContinuousClock.now
+            if fdatasync(fd) != 0 {
+                let error = Self.classify(LogError.io(call: "fdatasync", errno: errno, path: path))
+                failGroup(written, from: first.offset, error: error, frameWasComplete: true)
+                return consumed
+            }
+            metrics.fsyncSeconds.observe(since: start)
+            machine.didSync()
+        }
+        let frameBytes = written.reduce(0) { $0 + prefixSize + $1.job.bodyLength }
+        metrics.frames.increment(by: written.count)
+        metrics.records.increment(by: written.reduce(0) { $0 + $1.job.records })
+        metrics.bytesWritten.increment(by: frameBytes)
+        metrics.uncompressedBytes.increment(by: groupBytes)
+        metrics.diskBytes.set(Double(machine.diskBytes))
+        return consumed
+    }
+
+    /// Fills in the frame's metadata prefix (its first sequence number is the next one) and writes
+    /// the whole frame with one `write`; returns the (classified) error instead of throwing.
+    private func writeFrame(_ job: FrameJob, frameLength: Int, now: Int64) -> LogError? {
+        let metadata = FrameMetadata(
+            codec: codec, firstSequence: machine.nextSequence, recordCount: job.records,
+            uncompressedLength: job.ndjson.count, bodyLength: job.bodyLength, committedAt: now,
+            bodyChecksum: job.bodyChecksum)
+        let prefix = prefixSize
+        let result = job.frame.withUnsafeMutableBytes { raw in
+            metadata.writePrefix(into: UnsafeMutableRawBufferPointer(rebasing: raw[0..<prefix]))
+            return Result { () throws(LogError) in
                 try FileSystem.writeAll(fd, UnsafeRawBufferPointer(rebasing: raw[0..<frameLength]), path: path)
             }
         }
-        if case .failure(let error) = writeResult {
-            machine.didFail(frameWasComplete: false, truncated: truncate(to: write.offset))
-            return Self.classify(error)
-        }
-        if write.syncAfterWrite {
-            let start = ContinuousClock.now
-            if fdatasync(fd) != 0 {
-                let error = LogError.io(call: "fdatasync", errno: errno, path: path)
-                machine.didFail(frameWasComplete: true, truncated: truncate(to: write.offset))
-                return Self.classify(error)
-            }
-            metrics.fsyncSeconds.observe(since: start)
-        }
-        machine.didWrite(frameBytes: frameLength, records: records, now: now, synced: write.syncAfterWrite)
-        metrics.frames.increment()
-        metrics.records.increment(by: records)
-        metrics.bytesWritten.increment(by: frameLength)
-        metrics.uncompressedBytes.increment(by: ndjson.count)
-        metrics.diskBytes.set(Double(machine.diskBytes))
+        if case .failure(let error) = result { return Self.classify(error) }
         return nil
+    }
+
+    /// A write or sync of the group failed: cut the segment back to where the group began, take
+    /// back the group's sequence numbers and bytes, and fail every frame of it.
+    private func failGroup(_ written: [(job: FrameJob, offset: Int64)], from offset: Int64, error: LogError, frameWasComplete: Bool) {
+        let records = written.reduce(0) { $0 + $1.job.records }
+        let bytes = written.reduce(0) { $0 + prefixSize + $1.job.bodyLength }
+        machine.undoWrites(records: records, bytes: Int64(bytes))
+        machine.didFail(frameWasComplete: frameWasComplete || !written.isEmpty, truncated: truncate(to: offset))
+        for entry in written { entry.job.error = error }
     }
 
     /// Syncs the open segment if interval durability says it is time (called when idle).
@@ -144,28 +193,6 @@ final class WriterCore: @unchecked Sendable {
             Glibc.close(lockFD)
             lockFD = -1
         }
-    }
-
-    private func buildFrame(_ ndjson: [UInt8], records: Int, now: Int64) throws(LogError) -> Int {
-        let prefix = SegmentFormat.prefixSize(codec)
-        let needed = prefix + compressor.bound(for: ndjson.count)
-        if frame.count < needed { frame = [UInt8](repeating: 0, count: needed) }
-        let compressor = self.compressor
-        let compressed = ndjson.withUnsafeBytes { input in
-            frame.withUnsafeMutableBytes { output in
-                Result { () throws(LogError) -> (length: Int, checksum: UInt32) in
-                    let body = UnsafeMutableRawBufferPointer(rebasing: output[prefix..<needed])
-                    let length = try compressor.compress(input, into: body)
-                    return (length, checksum(UnsafeRawBufferPointer(rebasing: body[0..<length])))
-                }
-            }
-        }
-        let (bodyLength, bodyChecksum) = try compressed.get()
-        let metadata = FrameMetadata(
-            codec: codec, firstSequence: machine.nextSequence, recordCount: records,
-            uncompressedLength: ndjson.count, bodyLength: bodyLength, committedAt: now, bodyChecksum: bodyChecksum)
-        frame.withUnsafeMutableBytes { metadata.writePrefix(into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<prefix])) }
-        return prefix + bodyLength
     }
 
     private func rotate(to segment: UInt64, syncFirst: Bool) throws(LogError) {

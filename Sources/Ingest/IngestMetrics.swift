@@ -1,5 +1,5 @@
 import Observability
-import Synchronization
+import Locking
 
 /// Ingest's metric handles, created once per label set and cached so the hot path does one
 /// dictionary lookup instead of building label strings in the registry.
@@ -61,7 +61,7 @@ final class IngestMetrics: Sendable {
 
 /// Metric handles by label key, each created once through the registry.
 private final class HandleCache<Handle: Sendable>: Sendable {
-    private let handles = Mutex<[String: Handle]>([:])
+    private let handles = Locked<[String: Handle]>([:])
 
     /// The handle for `key`, made by `make` on first use.
     func handle(_ key: String, make: () -> Handle) -> Handle {

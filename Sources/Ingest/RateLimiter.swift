@@ -1,4 +1,4 @@
-import Synchronization
+import Locking
 
 /// A token bucket per app: `rate` requests per second, up to `burst` at once. Off unless configured.
 final class RateLimiter: Sendable {
@@ -8,7 +8,7 @@ final class RateLimiter: Sendable {
     }
     private let rate: Double
     private let burst: Double
-    private let buckets = Mutex<[String: Bucket]>([:])
+    private let buckets = Locked<[String: Bucket]>([:])
     /// Most apps tracked; beyond it the table is cleared (buckets refill to full anyway).
     private let maxApps = 100_000
 

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Locking
 
 /// A structured logger with swift-log's call shape: a constant message plus dotted metadata keys,
 /// one line per record to standard error, e.g.
@@ -77,7 +77,7 @@ package struct Logger: Sendable {
         var level: Level = .info
         var sink: (@Sendable (String) -> Void)?
     }
-    private static let sharedState = Mutex(State())
+    private static let sharedState = Locked(State())
 
     private static func quoted(_ value: String) -> String {
         if !value.isEmpty, !value.contains(where: { $0 == " " || $0 == "\"" || $0 == "=" || $0.isNewline }) {

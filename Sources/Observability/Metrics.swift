@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import Locking
 
 /// One registry of counters, gauges and histograms, rendered as Prometheus text at `/metrics`.
 /// Metric handles are cheap to keep and safe to update from any thread.
@@ -12,7 +13,7 @@ package final class MetricsRegistry: Sendable {
         var type: String
         var series: [String: any MetricSeries] = [:]
     }
-    private let families = Mutex<[String: Family]>([:])
+    private let families = Locked<[String: Family]>([:])
 
     /// Creates an empty registry (tests use their own).
     package init() {}
@@ -110,11 +111,11 @@ package final class Histogram: MetricSeries {
         var count: Int = 0
     }
     private let buckets: [Double]
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     init(buckets: [Double]) {
         self.buckets = buckets.sorted()
-        self.state = Mutex(State(counts: Array(repeating: 0, count: buckets.count)))
+        self.state = Locked(State(counts: Array(repeating: 0, count: buckets.count)))
     }
 
     /// Records one observation.

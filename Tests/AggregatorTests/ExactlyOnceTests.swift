@@ -4,6 +4,7 @@ import EventModel
 import Foundation
 import Postgres
 import Synchronization
+import Locking
 import Testing
 
 @testable import Aggregator
@@ -53,7 +54,7 @@ import Testing
         let first = try world.aggregator(configuration)
         let second = try world.aggregator(configuration)
         let busy = Atomic<Int>(0)
-        let errors = Mutex<[String]>([])
+        let errors = Locked<[String]>([])
         // Writes continue while both load.
         let envelopes = manyEvents(1200)
         try world.write(Array(envelopes[0..<400]))

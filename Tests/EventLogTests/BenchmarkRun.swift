@@ -19,6 +19,9 @@ import Testing
         if environment["DETOUR_BENCH_INTERVAL"] != nil { options.durability = .interval(.milliseconds(50)) }
         if let micros = environment["DETOUR_BENCH_DELAY_US"].flatMap(Int64.init) { options.groupCommitDelay = .microseconds(micros) }
         if let level = environment["DETOUR_BENCH_LEVEL"].flatMap(Int.init) { options.compressionLevel = level }
+        if let threads = environment["DETOUR_BENCH_ZIP_THREADS"].flatMap(Int.init) { options.compressionThreads = threads }
+        if environment["DETOUR_BENCH_NDJSON"] != nil { options.usesNDJSON = true }
+        if let codecs = environment["DETOUR_BENCH_CODECS"] { options.codecs = codecs.split(separator: ",").compactMap { Codec(rawValue: String($0)) } }
         let results = try LogBenchmark.run(options)
         print(LogBenchmark.render(results, options: options))
     }

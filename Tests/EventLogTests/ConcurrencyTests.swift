@@ -1,22 +1,23 @@
 import Foundation
-import Synchronization
+import Locking
 import Testing
 
 @testable import EventLog
 
 @Suite struct ConcurrencyTests {
-    @Test("appends from many threads are all acknowledged and each record is present exactly once", arguments: [
-        Durability.fsync, .interval(.milliseconds(5)),
-    ])
-    func manyThreads(durability: Durability) throws {
+    @Test(
+        "appends from many threads are all acknowledged and each record is present exactly once",
+        arguments: [Durability.fsync, .interval(.milliseconds(5))], [1, 3])
+    func manyThreads(durability: Durability, compressionThreads: Int) throws {
         try withTemporaryDirectory { dir in
             var configuration = testConfiguration(dir)
             configuration.durability = durability
+            configuration.compressionThreads = compressionThreads
             configuration.maxSegmentBytes = 64 * 1024  // rotate during the run too
             let writer = try LogWriter(configuration: configuration)
             let threads = 12
             let perThread = 300
-            let failures = Mutex<[String]>([])
+            let failures = Locked<[String]>([])
             try runThreads(threads) { thread in
                 for index in 0..<perThread {
                     let id = thread * perThread + index
@@ -33,6 +34,7 @@ import Testing
             #expect(failures.withLock { $0 }.isEmpty)
             let (records, damaged) = try readAll(configuration.directory)
             #expect(damaged.isEmpty)
+            #expect(try sequencesAreGapFree(configuration.directory))
             let expectedCount = (0..<(threads * perThread)).reduce(0) { $0 + 1 + $1 % 3 }
             #expect(records.count == expectedCount)
             #expect(Set(records).count == expectedCount)
@@ -55,7 +57,7 @@ import Testing
             #expect(throws: LogError.tooLarge(bytes: 5001, limit: 4096)) {
                 try writer.append([[UInt8](repeating: UInt8(ascii: "x"), count: 5000)])
             }
-            let outcomes = Mutex<(ok: Int, refused: Int)>((0, 0))
+            let outcomes = Locked<(ok: Int, refused: Int)>((0, 0))
             try runThreads(16) { _ in
                 for _ in 0..<20 {
                     do throws(LogError) {
@@ -73,4 +75,49 @@ import Testing
             #expect(try readAll(configuration.directory).records.count == ok)
         }
     }
+
+    @Test("ready-made NDJSON from many threads lands whole, in order, with one sequence number per line")
+    func ndjsonAppends() throws {
+        try withTemporaryDirectory { dir in
+            var configuration = testConfiguration(dir)
+            configuration.maxSegmentBytes = 32 * 1024
+            let writer = try LogWriter(configuration: configuration)
+            let threads = 8
+            let perThread = 100
+            let failures = Locked<[String]>([])
+            try runThreads(threads) { thread in
+                for index in 0..<perThread {
+                    var ndjson: [UInt8] = []
+                    for line in 0..<3 { ndjson += Array("{\"t\":\(thread),\"i\":\(index),\"k\":\(line)}\n".utf8) }
+                    do {
+                        try writer.append(ndjson: ndjson)
+                    } catch {
+                        failures.withLock { $0.append("\(error)") }
+                    }
+                }
+            }
+            writer.close()
+            #expect(failures.withLock { $0 }.isEmpty)
+            let (records, damaged) = try readAll(configuration.directory)
+            #expect(damaged.isEmpty)
+            #expect(records.count == threads * perThread * 3)
+            #expect(Set(records).count == records.count)
+            #expect(try sequencesAreGapFree(configuration.directory))
+            for (position, record) in records.enumerated() where record.hasSuffix(",\"k\":2}") {
+                #expect(records[position - 2] == record.replacingOccurrences(of: ",\"k\":2}", with: ",\"k\":0}"))
+            }
+        }
+    }
+}
+
+/// True when every frame's first sequence number continues the previous frame's (the log is gap-free).
+func sequencesAreGapFree(_ directory: String) throws -> Bool {
+    var expected: UInt64 = 0
+    for path in try segmentPaths(directory) {
+        for frame in try SegmentInspector.inspect(path: path).frames {
+            guard frame.firstSequence == expected else { return false }
+            expected += UInt64(frame.records)
+        }
+    }
+    return true
 }

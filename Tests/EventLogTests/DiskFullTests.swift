@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Locking
 import Testing
 
 @testable import EventLog
@@ -96,6 +97,46 @@ import Testing
             let (records, damaged) = try readAll(configuration.directory)
             #expect(damaged.isEmpty)
             #expect(records.count == acknowledged + 1)
+        }
+    }
+
+    @Test("concurrent appends filling a small tmpfs: every acknowledged record is readable, sequences stay gap-free")
+    func concurrentENOSPC() throws {
+        try withTemporaryDirectory { dir in
+            let mountPoint = dir + "/tmpfs"
+            try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
+            guard mount("tmpfs", mountPoint, "tmpfs", 0, "size=128k") == 0 else {
+                try Test.cancel("skipped: cannot mount a tmpfs here (errno \(errno)); needs root")
+            }
+            defer { umount(mountPoint) }
+            var configuration = LogConfiguration(directory: mountPoint + "/segments")
+            configuration.groupCommitDelay = .microseconds(100)
+            configuration.groupCommitBytes = 2048  // many small frames, several per commit group
+            configuration.retryAfter = .zero
+            configuration.compressionThreads = 3
+            let writer = try LogWriter(configuration: configuration)
+            let acknowledged = Locked<Set<String>>([])
+            let refusals = Locked<Int>(0)
+            try runThreads(8) { thread in
+                for index in 0..<400 {
+                    let records = (0..<5).map { envelope(thread * 10_000 + index * 5 + $0, receivedAt: UUID().uuidString) }
+                    do throws(LogError) {
+                        try writer.append(records)
+                        acknowledged.withLock { set in for record in records { set.insert(String(decoding: record, as: UTF8.self)) } }
+                    } catch {
+                        #expect(error == .diskFull)
+                        refusals.withLock { $0 += 1 }
+                    }
+                }
+            }
+            writer.close()
+            #expect(refusals.withLock { $0 } > 0)
+            #expect(try SegmentInspector.verify(path: configuration.directory).isHealthy)
+            let (records, damaged) = try readAll(configuration.directory)
+            #expect(damaged.isEmpty)
+            #expect(Set(records) == acknowledged.withLock { $0 })
+            #expect(records.count == Set(records).count)
+            #expect(try sequencesAreGapFree(configuration.directory))
         }
     }
 }

@@ -1,6 +1,6 @@
 import Foundation
 import Observability
-import Synchronization
+import Locking
 import Testing
 
 @testable import EventLog
@@ -66,7 +66,7 @@ import Testing
 @Suite(.serialized) struct ObservabilityOfLogTests {
     @Test("recovery logs what it cut and the writer publishes metrics")
     func logsAndMetrics() throws {
-        let lines = Mutex<[String]>([])
+        let lines = Locked<[String]>([])
         Logger.redirect { line in lines.withLock { $0.append(line) } }
         defer { Logger.redirect(to: nil) }
         try withTemporaryDirectory { dir in

@@ -56,6 +56,22 @@ import Testing
         #expect(next.rotate && next.segment == 2)
     }
 
+    @Test("a failed group gives back its sequence numbers and continues in a new segment")
+    func undoGroup() {
+        var machine = SegmentStateMachine(limits: limits, nextSegmentID: 1, nextSequence: 0, diskBytes: 0)
+        _ = machine.plan(frameBytes: 100, now: 0)
+        machine.didWrite(frameBytes: 100, records: 4, now: 0, synced: true)
+        _ = machine.plan(frameBytes: 100, now: 1)
+        machine.didWrite(frameBytes: 100, records: 3, now: 1, synced: false)
+        _ = machine.plan(frameBytes: 50, now: 1)
+        machine.didWrite(frameBytes: 50, records: 2, now: 1, synced: false)
+        machine.undoWrites(records: 5, bytes: 150)  // the group's fdatasync failed
+        machine.didFail(frameWasComplete: true, truncated: true)
+        #expect(machine.nextSequence == 4 && machine.diskBytes == 100)
+        guard case .write(let next) = machine.plan(frameBytes: 10, now: 2) else { return }
+        #expect(next.rotate && next.segment == 2)
+    }
+
     @Test("interval durability syncs when the oldest unsynced write reaches the interval")
     func intervalSync() {
         var limits = self.limits

@@ -52,6 +52,23 @@ import Testing
         }
     }
 
+    @Test("append(ndjson:) refuses a buffer without a final newline; both append forms interleave in order")
+    func ndjsonValidation() throws {
+        try withTemporaryDirectory { dir in
+            let configuration = testConfiguration(dir)
+            let writer = try LogWriter(configuration: configuration)
+            #expect(throws: LogError.invalidRecord(reason: "NDJSON must end with a newline")) {
+                try writer.append(ndjson: Array("{\"a\":1}\n{}".utf8))
+            }
+            try writer.append(ndjson: [])
+            #expect(writer.framesCommitted == 0)
+            try writer.append(ndjson: Array("{\"a\":1}\n{\"b\":2}\n".utf8))
+            try writer.append([Array("{\"c\":3}".utf8)])
+            writer.close()
+            #expect(try readAll(configuration.directory).records == ["{\"a\":1}", "{\"b\":2}", "{\"c\":3}"])
+        }
+    }
+
     @Test("stock zstdcat and zcat print the records of a segment", arguments: Codec.allCases)
     func stockTools(codec: Codec) throws {
         let tool = codec == .zstd ? "/usr/bin/zstdcat" : "/bin/zcat"

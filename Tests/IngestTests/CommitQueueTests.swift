@@ -1,7 +1,7 @@
 import EventLog
 import Foundation
 import Observability
-import Synchronization
+import Locking
 import Testing
 
 @testable import Ingest
@@ -36,7 +36,7 @@ struct CommitQueueTests {
         let sink = GateSink()
         let queue = CommitQueue(sink: sink, deadLetterSink: MemorySink(), committers: 1, metrics: MetricsRegistry())
         defer { queue.stop() }
-        let results = Mutex<[String: Bool]>([:])
+        let results = Locked<[String: Bool]>([:])
         let done = DispatchSemaphore(value: 0)
         func job(_ name: String, _ record: String) -> CommitQueue.Job {
             CommitQueue.Job(records: [Array(record.utf8)], deadLetters: []) { error in

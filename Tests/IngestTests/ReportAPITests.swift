@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-import Synchronization
+import Locking
 import Testing
 
 @testable import Ingest
@@ -8,7 +8,7 @@ import Testing
 /// A report provider that echoes what it was asked, optionally holding each request at a gate
 /// until the test opens it (to prove reports run off the event loops and to fill the queue).
 final class EchoReportProvider: ReportProvider {
-    let requests = Mutex<[ReportRequest]>([])
+    let requests = Locked<[ReportRequest]>([])
     let isGated: Bool
     /// Signalled when a request reaches the provider (on a report worker).
     let arrived = DispatchSemaphore(value: 0)

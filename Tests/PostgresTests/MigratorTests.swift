@@ -1,6 +1,6 @@
 import Foundation
 import Postgres
-import Synchronization
+import Locking
 import TestSupport
 import Testing
 
@@ -34,7 +34,7 @@ import Testing
         let db = try TestDatabase.make(migrate: false)
         defer { db.drop() }
         let migrator = Migrator(directory: sqlDirectory)
-        let outcomes = Mutex<[Result<[String], PostgresError>]>([])
+        let outcomes = Locked<[Result<[String], PostgresError>]>([])
         let url = db.url
         DispatchQueue.concurrentPerform(iterations: 2) { _ in
             let result = Result { () throws(PostgresError) -> [String] in

@@ -1,6 +1,6 @@
 import EventModel
 import Foundation
-import Synchronization
+import Locking
 import Testing
 import TestSupport
 
@@ -44,7 +44,7 @@ struct KnownBugTests {
         // A pretty-printed event must not fail the plain events that share its group commit.
         // (Measured before the fix: 417 of 1,200 plain requests answered 503 next to pretty ones.)
         let plain = Array(HostileCorpus.event(name: "plain").utf8)
-        let failures = Mutex(0)
+        let failures = Locked(0)
         let port = pipeline.port
         let threads = (0..<4).map { index in
             Thread {

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Synchronization
+import Locking
 
 /// A minimal HTTP/1.1 server for client tests: 127.0.0.1, ephemeral port, one thread per
 /// connection, keep-alive. Records every request; answers with `respond`. Every blocking call has
@@ -25,7 +26,7 @@ final class TinyHTTPServer: Sendable {
 
     let port: UInt16
     private let listener: Int32
-    private let received = Mutex<[Received]>([])
+    private let received = Locked<[Received]>([])
     private let respond: @Sendable (Received, Int) -> Answer  // (request, index on its connection)
     private let stopped = Atomic<Bool>(false)
 

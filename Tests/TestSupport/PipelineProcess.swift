@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Locking
 
 /// The built `detour-analytics` binary run as a child process, the way operators run it: tests
 /// read its standard output, signal it and wait for it, every wait bounded.
@@ -97,5 +97,5 @@ package final class PipelineProcess: Sendable {
 
 /// Text collected from a pipe by its readability handler and read by the test thread.
 private final class TextBuffer: Sendable {
-    let text = Mutex("")
+    let text = Locked("")
 }

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Observability
 import Synchronization
+import Locking
 
 /// The API keys ingest accepts, held in memory, refreshed from a `KeySource` every
 /// `refreshInterval`, and mirrored to a JSON file of hashes (`<data>/keys.json`) so ingest starts
@@ -34,13 +35,13 @@ package final class KeyStore: Sendable {
     private let source: any KeySource
     private let cacheFile: String?
     private let refreshInterval: Duration
-    private let snapshot = Mutex(Snapshot())
-    private let timer = Mutex<TimerBox?>(nil)
+    private let snapshot = Locked(Snapshot())
+    private let timer = Locked<TimerBox?>(nil)
     private let lastRefreshOK = Atomic<Bool>(false)
     private let logger = Logger(label: "ingest")
     /// Memo of presented key → its SHA-256 hex, so the hot path hashes each distinct key once.
     /// Bounded: cleared when it reaches `maxMemo` entries (garbage keys cannot grow it).
-    private let hashMemo = Mutex<[String: [UInt8]]>([:])
+    private let hashMemo = Locked<[String: [UInt8]]>([:])
     private let maxMemo = 10_000
     /// Longest key considered at all, in bytes.
     private let maxKeyBytes = 256

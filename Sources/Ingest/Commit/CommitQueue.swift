@@ -3,6 +3,7 @@ import EventLog
 import Foundation
 import Observability
 import Synchronization
+import Locking
 
 /// Hands finished requests' records to the sinks in groups. Requests enqueue and return to their
 /// event loop (the connection is suspended); a few committer threads take everything queued, make
@@ -38,7 +39,7 @@ final class CommitQueue: Sendable {
 
     private let sink: any EventSink
     private let deadLetterSink: any EventSink
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let wake = DispatchSemaphore(value: 0)
     private let stopped = DispatchSemaphore(value: 0)
     private let committers: Int

@@ -1,7 +1,7 @@
 import Dispatch
 import Observability
 package import Postgres
-import Synchronization
+import Locking
 
 /// A `ReportProvider` over a small pool of PostgreSQL connections: each request borrows one
 /// connection, runs `render` on it, and gives it back. Ingest knows nothing of the report SQL;
@@ -39,7 +39,7 @@ package final class PostgresReportProvider: ReportProvider {
     private let url: String
     private let configuration: Configuration
     private let render: @Sendable (Connection, ReportRequest) -> ReportAnswer
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let permits: DispatchSemaphore
     private let logger = Logger(label: "ingest")
 

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Locking
 
 /// Runs report requests off the event loops: a bounded queue drained by a few worker threads, each
 /// blocking in the provider (SQL) while the libmicrohttpd loops keep serving ingest traffic.
@@ -24,7 +24,7 @@ final class ReportQueue: Sendable {
 
     private let provider: any ReportProvider
     private let capacity: Int
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let wake = DispatchSemaphore(value: 0)
     private let stopped = DispatchSemaphore(value: 0)
 

@@ -1,6 +1,7 @@
 internal import CMicroHTTPD
 import Foundation
 import Synchronization
+import Locking
 
 /// Settings `HTTPServer` needs from `IngestConfiguration`.
 package struct HTTPServerSettings: Sendable {
@@ -38,7 +39,7 @@ package final class HTTPServer: Sendable {
     /// The port the server is bound to (the ephemeral one when configured with port 0).
     package let port: UInt16
     private let core: ServerCore
-    private let daemon: Mutex<DaemonHandle?>
+    private let daemon: Locked<DaemonHandle?>
 
     /// Binds and starts serving `handler` on the settings' address.
     package init(settings: HTTPServerSettings, handler: any HTTPHandler) throws(HTTPServerError) {
@@ -74,7 +75,7 @@ package final class HTTPServer: Sendable {
         }
         self.port = boundPort
         self.core = core
-        self.daemon = Mutex(DaemonHandle(pointer: started, listenFD: fd, grace: settings.shutdownGraceSeconds))
+        self.daemon = Locked(DaemonHandle(pointer: started, listenFD: fd, grace: settings.shutdownGraceSeconds))
     }
 
     /// Stops accepting connections, waits (up to the grace period) for in-flight requests to be

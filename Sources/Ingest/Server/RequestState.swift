@@ -1,11 +1,11 @@
-import Synchronization
+import Locking
 
 /// Per-request state that libmicrohttpd keeps for us in `*con_cls` between callbacks.
 ///
 /// `@unchecked Sendable` invariant: libmicrohttpd calls every callback of one connection from the
 /// one worker thread that owns it, so all stored properties except `pending` are touched by that
 /// thread only. `pending` is the hand-over from the thread that finishes a suspended request; it
-/// sits in a `Mutex`, and `MHD_resume_connection` happens after it is set.
+/// sits in a `Locked`, and `MHD_resume_connection` happens after it is set.
 final class RequestState: @unchecked Sendable {
     let route: String
     let started: ContinuousClock.Instant
@@ -19,7 +19,7 @@ final class RequestState: @unchecked Sendable {
     var isAnswered = false
     /// An answer decided from the head, sent once the (small) body has been read and dropped.
     var earlyResponse: HTTPResponse?
-    let pending = Mutex<HTTPResponse?>(nil)
+    let pending = Locked<HTTPResponse?>(nil)
 
     init(route: String, started: ContinuousClock.Instant, limit: Int, context: any Sendable) {
         self.route = route

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import Locking
 
 /// Sends a request plan with N worker threads, each on its own keep-alive connection.
 ///
@@ -43,7 +44,7 @@ final class LoadRunner: Sendable {
 
     private func runPhase(_ items: [RequestPlan.Item]) -> SimulationSummary {
         let next = Atomic<Int>(0)
-        let results = Mutex(SimulationSummary())
+        let results = Locked(SimulationSummary())
         let group = DispatchGroup()
         for _ in 0..<min(concurrency, items.count) {
             group.enter()

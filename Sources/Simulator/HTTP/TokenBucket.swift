@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Locking
 
 /// Paces sending to a rate of events per second, shared by every worker thread.
 ///
@@ -9,7 +9,7 @@ import Synchronization
 final class TokenBucket: Sendable {
     private let rate: Double
     private let burst: Duration
-    private let nextFree: Mutex<ContinuousClock.Instant>
+    private let nextFree: Locked<ContinuousClock.Instant>
 
     /// - Parameters:
     ///   - rate: events per second (> 0).
@@ -17,7 +17,7 @@ final class TokenBucket: Sendable {
     init(rate: Double, burst: Duration = .milliseconds(100)) {
         self.rate = rate
         self.burst = burst
-        nextFree = Mutex(ContinuousClock.now)
+        nextFree = Locked(ContinuousClock.now)
     }
 
     /// How long the caller must wait before sending `events` events; reserves them.

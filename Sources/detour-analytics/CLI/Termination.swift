@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-import Synchronization
+import Locking
 
 /// Waits for SIGINT or SIGTERM so `run`, `serve` and `aggregate` stop cleanly: the caller then
 /// stops accepting, lets in-flight requests and the running load cycle finish, and exits.
@@ -28,5 +28,5 @@ enum Termination {
 
 /// The received signal's name, handed from the Dispatch handler to the waiting thread.
 private final class SignalName: Sendable {
-    let value = Mutex("")
+    let value = Locked("")
 }

@@ -14,7 +14,8 @@ enum MigrateCommand: Command {
         Options:
         \(databaseHelp)
           --sql-dir DIR        directory of migration files (env DETOUR_SQL_DIR; default: the sql/ folder
-                               found beside the binary or in the source tree, else /usr/share/detour-analytics/sql)
+                               found beside the binary or in the source tree around it, else ./sql in the working
+                               directory, else /usr/share/detour-analytics/sql)
         """
 
     static func run(_ arguments: inout Arguments, environment: Environment) throws -> Int32 {
@@ -46,6 +47,8 @@ enum MigrateCommand: Command {
             candidates.append(directory.appendingPathComponent("sql"))
             directory = directory.deletingLastPathComponent()
         }
+        // A binary built elsewhere (a sanitizer build's scratch path, an install) run from a checkout.
+        candidates.append(URL(fileURLWithPath: fileManager.currentDirectoryPath).appendingPathComponent("sql"))
         candidates.append(URL(fileURLWithPath: "/usr/share/detour-analytics/sql"))
         let found = candidates.first { url in
             (try? fileManager.contentsOfDirectory(atPath: url.path))?.contains { $0.hasPrefix("001_") } ?? false

@@ -1,11 +1,11 @@
-import Synchronization
+import Locking
 
 @testable import Ingest
 
 /// An in-memory sink that can be told to fail, for tests of the HTTP side.
 final class MemorySink: EventSink {
     struct Failure: Error {}
-    private let state = Mutex<(records: [[UInt8]], failing: Bool)>(([], false))
+    private let state = Locked<(records: [[UInt8]], failing: Bool)>(([], false))
 
     func append(_ records: [[UInt8]]) throws {
         try state.withLock { state throws(Failure) in
@@ -23,9 +23,9 @@ final class MemorySink: EventSink {
 /// Keys from a list the test controls; can be told to be unreachable.
 final class StaticKeySource: KeySource {
     struct Unreachable: Error {}
-    private let state: Mutex<(keys: [APIKeyRecord], reachable: Bool)>
+    private let state: Locked<(keys: [APIKeyRecord], reachable: Bool)>
 
-    init(_ keys: [APIKeyRecord]) { state = Mutex((keys, true)) }
+    init(_ keys: [APIKeyRecord]) { state = Locked((keys, true)) }
 
     func loadKeys() throws -> [APIKeyRecord] {
         try state.withLock { state throws(Unreachable) in

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import Locking
 
 /// Client threads that post batches of known events (unique `event_id`s) to whatever port the
 /// pipeline listens on now, and remember which ids were acknowledged (2xx, not rejected).
@@ -16,7 +17,7 @@ final class LoadClient: Sendable {
         var unavailableWithoutRetryAfter = 0
     }
 
-    private let tally = Mutex(Tally())
+    private let tally = Locked(Tally())
     private let stopping = Atomic<Bool>(false)
     private let finished = Atomic<Int>(0)
     private let clients: Int

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Locking
 import TestSupport
 
 /// The `detour-analytics` binary under test (`DETOUR_TEST_BINARY`, else the debug build).
@@ -40,9 +40,9 @@ struct ChaosError: Error, CustomStringConvertible {
 final class RunningPipeline: Sendable {
     let environment: [String: String]
     let arguments: [String]
-    private let current = Mutex<(process: ChildProcess?, port: Int)>((nil, 0))
+    private let current = Locked<(process: ChildProcess?, port: Int)>((nil, 0))
     /// Everything the pipeline printed to stderr across all its lives.
-    private let logs = Mutex("")
+    private let logs = Locked("")
 
     init(environment: [String: String], extraArguments: [String] = []) {
         self.environment = environment

@@ -1,0 +1,81 @@
+/// One group commit on its way through the writer's pipeline: the NDJSON taken from the pending
+/// queue, then the frame compressed from it, then the outcome the waiting appenders read.
+///
+/// Ownership moves with the stages and is handed over under the writer's lock: the pool (free),
+/// one compressor thread (`ndjson` in, `frame` out), the committer thread (prefix, write, sync),
+/// the pool again. Only the current owner touches the buffers, so the class needs no lock of its own.
+final class FrameJob {
+    /// NDJSON records, each followed by "\n".
+    var ndjson: [UInt8] = []
+    /// Number of records in `ndjson`.
+    var records = 0
+    /// Order in which the batch left the pending queue; frames are committed in ticket order.
+    var ticket: UInt64 = 0
+    /// The appenders waiting for this frame.
+    var batch = CommitBatch(slot: 0)
+    /// `prefixSize` bytes reserved for the metadata prefix, then the compressed body.
+    var frame: [UInt8] = []
+    /// Bytes of compressed body after the prefix.
+    var bodyLength = 0
+    /// CRC-32 of the body.
+    var bodyChecksum: UInt32 = 0
+    /// Set when compression or the commit failed; the appenders receive it.
+    var error: LogError?
+
+    /// Drops the contents but keeps the buffers' capacity for the next batch (unless a rare huge
+    /// batch made them large: those are released so one burst does not pin memory forever).
+    func recycle() {
+        let keep = 16 << 20
+        if ndjson.capacity > keep { ndjson = [] } else { ndjson.removeAll(keepingCapacity: true) }
+        if frame.count > keep { frame = [] }
+        records = 0
+        bodyLength = 0
+        error = nil
+    }
+}
+
+/// The appenders that joined one group commit; they wait until `isDone`. Only touched under the lock.
+final class CommitBatch {
+    /// Which of the writer's "done" condition variables the waiting appenders sleep on.
+    let slot: Int
+    var isDone = false
+    var error: LogError?
+
+    init(slot: Int) { self.slot = slot }
+}
+
+/// Compresses jobs into frames (body and checksum; the committer writes the prefix). One per
+/// compressor thread: it owns that thread's compression context.
+struct FrameEncoder {
+    private let compressor: FrameCompressor
+    private let prefixSize: Int
+
+    init(codec: Codec, level: Int) throws(LogError) {
+        compressor = try FrameCompressor(codec: codec, level: level)
+        prefixSize = SegmentFormat.prefixSize(codec)
+    }
+
+    /// Fills `job.frame` (prefix space left blank), `bodyLength` and `bodyChecksum`, or `job.error`.
+    func encode(_ job: FrameJob) {
+        let prefix = prefixSize
+        let needed = prefix + compressor.bound(for: job.ndjson.count)
+        if job.frame.count < needed { job.frame = [UInt8](repeating: 0, count: needed) }
+        let compressor = self.compressor
+        let result = job.ndjson.withUnsafeBytes { input in
+            job.frame.withUnsafeMutableBytes { output in
+                Result { () throws(LogError) -> (length: Int, checksum: UInt32) in
+                    let body = UnsafeMutableRawBufferPointer(rebasing: output[prefix..<needed])
+                    let length = try compressor.compress(input, into: body)
+                    return (length, checksum(UnsafeRawBufferPointer(rebasing: body[0..<length])))
+                }
+            }
+        }
+        switch result {
+        case .success(let (length, bodyChecksum)):
+            job.bodyLength = length
+            job.bodyChecksum = bodyChecksum
+        case .failure(let error):
+            job.error = error
+        }
+    }
+}
