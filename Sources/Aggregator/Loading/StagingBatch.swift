@@ -42,7 +42,8 @@ struct StagingBatch {
     /// `pg_temp.load_staging` rows: every row of the cycle, all kinds.
     private(set) var staged: [UInt8] = []
 
-    /// What the derived tables need of each event row (same index as `events`).
+    /// What the derived tables need of each event row (same index as `events`). Not kept when the
+    /// batch accumulates `derivedAll` instead (memory: the optimistic load needs only that).
     private(set) var eventFacts: [EventFacts] = []
     /// What links and the rollup queue need of each click row (same index as `clicks`).
     private(set) var clickFacts: [RowFacts] = []
@@ -165,18 +166,15 @@ struct StagingBatch {
                 let event = EventFacts(
                     key: facts, device: envelope.device ?? "", platform: envelope.platform?.rawValue,
                     sdk: envelope.sdk, installClickID: envelope.attribution?.installClickID)
-                eventFacts.append(event)
-                derivedAll?.addEvent(event)
+                if derivedAll != nil { derivedAll?.addEvent(event) } else { eventFacts.append(event) }
             case .click:
                 StagingEncoder.appendClick(envelope, to: &row)
                 clicks.append(row)
-                clickFacts.append(facts)
-                derivedAll?.addClick(facts)
+                if derivedAll != nil { derivedAll?.addClick(facts) } else { clickFacts.append(facts) }
             case .match:
                 StagingEncoder.appendMatch(envelope, to: &row)
                 matches.append(row)
-                matchFacts.append(facts)
-                derivedAll?.addMatch(facts)
+                if derivedAll != nil { derivedAll?.addMatch(facts) } else { matchFacts.append(facts) }
             }
             StagingEncoder.appendStaged(envelope, to: &staged)
             rows += 1
