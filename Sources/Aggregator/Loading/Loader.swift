@@ -298,10 +298,15 @@ final class Loader {
         return report
     }
 
-    /// Sends `rows` (whole COPY rows) through `sql`; nothing when empty.
+    /// Sends `rows` (whole COPY rows) through `sql`; nothing when empty. In slices, so the COPY's
+    /// own buffer stays at its chunk size instead of growing to a second copy of `rows`.
     private func copy(_ connection: Connection, _ sql: SQL, _ rows: [UInt8]) throws {
         guard !rows.isEmpty else { return }
-        _ = try connection.copyIn(sql) { $0.append(rows) }
+        _ = try connection.copyIn(sql) { buffer in
+            for start in stride(from: 0, to: rows.count, by: 128 * 1024) {
+                buffer.append(rows[start..<min(rows.count, start + 128 * 1024)])
+            }
+        }
     }
 
     /// Sends the rows of `rows` whose key `fresh` holds (all when nil).
@@ -312,7 +317,9 @@ final class Loader {
         guard rows.count > 0, fresh.map({ !$0.isEmpty }) ?? true else { return }
         _ = try connection.copyIn(sql) { buffer in
             if fresh == nil {
-                buffer.append(rows.bytes)
+                for start in stride(from: 0, to: rows.bytes.count, by: 128 * 1024) {
+                    buffer.append(rows.bytes[start..<min(rows.bytes.count, start + 128 * 1024)])
+                }
                 return
             }
             for index in 0..<rows.count where InsertedRows.contains(fresh, facts(index)) {
