@@ -57,6 +57,9 @@ package enum CycleScalingBenchmark {
     ///   - sqlDirectory: the migrations to apply.
     ///   - direct: generate the preload in PostgreSQL instead of loading it through the aggregator.
     ///   - preloadDays: the days the direct preload spreads over (ending now).
+    ///   - keptSchema: a schema to keep after the run; if it already holds a preload, it is timed
+    ///     again without a new one (alternate two sizes). Nil: a fresh schema, dropped afterwards.
+    ///   - rollupPasses: a rollup pass after every timed cycle (timed apart); false: none in between.
     ///   - progress: one line per phase.
     /// - Throws: errors of the log or the database.
     package static func run(
