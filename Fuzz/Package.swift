@@ -8,7 +8,7 @@
 // the checked-out code, byte for byte.
 //
 // Build and run (see scripts/chaos and docs/reliability.md):
-//   swift build -c release --sanitize=fuzzer --sanitize=address --product FuzzJSON
+//   swift build -c release --sanitize=fuzzer -Xswiftc -sanitize=fuzzer,address --product FuzzJSON
 //   .build/release/FuzzJSON -max_total_time=600 Fuzz/corpus/json
 import PackageDescription
 
@@ -25,8 +25,10 @@ let package = Package(
     targets: [
         .systemLibrary(name: "CZlib", pkgConfig: "zlib"),
         .systemLibrary(name: "CZstd", pkgConfig: "libzstd"),
-        .target(name: "Observability", swiftSettings: strict),
-        .target(name: "EventModel", swiftSettings: strict),
+        .target(name: "Locking", swiftSettings: strict),
+        .target(name: "CivilTime", swiftSettings: strict),
+        .target(name: "Observability", dependencies: ["Locking"], swiftSettings: strict),
+        .target(name: "EventModel", dependencies: ["CivilTime"], swiftSettings: strict),
         .target(name: "EventLog", dependencies: ["CZlib", "CZstd", "Observability"], swiftSettings: strict),
         .executableTarget(name: "FuzzJSON", dependencies: ["EventModel"], swiftSettings: fuzzSettings),
         .executableTarget(name: "FuzzEnvelope", dependencies: ["EventModel"], swiftSettings: fuzzSettings),

@@ -261,6 +261,28 @@ class Bench:
 
     # ---------- 1 and 2: ingest vs nginx ----------
 
+    @staticmethod
+    def cpu_seconds(pid):
+        """utime + stime of `pid` and its direct children (nginx workers), in seconds."""
+        total = 0
+        for entry in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                fields = open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(entry) == pid or int(fields[1]) == pid:
+                total += int(fields[11]) + int(fields[12])
+        return total / os.sysconf("SC_CLK_TCK")
+
+    def wrk_cpu(self, process, port, path, files, seconds, events_per_request):
+        """A measured wrk run plus the server's CPU microseconds per event (a figure the machine's
+        other load barely moves, unlike the rates: see docs/benchmarks.md)."""
+        before = self.cpu_seconds(process.pid)
+        run = self.wrk(port, path, files, seconds)
+        events = max(1, (run["requests"] - run["non2xx"]) * events_per_request)
+        run["cpu_us"] = (self.cpu_seconds(process.pid) - before) * 1e6 / events
+        return run
+
     def alternate(self, label, path, files, events_per_request, baseline_template, seconds, rounds):
         ours_runs, base_runs, rss = [], [], []
         for round_number in range(rounds):
@@ -269,7 +291,7 @@ class Bench:
                 if round_number == 0:
                     self.check_ours_accepts(port, path, files[0], events_per_request)
                 self.wrk(port, path, files, 1)  # warm-up
-                run = self.wrk(port, path, files, seconds)
+                run = self.wrk_cpu(process, port, path, files, seconds, events_per_request)
                 run["rss_kib"] = peak_rss_kib(process.pid)
             finally:
                 # A short grace: on main at the time of writing, `serve` can hang in shutdown.
@@ -283,7 +305,7 @@ class Bench:
             process, port = self.start_nginx(baseline_template, f"nginx-{label}-{round_number}")
             try:
                 self.wrk(port, path, files, 1)
-                run = self.wrk(port, path, files, seconds)
+                run = self.wrk_cpu(process, port, path, files, seconds, events_per_request)
             finally:
                 self.procs.stop(process)
             base_runs.append(run)
@@ -300,7 +322,8 @@ class Bench:
         self.ingest.update(ours_events=o, nginx_events=b, ours_req=o / 100,
                            rss=max(r["rss_kib"] for r in ours))
         self.row("ingest_batch", "1. Ingest, batches of 100: durable events/s (2xx only)", f"{o:,.0f}",
-                 f"{b:,.0f} (nginx collector)", o / b, ">= 1.0 (aim 1.5)", o / b >= 1.0)
+                 f"{b:,.0f} (nginx collector)", o / b, ">= 1.0 (aim 1.5)", o / b >= 1.0,
+                 note=self.cpu_note(ours, base, "event"))
         for name, key in (("p50", "p50_ms"), ("p99", "p99_ms")):
             ov = statistics.median(r[key] for r in ours)
             bv = statistics.median(r[key] for r in base)
@@ -312,6 +335,12 @@ class Bench:
                             f"-t{WRK_THREADS} -c{WRK_CONNECTIONS}; per-round ratios {per_round}; non-2xx or socket errors "
                             f"(not counted): {bad}.")
 
+    @staticmethod
+    def cpu_note(ours, base, unit):
+        o = statistics.median(r["cpu_us"] for r in ours)
+        b = statistics.median(r["cpu_us"] for r in base)
+        return f"server CPU per {unit}: {o:.2f} us vs nginx {b:.2f} us"
+
     def ingest_singles(self):
         seconds, rounds = (4, 2) if self.quick else (10, 3)
         ours, base = self.alternate("single", "/api/analytics/event", self.single_files, 1,
@@ -319,7 +348,8 @@ class Bench:
         o = statistics.median(r["ok_per_s"] for r in ours)
         b = statistics.median(r["ok_per_s"] for r in base)
         self.row("ingest_single", "2. Ingest, single Detour events: requests/s", f"{o:,.0f}",
-                 f"{b:,.0f} (nginx return 204)", o / b, ">= 0.5", o / b >= 0.5)
+                 f"{b:,.0f} (nginx return 204)", o / b, ">= 0.5", o / b >= 0.5,
+                 note=self.cpu_note(ours, base, "request"))
         self.ingest["single_rss"] = max(r["rss_kib"] for r in ours)
 
     def half_peak_latency(self):
@@ -336,10 +366,13 @@ class Bench:
                 process, port = self.start_nginx("collector.conf.template", "nginx-halfpeak")
             try:
                 delay = max(1, round(WRK_CONNECTIONS * 1000 / rate))
-                calibration = self.wrk(port, "/api/analytics/batch", self.batch_files, 2, delay_ms=delay)
-                # Each connection waits `delay` after every answer: its cycle is delay + service time.
-                service_ms = WRK_CONNECTIONS * 1000 / max(1, calibration["ok_per_s"]) - delay
-                delay = max(1, round(WRK_CONNECTIONS * 1000 / rate - service_ms))
+                for _ in range(2):
+                    # Each connection waits `delay` after every answer: its cycle is delay + service
+                    # time. A second 2 s calibration corrects the first, whose service time came from
+                    # a lighter load (the first guess can overshoot to `delay` 1, i.e. full load).
+                    calibration = self.wrk(port, "/api/analytics/batch", self.batch_files, 2, delay_ms=delay)
+                    service_ms = WRK_CONNECTIONS * 1000 / max(1, calibration["ok_per_s"]) - delay
+                    delay = max(1, round(WRK_CONNECTIONS * 1000 / rate - max(0.0, service_ms)))
                 results[side] = self.wrk(port, "/api/analytics/batch", self.batch_files, seconds, delay_ms=delay)
                 results[side]["delay_ms"] = delay
             finally:
@@ -350,7 +383,7 @@ class Bench:
                  o["p99_ms"] / b["p99_ms"] if b["p99_ms"] else None, "< 25 ms", o["p99_ms"] < 25, direction="lower")
         self.details.append(
             f"Half-peak latency: target {rate:,.0f} req/s (half of our median peak), wrk -c{WRK_CONNECTIONS} with "
-            f"delay() of {o['delay_ms']} ms (ours) / {b['delay_ms']} ms (nginx) after each answer, calibrated by a 2s run. "
+            f"delay() of {o['delay_ms']} ms (ours) / {b['delay_ms']} ms (nginx) after each answer, calibrated by two 2s runs. "
             f"This is a rate-limited closed loop (wrk2 is not in Debian): latency is measured from each request's "
             f"send, so a stall delays later sends instead of queueing them (coordinated omission is not corrected).")
 

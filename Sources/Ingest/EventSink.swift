@@ -1,9 +1,15 @@
+import EventModel
+
 /// Where ingest puts records: the event log for accepted envelopes, the dead-letter log for
 /// everything refused. `append` returns only once the records are durable; ingest answers the
 /// client after it returns. The lead wires `EventLog.LogWriter` to it.
 package protocol EventSink: Sendable {
     /// Appends `records` (each one line without a newline) durably; throws when it cannot.
     func append(_ records: [[UInt8]]) throws
+    /// Appends NDJSON (every record followed by `\n`, so it ends with one) durably, in one call;
+    /// throws when it cannot. Ingest's accepted events take this form (one buffer per group of
+    /// requests, no array per event).
+    func append(ndjson: UnsafeRawBufferPointer) throws
     /// Whether appends are expected to succeed right now (used by `/readyz`).
     var isWritable: Bool { get }
 }
@@ -11,4 +17,10 @@ package protocol EventSink: Sendable {
 extension EventSink {
     /// Sinks that cannot tell report themselves writable.
     package var isWritable: Bool { true }
+
+    /// For sinks that only take records: splits the NDJSON into its lines and appends those.
+    package func append(ndjson: UnsafeRawBufferPointer) throws {
+        guard !ndjson.isEmpty else { return }
+        try append(NDJSON.lines(ndjson))
+    }
 }

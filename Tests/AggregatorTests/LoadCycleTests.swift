@@ -69,6 +69,44 @@ import Testing
         aggregator.stop()
     }
 
+    @Test("rows loaded by an earlier cycle and sent again are loaded once, beside the new rows of the same cycle")
+    func duplicatesOfEarlierCycles() throws {
+        let world = try World()
+        defer { world.tearDown() }
+        let aggregator = try world.aggregator()
+        defer { aggregator.stop() }
+        try world.write([event("a1", time: "2026-06-01T12:00:00.000Z"), click("c1"), match("c1")])
+        let first = try aggregator.runOnce()
+        #expect([first.events, first.clicks, first.matches] == [Int](repeating: 1, count: 3))
+
+        // A retried request (a1, c1's click and match again) beside new rows: the optimistic load
+        // meets the keys loaded before, rolls back to its savepoint and deduplicates first.
+        try world.write([
+            event("a1", time: "2026-06-01T12:00:00.000Z"),
+            event("a2", time: "2026-06-01T08:00:00.000Z", installClick: "c1"),
+            click("c1"), click("c2", path: "/articles/9"), match("c1"), match("c2"),
+        ])
+        let second = try aggregator.runOnce()
+        #expect(second.records == 6)
+        #expect([second.events, second.clicks, second.matches] == [Int](repeating: 1, count: 3))
+        #expect(try world.count("select count(*) from events") == 2)
+        #expect(try world.count("select count(*) from clicks") == 2)
+        #expect(try world.count("select count(*) from matches") == 2)
+        #expect(try world.count("select count(*) from event_ids") == 2)
+        #expect(try world.count("select count(*) from links") == 2)
+        #expect(
+            try world.rows("select first_seen::text, install_click_id from devices where device_id = 'dev-1'")
+                == [["2026-06-01 08:00:00+00", "c1"]])
+
+        // Later cycles without duplicates (first deduplicating, then optimistic again).
+        for id in ["a3", "a4"] {
+            try world.write([event(id, device: "dev-2")])
+            #expect(try aggregator.runOnce().events == 1)
+        }
+        #expect(try world.count("select count(*) from events") == 4)
+        #expect(try world.count("select sum(loaded_events)::int from load_checkpoints") == 11)
+    }
+
     @Test("a batch bound works a large backlog off in several cycles, each event once")
     func boundedBatches() throws {
         let world = try World()

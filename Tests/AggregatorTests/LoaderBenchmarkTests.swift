@@ -38,7 +38,7 @@ import Testing
         for line in lines {
             let envelope = try Envelope(decoding: line)
             row.removeAll(keepingCapacity: true)
-            StagingEncoder.append(envelope, to: &row)
+            StagingEncoder.appendEvent(envelope, to: &row)
             bytes += row.count
         }
         let seconds = (ContinuousClock.now - start).seconds
@@ -49,7 +49,8 @@ import Testing
 
 @Suite struct CycleScalingBenchmarkTests {
     /// Runs the cycle-scaling benchmark for each preload size (no timing asserted: the figures come
-    /// from a release run with DETOUR_BENCH_PRELOADS=100000,1000000 and DETOUR_BENCH_CYCLE_EVENTS=10000).
+    /// from a release run with DETOUR_BENCH_PRELOADS=1000000,10000000, DETOUR_BENCH_CYCLE_EVENTS=10000
+    /// and DETOUR_BENCH_DIRECT_PRELOAD=1, the preload generated in PostgreSQL).
     @Test("the cycle-scaling benchmark times cycles of new events after each preload size")
     func smoke() throws {
         guard let url = ProcessInfo.processInfo.environment["DETOUR_TEST_DATABASE_URL"] else {
@@ -62,7 +63,10 @@ import Testing
         var results: [CycleScalingBenchmark.Result] = []
         for preload in preloads.prefix(4) {
             let result = try CycleScalingBenchmark.run(
-                preload: preload, cycleEvents: cycleEvents, cycles: Int(environment["DETOUR_BENCH_CYCLES"] ?? "") ?? 3, databaseURL: url, sqlDirectory: sqlDirectory,
+                preload: preload, cycleEvents: cycleEvents, cycles: Int(environment["DETOUR_BENCH_CYCLES"] ?? "") ?? 3,
+                databaseURL: url, sqlDirectory: sqlDirectory, direct: environment["DETOUR_BENCH_DIRECT_PRELOAD"] == "1",
+                keptSchema: environment["DETOUR_BENCH_KEEP_SCHEMA_PREFIX"].map { "\($0)_\(preload)" },
+                rollupPasses: environment["DETOUR_BENCH_ROLLUP_PASSES"] != "0",
                 progress: { print($0) })
             print(result)
             results.append(result)

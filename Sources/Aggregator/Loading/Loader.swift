@@ -75,6 +75,9 @@ final class Loader {
     private let logger = Logger(label: "aggregator")
     private(set) var connection: Connection?
     private var partitions = PartitionCache()
+    /// The last cycle met a key loaded before: the next one deduplicates first instead of loading
+    /// optimistically (until a cycle finds no duplicate).
+    private var dedupFirstNext = false
 
     init(configuration: AggregatorConfiguration, hooks: LoaderHooks = LoaderHooks()) {
         self.configuration = configuration
@@ -176,6 +179,17 @@ final class Loader {
         }
         guard !nodes.isEmpty else { return report }
 
+        // Optimistic: the raw rows go straight into their tables, the event rows streamed while the
+        // log is read and decoded (PostgreSQL ingests on its core while this process decodes on
+        // another), and the keys into the dedup tables with plain INSERTs, all under a savepoint. A
+        // key loaded before (a replay, a client's retry across cycles) fails that INSERT; then the
+        // cycle rolls back to the savepoint and deduplicates first. Safe casts and replays start
+        // with deduplication (their rows are suspect or expected to be duplicates).
+        let optimistic: Bool
+        switch mode {
+        case .checkpointed: optimistic = !safeCasts && !dedupFirstNext
+        case .replay: optimistic = false
+        }
         var staging = StagingBatch()
         try hooks.beforeCopy?(connection)
         var clock = ContinuousClock.now
@@ -184,7 +198,7 @@ final class Loader {
             report.phases.append((name, now - clock))
             clock = now
         }
-        _ = try connection.copyIn(LoadSQL.copyStaging) { buffer in
+        func read(_ body: (LogBatch, String) throws -> Void) throws {
             var remainingRecords = configuration.maxEventsPerCycle
             var remainingBytes = configuration.maxBytesPerCycle
             // Fair share per node; a node that needs less leaves the rest to those after it.
@@ -207,8 +221,46 @@ final class Loader {
                     report.compressedBytesRead += chunk.next.offset - from.offset
                 }
                 report.damaged += chunk.damaged
-                staging.add(chunk, node: node, to: &buffer)
+                try body(chunk, node)
             }
+        }
+        var inserted = InsertedRows.all
+        if optimistic {
+            try connection.unsafeSQL(LoadSQL.savepoint)
+            var chunks: [(LogBatch, String)] = []
+            staging = StagingBatch(keepsEventRows: false, derivesAll: true)
+            _ = try connection.copyIn(LoadSQL.copyEvents) { buffer in
+                try read { chunk, node in
+                    staging.add(chunk, node: node) { buffer.append($0) }
+                    chunks.append((chunk, node))
+                }
+            }
+            phase("read+copy")
+            do {
+                try copyRest(connection, staging, inserted: .all)
+                try copy(connection, LoadSQL.copyStaging, staging.staged)
+                for table in LoadSQL.Table.allCases where staging.count(table) > 0 {
+                    _ = try connection.query(LoadSQL.insertKeys[table]!)
+                }
+                try connection.unsafeSQL(LoadSQL.releaseSavepoint)
+                phase("copy+dedup")
+            } catch PostgresError.server(let sqlState, _, _, _, _) where sqlState == "23505" {
+                // A key loaded before: undo the optimistic rows and deduplicate first, now and in the
+                // next cycle (duplicates come in runs: a replay, a data directory read again).
+                try connection.unsafeSQL(LoadSQL.rollbackToSavepoint)
+                phase("copy+conflict")
+                dedupFirstNext = true
+                staging = StagingBatch()
+                for (chunk, node) in chunks { staging.add(chunk, node: node) }
+                inserted = try dedupFirst(connection, staging, safeCasts: safeCasts)
+                phase("dedup+copy")
+            }
+        } else {
+            try read { chunk, node in staging.add(chunk, node: node) }
+            phase("read")
+            inserted = try dedupFirst(connection, staging, safeCasts: safeCasts)
+            if case .checkpointed = mode, inserted.isEverything(of: staging) { dedupFirstNext = false }
+            phase("dedup+copy")
         }
         report.undecodable = staging.undecodable
         report.newestReceivedAt = staging.newestReceivedAt
@@ -219,13 +271,21 @@ final class Loader {
 
         if staging.rows > 0 {
             report.days = staging.days
-            // The temporary table has no statistics: without them the planner guesses a handful of
-            // rows and joins staging to the fresh ids with a nested loop, quadratic in the batch.
-            try connection.unsafeSQL(LoadSQL.analyzeStaging)
-            phase("read+copy")
-            report.inserted = try insertRaw(connection, safeCasts: safeCasts)
-            phase("insert")
-            report.touchedKeys = try queueRollups(connection)
+            let derived =
+                if inserted.isEverything(of: staging), let all = staging.derivedAll { all.rows() } else {
+                    DerivedRows(staging, inserted: inserted)
+                }
+            report.inserted = derived.counts
+            phase("derive")
+            try copy(connection, LoadSQL.copyDevices, derived.devices)
+            if !derived.devices.isEmpty { _ = try connection.query(LoadSQL.upsertDevices) }
+            try copy(connection, LoadSQL.copyLinks, derived.links)
+            if !derived.links.isEmpty { _ = try connection.query(LoadSQL.upsertLinks) }
+            phase("devices+links")
+            if !derived.touched.isEmpty {
+                try copy(connection, LoadSQL.copyTouched, derived.touched)
+                report.touchedKeys = try queueRollups(connection)
+            }
             phase("rollups")
         }
         if case .checkpointed = mode {
@@ -238,17 +298,65 @@ final class Loader {
         return report
     }
 
-    /// Moves staged rows into the raw tables (each statement also upserts its derived table:
-    /// devices from new events, links from new clicks) and records the touched keys.
-    private func insertRaw(_ connection: Connection, safeCasts: Bool) throws -> RowCounts {
-        func inserted(_ sql: SQL) throws -> Int {
-            try connection.query(sql).first?["inserted", as: Int.self] ?? 0
+    /// Sends `rows` (whole COPY rows) through `sql`; nothing when empty. In slices, so the COPY's
+    /// own buffer stays at its chunk size instead of growing to a second copy of `rows`.
+    private func copy(_ connection: Connection, _ sql: SQL, _ rows: [UInt8]) throws {
+        guard !rows.isEmpty else { return }
+        _ = try connection.copyIn(sql) { buffer in
+            for start in stride(from: 0, to: rows.count, by: 128 * 1024) {
+                buffer.append(rows[start..<min(rows.count, start + 128 * 1024)])
+            }
         }
-        var counts = RowCounts()
-        counts.events = try inserted(LoadSQL.insertEvents(safeCasts: safeCasts))
-        counts.clicks = try inserted(LoadSQL.insertClicks)
-        counts.matches = try inserted(LoadSQL.insertMatches)
-        return counts
+    }
+
+    /// Sends the rows of `rows` whose key `fresh` holds (all when nil).
+    private func copy(
+        _ connection: Connection, _ sql: SQL, _ rows: StagingBatch.Rows, facts: (Int) -> StagingBatch.RowFacts,
+        fresh: Set<[String]>?
+    ) throws {
+        guard rows.count > 0, fresh.map({ !$0.isEmpty }) ?? true else { return }
+        _ = try connection.copyIn(sql) { buffer in
+            if fresh == nil {
+                for start in stride(from: 0, to: rows.bytes.count, by: 128 * 1024) {
+                    buffer.append(rows.bytes[start..<min(rows.bytes.count, start + 128 * 1024)])
+                }
+                return
+            }
+            for index in 0..<rows.count where InsertedRows.contains(fresh, facts(index)) {
+                buffer.append(rows[index])
+            }
+        }
+    }
+
+    /// The click and match rows of `inserted` straight into their tables.
+    private func copyRest(_ connection: Connection, _ staging: StagingBatch, inserted: InsertedRows) throws {
+        try copy(connection, LoadSQL.copyClicks, staging.clicks, facts: { staging.clickFacts[$0] }, fresh: inserted.clicks)
+        try copy(connection, LoadSQL.copyMatches, staging.matches, facts: { staging.matchFacts[$0] }, fresh: inserted.matches)
+    }
+
+    /// Deduplication first: stages every row's key, inserts the keys with `ON CONFLICT DO NOTHING`,
+    /// and sends only the rows whose key went in. With `safeCasts`, event rows go through the text
+    /// table and `aggregator_try_jsonb`.
+    private func dedupFirst(_ connection: Connection, _ staging: StagingBatch, safeCasts: Bool) throws -> InsertedRows {
+        var inserted = InsertedRows()
+        try copy(connection, LoadSQL.copyStaging, staging.staged)
+        func fresh(_ table: LoadSQL.Table) throws -> Set<[String]> {
+            guard staging.count(table) > 0 else { return [] }
+            var keys = Set<[String]>()
+            for row in try connection.query(LoadSQL.freshKeys[table]!) {
+                keys.insert([try row["app_id", as: String.self], try row["id", as: String.self]])
+            }
+            return keys
+        }
+        inserted.events = try fresh(.events)
+        inserted.clicks = try fresh(.clicks)
+        inserted.matches = try fresh(.matches)
+        try copy(
+            connection, safeCasts ? LoadSQL.copyEventRows : LoadSQL.copyEvents, staging.events,
+            facts: { staging.eventFacts[$0].key }, fresh: inserted.events)
+        if safeCasts, inserted.events?.isEmpty == false { _ = try connection.query(LoadSQL.insertEventRowsSafely) }
+        try copyRest(connection, staging, inserted: inserted)
+        return inserted
     }
 
     /// Queues the rollups of the (app, day) keys of the rows this cycle inserted (inside the load

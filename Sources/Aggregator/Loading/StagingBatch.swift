@@ -2,20 +2,27 @@ import EventLog
 import EventModel
 import Postgres
 
-/// Decodes one cycle's records and streams them into the COPY, remembering what the rest of the
-/// cycle needs: the UTC days present (partitions), per-node counts and newest `received_at`.
+/// Decodes one cycle's records into COPY rows for the raw tables and the slim staging table, and
+/// remembers what the rest of the cycle needs: per row the facts that devices, links and the rollup
+/// queue are derived from, the UTC days present (partitions), per-node counts and newest
+/// `received_at`.
+///
+/// Event rows can be streamed to a COPY while they are decoded (`add(_:node:streamEvent:)`), so
+/// PostgreSQL ingests them while this process decodes the rest; a batch made with
+/// `keepsEventRows: false` then does not keep them (memory: the cycle keeps the log chunks instead,
+/// and decodes them again in the rare cycle that has to send the rows a second time).
 ///
 /// Duplicates inside one cycle (the same (app_id, event_id) twice, from a retried request or two
 /// nodes) are dropped here, first occurrence wins; duplicates of rows loaded by earlier cycles are
-/// dropped by the raw inserts' conflict handling.
+/// found by the dedup tables' keys (`Loader`).
 struct StagingBatch {
-    /// Rows written to the COPY.
+    /// Rows decoded (all tables).
     private(set) var rows = 0
     /// Records that did not decode.
     private(set) var undecodable = 0
     /// The first decoding error, for the log line.
     private(set) var firstError: String?
-    /// UTC days (days since 1970-01-01) of the staged rows' event times.
+    /// UTC days (days since 1970-01-01) of the rows' times.
     private(set) var days = Set<Int64>()
     /// Records read per node (decodable or not).
     private(set) var recordsByNode: [String: Int] = [:]
@@ -24,8 +31,75 @@ struct StagingBatch {
     /// Newest `received_at` overall.
     private(set) var newestReceivedAt: Timestamp?
 
+    /// `events` rows (kinds event and retention), in decode order (empty unless `keepsEventRows`).
+    private(set) var events = Rows()
+    /// Event rows decoded (kept or not).
+    private(set) var eventCount = 0
+    /// `clicks` rows.
+    private(set) var clicks = Rows()
+    /// `matches` rows.
+    private(set) var matches = Rows()
+    /// `pg_temp.load_staging` rows: every row of the cycle, all kinds.
+    private(set) var staged: [UInt8] = []
+
+    /// What the derived tables need of each event row (same index as `events`). Not kept when the
+    /// batch accumulates `derivedAll` instead (memory: the optimistic load needs only that).
+    private(set) var eventFacts: [EventFacts] = []
+    /// What links and the rollup queue need of each click row (same index as `clicks`).
+    private(set) var clickFacts: [RowFacts] = []
+    /// What the rollup queue needs of each match row (same index as `matches`).
+    private(set) var matchFacts: [RowFacts] = []
+
     private var seen = Set<Key>()
     private var row: [UInt8] = []
+    private let keepsEventRows: Bool
+    /// The derived rows of every row of the batch, accumulated while decoding (optimistic load).
+    private(set) var derivedAll: DerivedRows.Builder?
+
+    /// - Parameters:
+    ///   - keepsEventRows: keep the encoded event rows (false when they are streamed).
+    ///   - derivesAll: accumulate the derived rows of every row while decoding (`derivedAll`), for a
+    ///     load that expects every row to go in: that client work then overlaps the server's COPY.
+    init(keepsEventRows: Bool = true, derivesAll: Bool = false) {
+        self.keepsEventRows = keepsEventRows
+        derivedAll = derivesAll ? DerivedRows.Builder() : nil
+    }
+
+    /// The COPY rows of one table, one after another; `ends[i]` is where row `i` ends.
+    struct Rows {
+        /// The rows' bytes.
+        private(set) var bytes: [UInt8] = []
+        /// End offset of each row.
+        private(set) var ends: [Int] = []
+        /// Rows held.
+        var count: Int { ends.count }
+
+        mutating func append(_ row: [UInt8]) {
+            bytes.append(contentsOf: row)
+            ends.append(bytes.count)
+        }
+
+        /// Row `index`.
+        subscript(index: Int) -> ArraySlice<UInt8> { bytes[(index == 0 ? 0 : ends[index - 1])..<ends[index]] }
+    }
+
+    /// An inserted row's dedup key and time (clicks: also the link path).
+    struct RowFacts {
+        var app: String
+        /// event_id (events) or click_id (clicks, matches): the dedup table's key with `app`.
+        var id: String
+        var time: Timestamp
+        var path: String?
+    }
+
+    /// What the devices upsert needs of an event row.
+    struct EventFacts {
+        var key: RowFacts
+        var device: String
+        var platform: String?
+        var sdk: String?
+        var installClickID: String?
+    }
 
     /// The dedup key of the raw table the envelope goes to (see sql/001_core.sql): events by
     /// (app_id, event_id), clicks by (app_id, click_id), matches by (app_id, click_id).
@@ -54,10 +128,12 @@ struct StagingBatch {
         }
     }
 
-    /// Decodes `records` of `node` and appends their rows to `buffer`.
-    mutating func add(_ batch: LogBatch, node: String, to buffer: inout CopyBuffer) {
+    /// Decodes `batch` of `node`. Event rows are also passed to `streamEvent` as they are encoded.
+    mutating func add(_ batch: LogBatch, node: String, streamEvent: ([UInt8]) -> Void = { _ in }) {
         recordsByNode[node, default: 0] += batch.count
         row.reserveCapacity(4096)
+        // About 120 bytes per staged row: reserved once, instead of doubling past it.
+        staged.reserveCapacity(staged.count + batch.count * 128)
         for index in 0..<batch.count {
             let record = batch[index]
             let envelope: Envelope
@@ -82,9 +158,37 @@ struct StagingBatch {
             guard seen.insert(key).inserted else { continue }
             days.insert(Self.day(of: envelope.time))
             row.removeAll(keepingCapacity: true)
-            StagingEncoder.append(envelope, to: &row)
-            buffer.append(row)
+            let facts = RowFacts(app: key.app, id: key.id, time: envelope.time, path: envelope.path)
+            switch envelope.kind {
+            case .event, .retention:
+                StagingEncoder.appendEvent(envelope, to: &row)
+                if keepsEventRows { events.append(row) }
+                eventCount += 1
+                streamEvent(row)
+                let event = EventFacts(
+                    key: facts, device: envelope.device ?? "", platform: envelope.platform?.rawValue,
+                    sdk: envelope.sdk, installClickID: envelope.attribution?.installClickID)
+                if derivedAll != nil { derivedAll?.addEvent(event) } else { eventFacts.append(event) }
+            case .click:
+                StagingEncoder.appendClick(envelope, to: &row)
+                clicks.append(row)
+                if derivedAll != nil { derivedAll?.addClick(facts) } else { clickFacts.append(facts) }
+            case .match:
+                StagingEncoder.appendMatch(envelope, to: &row)
+                matches.append(row)
+                if derivedAll != nil { derivedAll?.addMatch(facts) } else { matchFacts.append(facts) }
+            }
+            StagingEncoder.appendStaged(envelope, to: &staged)
             rows += 1
+        }
+    }
+
+    /// Rows of one raw table.
+    func count(_ table: LoadSQL.Table) -> Int {
+        switch table {
+        case .events: eventCount
+        case .clicks: clicks.count
+        case .matches: matches.count
         }
     }
 
@@ -93,5 +197,150 @@ struct StagingBatch {
         let perDay: Int64 = 86_400_000_000
         let micros = time.microseconds
         return micros >= 0 ? micros / perDay : -((-micros + perDay - 1) / perDay)
+    }
+}
+
+/// Which rows of a batch a cycle inserted: all of them (the optimistic load met no duplicate), or
+/// those whose key the dedup table accepted.
+struct InsertedRows {
+    /// Fresh keys (app, id) per table; nil: every row of that table.
+    var events: Set<[String]>?
+    var clicks: Set<[String]>?
+    var matches: Set<[String]>?
+
+    /// Every row.
+    static let all = InsertedRows()
+
+    /// True when every row of `batch` went in (no duplicate of an earlier cycle).
+    func isEverything(of batch: StagingBatch) -> Bool {
+        (events?.count ?? batch.eventCount) == batch.eventCount
+            && (clicks?.count ?? batch.clicks.count) == batch.clicks.count
+            && (matches?.count ?? batch.matches.count) == batch.matches.count
+    }
+
+    static func contains(_ fresh: Set<[String]>?, _ facts: StagingBatch.RowFacts) -> Bool {
+        fresh?.contains([facts.app, facts.id]) ?? true
+    }
+}
+
+/// The derived rows of what a cycle inserted, computed from the batch (small sets: one row per
+/// device, link and (app, UTC day) touched), for the devices and links upserts and the rollup queue.
+struct DerivedRows {
+    /// `pg_temp.load_devices` COPY rows (`LoadSQL.copyDevices`).
+    var devices: [UInt8] = []
+    /// `pg_temp.load_links` COPY rows.
+    var links: [UInt8] = []
+    /// `pg_temp.load_touched` COPY rows.
+    var touched: [UInt8] = []
+    /// Rows inserted per raw table.
+    var counts = Loader.RowCounts()
+
+    /// The rows of `batch` that `inserted` holds.
+    init(_ batch: StagingBatch, inserted: InsertedRows) {
+        var builder = Builder()
+        for facts in batch.eventFacts where InsertedRows.contains(inserted.events, facts.key) { builder.addEvent(facts) }
+        for facts in batch.clickFacts where InsertedRows.contains(inserted.clicks, facts) { builder.addClick(facts) }
+        for facts in batch.matchFacts where InsertedRows.contains(inserted.matches, facts) { builder.addMatch(facts) }
+        self = builder.rows()
+    }
+
+    init() {}
+
+    /// Accumulates rows one by one (also while a batch is decoded, when every row is expected to go in).
+    struct Builder {
+        private struct DeviceKey: Hashable {
+            var app: String
+            var device: String
+        }
+
+        private struct DayKey: Hashable {
+            var app: String
+            var day: Int64
+        }
+
+        /// Per device: the earliest event (first seen, its platform and SDK) and the earliest event
+        /// carrying an install click; ties on time go to the smaller event id (as the SQL it replaced).
+        private struct Device {
+            var first: StagingBatch.EventFacts
+            var clicked: StagingBatch.EventFacts?
+        }
+
+        private var devices: [DeviceKey: Device] = [:]
+        private var deviceOrder: [DeviceKey] = []
+        private var links: [DeviceKey: Timestamp] = [:]  // (app, path)
+        private var linkOrder: [DeviceKey] = []
+        private var touched = Set<DayKey>()
+        private var touchedOrder: [DayKey] = []
+        private var counts = Loader.RowCounts()
+
+        private static func earlier(_ a: StagingBatch.EventFacts, than b: StagingBatch.EventFacts) -> Bool {
+            a.key.time < b.key.time
+                || (a.key.time == b.key.time && a.key.id.utf8.lexicographicallyPrecedes(b.key.id.utf8))
+        }
+
+        private mutating func touch(_ app: String, _ time: Timestamp) {
+            let key = DayKey(app: app, day: StagingBatch.day(of: time))
+            if touched.insert(key).inserted { touchedOrder.append(key) }
+        }
+
+        mutating func addEvent(_ facts: StagingBatch.EventFacts) {
+            counts.events += 1
+            touch(facts.key.app, facts.key.time)
+            let key = DeviceKey(app: facts.key.app, device: facts.device)
+            guard var device = devices[key] else {
+                devices[key] = Device(first: facts, clicked: facts.installClickID == nil ? nil : facts)
+                deviceOrder.append(key)
+                return
+            }
+            var changed = false
+            if Self.earlier(facts, than: device.first) {
+                device.first = facts
+                changed = true
+            }
+            if facts.installClickID != nil, device.clicked.map({ Self.earlier(facts, than: $0) }) ?? true {
+                device.clicked = facts
+                changed = true
+            }
+            if changed { devices[key] = device }
+        }
+
+        mutating func addClick(_ facts: StagingBatch.RowFacts) {
+            counts.clicks += 1
+            touch(facts.app, facts.time)
+            let key = DeviceKey(app: facts.app, device: facts.path ?? "")
+            if let first = links[key] {
+                if facts.time < first { links[key] = facts.time }
+            } else {
+                links[key] = facts.time
+                linkOrder.append(key)
+            }
+        }
+
+        mutating func addMatch(_ facts: StagingBatch.RowFacts) {
+            counts.matches += 1
+            touch(facts.app, facts.time)
+        }
+
+        /// The COPY rows.
+        func rows() -> DerivedRows {
+            var rows = DerivedRows()
+            rows.counts = counts
+            for key in deviceOrder {
+                let device = devices[key]!
+                StagingEncoder.appendRow(
+                    [
+                        .text(key.app), .text(key.device), .timestamp(device.first.key.time),
+                        .text(device.first.platform), .text(device.first.sdk), .text(device.clicked?.installClickID),
+                        .timestamp(device.clicked?.key.time),
+                    ], to: &rows.devices)
+            }
+            for key in linkOrder {
+                StagingEncoder.appendRow([.text(key.app), .text(key.device), .timestamp(links[key])], to: &rows.links)
+            }
+            for key in touchedOrder {
+                StagingEncoder.appendRow([.text(key.app), .date(key.day)], to: &rows.touched)
+            }
+            return rows
+        }
     }
 }

@@ -1,8 +1,10 @@
 import EventModel
 
-/// Turns envelopes into rows of PostgreSQL's COPY text format for the staging table.
+/// Turns envelopes into rows of PostgreSQL's COPY text format: one encoder per target table
+/// (`events`, `clicks`, `matches` directly, the slim `pg_temp.load_staging`, and the derived-row
+/// temporary tables).
 ///
-/// The column order is `StagingEncoder.columns`, which must match `LoadSQL.createStaging`.
+/// Each table's column order is its `...Columns` list, which the COPY statements in `LoadSQL` name.
 /// Text format rules (PostgreSQL docs, "COPY ... Text Format"): columns separated by a tab, rows
 /// ended by a newline, NULL written as `\N`, and inside a value a backslash, tab, newline and
 /// carriage return escaped as `\\`, `\t`, `\n`, `\r`. Nothing else needs escaping; the bytes are
@@ -12,31 +14,38 @@ import EventModel
 /// would fail on every retry), so inside `data`/`metadata` it is rewritten to `\ufffd`; a raw NUL
 /// byte in any text becomes U+FFFD for the same reason.
 struct StagingEncoder {
-    /// Staging columns, in COPY order.
-    static let columns = [
-        "kind", "app_id", "event_id", "time", "received_at", "clock", "name", "device_id", "platform",
-        "sdk", "client_ts", "sent_at", "install_click_id", "open_click_id", "open_type", "click_id",
-        "data", "metadata", "url", "path", "query", "utm_source", "utm_medium", "utm_campaign", "click_kind", "user_agent", "ip", "referrer", "method",
-        "score",
+    /// `events` columns, in COPY order (also `pg_temp.load_event_rows`, the safe-cast fallback).
+    static let eventColumns = [
+        "app_id", "event_id", "kind", "name", "device_id", "platform", "sdk", "event_time", "received_at",
+        "client_ts", "sent_at", "install_click_id", "open_click_id", "open_type", "click_id", "data", "metadata",
+        "clock",
     ]
+    /// `clicks` columns, in COPY order.
+    static let clickColumns = [
+        "app_id", "click_id", "event_id", "url", "path", "query", "utm_source", "utm_medium", "utm_campaign",
+        "platform", "click_kind", "click_time", "received_at", "user_agent", "ip", "referrer", "clock",
+    ]
+    /// `matches` columns, in COPY order.
+    static let matchColumns = ["app_id", "click_id", "event_id", "method", "score", "match_time", "received_at", "clock"]
+    /// `pg_temp.load_staging` columns, in COPY order: what deduplication and the rollup queue read.
+    static let stagedColumns = ["kind", "app_id", "event_id", "time", "device_id", "click_id"]
 
     private static let tab: UInt8 = 0x09
     private static let newline: UInt8 = 0x0A
     private static let backslash: UInt8 = 0x5C
     private static let null: [UInt8] = [0x5C, 0x4E]  // \N
 
-    /// Appends one row for `envelope` to `out`.
-    static func append(_ envelope: Envelope, to out: inout [UInt8]) {
-        text(envelope.kind.rawValue, &out)
+    /// Appends one `events` row for an envelope of kind event or retention.
+    static func appendEvent(_ envelope: Envelope, to out: inout [UInt8]) {
         text(envelope.app, &out)
         text(envelope.id, &out)
-        timestamp(envelope.time, &out)
-        timestamp(envelope.receivedAt, &out)
-        text(envelope.clock.rawValue, &out)
+        text(envelope.kind.rawValue, &out)
         text(envelope.name, &out)
         text(envelope.device, &out)
         text(envelope.platform?.rawValue, &out)
         text(envelope.sdk, &out)
+        timestamp(envelope.time, &out)
+        timestamp(envelope.receivedAt, &out)
         timestamp(envelope.clientTimestamp, &out)
         timestamp(envelope.sentAt, &out)
         text(envelope.attribution?.installClickID, &out)
@@ -45,23 +54,81 @@ struct StagingEncoder {
         text(envelope.clickID, &out)
         json(envelope.data, &out)
         json(envelope.metadata, &out)
+        last(envelope.clock.rawValue, &out)
+    }
+
+    /// Appends one `clicks` row for an envelope of kind click.
+    static func appendClick(_ envelope: Envelope, to out: inout [UInt8]) {
+        text(envelope.app, &out)
+        text(envelope.clickID, &out)
+        text(envelope.id, &out)
         text(envelope.url, &out)
         text(envelope.path, &out)
         query(envelope.query, &out)
         text(parameter("utm_source", envelope.query), &out)
         text(parameter("utm_medium", envelope.query), &out)
         text(parameter("utm_campaign", envelope.query), &out)
+        text(envelope.platform?.rawValue, &out)
         text(envelope.clickKind?.rawValue, &out)
+        timestamp(envelope.time, &out)
+        timestamp(envelope.receivedAt, &out)
         text(envelope.userAgent, &out)
         text(envelope.ip, &out)
         text(envelope.referrer, &out)
+        last(envelope.clock.rawValue, &out)
+    }
+
+    /// Appends one `matches` row for an envelope of kind match.
+    static func appendMatch(_ envelope: Envelope, to out: inout [UInt8]) {
+        text(envelope.app, &out)
+        text(envelope.clickID, &out)
+        text(envelope.id, &out)
         text(envelope.method?.rawValue, &out)
         if let score = envelope.score, score.isFinite, abs(score) < 2e9 {
             out.append(contentsOf: "\(Int(score.rounded()))".utf8)
         } else {
             out.append(contentsOf: null)
         }
-        out.append(newline)
+        out.append(tab)
+        timestamp(envelope.time, &out)
+        timestamp(envelope.receivedAt, &out)
+        last(envelope.clock.rawValue, &out)
+    }
+
+    /// Appends one `pg_temp.load_staging` row (every kind).
+    static func appendStaged(_ envelope: Envelope, to out: inout [UInt8]) {
+        text(envelope.kind.rawValue, &out)
+        text(envelope.app, &out)
+        text(envelope.id, &out)
+        timestamp(envelope.time, &out)
+        text(envelope.device, &out)
+        text(envelope.clickID, &out)
+        out[out.count - 1] = newline
+    }
+
+    /// Appends a row of text and timestamp fields (the derived-row tables).
+    static func appendRow(_ fields: [Field], to out: inout [UInt8]) {
+        for field in fields {
+            switch field {
+            case .text(let value): text(value, &out)
+            case .timestamp(let value): timestamp(value, &out)
+            case .date(let day): text(PartitionCache.iso(day), &out)
+            }
+        }
+        out[out.count - 1] = newline
+    }
+
+    /// A field of `appendRow`.
+    enum Field {
+        case text(String?)
+        case timestamp(Timestamp?)
+        /// A UTC day number, written as `YYYY-MM-DD`.
+        case date(Int64)
+    }
+
+    private static func last(_ value: String, _ out: inout [UInt8]) {
+        text(value, &out)
+        out[out.count - 1] = newline
     }
 
     private static func parameter(_ name: String, _ query: [QueryParameter]?) -> String? {

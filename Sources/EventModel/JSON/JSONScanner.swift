@@ -233,14 +233,7 @@ private struct Scanner {
     /// Nonzero when one of the eight bytes is `"`, `\`, below 0x20 or at least 0x80. The lowest
     /// set bit always marks the first such byte (borrow false positives only occur above it).
     @inline(__always) static func specialMask(_ v: UInt64) -> UInt64 {
-        let ones: UInt64 = 0x0101_0101_0101_0101
-        let high: UInt64 = 0x8080_8080_8080_8080
-        let quote = v ^ (ones &* 0x22)
-        let slash = v ^ (ones &* 0x5C)
-        let hasQuote = (quote &- ones) & ~quote
-        let hasSlash = (slash &- ones) & ~slash
-        let hasControl = (v &- ones &* 0x20) & ~v
-        return (hasQuote | hasSlash | hasControl | v) & high
+        escapeMask(v) | v & 0x8080_8080_8080_8080
     }
 
     /// Validates one escape starting at the backslash; returns the offset after it.
@@ -312,6 +305,18 @@ private struct Scanner {
         }
         return start &+ length
     }
+}
+
+/// Nonzero when one of the eight bytes of `v` is `"`, `\\` or below 0x20: the bytes a JSON string
+/// must escape (SWAR: the high bit of each such byte is set; bytes >= 0x80 never are).
+@inline(__always) func escapeMask(_ v: UInt64) -> UInt64 {
+    let ones: UInt64 = 0x0101_0101_0101_0101
+    let quote = v ^ (ones &* 0x22)
+    let slash = v ^ (ones &* 0x5C)
+    let hasQuote = (quote &- ones) & ~quote
+    let hasSlash = (slash &- ones) & ~slash
+    let hasControl = (v &- ones &* 0x20) & ~v
+    return (hasQuote | hasSlash | hasControl) & 0x8080_8080_8080_8080
 }
 
 @inline(__always) func hexValue(_ b: UInt8) -> UInt8? {

@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// A handle to one value of a `JSONDocument`: cheap to copy, nothing materialised until asked.
 package struct JSONValue: Sendable {
     /// The document the value belongs to.
@@ -180,7 +186,8 @@ extension JSONValue {
         return document.bytes.withUnsafeBufferPointer { all in
             let raw = UnsafeBufferPointer(rebasing: all[Int(t.start)..<Int(t.end)])
             if t.flags & Token.hasEscapes == 0 {
-                return raw.count == other.count && raw.elementsEqual(other)
+                guard raw.count == other.count else { return false }
+                return raw.isEmpty || memcmp(raw.baseAddress!, other.baseAddress!, raw.count) == 0
             }
             return JSONValue.unescape(raw).elementsEqual(other)
         }

@@ -52,6 +52,10 @@ struct JSONWriter {
     mutating func rawJSON(bytes: UnsafeBufferPointer<UInt8>) {
         let start = cursor
         raw(bytes: bytes)
+        // Compact JSON has no line breaks: two vectorised searches, and the byte loop only when
+        // one is found.
+        let count = cursor - start
+        guard memchr(start, 0x0A, count) != nil || memchr(start, 0x0D, count) != nil else { return }
         var position = start
         while position < cursor {
             if position.pointee == 0x0A || position.pointee == 0x0D { position.pointee = 0x20 }
@@ -87,7 +91,21 @@ struct JSONWriter {
     mutating func string(bytes: UnsafeBufferPointer<UInt8>) {
         byte(UInt8(ascii: "\""))
         var out = cursor
-        for b in bytes {
+        guard let base = bytes.baseAddress else {
+            byte(UInt8(ascii: "\""))
+            return
+        }
+        // Eight bytes at a time while none needs escaping (ids, names: nearly always), then byte by byte.
+        var i = 0
+        let n = bytes.count
+        while i &+ 8 <= n {
+            let word = UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self)
+            if escapeMask(word) != 0 { break }
+            UnsafeMutableRawPointer(out).storeBytes(of: word, as: UInt64.self)
+            out += 8
+            i &+= 8
+        }
+        for b in UnsafeBufferPointer(rebasing: bytes[i...]) {
             if b >= 0x20 && b != UInt8(ascii: "\"") && b != UInt8(ascii: "\\") {
                 out.pointee = b
                 out += 1
@@ -118,6 +136,12 @@ struct JSONWriter {
     /// Writes a string or `null`.
     mutating func optionalString(_ text: String?) {
         if let text { string(text) } else { raw("null") }
+    }
+
+    /// Writes a string value of a scanned document (unescaped, then escaped as the encoder does)
+    /// or `null`.
+    mutating func optionalString(_ value: JSONValue?) {
+        guard let value, value.withStringBytes({ string(bytes: $0) }) != nil else { return raw("null") }
     }
 
     @inline(__always) static func hexDigit(_ v: UInt8) -> UInt8 {
@@ -160,6 +184,15 @@ struct JSONWriter {
         byte(UInt8(truncatingIfNeeded: 48 + ms / 100))
         twoDigits(ms % 100)
         raw("Z\"")
+    }
+
+    /// `timestamp(_:)`'s bytes (with quotes), for a time written on many lines.
+    static func timestampBytes(_ time: Timestamp) -> [UInt8] {
+        [UInt8](unsafeUninitializedCapacity: timestampBound) { buffer, count in
+            var w = JSONWriter(buffer.baseAddress!)
+            w.timestamp(time)
+            count = w.cursor - buffer.baseAddress!
+        }
     }
 
     /// The text `number(_:)` writes.

@@ -73,8 +73,14 @@ enum EventField: Int, CaseIterable {
     static func named(_ bytes: UnsafeBufferPointer<UInt8>) -> EventField? {
         guard bytes.count < byLength.count else { return nil }
         guard let base = bytes.baseAddress else { return nil }
-        for field in byLength[bytes.count] where memcmp(field.key.utf8Start, base, bytes.count) == 0 {
-            return field
+        // Keys are a few bytes and most candidates differ in the first one: an inline loop beats
+        // a call to memcmp.
+        let count = bytes.count
+        for field in byLength[count] {
+            let key = field.key.utf8Start
+            var k = 0
+            while k < count, key[k] == base[k] { k &+= 1 }
+            if k == count { return field }
         }
         return nil
     }

@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 // Reading and checking individual members of the event being normalised.
 
 extension EventNormalizer {
@@ -57,47 +63,47 @@ extension EventNormalizer {
 
     /// The client's id: the first of event_id, message_id, messageId, insert_id, uuid present.
     func clientEventID() throws(Rejection) -> String? {
+        try clientEventIDValue()?.string
+    }
+
+    /// `clientEventID()` as the checked string value in the body (no copy).
+    func clientEventIDValue() throws(Rejection) -> JSONValue? {
         for field in EventField.idFields {
-            let read = try readString(field) { bytes in
-                DeviceID.isValidIdentifier(bytes) && !DeviceID.isHashedID(bytes) ? String(decoding: bytes, as: UTF8.self) : nil
-            }
-            guard let id = read else { continue }
-            guard let id else {
+            let read = try readString(field) { bytes in DeviceID.isValidIdentifier(bytes) && !DeviceID.isHashedID(bytes) }
+            guard let isValid = read else { continue }
+            guard isValid else {
                 throw Rejection(
                     .invalidEventID,
                     "\"\(field.key)\" must be 1 to \(Self.maxIdentifierBytes) bytes without control characters, not starting with \"h:\"")
             }
-            return id
+            return fields[field]
         }
         return nil
     }
 
     /// `attribution`: an object whose three members are strings or null; absent members are null
     /// (Android drops null members). Unknown members are ignored; the first of a repeated one wins.
-    func attribution() throws(Rejection) -> Attribution? {
+    func attribution() throws(Rejection) -> AttributionValues? {
         guard let value = fields[.attribution], !value.isNull else { return nil }
         guard value.kind == .object else { throw Rejection(.invalidType, "\"attribution\" must be an object") }
-        var attribution = Attribution()
+        var attribution = AttributionValues()
         var seen = (install: false, open: false, type: false)
         for (key, member) in value.members {
-            let text: String?
-            if member.isNull {
-                text = nil
-            } else if let string = member.string {
-                text = string
-            } else {
-                text = nil
-                if key.stringEquals("install_click_id") || key.stringEquals("open_click_id") || key.stringEquals("open_type") {
-                    throw Rejection(.invalidType, "\"attribution.\(key.string ?? "")\" must be a string or null")
-                }
+            let isInstall = key.stringEquals("install_click_id")
+            let isOpen = !isInstall && key.stringEquals("open_click_id")
+            let isType = !isInstall && !isOpen && key.stringEquals("open_type")
+            let isString = member.kind == .string
+            if !isString, !member.isNull, isInstall || isOpen || isType {
+                throw Rejection(.invalidType, "\"attribution.\(key.string ?? "")\" must be a string or null")
             }
-            if key.stringEquals("install_click_id") {
+            let text = isString ? member : nil
+            if isInstall {
                 if !seen.install { attribution.installClickID = text }
                 seen.install = true
-            } else if key.stringEquals("open_click_id") {
+            } else if isOpen {
                 if !seen.open { attribution.openClickID = text }
                 seen.open = true
-            } else if key.stringEquals("open_type") {
+            } else if isType {
                 if !seen.type { attribution.openType = text }
                 seen.type = true
             }
@@ -112,8 +118,7 @@ extension EventNormalizer {
     /// not worth losing the event over).
     mutating func sdk(index: Int) -> String? {
         if let header = context.sdkHeader, !header.isEmpty {
-            var header = header
-            if header.withUTF8({ DeviceID.isValidIdentifier($0) }) { return header }
+            if isSDKHeaderValid { return header }
             result.warnings.append("event \(index): the X-SDK header is not 1 to \(Self.maxIdentifierBytes) printable bytes and was ignored")
         }
         guard let value = fields[.sdk], !value.isNull else { return nil }
@@ -144,12 +149,17 @@ extension EventNormalizer {
 
     /// The digest of an SDK event: app, kind, normalised device, name, client time, raw data.
     mutating func digest(of event: SDKEvent) -> (UInt64, UInt64) {
+        event.device.withStringBytes { bytes in
+            DeviceID.withNormalized(bytes) { digest(of: event, device: $0) }
+        }!
+    }
+
+    /// `digest(of:)` with the device id already normalised.
+    mutating func digest(of event: SDKEvent, device: UnsafeBufferPointer<UInt8>) -> (UInt64, UInt64) {
         hash.reset()
         hash.append(context.appID)
         hash.append(event.kind.rawValue)
-        event.device.withStringBytes { bytes in
-            DeviceID.withNormalized(bytes) { hash.append($0) }
-        }
+        hash.append(device)
         event.name.withStringBytes { hash.append($0) }
         hash.append(event.client.microseconds)
         if let data = event.data {
@@ -182,7 +192,7 @@ enum DeviceID {
 
     /// Calls `body` with the normalised bytes of a valid device id (lowercased when UUID-shaped).
     static func withNormalized<R>(_ bytes: UnsafeBufferPointer<UInt8>, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
-        guard isUUIDShaped(bytes), bytes.contains(where: { $0 &- 65 < 26 }) else { return body(bytes) }
+        guard uuidShape(bytes) == .upperCase else { return body(bytes) }
         return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 36) { scratch in
             for k in 0..<36 {
                 let b = bytes[k]
@@ -195,30 +205,42 @@ enum DeviceID {
     /// The normalised device id, or nil when it is not a valid identifier.
     static func normalize(_ bytes: UnsafeBufferPointer<UInt8>) -> String? {
         guard isValidIdentifier(bytes) else { return nil }
-        guard isUUIDShaped(bytes), bytes.contains(where: { $0 &- 65 < 26 }) else {
-            return String(decoding: bytes, as: UTF8.self)
-        }
-        return String(unsafeUninitializedCapacity: bytes.count) { out in
-            for k in 0..<bytes.count {
-                let b = bytes[k]
-                out[k] = b &- 65 < 26 ? b | 0x20 : b
-            }
-            return bytes.count
-        }
+        return withNormalized(bytes) { String(decoding: $0, as: UTF8.self) }
     }
 
     /// True for `8-4-4-4-12` hex digits in any case.
     static func isUUIDShaped(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-        guard bytes.count == 36 else { return false }
-        for k in 0..<36 {
-            let b = bytes[k]
-            if k == 8 || k == 13 || k == 18 || k == 23 {
-                guard b == UInt8(ascii: "-") else { return false }
-            } else {
-                guard hexValue(b) != nil else { return false }
+        uuidShape(bytes) != .other
+    }
+
+    /// Whether `bytes` is a UUID, and whether it has upper-case hex digits (to lowercase).
+    enum UUIDShape { case other, lowerCase, upperCase }
+
+    /// `isUUIDShaped` and the upper-case test in one pass over the 36 bytes, without branches per
+    /// byte (digits and letters alternate at random in a UUID, so branches would mispredict).
+    static func uuidShape(_ bytes: UnsafeBufferPointer<UInt8>) -> UUIDShape {
+        guard bytes.count == 36, let p = bytes.baseAddress else { return .other }
+        let dash = UInt8(ascii: "-")
+        guard p[8] == dash, p[13] == dash, p[18] == dash, p[23] == dash else { return .other }
+        var isHex: UInt8 = 1
+        var upper: UInt8 = 0
+        @inline(__always) func scan(_ range: Range<Int>) {
+            for k in range {
+                let b = p[k]
+                // Digits, or a-f / A-F (`| 0x20` maps A-F to a-f and leaves digits alone).
+                let digit: UInt8 = b &- 48 < 10 ? 1 : 0
+                let letter: UInt8 = (b | 0x20) &- 97 < 6 ? 1 : 0
+                isHex &= digit | letter
+                upper |= b &- 65 < 6 ? 1 : 0
             }
         }
-        return true
+        scan(0..<8)
+        scan(9..<13)
+        scan(14..<18)
+        scan(19..<23)
+        scan(24..<36)
+        guard isHex == 1 else { return .other }
+        return upper == 1 ? .upperCase : .lowerCase
     }
 }
 
@@ -238,6 +260,22 @@ extension Platform {
             self = .desktop
         } else if equals("unknown") {
             self = .unknown
+        } else {
+            return nil
+        }
+    }
+}
+
+extension EventKind {
+    /// The kind a batch element's `"type"` names: exactly `event` or `retention`.
+    init?(sdkType bytes: UnsafeBufferPointer<UInt8>) {
+        func equals(_ name: StaticString) -> Bool {
+            bytes.count == name.utf8CodeUnitCount && memcmp(bytes.baseAddress!, name.utf8Start, bytes.count) == 0
+        }
+        if equals("event") {
+            self = .event
+        } else if equals("retention") {
+            self = .retention
         } else {
             return nil
         }

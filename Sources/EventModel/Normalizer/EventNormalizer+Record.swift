@@ -3,14 +3,28 @@
 // so the line is byte for byte what `Envelope.encoded()` would produce (tests check this).
 
 extension EventNormalizer {
-    /// The envelope line of a validated event (same bytes as `envelope(of:index:).encoded()`).
-    mutating func record(of event: SDKEvent, index: Int) -> [UInt8] {
+    /// Appends the envelope line of a validated event to `lines` (same bytes as
+    /// `envelope(of:index:).encoded()`).
+    mutating func appendRecord(of event: SDKEvent, index: Int) {
+        // The device id is normalised once for both the hashed id and the line.
+        event.device.withStringBytes { raw in
+            DeviceID.withNormalized(raw) { device in appendRecord(of: event, device: device, index: index) }
+        }
+    }
+
+    private mutating func appendRecord(of event: SDKEvent, device: UnsafeBufferPointer<UInt8>, index: Int) {
         let (time, clock) = resolveTime(client: event.client, index: index)
         let sdk = sdk(index: index)
-        let digest: (UInt64, UInt64)? = event.clientID == nil ? digest(of: event) : nil
+        let digest: (UInt64, UInt64)? = event.clientID == nil ? digest(of: event, device: device) : nil
         let bound = lineBound(of: event, sdk: sdk)
-        return [UInt8](unsafeUninitializedCapacity: bound) { buffer, count in
-            var w = JSONWriter(buffer.baseAddress!)
+        let lines = self.lines!
+        let receivedAtJSON = receivedAtJSON
+        let appID = context.appID
+        if let sentAt, sentAtJSON?.time != sentAt {
+            sentAtJSON = (sentAt, JSONWriter.timestampBytes(sentAt))
+        }
+        let sentAtJSON = sentAt == nil ? nil : sentAtJSON?.json
+        lines.appendLine(bound: bound) { w in
             w.raw(#"{"v":1,"id":"#)
             if let digest {
                 w.byte(UInt8(ascii: "\""))
@@ -18,12 +32,14 @@ extension EventNormalizer {
                 w.advance(by: 34)
                 w.byte(UInt8(ascii: "\""))
             } else {
-                w.string(event.clientID!)
+                event.clientID!.withStringBytes { w.string(bytes: $0) }
             }
             w.raw(#","app":"#)
-            w.string(context.appID)
+            w.string(appID)
             w.raw(event.kind == .retention ? #","kind":"retention","time":"# : #","kind":"event","time":"#)
+            let timeStart = w.cursor
             w.timestamp(time)
+            let timeJSON = UnsafeBufferPointer(start: timeStart, count: w.cursor - timeStart)
             w.raw(#","received_at":"#)
             w.raw(receivedAtJSON)
             switch clock {
@@ -33,17 +49,18 @@ extension EventNormalizer {
             }
             event.name.withStringBytes { w.string(bytes: $0) }
             w.raw(#","device":"#)
-            event.device.withStringBytes { bytes in DeviceID.withNormalized(bytes) { w.string(bytes: $0) } }
+            w.string(bytes: device)
             w.raw(event.platform == .ios ? #","platform":"ios""# : #","platform":"android""#)
             if let sdk {
                 w.raw(#","sdk":"#)
                 w.string(sdk)
             }
             w.raw(#","client_ts":"#)
-            w.timestamp(event.client)
-            if let sentAt {
+            // Without a clock correction the client's time is `time`, already formatted above.
+            if event.client == time { w.raw(bytes: timeJSON) } else { w.timestamp(event.client) }
+            if let sentAtJSON {
                 w.raw(#","sent_at":"#)
-                w.timestamp(sentAt)
+                w.raw(sentAtJSON)
             }
             if let attribution = event.attribution {
                 w.raw(#","attribution":{"install_click_id":"#)
@@ -56,7 +73,7 @@ extension EventNormalizer {
             }
             if let clickID = event.clickID {
                 w.raw(#","click_id":"#)
-                w.string(clickID)
+                clickID.withStringBytes { w.string(bytes: $0) }
             }
             if let data = event.data {
                 w.raw(#","data":"#)
@@ -67,8 +84,6 @@ extension EventNormalizer {
                 metadata.document.bytes.withUnsafeBufferPointer { w.rawJSON(bytes: UnsafeBufferPointer(rebasing: $0[metadata.byteRange])) }
             }
             w.byte(UInt8(ascii: "}"))
-            count = w.cursor - buffer.baseAddress!
-            precondition(count <= bound, "envelope line bound exceeded")
         }
     }
 
@@ -76,17 +91,15 @@ extension EventNormalizer {
     /// lengths, and escaping multiplies by at most 6.
     private func lineBound(of event: SDKEvent, sdk: String?) -> Int {
         var bound = 512 + 4 * JSONWriter.timestampBound + 36
+        // Raw string lengths (with quotes) bound their unescaped lengths.
         bound += 6 * (event.name.byteRange.count + event.device.byteRange.count)
+        bound += 6 * ((event.clientID?.byteRange.count ?? 0) + (event.clickID?.byteRange.count ?? 0))
         bound += JSONWriter.bound(of: context.appID)
         @inline(__always) func add(_ text: String?) {
             if let text { bound += JSONWriter.bound(of: text) }
         }
-        add(event.clientID)
         add(sdk)
-        add(event.clickID)
-        add(event.attribution?.installClickID)
-        add(event.attribution?.openClickID)
-        add(event.attribution?.openType)
+        bound += event.attribution?.bound ?? 0
         bound += (event.data?.byteRange.count ?? 0) + (event.metadata?.byteRange.count ?? 0)
         return bound
     }

@@ -9,7 +9,7 @@ struct EventNormalizer {
     var sentAt: Timestamp?
     var result = NormalizedRequest()
     /// Envelope lines of accepted events, when normalising straight to lines.
-    var records: [[UInt8]] = []
+    var lines: LineBuffer?
     var fields = EventFields()
     var hash = EventHash()
 
@@ -18,16 +18,18 @@ struct EventNormalizer {
 
     /// `received_at` as a quoted JSON timestamp: the same for every line of the request.
     let receivedAtJSON: [UInt8]
+    /// Whether the `X-SDK` header is a usable identifier (checked once per request).
+    let isSDKHeaderValid: Bool
+    /// `sentAt` as a quoted JSON timestamp, formatted once per request.
+    var sentAtJSON: (time: Timestamp, json: [UInt8])?
 
     init(context: RequestContext, limits: IngestLimits, sentAt: Timestamp?) {
         self.context = context
         self.limits = limits
         self.sentAt = sentAt
-        receivedAtJSON = [UInt8](unsafeUninitializedCapacity: JSONWriter.timestampBound) { buffer, count in
-            var w = JSONWriter(buffer.baseAddress!)
-            w.timestamp(context.receivedAt)
-            count = w.cursor - buffer.baseAddress!
-        }
+        receivedAtJSON = JSONWriter.timestampBytes(context.receivedAt)
+        var header = context.sdkHeader ?? ""
+        isSDKHeaderValid = header.withUTF8 { DeviceID.isValidIdentifier($0) }
     }
 
     /// Reads `sent_at` (or Segment's `sentAt`); an unreadable one is ignored with a warning.
@@ -41,13 +43,13 @@ struct EventNormalizer {
     // MARK: SDK events
 
     /// Normalises one SDK event; `kind` nil means "read `type`, default event". With `encode`,
-    /// the accepted event is written straight to `result.records` as an envelope line instead of
-    /// being kept as an `Envelope`.
+    /// the accepted event is written straight to `lines` as an envelope line instead of being
+    /// kept as an `Envelope`.
     mutating func sdkEvent(_ value: JSONValue, index: Int, kind: EventKind?, allowsType: Bool, encode: Bool = false) {
         do throws(Rejection) {
             let event = try validateSDKEvent(value, kind: kind, allowsType: allowsType)
             if encode {
-                records.append(record(of: event, index: index))
+                appendRecord(of: event, index: index)
             } else {
                 result.accepted.append(envelope(of: event, index: index))
             }
@@ -57,6 +59,11 @@ struct EventNormalizer {
         }
     }
 
+    /// The outcome of normalising straight to lines.
+    var encodedRequest: EncodedRequest {
+        EncodedRequest(lines: lines ?? LineBuffer(capacity: 0), rejected: result.rejected, warnings: result.warnings)
+    }
+
     /// Checks one SDK event; the result still points into the body.
     private mutating func validateSDKEvent(
         _ value: JSONValue, kind fixedKind: EventKind?, allowsType: Bool
@@ -64,12 +71,9 @@ struct EventNormalizer {
         try checkShape(value)
         try fields.collect(from: value, mask: allowsType ? EventField.sdkBatchMask : EventField.sdkMask)
         var kind = fixedKind ?? .event
-        if allowsType, let type = try optionalString(.type) {
-            switch type {
-            case "event": kind = .event
-            case "retention": kind = .retention
-            default: throw Rejection(.invalidKind, "\"type\" must be \"event\" or \"retention\"")
-            }
+        if allowsType, let type = try readString(.type, { EventKind(sdkType: $0) }) {
+            guard let type else { throw Rejection(.invalidKind, "\"type\" must be \"event\" or \"retention\"") }
+            kind = type
         }
         let nameLength = try readString(.eventName, required: true) { bytes in
             bytes.reduce(0) { $0 + ($1 & 0xC0 == 0x80 ? 0 : 1) }
@@ -86,8 +90,8 @@ struct EventNormalizer {
         let device = try deviceID()
         return SDKEvent(
             kind: kind, name: fields[.eventName]!, client: client, platform: platform, device: device,
-            clientID: try clientEventID(), attribution: try attribution(),
-            clickID: try optionalString(.clickID).flatMap { $0.isEmpty ? nil : $0 },
+            clientID: try clientEventIDValue(), attribution: try attribution(),
+            clickID: try readString(.clickID) { !$0.isEmpty }.flatMap { $0 ? fields[.clickID] : nil },
             data: fields[.data].flatMap { $0.isNull ? nil : $0 }, metadata: fields[.metadata].flatMap { $0.isNull ? nil : $0 })
     }
 
@@ -95,7 +99,7 @@ struct EventNormalizer {
     /// rejects and warnings only concern accepted events.
     private mutating func envelope(of event: SDKEvent, index: Int) -> Envelope {
         let (time, clock) = resolveTime(client: event.client, index: index)
-        let id = event.clientID ?? hashedID(of: event)
+        let id = event.clientID?.string ?? hashedID(of: event)
         var envelope = Envelope(id: id, app: context.appID, kind: event.kind, time: time, receivedAt: context.receivedAt, clock: clock)
         envelope.name = event.name.string
         envelope.device = event.device.withStringBytes { DeviceID.normalize($0) } ?? nil
@@ -103,8 +107,8 @@ struct EventNormalizer {
         envelope.sdk = sdk(index: index)
         envelope.clientTimestamp = event.client
         envelope.sentAt = sentAt
-        envelope.attribution = event.attribution
-        envelope.clickID = event.clickID
+        envelope.attribution = event.attribution?.strings
+        envelope.clickID = event.clickID?.string
         envelope.data = event.data.map { Array($0.rawBytes) }
         envelope.metadata = event.metadata.map { Array($0.rawBytes) }
         return envelope

@@ -29,6 +29,7 @@ package enum Normalizer {
         let root = document.root
         guard root.kind == .object else { throw .notAnObject }
         var normalizer = EventNormalizer(context: context, limits: limits, sentAt: nil)
+        if encode { normalizer.lines = LineBuffer(capacity: body.count * 2 + 512) }
         normalizer.sdkEvent(root, index: 0, kind: kind == .retention ? .retention : .event, allowsType: false, encode: encode)
         return normalizer
     }
@@ -58,7 +59,9 @@ package enum Normalizer {
         try checkCount(count, limits: limits)
         var normalizer = EventNormalizer(context: context, limits: limits, sentAt: nil)
         if encode {
-            normalizer.records.reserveCapacity(count)
+            // Envelope lines run about 1.45x their events' JSON (ids, times, app, clock), and each
+            // line reserves its bound (~1-2 KiB) before it is written.
+            normalizer.lines = LineBuffer(capacity: body.count * 8 / 5 + 4096)
         } else {
             normalizer.result.accepted.reserveCapacity(count)
         }

@@ -8,11 +8,30 @@ struct SDKEvent {
     var platform: Platform
     /// `device_id` (valid; not yet lowercased).
     var device: JSONValue
-    var clientID: String?
-    var attribution: Attribution?
-    var clickID: String?
+    /// The client's id (a checked string), absent when the event has none.
+    var clientID: JSONValue?
+    var attribution: AttributionValues?
+    /// `click_id`, absent when missing, `null` or empty.
+    var clickID: JSONValue?
     /// `data`, absent when missing or `null`.
     var data: JSONValue?
     /// `metadata`, absent when missing or `null`.
     var metadata: JSONValue?
+}
+
+/// `attribution` as checked string values in the body; nil members are null or absent.
+struct AttributionValues {
+    var installClickID: JSONValue?
+    var openClickID: JSONValue?
+    var openType: JSONValue?
+
+    /// The strings, for an `Envelope`.
+    var strings: Attribution {
+        Attribution(installClickID: installClickID?.string, openClickID: openClickID?.string, openType: openType?.string)
+    }
+
+    /// Bytes the three values take at most once escaped (`null` is within the line's slack).
+    var bound: Int {
+        6 * ((installClickID?.byteRange.count ?? 0) + (openClickID?.byteRange.count ?? 0) + (openType?.byteRange.count ?? 0))
+    }
 }

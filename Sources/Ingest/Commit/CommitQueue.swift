@@ -1,5 +1,6 @@
 import Dispatch
 import EventLog
+import EventModel
 import Foundation
 import Observability
 import Synchronization
@@ -12,24 +13,41 @@ import Locking
 final class CommitQueue: Sendable {
     /// One request's records and what to do once they are durable (or not).
     struct Job: Sendable {
-        var records: [[UInt8]]
+        /// The accepted envelope lines, each followed by a newline (not written to any more).
+        let ndjson: LineBuffer
         var deadLetters: [[UInt8]]
         var completion: @Sendable (_ error: (any Error)?) -> Void
         /// Bytes this job adds to a group's appends.
         let byteCount: Int
+        /// When the job was created (just before it is queued).
+        let queuedAt = ContinuousClock.now
 
+        init(
+            ndjson: LineBuffer, deadLetters: [[UInt8]], completion: @escaping @Sendable (_ error: (any Error)?) -> Void
+        ) {
+            self.ndjson = ndjson
+            self.deadLetters = deadLetters
+            self.completion = completion
+            byteCount = ndjson.count + deadLetters.reduce(0) { $0 + $1.count + 1 }
+        }
+
+        /// `records` given one by one (each a line without its newline).
         init(
             records: [[UInt8]], deadLetters: [[UInt8]], completion: @escaping @Sendable (_ error: (any Error)?) -> Void
         ) {
-            self.records = records
-            self.deadLetters = deadLetters
-            self.completion = completion
-            byteCount = records.reduce(0) { $0 + $1.count + 1 } + deadLetters.reduce(0) { $0 + $1.count + 1 }
+            let ndjson = LineBuffer(capacity: records.reduce(0) { $0 + $1.count + 1 })
+            for record in records { ndjson.appendLine(record) }
+            self.init(ndjson: ndjson, deadLetters: deadLetters, completion: completion)
         }
+
+        /// Lines in `ndjson`.
+        var records: Int { ndjson.lines }
     }
 
-    /// Most bytes (records and dead letters) in one group's appends.
-    private let maxGroupBytes = 8 << 20
+    /// Most bytes (records and dead letters) in one group's appends. The group's NDJSON is copied
+    /// into one buffer per committer, so this bounds that buffer; the log merges the groups of
+    /// concurrent committers into one frame anyway, so larger groups would not save fsyncs.
+    private let maxGroupBytes = 1 << 20
 
     private struct State {
         var jobs: [Job] = []
@@ -45,6 +63,7 @@ final class CommitQueue: Sendable {
     private let committers: Int
     private let logger = Logger(label: "ingest")
     private let appendLatency: Histogram
+    private let queueWait: Histogram
     private let groupSize: Histogram
     private let deadLetterFailures: Counter
     private let appendFailures: Counter
@@ -59,6 +78,8 @@ final class CommitQueue: Sendable {
         self.committers = committers
         appendLatency = metrics.histogram(
             "ingest_commit_duration_seconds", help: "Time for one group of requests to become durable")
+        queueWait = metrics.histogram(
+            "ingest_commit_wait_seconds", help: "Time a finished request waits for a committer thread")
         groupSize = metrics.histogram(
             "ingest_commit_group_requests", help: "Requests sharing one append",
             buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024])
@@ -97,6 +118,9 @@ final class CommitQueue: Sendable {
     }
 
     private func run() {
+        // This committer's buffer for a group's NDJSON, reused (its capacity stays near
+        // `maxGroupBytes`, instead of a fresh allocation of that size per group).
+        var scratch: [UInt8] = []
         while true {
             wake.wait()
             let (group, isStopped, hasMore) = state.withLock { state in
@@ -115,7 +139,7 @@ final class CommitQueue: Sendable {
                 return (jobs, state.isStopped, !state.jobs.isEmpty)
             }
             if hasMore { wake.signal() }
-            if !group.isEmpty { commit(group) }
+            if !group.isEmpty { commit(group, scratch: &scratch) }
             if isStopped, state.withLock({ $0.jobs.isEmpty }) {
                 stopped.signal()
                 return
@@ -123,8 +147,9 @@ final class CommitQueue: Sendable {
         }
     }
 
-    private func commit(_ group: [Job]) {
+    private func commit(_ group: [Job], scratch: inout [UInt8]) {
         let start = ContinuousClock.now
+        for job in group { queueWait.observe(Double((start - job.queuedAt) / .microseconds(1)) / 1e6) }
         let deadLetters = group.flatMap(\.deadLetters)
         if !deadLetters.isEmpty {
             do {
@@ -135,10 +160,22 @@ final class CommitQueue: Sendable {
             }
         }
         var failures: [(any Error)?] = Array(repeating: nil, count: group.count)
-        if let error = append(group.flatMap(\.records)) {
+        let records = group.reduce(0) { $0 + $1.records }
+        let appended: (any Error)?
+        if group.count == 1 {
+            appended = group[0].ndjson.withUnsafeBytes { append($0, records: records) }
+        } else {
+            scratch.removeAll(keepingCapacity: true)
+            for job in group { job.ndjson.withUnsafeBytes { scratch.append(contentsOf: $0) } }
+            appended = scratch.withUnsafeBytes { append($0, records: records) }
+            if scratch.capacity > 2 * maxGroupBytes { scratch = [] }  // one huge request: do not keep it
+        }
+        if let error = appended {
             if group.count > 1, Self.isRecordError(error) {
                 // One request's records must not fail the others that share its group.
-                for (index, job) in group.enumerated() { failures[index] = append(job.records) }
+                for (index, job) in group.enumerated() {
+                    failures[index] = job.ndjson.withUnsafeBytes { append($0, records: job.records) }
+                }
             } else {
                 failures = Array(repeating: error, count: group.count)
             }
@@ -146,22 +183,22 @@ final class CommitQueue: Sendable {
         appendLatency.observe(since: start)
         groupSize.observe(Double(group.count))
         for (job, failure) in zip(group, failures) {
-            job.completion(job.records.isEmpty ? nil : failure)
+            job.completion(job.records == 0 ? nil : failure)
         }
     }
 
-    /// Appends `records` to the event log; returns the error, logged once per outage.
-    private func append(_ records: [[UInt8]]) -> (any Error)? {
-        guard !records.isEmpty else { return nil }
+    /// Appends `ndjson` (`records` lines) to the event log; returns the error, logged once per outage.
+    private func append(_ ndjson: UnsafeRawBufferPointer, records: Int) -> (any Error)? {
+        guard records > 0 else { return nil }
         do {
-            try sink.append(records)
+            try sink.append(ndjson: ndjson)
             if isFailing.exchange(false, ordering: .relaxed) { logger.notice("log.append_recovered", [:]) }
             return nil
         } catch {
-            appendFailures.increment(by: records.count)
+            appendFailures.increment(by: records)
             // One line per outage, not per group: failures come every few milliseconds.
             if !isFailing.exchange(true, ordering: .relaxed) {
-                logger.error("log.append_failed", ["records": String(records.count), "error": "\(error)"])
+                logger.error("log.append_failed", ["records": String(records), "error": "\(error)"])
             }
             return error
         }

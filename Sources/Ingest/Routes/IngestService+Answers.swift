@@ -37,10 +37,10 @@ extension IngestService {
             if let ingestError = error as? IngestError { return HTTPResponse(error: ingestError) }
             return HTTPResponse(error: .logUnavailable(reason: "\(error)"))
         }
-        metrics.eventsAccepted(route: info.route.name, count: outcome.records.count)
+        metrics.eventsAccepted(route: info.route.name, count: outcome.recordCount)
         var writer = JSONWriter(capacity: 64 + outcome.rejected.count * 96)
         writer.raw("{\"accepted\":")
-        writer.int(outcome.records.count)
+        writer.int(outcome.recordCount)
         writer.raw(",\"rejected\":[")
         for (position, rejection) in outcome.rejected.enumerated() {
             if position > 0 { writer.raw(",") }
@@ -58,7 +58,7 @@ extension IngestService {
             writer.string(warning)
         }
         writer.raw("]}")
-        return HTTPResponse(status: outcome.records.isEmpty ? 400 : 200, body: writer.bytes)
+        return HTTPResponse(status: outcome.recordCount == 0 ? 400 : 200, body: writer.bytes)
     }
 }
 

@@ -111,13 +111,13 @@ final class IngestService: HTTPHandler {
                 }
             return refuse(IngestError(error), info: info, raw: decoded, rawIsJSON: isJSON)
         }
-        // The normaliser writes each envelope line straight from the body (no Envelope values),
-        // always as one line (pretty-printed data has its line breaks turned into spaces).
-        let records = outcome.records
+        // The normaliser writes every envelope line straight from the body into one NDJSON buffer
+        // (no Envelope values, no array per event), always one line per event (pretty-printed data
+        // has its line breaks turned into spaces).
         let deadLetters = outcome.rejected.isEmpty ? [] : deadLetters(for: outcome.rejected, body: decoded, info: info)
         let job = { @Sendable (complete: @escaping @Sendable (HTTPResponse) -> Void) in
             self.commits.enqueue(
-                CommitQueue.Job(records: records, deadLetters: deadLetters) { error in
+                CommitQueue.Job(ndjson: outcome.lines, deadLetters: deadLetters) { error in
                     complete(self.answer(outcome, info: info, error: error))
                 })
         }

@@ -40,6 +40,9 @@ package final class HTTPServer: Sendable {
     package let port: UInt16
     private let core: ServerCore
     private let daemon: Locked<DaemonHandle?>
+    /// Held for the whole of `shutdown()`, so a second call returns only once the daemon has
+    /// stopped and the listening socket is closed (not while the first call is still waiting).
+    private let stopping = Locked(())
 
     /// Binds and starts serving `handler` on the settings' address.
     package init(settings: HTTPServerSettings, handler: any HTTPHandler) throws(HTTPServerError) {
@@ -79,8 +82,13 @@ package final class HTTPServer: Sendable {
     }
 
     /// Stops accepting connections, waits (up to the grace period) for in-flight requests to be
-    /// answered, then stops the daemon. Safe to call more than once.
+    /// answered, then stops the daemon. Safe to call more than once, from any thread: every call
+    /// returns once the daemon has stopped.
     package func shutdown() {
+        stopping.withLock { _ in stop() }
+    }
+
+    private func stop() {
         guard let handle = daemon.withLock({ $0.take() }) else { return }
         // The quiesced socket stays open until the daemon has stopped: libmicrohttpd's threads
         // remove it from their epoll sets asynchronously, and closing it first makes that fail
@@ -204,6 +212,11 @@ private func begin(
         early = response
     case .readBody(let limit, let route, let context):
         state = RequestState(route: route, started: started, limit: limit, context: context)
+        // The body arrives in chunks of the connection's read buffer: sized once from
+        // Content-Length (within the limit), it is not regrown and copied on the way.
+        if let declared = head.header("Content-Length").flatMap({ Int($0) }), declared > 0, declared <= limit {
+            state.body.reserveCapacity(declared)
+        }
     }
     conCls.pointee = Unmanaged.passRetained(state).toOpaque()
     if let early {
