@@ -192,13 +192,7 @@ package enum ReportSQL {
     /// `d7`, `d14`, `d30` (NULL while not reached), `d1_rate` ... `d30_rate` (exact decimal text).
     /// Unordered (`ReportService.retention` sorts by link, organic last, then cohort day).
     package static func retention(app: String, from: ReportDay, to: ReportDay) -> SQL {
-        """
-        SELECT path, cohort_day::text AS cohort_day, cohort_size, d1, d3, d7, d14, d30,
-               d1_rate::text AS d1_rate, d3_rate::text AS d3_rate, d7_rate::text AS d7_rate,
-               d14_rate::text AS d14_rate, d30_rate::text AS d30_rate
-        FROM report_retention
-        WHERE app_id = \(app) AND cohort_day BETWEEN \(from.iso8601)::date AND \(to.iso8601)::date
-        """
+        retention(view: "report_retention", app: app, from: from, to: to)
     }
 
     /// Retention cohorts from the per-install-day sums (`report_retention_summary`, sql/054): the
@@ -206,11 +200,16 @@ package enum ReportSQL {
     /// `d7`, `d14`, `d30` (NULL while not reached), `d1_rate` ... `d30_rate` (exact decimal text).
     /// Unordered (`ReportService.retention` sorts by link, organic last, then cohort day).
     package static func retentionSummary(app: String, from: ReportDay, to: ReportDay) -> SQL {
+        retention(view: "report_retention_summary", app: app, from: from, to: to)
+    }
+
+    /// The retention columns read from `view` (both retention views have the same columns).
+    private static func retention(view: String, app: String, from: ReportDay, to: ReportDay) -> SQL {
         """
         SELECT path, cohort_day::text AS cohort_day, cohort_size, d1, d3, d7, d14, d30,
                d1_rate::text AS d1_rate, d3_rate::text AS d3_rate, d7_rate::text AS d7_rate,
                d14_rate::text AS d14_rate, d30_rate::text AS d30_rate
-        FROM report_retention_summary
+        FROM \(identifier: view)
         WHERE app_id = \(app) AND cohort_day BETWEEN \(from.iso8601)::date AND \(to.iso8601)::date
         """
     }
