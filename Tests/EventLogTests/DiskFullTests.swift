@@ -61,14 +61,7 @@ import Testing
 
     @Test("a really full file system (small tmpfs) gives diskFull, leaves only whole frames, and recovers")
     func realENOSPC() throws {
-        try withTemporaryDirectory { dir in
-            let mountPoint = dir + "/tmpfs"
-            try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
-            guard mount("tmpfs", mountPoint, "tmpfs", 0, "size=96k") == 0 else {
-                // Mounting tmpfs needs root (CAP_SYS_ADMIN); the disk-cap test above covers the same logic.
-                try Test.cancel("skipped: cannot mount a tmpfs here (errno \(errno)); needs root")
-            }
-            defer { umount(mountPoint) }
+        try withTmpfs(size: "96k") { mountPoint in
             var configuration = LogConfiguration(directory: mountPoint + "/segments")
             configuration.groupCommitDelay = .zero
             configuration.retryAfter = .zero
@@ -102,13 +95,7 @@ import Testing
 
     @Test("concurrent appends filling a small tmpfs: every acknowledged record is readable, sequences stay gap-free")
     func concurrentENOSPC() throws {
-        try withTemporaryDirectory { dir in
-            let mountPoint = dir + "/tmpfs"
-            try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
-            guard mount("tmpfs", mountPoint, "tmpfs", 0, "size=128k") == 0 else {
-                try Test.cancel("skipped: cannot mount a tmpfs here (errno \(errno)); needs root")
-            }
-            defer { umount(mountPoint) }
+        try withTmpfs(size: "128k") { mountPoint in
             var configuration = LogConfiguration(directory: mountPoint + "/segments")
             configuration.groupCommitDelay = .microseconds(100)
             configuration.groupCommitBytes = 2048  // many small frames, several per commit group
@@ -137,6 +124,21 @@ import Testing
             #expect(Set(records) == acknowledged.withLock { $0 })
             #expect(records.count == Set(records).count)
             #expect(try sequencesAreGapFree(configuration.directory))
+        }
+    }
+
+    /// Runs `body` with the path of a fresh tmpfs of `size` (a real file system that fills up),
+    /// unmounted afterwards. Mounting needs root (CAP_SYS_ADMIN); without it the test is cancelled
+    /// as skipped, and the disk-cap test covers the same logic.
+    private func withTmpfs(size: String, _ body: (String) throws -> Void) throws {
+        try withTemporaryDirectory { dir in
+            let mountPoint = dir + "/tmpfs"
+            try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
+            guard mount("tmpfs", mountPoint, "tmpfs", 0, "size=" + size) == 0 else {
+                try Test.cancel("skipped: cannot mount a tmpfs here (errno \(errno)); needs root")
+            }
+            defer { umount(mountPoint) }
+            try body(mountPoint)
         }
     }
 }
