@@ -5,6 +5,8 @@
 #   pg_local_start DIR   # initdb DIR if needed, start (or reuse) the cluster, create database `detour`,
 #                        # export DATABASE_URL=postgresql://<user>@127.0.0.1:<port>/detour and PG_LOCAL_PORT
 #   pg_local_stop DIR    # fast shutdown; a no-op when nothing runs in DIR
+#   pg_test_database NAME  # for test runners: DETOUR_TEST_DATABASE_URL = $DATABASE_URL when set, else a
+#                          # throwaway cluster in /tmp/NAME.XXXXXX, stopped and removed on EXIT (a trap)
 #
 # The cluster listens on 127.0.0.1 only (plus a unix socket inside DIR) with trust authentication for
 # local connections: it is for development and tests, never for production data. fsync stays on.
@@ -146,4 +148,18 @@ pg_local_stop() {
             || { echo "pg.sh: fast stop failed, trying immediate" >&2;
                  _pg_as_owner "$PG_BIN/pg_ctl" -D "$dir" -m immediate -w stop >/dev/null; }
     fi
+}
+
+# Points DETOUR_TEST_DATABASE_URL at $DATABASE_URL when it is set; otherwise starts a throwaway cluster
+# in a fresh /tmp/NAME.XXXXXX and sets an EXIT trap (replacing the caller's) that stops and removes it.
+pg_test_database() {
+    local name="${1:?usage: pg_test_database NAME}"
+    if [ -n "${DATABASE_URL:-}" ]; then
+        export DETOUR_TEST_DATABASE_URL=$DATABASE_URL
+        return 0
+    fi
+    PG_TEST_CLUSTER=$(mktemp -d "/tmp/$name.XXXXXX")
+    trap '{ pg_local_stop "$PG_TEST_CLUSTER" || true; rm -rf "$PG_TEST_CLUSTER"; }' EXIT
+    pg_local_start "$PG_TEST_CLUSTER"
+    export DETOUR_TEST_DATABASE_URL=$DATABASE_URL
 }
