@@ -1,7 +1,7 @@
 import Postgres
 
 /// A cursor over one packed summary line (`ReportSQL.linkSummary`): decimal integers and short text
-/// fields each followed by a comma, one-dimensional arrays in PostgreSQL's output (`{a,"b c",NULL}`,
+/// fields each followed by a comma, length-prefixed text (`7,default`), one-dimensional arrays in PostgreSQL's output (`{a,"b c",NULL}`,
 /// quoted elements with `\` escapes) back to back, and the rest of the line as the last field.
 ///
 /// Works on the UTF-8 bytes of the line and appends into caller-owned buffers, so decoding a row
@@ -53,6 +53,15 @@ struct ReportPacked {
         while index < bytes.count, bytes[index] != UInt8(ascii: ",") { index += 1 }
         let value = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
         try expect(UInt8(ascii: ","))
+        return value
+    }
+
+    /// A text field written as its length in bytes, a comma and the bytes (any bytes, commas included).
+    mutating func counted() throws -> String {
+        let count = try int()
+        guard count >= 0, count <= bytes.count - index else { throw malformed() }
+        let value = String(decoding: UnsafeBufferPointer(rebasing: bytes[index..<(index + count)]), as: UTF8.self)
+        index += count
         return value
     }
 

@@ -33,30 +33,21 @@ package enum ReportSQL {
         """
     }
 
-    /// The per-link report in one read (`report_link_summary`, sql/054): one row per link and day,
-    /// packed into one text column `line` (decoded by `ReportPacked`): the day, the counts of `linkDaily`
-    /// (`clicks`, `universal_link_opens`, `matched_installs`, `attributed_installs`, `reengagements`,
-    /// then those five `_ios` and `_android`), `install_rate` ('' when NULL), each followed by a comma;
-    /// then the breakdowns as parallel arrays in PostgreSQL's array output, back to back:
-    /// `event_names`, `event_counts`, `retention_names`, `retention_counts`, `revenue_currencies`,
-    /// `revenue_amounts` (exact decimal text), `utm_sources`, `utm_mediums`, `utm_campaigns` ('' =
-    /// absent), `utm_clicks`, `utm_universal_link_opens`, `utm_matched_installs`,
-    /// `utm_attributed_installs`, `utm_install_rates` ('' = NULL); the rest of the line is the path.
-    /// One column instead of 32 saves libpq and the decoder ~1M field accesses at 1,000 links.
-    /// Unordered: sorting these wide rows costs the server more than the caller
-    /// (`ReportService.links` sorts by path and day).
+    /// The per-link report in one read: one row per link and day of `report_link_summary` (sql/054),
+    /// as the packed text column `line` stored with the row (`report_link_summary_lines`, sql/055;
+    /// decoded by `ReportPacked`): the day, the counts of `linkDaily` (`clicks`,
+    /// `universal_link_opens`, `matched_installs`, `attributed_installs`, `reengagements`, then those
+    /// five `_ios` and `_android`), `install_rate` ('' when NULL), each followed by a comma; then the
+    /// breakdowns as parallel arrays in PostgreSQL's array output, back to back: `event_names`,
+    /// `event_counts`, `retention_names`, `retention_counts`, `revenue_currencies`, `revenue_amounts`
+    /// (exact decimal text), `utm_sources`, `utm_mediums`, `utm_campaigns` ('' = absent), `utm_clicks`,
+    /// `utm_universal_link_opens`, `utm_matched_installs`, `utm_attributed_installs`,
+    /// `utm_install_rates` ('' = NULL); the rest of the line is the path. The line is written when the
+    /// summary row is, so this read is a plain scan (building it here, mostly the arrays' text output,
+    /// was most of the query). Unordered: `ReportService.links` sorts by path and day.
     package static func linkSummary(app: String, from: ReportDay, to: ReportDay) -> SQL {
         """
-        SELECT concat(
-                   day, ',', clicks, ',', universal_link_opens, ',', matched_installs, ',', attributed_installs, ',',
-                   reengagements, ',', clicks_ios, ',', universal_link_opens_ios, ',', matched_installs_ios, ',',
-                   attributed_installs_ios, ',', reengagements_ios, ',', clicks_android, ',',
-                   universal_link_opens_android, ',', matched_installs_android, ',', attributed_installs_android, ',',
-                   reengagements_android, ',', install_rate, ',', event_names, event_counts, retention_names,
-                   retention_counts, revenue_currencies, revenue_amounts, utm_sources, utm_mediums, utm_campaigns,
-                   utm_clicks, utm_universal_link_opens, utm_matched_installs, utm_attributed_installs,
-                   utm_install_rates, path) AS line
-        FROM report_link_summary
+        SELECT line FROM report_link_summary_lines
         WHERE app_id = \(app) AND day BETWEEN \(from.iso8601)::date AND \(to.iso8601)::date
         """
     }
@@ -107,20 +98,17 @@ package enum ReportSQL {
         """
     }
 
-    /// Attribution per link and day in one read (`report_attribution_summary`, sql/054), packed like
-    /// `linkSummary` into one text column `line`: the day, `matched_installs`, `attributed_installs`,
-    /// `cohort_actions`, `activity_actions`, `last_touch_opens`, each followed by a comma; then the
-    /// actions and revenue of attributed devices as parallel arrays, by install date (`cohort_names`,
-    /// `cohort_counts`, `cohort_currencies`, `cohort_amounts`) and by event date (`activity_names`,
-    /// `activity_counts`, `activity_currencies`, `activity_amounts`), amounts as exact decimal text;
-    /// the rest of the line is the path. Unordered.
+    /// Attribution per link and day in one read: one row per link and day of
+    /// `report_attribution_summary` (sql/054) as the packed `line` stored with the row
+    /// (`report_attribution_summary_lines`, sql/055), like `linkSummary`: the day, `matched_installs`,
+    /// `attributed_installs`, `cohort_actions`, `activity_actions`, `last_touch_opens`, each followed by
+    /// a comma; then the actions and revenue of attributed devices as parallel arrays, by install date
+    /// (`cohort_names`, `cohort_counts`, `cohort_currencies`, `cohort_amounts`) and by event date
+    /// (`activity_names`, `activity_counts`, `activity_currencies`, `activity_amounts`), amounts as exact
+    /// decimal text; the rest of the line is the path. Unordered.
     package static func attributionSummary(app: String, from: ReportDay, to: ReportDay) -> SQL {
         """
-        SELECT concat(
-                   day, ',', matched_installs, ',', attributed_installs, ',', cohort_actions, ',', activity_actions, ',',
-                   last_touch_opens, ',', cohort_names, cohort_counts, cohort_currencies, cohort_amounts,
-                   activity_names, activity_counts, activity_currencies, activity_amounts, path) AS line
-        FROM report_attribution_summary
+        SELECT line FROM report_attribution_summary_lines
         WHERE app_id = \(app) AND day BETWEEN \(from.iso8601)::date AND \(to.iso8601)::date
         """
     }
@@ -171,19 +159,16 @@ package enum ReportSQL {
         """
     }
 
-    /// Funnel steps in one read (`report_funnel_summary`, sql/054): one row per funnel, link and
-    /// cohort day, packed like `linkSummary` into one text column `line`: the day and a comma, then
-    /// arrays back to back: `{funnel_id,funnel_name}` and per step, in order, `steps`, `step_names`,
+    /// Funnel steps in one read: one row per funnel, link and cohort day of `report_funnel_summary`
+    /// (sql/054) as one text column `line` (`report_funnel_summary_lines`, sql/055): the funnel id and
+    /// the funnel name, each as its length in bytes, a comma and the text; then the part stored with
+    /// the row: the day and a comma, then per step, in order, the arrays `steps`, `step_names`,
     /// `devices`, `conversions_from_previous`, `conversions_overall`, `median_seconds_from_previous`
     /// ('' = NULL); the rest of the line is `-` for the organic "link" (NULL path), else `+` and the
     /// path. Unordered (`ReportService.funnel` sorts the way `funnel` orders).
     package static func funnelSummary(app: String, from: ReportDay, to: ReportDay) -> SQL {
         """
-        SELECT concat(
-                   day, ',', ARRAY[funnel_id, funnel_name], steps, step_names, devices, conversions_from_previous,
-                   conversions_overall, median_seconds_from_previous,
-                   CASE WHEN path IS NULL THEN '-' ELSE '+' || path END) AS line
-        FROM report_funnel_summary
+        SELECT line FROM report_funnel_summary_lines
         WHERE app_id = \(app) AND day BETWEEN \(from.iso8601)::date AND \(to.iso8601)::date
         """
     }

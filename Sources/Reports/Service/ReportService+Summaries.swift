@@ -1,9 +1,9 @@
 import Postgres
 
-/// The reports read from the summary views of sql/054 (one row per link and day, breakdowns as
-/// arrays). A 30-day report at 1,000 links is ~30k such rows, so the SQL packs each row into one
-/// text column (`ReportSQL.linkSummary`) and `ReportPacked` decodes its bytes into scratch buffers
-/// reused by every row.
+/// The reports read from the summaries of sql/054 (one row per link and day, breakdowns as arrays).
+/// A 30-day report at 1,000 links is ~30k such rows, so each row is read as one packed text column,
+/// written with the row (sql/055, `ReportSQL.linkSummary`), and `ReportPacked` decodes its bytes into
+/// scratch buffers reused by every row.
 extension ReportService {
     /// The per-link daily report (with platform splits, events, revenue and the UTM breakdown), read
     /// from `report_link_summary` in one query.
@@ -26,7 +26,7 @@ extension ReportService {
             var lists = ReportNameLists(), counts: [Int] = [], amounts: [String] = []
             var sources: [String] = [], mediums: [String] = [], campaigns: [String] = [], rates: [String] = []
             var clicks: [Int] = [], opens: [Int] = [], matched: [Int] = [], attributed: [Int] = []
-            try ReportPacked.forEachLine(result, what: "report_link_summary") { line in
+            try ReportPacked.forEachLine(result, what: "report_link_summary_lines") { line in
                 var link = LinkDayRow(path: "", day: try line.day())
                 link.clicks = try line.int()
                 link.universalLinkOpens = try line.int()
@@ -99,7 +99,7 @@ extension ReportService {
             var rows: [AttributionRow] = []
             rows.reserveCapacity(result.count)
             var lists = ReportNameLists(), counts: [Int] = [], amounts: [String] = []
-            try ReportPacked.forEachLine(result, what: "report_attribution_summary") { line in
+            try ReportPacked.forEachLine(result, what: "report_attribution_summary_lines") { line in
                 var value = AttributionRow(path: "", day: try line.day())
                 value.matchedInstalls = try line.int()
                 value.attributedInstalls = try line.int()
@@ -134,15 +134,12 @@ extension ReportService {
             // One group of step rows per funnel, link and day.
             var groups: [[FunnelStepRow]] = []
             groups.reserveCapacity(result.count)
-            var funnel: [String] = [], steps: [Int] = [], names: [String] = [], devices: [Int] = []
+            var steps: [Int] = [], names: [String] = [], devices: [Int] = []
             var fromPrevious: [String] = [], overall: [String] = [], medians: [String] = []
-            try ReportPacked.forEachLine(result, what: "report_funnel_summary") { line in
+            try ReportPacked.forEachLine(result, what: "report_funnel_summary_lines") { line in
+                let funnelID = try line.counted()
+                let funnelName = try line.counted()
                 let day = try line.day()
-                funnel.removeAll(keepingCapacity: true)
-                try line.strings(into: &funnel)
-                guard funnel.count == 2 else {
-                    throw ReportError.database(message: "report_funnel_summary: not a funnel id and name")
-                }
                 steps.removeAll(keepingCapacity: true)
                 names.removeAll(keepingCapacity: true)
                 devices.removeAll(keepingCapacity: true)
@@ -167,7 +164,7 @@ extension ReportService {
                 for index in steps.indices {
                     group.append(
                         FunnelStepRow(
-                            funnelID: funnel[0], funnelName: funnel[1], path: path, day: day, step: steps[index],
+                            funnelID: funnelID, funnelName: funnelName, path: path, day: day, step: steps[index],
                             stepName: names[index], devices: devices[index],
                             conversionFromPrevious: Self.absent(fromPrevious[index]),
                             conversionOverall: Self.absent(overall[index]),
