@@ -12,20 +12,23 @@
 -- a line can never disagree with its row. The cost moves to the refresh: one concat per row written,
 -- proportional to the rows a refresh writes (~1,000 per link-day), not to the table.
 --
--- The line formats (ReportSQL documents them for the reader):
--- - link: day (YYYY-MM-DD), the 15 counts of rollup_link_summary in the order clicks,
---   universal_link_opens, matched_installs, attributed_installs, reengagements, then those five _ios
---   and _android, the install rate as report_link_summary prints it ('' when NULL), each followed by a
---   comma; then the 14 arrays event_names ... utm_install_rates in PostgreSQL's array output; then the
---   path (the rest of the line).
--- - attribution: day, matched_installs, attributed_installs, cohort_actions, activity_actions,
---   last_touch_opens, each followed by a comma; the arrays cohort_names, cohort_counts,
---   cohort_currencies, cohort_amounts, activity_names, activity_counts, activity_currencies,
---   activity_amounts; the path.
+-- The line formats (ReportSQL documents them for the reader). A text field written "counted" is its
+-- length in bytes, a comma and the text (any bytes: paths may hold commas, quotes, newlines).
+-- - link: the path (counted); the day (YYYY-MM-DD), the 15 counts of rollup_link_summary in the
+--   order clicks, universal_link_opens, matched_installs, attributed_installs, reengagements, then
+--   those five _ios and _android, the install rate as report_link_summary prints it ('' when NULL),
+--   each followed by a comma; then the 14 arrays event_names ... utm_install_rates in PostgreSQL's
+--   array output, back to back, ending the line.
+-- - attribution: the path (counted); day, matched_installs, attributed_installs, cohort_actions,
+--   activity_actions, last_touch_opens, each followed by a comma; the arrays cohort_names,
+--   cohort_counts, cohort_currencies, cohort_amounts, activity_names, activity_counts,
+--   activity_currencies, activity_amounts.
+--   The path comes first so the reader can order the rows by (path, day) before decoding them.
 -- - funnel: day and a comma; the arrays steps, step_names, devices, conversions_from_previous,
 --   conversions_overall, median_seconds_from_previous; '-' for the organic "link" ('' path) or '+'
---   and the path. The funnel's id and name are not stored: report_funnel_summary_lines prefixes them
---   (each as its length in bytes, a comma and the text) at read time, so a renamed funnel reads right.
+--   and the path (the rest of the line). The funnel's id and name are not stored:
+--   report_funnel_summary_lines puts them first (each counted) at read time, so a renamed funnel
+--   reads right.
 -- Days are written with to_char, not the session's DateStyle.
 --
 -- The views report_link_summary_lines, report_attribution_summary_lines and
@@ -40,16 +43,15 @@ CREATE FUNCTION rollup_link_summary_set_line() RETURNS trigger
 LANGUAGE plpgsql AS $fn$
 BEGIN
     NEW.line := concat(
-        to_char(NEW.day, 'YYYY-MM-DD'), ',', NEW.clicks, ',', NEW.universal_link_opens, ',', NEW.matched_installs, ',',
-        NEW.attributed_installs, ',', NEW.reengagements, ',', NEW.clicks_ios, ',', NEW.universal_link_opens_ios, ',',
+        octet_length(NEW.path), ',', NEW.path, to_char(NEW.day, 'YYYY-MM-DD'), ',', NEW.clicks, ',',
+        NEW.universal_link_opens, ',', NEW.matched_installs, ',', NEW.attributed_installs, ',', NEW.reengagements, ',', NEW.clicks_ios, ',', NEW.universal_link_opens_ios, ',',
         NEW.matched_installs_ios, ',', NEW.attributed_installs_ios, ',', NEW.reengagements_ios, ',',
         NEW.clicks_android, ',', NEW.universal_link_opens_android, ',', NEW.matched_installs_android, ',',
         NEW.attributed_installs_android, ',', NEW.reengagements_android, ',',
         CASE WHEN NEW.clicks > 0 THEN round(NEW.matched_installs::numeric / NEW.clicks, 6) END, ',',
         NEW.event_names, NEW.event_counts, NEW.retention_names, NEW.retention_counts, NEW.revenue_currencies,
         NEW.revenue_amounts, NEW.utm_sources, NEW.utm_mediums, NEW.utm_campaigns, NEW.utm_clicks,
-        NEW.utm_universal_link_opens, NEW.utm_matched_installs, NEW.utm_attributed_installs, NEW.utm_install_rates,
-        NEW.path);
+        NEW.utm_universal_link_opens, NEW.utm_matched_installs, NEW.utm_attributed_installs, NEW.utm_install_rates);
     RETURN NEW;
 END
 $fn$;
@@ -59,10 +61,10 @@ CREATE FUNCTION rollup_attribution_summary_set_line() RETURNS trigger
 LANGUAGE plpgsql AS $fn$
 BEGIN
     NEW.line := concat(
-        to_char(NEW.day, 'YYYY-MM-DD'), ',', NEW.matched_installs, ',', NEW.attributed_installs, ',',
+        octet_length(NEW.path), ',', NEW.path, to_char(NEW.day, 'YYYY-MM-DD'), ',', NEW.matched_installs, ',', NEW.attributed_installs, ',',
         NEW.cohort_actions, ',', NEW.activity_actions, ',', NEW.last_touch_opens, ',',
         NEW.cohort_names, NEW.cohort_counts, NEW.cohort_currencies, NEW.cohort_amounts,
-        NEW.activity_names, NEW.activity_counts, NEW.activity_currencies, NEW.activity_amounts, NEW.path);
+        NEW.activity_names, NEW.activity_counts, NEW.activity_currencies, NEW.activity_amounts);
     RETURN NEW;
 END
 $fn$;
@@ -101,7 +103,7 @@ SELECT r.app_id, r.day, r.line FROM rollup_link_summary r;
 CREATE VIEW report_attribution_summary_lines AS
 SELECT r.app_id, r.day, r.line FROM rollup_attribution_summary r;
 
--- The funnel's id and name (each as its length in bytes, a comma and the text) before the stored line.
+-- The funnel's id and name (each counted) before the stored line.
 CREATE VIEW report_funnel_summary_lines AS
 SELECT r.app_id, r.day,
        concat(octet_length(r.funnel_id), ',', r.funnel_id, octet_length(d.name), ',', d.name, r.line) AS line

@@ -165,13 +165,13 @@ import Testing
                 == service.attributionFromViews(app: "a", from: day("2026-06-01"), to: day("2026-06-30")))
     }
 
-    @Test("paths and UTM values with commas, quotes, backslashes, braces or NULL survive the packed reads")
+    @Test("paths and UTM values with commas, quotes, backslashes, braces, newlines or NULL survive the packed reads")
     func awkwardPathsAndUTM() throws {
         let database = try Database()
         defer { database.close() }
         let fixture = Fixture(database.connection)
         try loadSmallWorld(fixture)
-        let values = ["a,b", #"say "hi""#, #"back\slash"#, "NULL", "{x}", "two words", "é ü", #"/p,{1}"\"#]
+        let values = ["a,b", #"say "hi""#, #"back\slash"#, "NULL", "{x}", "two words", "é ü", #"/p,{1}"\"#, "1,\n2"]
         for (index, value) in values.enumerated() {
             fixture.click(
                 "k\(index)", path: "/odd " + value, at: "2026-06-02T10:0\(index):00Z", source: value,

@@ -1,8 +1,10 @@
 import Postgres
 
-/// A cursor over one packed summary line (`ReportSQL.linkSummary`): decimal integers and short text
-/// fields each followed by a comma, length-prefixed text (`7,default`), one-dimensional arrays in PostgreSQL's output (`{a,"b c",NULL}`,
-/// quoted elements with `\` escapes) back to back, and the rest of the line as the last field.
+/// A cursor over one packed summary line (sql/055, `ReportSQL.linkSummary`): decimal integers and
+/// short text fields each followed by a comma, counted text (its length in bytes, a comma and the
+/// bytes: `7,default`), one-dimensional arrays in PostgreSQL's output (`{a,"b c",NULL}`, quoted
+/// elements with `\` escapes) back to back, and, in the funnel line, the rest of the line as the
+/// last field.
 ///
 /// Works on the UTF-8 bytes of the line and appends into caller-owned buffers, so decoding a row
 /// allocates nothing but its final values (short strings are stored inline by Swift).
@@ -12,9 +14,10 @@ struct ReportPacked {
     private var index = 0
     private let what: String
 
-    /// A cursor at the start of `bytes`; `what` names the source in errors.
-    init(_ bytes: UnsafeBufferPointer<UInt8>, what: String) {
+    /// A cursor at `index` in `bytes`; `what` names the source in errors.
+    init(_ bytes: UnsafeBufferPointer<UInt8>, at index: Int = 0, what: String) {
         self.bytes = bytes
+        self.index = index
         self.what = what
     }
 
@@ -29,6 +32,49 @@ struct ReportPacked {
                 try body(&cursor)
             }
         }
+    }
+
+    /// Decodes the lines of `result`'s first column that start with a counted path and a day (the
+    /// per-link and attribution lines) in (path, day) order: `body` gets the path, the day and the
+    /// cursor after them. Ordering the keys first lets the caller build its rows in their final
+    /// order, instead of decoding them and then copying every row (and its dictionaries) into place.
+    static func forEachLineByPathAndDay(
+        _ result: QueryResult, what: String, _ body: (inout ReportPacked, String, ReportDay) throws -> Void
+    ) throws {
+        var lines: [String] = []
+        var keys: [(path: String, day: ReportDay)] = []
+        var starts: [Int] = []
+        lines.reserveCapacity(result.count)
+        keys.reserveCapacity(result.count)
+        starts.reserveCapacity(result.count)
+        for row in result {
+            var line = try row[0, as: String.self]
+            try line.withUTF8 { bytes in
+                var cursor = ReportPacked(bytes, what: what)
+                keys.append((try cursor.counted(), try cursor.day()))
+                starts.append(cursor.index)
+            }
+            lines.append(line)
+        }
+        for position in pathDayOrder(keys) {
+            var line = lines[position]
+            try line.withUTF8 { bytes in
+                var cursor = ReportPacked(bytes, at: starts[position], what: what)
+                try body(&cursor, keys[position].path, keys[position].day)
+                try cursor.end()
+            }
+        }
+    }
+
+    /// The positions of `keys` sorted by path, then day: the distinct paths (~1,000) are sorted once
+    /// and each key compared as (path rank, day), instead of comparing paths ~15 times per row.
+    static func pathDayOrder(_ keys: [(path: String, day: ReportDay)]) -> [Int] {
+        var ranks: [String: Int] = [:]
+        for key in keys where ranks[key.path] == nil { ranks[key.path] = 0 }
+        for (rank, path) in ranks.keys.sorted().enumerated() { ranks[path] = rank }
+        var ranked = keys.enumerated().map { (ranks[$1.path, default: 0], $1.day.daysSinceEpoch, $0) }
+        ranked.sort { $0 < $1 }
+        return ranked.map { $0.2 }
     }
 
     private func malformed() -> ReportError {
@@ -84,6 +130,11 @@ struct ReportPacked {
         index += 10
         try expect(UInt8(ascii: ","))
         return day
+    }
+
+    /// Fails unless the whole line has been read.
+    func end() throws {
+        guard index == bytes.count else { throw malformed() }
     }
 
     /// The rest of the line as text.
@@ -217,26 +268,41 @@ struct ReportPacked {
 /// The name arrays (event names, currencies) already decoded by one report read, each as the
 /// dictionary from name to its position: rows repeat a few name lists thousands of times, so a row's
 /// breakdown is `positions.mapValues { values[$0] }`, which copies the hash table instead of hashing
-/// every name again. At most `limit` lists are kept.
+/// every name again. The lists are found by their bytes in the line (FNV-1a hash, open addressing,
+/// byte comparison), so a known list costs no allocation. At most `limit` lists are kept.
 struct ReportNameLists {
-    private var lists: [String: (count: Int, positions: [String: Int])] = [:]
+    typealias List = (count: Int, positions: [String: Int])
+    private var known: [(bytes: [UInt8], list: List)] = []
+    /// Open addressing over `known`: -1 = empty; twice `limit` entries, so probes stay short.
+    private var slots = [Int32](repeating: -1, count: 8192)
     private var names: [String] = []
     private let limit = 4096
 
     /// The next array of `line` (a `text[]` of names) as its length and name → position (the last
     /// position of a repeated name, as a dictionary built in order would keep).
-    mutating func next(_ line: inout ReportPacked) throws -> (count: Int, positions: [String: Int]) {
+    mutating func next(_ line: inout ReportPacked) throws -> List {
         let bytes = try line.arrayBytes()
         if bytes.count == 2 { return (0, [:]) }  // {}
-        let key = String(decoding: bytes, as: UTF8.self)
-        if let known = lists[key] { return known }
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        let mask = slots.count - 1
+        var slot = Int(truncatingIfNeeded: hash) & mask
+        while slots[slot] >= 0 {
+            let entry = known[Int(slots[slot])]
+            if entry.bytes.count == bytes.count, entry.bytes.elementsEqual(bytes) { return entry.list }
+            slot = (slot + 1) & mask
+        }
         names.removeAll(keepingCapacity: true)
         var cursor = ReportPacked(bytes, what: "names")
         try cursor.strings(into: &names)
         var positions: [String: Int] = [:]
         positions.reserveCapacity(names.count)
         for (position, name) in names.enumerated() { positions[name] = position }
-        if lists.count < limit { lists[key] = (names.count, positions) }
-        return (names.count, positions)
+        let list = (names.count, positions)
+        if known.count < limit {
+            slots[slot] = Int32(known.count)
+            known.append((Array(bytes), list))
+        }
+        return list
     }
 }

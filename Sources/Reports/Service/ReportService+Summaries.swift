@@ -17,17 +17,15 @@ extension ReportService {
             try Self.expect(result, ["line"])
             var rows: [LinkDayRow] = []
             rows.reserveCapacity(result.count)
-            // Every link-day's UTM rows, and where each link-day's run of them starts.
             var utm: [UTMRow] = []
             utm.reserveCapacity(result.count * 4)
-            var utmStarts: [Int] = []
-            utmStarts.reserveCapacity(result.count + 1)
             // Element buffers reused by every row.
             var lists = ReportNameLists(), counts: [Int] = [], amounts: [String] = []
             var sources: [String] = [], mediums: [String] = [], campaigns: [String] = [], rates: [String] = []
             var clicks: [Int] = [], opens: [Int] = [], matched: [Int] = [], attributed: [Int] = []
-            try ReportPacked.forEachLine(result, what: "report_link_summary_lines") { line in
-                var link = LinkDayRow(path: "", day: try line.day())
+            // In (path, day) order, so rows and UTM rows are appended where they belong.
+            try ReportPacked.forEachLineByPathAndDay(result, what: "report_link_summary_lines") { line, path, day in
+                var link = LinkDayRow(path: path, day: day)
                 link.clicks = try line.int()
                 link.universalLinkOpens = try line.int()
                 link.matchedInstalls = try line.int()
@@ -55,34 +53,22 @@ extension ReportService {
                 try line.ints(into: &matched)
                 try line.ints(into: &attributed)
                 try line.strings(into: &rates)
-                link.path = line.rest()
                 guard
                     mediums.count == sources.count, campaigns.count == sources.count, clicks.count == sources.count,
                     opens.count == sources.count, matched.count == sources.count,
                     attributed.count == sources.count, rates.count == sources.count
                 else { throw ReportError.database(message: "report_link_summary: UTM arrays of different lengths") }
-                utmStarts.append(utm.count)
                 for index in sources.indices {
                     utm.append(
                         UTMRow(
-                            path: link.path, day: link.day, source: Self.absent(sources[index]),
+                            path: path, day: day, source: Self.absent(sources[index]),
                             medium: Self.absent(mediums[index]), campaign: Self.absent(campaigns[index]),
                             clicks: clicks[index], universalLinkOpens: opens[index], matchedInstalls: matched[index],
                             attributedInstalls: attributed[index], installRate: Self.absent(rates[index])))
                 }
                 rows.append(link)
             }
-            utmStarts.append(utm.count)
-            // Sort positions, not the (large) rows; skip the reordering when the server's order is right.
-            let order = Self.pathDayOrder(rows.map { ($0.path, $0.day) })
-            if order.elementsEqual(rows.indices) {
-                return LinkReport(app: app, from: from, to: to, watermark: watermark, rows: rows, utm: utm)
-            }
-            var sortedUTM: [UTMRow] = []
-            sortedUTM.reserveCapacity(utm.count)
-            for position in order { sortedUTM.append(contentsOf: utm[utmStarts[position]..<utmStarts[position + 1]]) }
-            return LinkReport(
-                app: app, from: from, to: to, watermark: watermark, rows: order.map { rows[$0] }, utm: sortedUTM)
+            return LinkReport(app: app, from: from, to: to, watermark: watermark, rows: rows, utm: utm)
         }
     }
 
@@ -99,8 +85,9 @@ extension ReportService {
             var rows: [AttributionRow] = []
             rows.reserveCapacity(result.count)
             var lists = ReportNameLists(), counts: [Int] = [], amounts: [String] = []
-            try ReportPacked.forEachLine(result, what: "report_attribution_summary_lines") { line in
-                var value = AttributionRow(path: "", day: try line.day())
+            try ReportPacked.forEachLineByPathAndDay(result, what: "report_attribution_summary_lines") {
+                line, path, day in
+                var value = AttributionRow(path: path, day: day)
                 value.matchedInstalls = try line.int()
                 value.attributedInstalls = try line.int()
                 value.cohortActions = try line.int()
@@ -110,13 +97,10 @@ extension ReportService {
                 value.cohortRevenue = try Self.pairs(&line, &lists, &amounts)
                 value.activityEvents = try Self.pairs(&line, &lists, &counts)
                 value.activityRevenue = try Self.pairs(&line, &lists, &amounts)
-                value.path = line.rest()
                 rows.append(value)
             }
-            let order = Self.pathDayOrder(rows.map { ($0.path, $0.day) })
             return AttributionReport(
-                app: app, from: from, to: to, watermark: watermark,
-                rows: order.elementsEqual(rows.indices) ? rows : order.map { rows[$0] },
+                app: app, from: from, to: to, watermark: watermark, rows: rows,
                 installs: try installs(app: app, from: from, to: to))
         }
     }
@@ -253,16 +237,6 @@ extension ReportService {
             throw ReportError.database(message: "parallel arrays of different lengths")
         }
         return names.positions.mapValues { values[$0] }
-    }
-
-    /// The positions of `keys` sorted by path, then day: the distinct paths (~1,000) are sorted once
-    /// and each key compared as (path rank, day), instead of comparing paths ~15 times per row.
-    static func pathDayOrder(_ keys: [(path: String, day: ReportDay)]) -> [Int] {
-        var ranks: [String: Int] = [:]
-        for key in keys where ranks[key.path] == nil { ranks[key.path] = 0 }
-        for (rank, path) in ranks.keys.sorted().enumerated() { ranks[path] = rank }
-        let ranked = keys.map { (ranks[$0.path, default: 0], $0.day.daysSinceEpoch) }
-        return ranked.indices.sorted { ranked[$0] < ranked[$1] }
     }
 
     /// The five packed platform counts (clicks, universal-link opens, matched installs, attributed
