@@ -1,3 +1,4 @@
+import Foundation
 import Postgres
 
 /// A cursor over one packed summary line (sql/055, `ReportSQL.linkSummary`): decimal integers and
@@ -35,14 +36,16 @@ struct ReportPacked {
     }
 
     /// Decodes the lines of `result`'s first column that start with a counted path and a day (the
-    /// per-link and attribution lines) in (path, day) order: `body` gets the path, the day and the
-    /// cursor after them. Ordering the keys first lets the caller build its rows in their final
-    /// order, instead of decoding them and then copying every row (and its dictionaries) into place.
+    /// per-link, attribution and retention lines) in (path, day) order, a nil path (the organic
+    /// "link", counted as `-1,`) last: `body` gets the path, the day and the cursor after them, and
+    /// must read the rest of the line. Ordering the keys first lets the caller build its rows in their
+    /// final order, instead of decoding them and then copying every row (and its dictionaries) into
+    /// place.
     static func forEachLineByPathAndDay(
-        _ result: QueryResult, what: String, _ body: (inout ReportPacked, String, ReportDay) throws -> Void
+        _ result: QueryResult, what: String, _ body: (inout ReportPacked, String?, ReportDay) throws -> Void
     ) throws {
         var lines: [String] = []
-        var keys: [(path: String, day: ReportDay)] = []
+        var keys: [(path: String?, day: ReportDay)] = []
         var starts: [Int] = []
         lines.reserveCapacity(result.count)
         keys.reserveCapacity(result.count)
@@ -51,7 +54,7 @@ struct ReportPacked {
             var line = try row[0, as: String.self]
             try line.withUTF8 { bytes in
                 var cursor = ReportPacked(bytes, what: what)
-                keys.append((try cursor.counted(), try cursor.day()))
+                keys.append((try cursor.optionalCounted(), try cursor.day()))
                 starts.append(cursor.index)
             }
             lines.append(line)
@@ -66,18 +69,32 @@ struct ReportPacked {
         }
     }
 
-    /// The positions of `keys` sorted by path, then day: the distinct paths (~1,000) are sorted once
-    /// and each key compared as (path rank, day), instead of comparing paths ~15 times per row.
-    static func pathDayOrder(_ keys: [(path: String, day: ReportDay)]) -> [Int] {
+    /// `forEachLineByPathAndDay` for lines whose path is never nil (per-link and attribution).
+    static func forEachLineByPathAndDay(
+        _ result: QueryResult, what: String, _ body: (inout ReportPacked, String, ReportDay) throws -> Void
+    ) throws {
+        try forEachLineByPathAndDay(result, what: what) { (line: inout ReportPacked, path: String?, day) in
+            guard let path else { throw line.malformed() }
+            try body(&line, path, day)
+        }
+    }
+
+    /// The positions of `keys` sorted by path (nil last), then day: the distinct paths (~1,000) are
+    /// sorted once and each key compared as (path rank, day), instead of comparing paths ~15 times
+    /// per row.
+    static func pathDayOrder(_ keys: [(path: String?, day: ReportDay)]) -> [Int] {
         var ranks: [String: Int] = [:]
-        for key in keys where ranks[key.path] == nil { ranks[key.path] = 0 }
+        for key in keys { if let path = key.path, ranks[path] == nil { ranks[path] = 0 } }
         for (rank, path) in ranks.keys.sorted().enumerated() { ranks[path] = rank }
-        var ranked = keys.enumerated().map { (ranks[$1.path, default: 0], $1.day.daysSinceEpoch, $0) }
+        let last = ranks.count
+        var ranked = keys.enumerated().map { position, key in
+            (key.path.map { ranks[$0, default: last] } ?? last, key.day.daysSinceEpoch, position)
+        }
         ranked.sort { $0 < $1 }
         return ranked.map { $0.2 }
     }
 
-    private func malformed() -> ReportError {
+    func malformed() -> ReportError {
         ReportError.database(message: "\(what): malformed packed row at byte \(index)")
     }
 
@@ -91,6 +108,15 @@ struct ReportPacked {
         let value = try number()
         try expect(UInt8(ascii: ","))
         return value
+    }
+
+    /// A decimal integer followed by a comma, or nil for an empty field (SQL NULL).
+    mutating func optionalInt() throws -> Int? {
+        if index < bytes.count, bytes[index] == UInt8(ascii: ",") {
+            index += 1
+            return nil
+        }
+        return try int()
     }
 
     /// A text field up to the next comma (which is consumed); "" when empty.
@@ -109,6 +135,17 @@ struct ReportPacked {
         let value = String(decoding: UnsafeBufferPointer(rebasing: bytes[index..<(index + count)]), as: UTF8.self)
         index += count
         return value
+    }
+
+    /// Counted text, or nil when counted as `-1,` (SQL NULL).
+    mutating func optionalCounted() throws -> String? {
+        if index + 3 <= bytes.count, bytes[index] == UInt8(ascii: "-"), bytes[index + 1] == UInt8(ascii: "1"),
+            bytes[index + 2] == UInt8(ascii: ",")
+        {
+            index += 3
+            return nil
+        }
+        return try counted()
     }
 
     /// A `YYYY-MM-DD` day followed by a comma.
@@ -268,12 +305,13 @@ struct ReportPacked {
 /// The name arrays (event names, currencies) already decoded by one report read, each as the
 /// dictionary from name to its position: rows repeat a few name lists thousands of times, so a row's
 /// breakdown is `positions.mapValues { values[$0] }`, which copies the hash table instead of hashing
-/// every name again. The lists are found by their bytes in the line (FNV-1a hash, open addressing,
-/// byte comparison), so a known list costs no allocation. At most `limit` lists are kept.
+/// every name again. The lists are found by their bytes in the line (a hash, open addressing,
+/// `memcmp`), so a known list costs no allocation. At most `limit` lists are kept.
 struct ReportNameLists {
     typealias List = (count: Int, positions: [String: Int])
-    private var known: [(bytes: [UInt8], list: List)] = []
-    /// Open addressing over `known`: -1 = empty; twice `limit` entries, so probes stay short.
+    private var keys: [[UInt8]] = []
+    private var lists: [List] = []
+    /// Open addressing over `keys`: -1 = empty; twice `limit` entries, so probes stay short.
     private var slots = [Int32](repeating: -1, count: 8192)
     private var names: [String] = []
     private let limit = 4096
@@ -283,13 +321,14 @@ struct ReportNameLists {
     mutating func next(_ line: inout ReportPacked) throws -> List {
         let bytes = try line.arrayBytes()
         if bytes.count == 2 { return (0, [:]) }  // {}
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
         let mask = slots.count - 1
-        var slot = Int(truncatingIfNeeded: hash) & mask
+        var slot = Self.hash(bytes) & mask
         while slots[slot] >= 0 {
-            let entry = known[Int(slots[slot])]
-            if entry.bytes.count == bytes.count, entry.bytes.elementsEqual(bytes) { return entry.list }
+            let known = Int(slots[slot])
+            let same = keys[known].withUnsafeBufferPointer { key in
+                key.count == bytes.count && memcmp(key.baseAddress!, bytes.baseAddress!, bytes.count) == 0
+            }
+            if same { return lists[known] }
             slot = (slot + 1) & mask
         }
         names.removeAll(keepingCapacity: true)
@@ -299,10 +338,28 @@ struct ReportNameLists {
         positions.reserveCapacity(names.count)
         for (position, name) in names.enumerated() { positions[name] = position }
         let list = (names.count, positions)
-        if known.count < limit {
-            slots[slot] = Int32(known.count)
-            known.append((Array(bytes), list))
+        if keys.count < limit {
+            slots[slot] = Int32(keys.count)
+            keys.append(Array(bytes))
+            lists.append(list)
         }
         return list
+    }
+
+    /// A multiplicative hash of the bytes, eight at a time (lists are found by comparing bytes).
+    private static func hash(_ bytes: UnsafeBufferPointer<UInt8>) -> Int {
+        let raw = UnsafeRawBufferPointer(bytes)
+        var hash = UInt64(truncatingIfNeeded: bytes.count) &* 0x9E37_79B9_7F4A_7C15
+        var offset = 0
+        while offset + 8 <= raw.count {
+            hash = (hash ^ raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self)) &* 0x100_0000_01b3
+            hash ^= hash >> 29
+            offset += 8
+        }
+        while offset < raw.count {
+            hash = (hash ^ UInt64(raw[offset])) &* 0x100_0000_01b3
+            offset += 1
+        }
+        return Int(truncatingIfNeeded: hash ^ (hash >> 32))
     }
 }

@@ -176,29 +176,22 @@ extension ReportService {
         return try run {
             let watermark = try connection.query(ReportSQL.watermark).first?["watermark", as: String?.self] ?? nil
             let result = try connection.query(ReportSQL.retentionSummary(app: app, from: from, to: to))
-            try Self.expect(
-                result,
-                ["path", "cohort_day", "cohort_size"] + RetentionRow.days.map { "d\($0)" }
-                    + RetentionRow.days.map { "d\($0)_rate" })
+            try Self.expect(result, ["line"])
             let count = RetentionRow.days.count
             var rows: [RetentionRow] = []
             rows.reserveCapacity(result.count)
-            for row in result {
+            try ReportPacked.forEachLineByPathAndDay(result, what: "report_retention_summary") {
+                (line: inout ReportPacked, path: String?, cohortDay) in
+                let cohortSize = try line.int()
                 var retained: [Int?] = []
                 var rates: [String?] = []
                 retained.reserveCapacity(count)
                 rates.reserveCapacity(count)
-                for index in 0..<count {
-                    retained.append(try row[3 + index, as: Int?.self])
-                    rates.append(try row[3 + count + index, as: String?.self])
-                }
+                for _ in 0..<count { retained.append(try line.optionalInt()) }
+                for _ in 0..<count { rates.append(Self.absent(try line.field())) }
                 rows.append(
                     RetentionRow(
-                        path: try row[0, as: String?.self], cohortDay: try Self.day(row, 1),
-                        cohortSize: try row[2, as: Int.self], retained: retained, rates: rates))
-            }
-            rows.sort { left, right in
-                Self.precedes(left.path, right.path) ?? (left.cohortDay < right.cohortDay)
+                        path: path, cohortDay: cohortDay, cohortSize: cohortSize, retained: retained, rates: rates))
             }
             return RetentionReport(app: app, from: from, to: to, watermark: watermark, rows: rows)
         }
