@@ -12,9 +12,14 @@ package enum ReportSQL {
         FROM report_watermark w
         """
 
-    /// Whether an app exists. Columns: `found` (bool).
+    /// Whether an app exists, and the load watermark, in one round trip (every report starts with
+    /// both). Columns: `found` (bool), `watermark` (as in `watermark`).
     package static func appExists(_ app: String) -> SQL {
-        "SELECT EXISTS (SELECT 1 FROM report_funnel_definitions WHERE app_id = \(app)) AS found"
+        """
+        SELECT EXISTS (SELECT 1 FROM report_funnel_definitions WHERE app_id = \(app)) AS found,
+               (SELECT to_char(w.watermark AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') FROM report_watermark w)
+                   AS watermark
+        """
     }
 
     /// Per link and day. Columns: `path`, `day`, `clicks`, `universal_link_opens`, `matched_installs`,

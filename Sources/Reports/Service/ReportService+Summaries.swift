@@ -10,9 +10,8 @@ extension ReportService {
     ///
     /// - Throws: `ReportError.unknownApp`, `.invalidParameter` when `from > to`, `.database`.
     package func links(app: String, from: ReportDay, to: ReportDay) throws(ReportError) -> LinkReport {
-        try validate(app: app, from: from, to: to)
+        let watermark = try validate(app: app, from: from, to: to)
         return try run {
-            let watermark = try connection.query(ReportSQL.watermark).first?["watermark", as: String?.self] ?? nil
             let result = try connection.query(ReportSQL.linkSummary(app: app, from: from, to: to))
             try Self.expect(result, ["line"])
             var rows: [LinkDayRow] = []
@@ -77,9 +76,8 @@ extension ReportService {
     ///
     /// - Throws: `ReportError.unknownApp`, `.invalidParameter`, `.database`.
     package func attribution(app: String, from: ReportDay, to: ReportDay) throws(ReportError) -> AttributionReport {
-        try validate(app: app, from: from, to: to)
+        let watermark = try validate(app: app, from: from, to: to)
         return try run {
-            let watermark = try connection.query(ReportSQL.watermark).first?["watermark", as: String?.self] ?? nil
             let result = try connection.query(ReportSQL.attributionSummary(app: app, from: from, to: to))
             try Self.expect(result, ["line"])
             var rows: [AttributionRow] = []
@@ -110,9 +108,8 @@ extension ReportService {
     ///
     /// - Throws: `ReportError.unknownApp`, `.invalidParameter`, `.database`.
     package func funnel(app: String, from: ReportDay, to: ReportDay) throws(ReportError) -> FunnelReport {
-        try validate(app: app, from: from, to: to)
+        let watermark = try validate(app: app, from: from, to: to)
         return try run {
-            let watermark = try connection.query(ReportSQL.watermark).first?["watermark", as: String?.self] ?? nil
             let result = try connection.query(ReportSQL.funnelSummary(app: app, from: from, to: to))
             try Self.expect(result, ["line"])
             // One group of step rows per funnel, link and day.
@@ -172,9 +169,8 @@ extension ReportService {
     ///
     /// - Throws: `ReportError.unknownApp`, `.invalidParameter`, `.database`.
     package func retention(app: String, from: ReportDay, to: ReportDay) throws(ReportError) -> RetentionReport {
-        try validate(app: app, from: from, to: to)
+        let watermark = try validate(app: app, from: from, to: to)
         return try run {
-            let watermark = try connection.query(ReportSQL.watermark).first?["watermark", as: String?.self] ?? nil
             let result = try connection.query(ReportSQL.retentionSummary(app: app, from: from, to: to))
             try Self.expect(result, ["line"])
             let count = RetentionRow.days.count

@@ -7,9 +7,8 @@ extension ReportService {
     ///
     /// - Throws: `ReportError.unknownApp`, `.invalidParameter` when `from > to`, `.database`.
     package func linksFromViews(app: String, from: ReportDay, to: ReportDay) throws(ReportError) -> LinkReport {
-        try validate(app: app, from: from, to: to)
+        let watermark = try validate(app: app, from: from, to: to)
         return try run {
-            let watermark = try connection.query(ReportSQL.watermark).first?["watermark", as: String?.self] ?? nil
             var rows: [RowKey: LinkDayRow] = [:]
             for row in try connection.query(ReportSQL.linkDaily(app: app, from: from, to: to)) {
                 let key = try RowKey(row)
@@ -65,9 +64,8 @@ extension ReportService {
     ///
     /// - Throws: `ReportError.unknownApp`, `.invalidParameter`, `.database`.
     package func funnelFromViews(app: String, from: ReportDay, to: ReportDay) throws(ReportError) -> FunnelReport {
-        try validate(app: app, from: from, to: to)
+        let watermark = try validate(app: app, from: from, to: to)
         return try run {
-            let watermark = try connection.query(ReportSQL.watermark).first?["watermark", as: String?.self] ?? nil
             var rows: [FunnelStepRow] = []
             for row in try connection.query(ReportSQL.funnel(app: app, from: from, to: to)) {
                 rows.append(
@@ -93,9 +91,8 @@ extension ReportService {
     package func attributionFromViews(app: String, from: ReportDay, to: ReportDay) throws(ReportError)
         -> AttributionReport
     {
-        try validate(app: app, from: from, to: to)
+        let watermark = try validate(app: app, from: from, to: to)
         return try run {
-            let watermark = try connection.query(ReportSQL.watermark).first?["watermark", as: String?.self] ?? nil
             var rows: [RowKey: AttributionRow] = [:]
             for row in try connection.query(ReportSQL.attribution(app: app, from: from, to: to)) {
                 let key = try RowKey(row)
@@ -140,9 +137,8 @@ extension ReportService {
     /// - Throws: `ReportError.unknownApp`, `.invalidParameter`, `.database`.
     package func retentionFromViews(app: String, from: ReportDay, to: ReportDay) throws(ReportError) -> RetentionReport
     {
-        try validate(app: app, from: from, to: to)
+        let watermark = try validate(app: app, from: from, to: to)
         return try run {
-            let watermark = try connection.query(ReportSQL.watermark).first?["watermark", as: String?.self] ?? nil
             var rows: [RetentionRow] = []
             for row in try connection.query(ReportSQL.retention(app: app, from: from, to: to)) {
                 var retained: [Int?] = []

@@ -62,12 +62,17 @@ package struct ReportService {
 
     // MARK: - Helpers
 
-    func validate(app: String, from: ReportDay, to: ReportDay) throws(ReportError) {
+    /// Checks the range and that the app exists, and returns the load watermark (one query).
+    func validate(app: String, from: ReportDay, to: ReportDay) throws(ReportError) -> String? {
         guard from <= to else {
             throw .invalidParameter(name: "from", message: "\(from) is after to (\(to))")
         }
-        let found = try run { try connection.query(ReportSQL.appExists(app)).first?["found", as: Bool.self] ?? false }
+        let (found, watermark) = try run {
+            let row = try connection.query(ReportSQL.appExists(app)).first
+            return (try row?["found", as: Bool.self] ?? false, try row?["watermark", as: String?.self] ?? nil)
+        }
         guard found else { throw .unknownApp(app) }
+        return watermark
     }
 
     /// Runs a body of queries, mapping every failure to `ReportError.database`.
