@@ -16,7 +16,8 @@ enum LoadSQL {
     ///   `queue_rollups` reads kind, app_id, device_id, click_id, time).
     /// - `load_event_rows`: `events` rows with `data`/`metadata` as text, for the safe-cast fallback.
     /// - `load_devices`, `load_links`, `load_touched`: the derived rows the cycle computed from its
-    ///   batch (`DerivedRows`), one per device, link and (app, UTC day).
+    ///   batch (`DerivedRows`), one per device, link and (app, UTC day); `load_touched` also holds
+    ///   each day's earliest and latest row time and latest event time (sql/060's contract).
     static let createStaging = """
         CREATE TEMP TABLE IF NOT EXISTS load_staging (
             kind text NOT NULL, app_id text NOT NULL, event_id text NOT NULL, time timestamptz NOT NULL,
@@ -34,7 +35,10 @@ enum LoadSQL {
         ) ON COMMIT DELETE ROWS;
         CREATE TEMP TABLE IF NOT EXISTS load_links (app_id text NOT NULL, path text NOT NULL, first_seen timestamptz NOT NULL)
             ON COMMIT DELETE ROWS;
-        CREATE TEMP TABLE IF NOT EXISTS load_touched (app_id text NOT NULL, day date NOT NULL) ON COMMIT DELETE ROWS;
+        CREATE TEMP TABLE IF NOT EXISTS load_touched (
+            app_id text NOT NULL, day date NOT NULL, first_at timestamptz NOT NULL, last_at timestamptz NOT NULL,
+            last_event_at timestamptz
+        ) ON COMMIT DELETE ROWS;
         """
 
     /// `COPY <table> (<columns>) FROM STDIN` (text format).
@@ -59,7 +63,7 @@ enum LoadSQL {
     /// Derived link rows.
     static let copyLinks = copy("pg_temp.load_links", ["app_id", "path", "first_seen"])
     /// Touched (app, UTC day) keys.
-    static let copyTouched = copy("pg_temp.load_touched", ["app_id", "day"])
+    static let copyTouched = copy("pg_temp.load_touched", ["app_id", "day", "first_at", "last_at", "last_event_at"])
 
     /// The optimistic load's savepoint: set before the raw rows go in, released once their keys went
     /// into the dedup tables without a conflict, rolled back to on a conflict.
@@ -206,13 +210,10 @@ enum LoadSQL {
         """
     }
 
-    /// The rollup seam, inside the load transaction: `queue_rollups(app_ids, days)` for the distinct
-    /// touched keys (it also derives the affected keys from `pg_temp.load_staging`, which holds this
-    /// cycle's rows only until COMMIT). Returns `keys`.
-    static let queueRollups: SQL = """
-        SELECT count(*)::bigint AS keys, queue_rollups(array_agg(app_id), array_agg(day))::text AS done
-        FROM (SELECT DISTINCT app_id, day FROM pg_temp.load_touched) k
-        """
+    /// The rollup queue, inside the load transaction: `queue_rollups_touched()` (sql/060) queues the
+    /// work of the cycle from `load_touched`, `load_devices` and the staged clicks (temporary tables
+    /// that hold this cycle's rows only until COMMIT). Returns `keys`, the (app, UTC day) keys queued.
+    static let queueRollups: SQL = "SELECT queue_rollups_touched() AS keys"
 
     /// Applies the queued rollup work, in a transaction of its own. Returns `keys` recomputed.
     static let processRollups: SQL = "SELECT process_rollups()::bigint AS keys"

@@ -13,7 +13,7 @@ import Postgres
 /// 3. read each node's log after its checkpoint, bounded by the per-cycle budget, and stream the
 ///    decoded envelopes through ONE `COPY` (text format) into the temporary staging table;
 /// 4. insert into the raw tables deduplicated on (app_id, event_id) (clicks and matches on their
-///    click id), upsert devices and links, queue the rollups of the touched keys (`queue_rollups`:
+///    click id), upsert devices and links, queue the rollups of the touched keys (`queue_rollups_touched`:
 ///    cheap; `processRollups()` recomputes them later in a transaction of its own);
 /// 5. advance the checkpoints; COMMIT. Only then is the new position durable.
 ///
@@ -359,8 +359,8 @@ final class Loader {
         return inserted
     }
 
-    /// Queues the rollups of the (app, day) keys of the rows this cycle inserted (inside the load
-    /// transaction, while `pg_temp.load_staging` still holds the cycle's rows).
+    /// Queues the rollups of the rows this cycle inserted (inside the load transaction, while the
+    /// temporary tables still hold the cycle's derived rows; sql/060).
     private func queueRollups(_ connection: Connection) throws -> Int {
         let result = try connection.query(LoadSQL.queueRollups)
         return try result.first?["keys", as: Int.self] ?? 0

@@ -230,7 +230,8 @@ struct DerivedRows {
     var devices: [UInt8] = []
     /// `pg_temp.load_links` COPY rows.
     var links: [UInt8] = []
-    /// `pg_temp.load_touched` COPY rows.
+    /// `pg_temp.load_touched` COPY rows: per (app, UTC day) the earliest and latest row time and the
+    /// latest event time (sql/060's contract).
     var touched: [UInt8] = []
     /// Rows inserted per raw table.
     var counts = Loader.RowCounts()
@@ -269,7 +270,14 @@ struct DerivedRows {
         private var deviceOrder: [DeviceKey] = []
         private var links: [DeviceKey: Timestamp] = [:]  // (app, path)
         private var linkOrder: [DeviceKey] = []
-        private var touched = Set<DayKey>()
+        /// Per touched (app, UTC day): the earliest and latest row time, the latest event time.
+        private struct Span {
+            var first: Timestamp
+            var last: Timestamp
+            var lastEvent: Timestamp?
+        }
+
+        private var touched: [DayKey: Span] = [:]
         private var touchedOrder: [DayKey] = []
         private var counts = Loader.RowCounts()
 
@@ -278,14 +286,24 @@ struct DerivedRows {
                 || (a.key.time == b.key.time && a.key.id.utf8.lexicographicallyPrecedes(b.key.id.utf8))
         }
 
-        private mutating func touch(_ app: String, _ time: Timestamp) {
+        private mutating func touch(_ app: String, _ time: Timestamp, event: Bool = false) {
             let key = DayKey(app: app, day: StagingBatch.day(of: time))
-            if touched.insert(key).inserted { touchedOrder.append(key) }
+            guard var span = touched[key] else {
+                touched[key] = Span(first: time, last: time, lastEvent: event ? time : nil)
+                touchedOrder.append(key)
+                return
+            }
+            let lastEvent = event && (span.lastEvent.map { $0 < time } ?? true)
+            guard time < span.first || span.last < time || lastEvent else { return }
+            if time < span.first { span.first = time }
+            if span.last < time { span.last = time }
+            if lastEvent { span.lastEvent = time }
+            touched[key] = span
         }
 
         mutating func addEvent(_ facts: StagingBatch.EventFacts) {
             counts.events += 1
-            touch(facts.key.app, facts.key.time)
+            touch(facts.key.app, facts.key.time, event: true)
             let key = DeviceKey(app: facts.key.app, device: facts.device)
             guard var device = devices[key] else {
                 devices[key] = Device(first: facts, clicked: facts.installClickID == nil ? nil : facts)
@@ -338,7 +356,10 @@ struct DerivedRows {
                 StagingEncoder.appendRow([.text(key.app), .text(key.device), .timestamp(links[key])], to: &rows.links)
             }
             for key in touchedOrder {
-                StagingEncoder.appendRow([.text(key.app), .date(key.day)], to: &rows.touched)
+                let span = touched[key]!
+                StagingEncoder.appendRow(
+                    [.text(key.app), .date(key.day), .timestamp(span.first), .timestamp(span.last), .timestamp(span.lastEvent)],
+                    to: &rows.touched)
             }
             return rows
         }
