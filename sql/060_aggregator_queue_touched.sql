@@ -47,14 +47,14 @@ BEGIN
     CROSS JOIN LATERAL (VALUES (t.first_at), (t.last_at)) AS x(at)
     ON CONFLICT DO NOTHING;
 
-    -- A device already queued with an earlier (or equal) time needs nothing; the probe keeps
-    -- ON CONFLICT from locking (and writing) its row for nothing.
+    -- No NOT EXISTS probe before ON CONFLICT here (unlike the devices upsert): process_rollups
+    -- deletes pending rows without the load lock, and only ON CONFLICT waits for such a delete to
+    -- commit and then inserts; a probe could see the row being taken and skip a device whose new
+    -- events that pass does not see. The WHERE only saves a new row version when nothing changes.
     INSERT INTO rollup_pending_devices AS p (app_id, device_id, min_time)
     SELECT d.app_id, d.device_id, d.first_seen FROM pg_temp.load_devices d
-    WHERE NOT EXISTS (
-        SELECT 1 FROM rollup_pending_devices q
-        WHERE q.app_id = d.app_id AND q.device_id = d.device_id AND q.min_time <= d.first_seen)
-    ON CONFLICT (app_id, device_id) DO UPDATE SET min_time = LEAST(p.min_time, EXCLUDED.min_time);
+    ON CONFLICT (app_id, device_id) DO UPDATE SET min_time = LEAST(p.min_time, EXCLUDED.min_time)
+    WHERE p.min_time IS NULL OR EXCLUDED.min_time < p.min_time;
 
     INSERT INTO rollup_pending_clicks (app_id, click_id, click_time)
     SELECT DISTINCT x.app_id, x.click_id, x.time FROM pg_temp.load_staging x

@@ -57,10 +57,22 @@ import Testing
         return tables
     }
 
-    @Test("cycles only queue rollup work; after a rollup pass the rollups equal a from-scratch rebuild")
-    func queuedCyclesThenProcessEqualRebuild() throws {
+    @Test(
+        "cycles only queue rollup work; after a rollup pass the rollups equal a from-scratch rebuild",
+        arguments: [
+            [:],
+            // Reporting days that are not UTC days: a UTC day's rows fall on two local days (LA) or
+            // on a local day shifted by a non-whole hour (Kathmandu, +05:45).
+            ["app_1": "America/Los_Angeles", "app_2": "Asia/Kathmandu"],
+        ])
+    func queuedCyclesThenProcessEqualRebuild(timeZones: [String: String]) throws {
         let world = try World()
         defer { world.tearDown() }
+        for (app, zone) in timeZones.sorted(by: { $0.key < $1.key }) {
+            let connection = try world.connect()
+            defer { connection.close() }
+            try connection.execute("insert into apps (id, name, time_zone) values (\(app), \(app), \(zone))")
+        }
         var configuration = world.configuration()
         configuration.maxEventsPerCycle = 40
         configuration.rollupInterval = .seconds(3600)  // no pass while cycles bring new rows
