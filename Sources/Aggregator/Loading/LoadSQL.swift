@@ -41,13 +41,14 @@ enum LoadSQL {
         ) ON COMMIT DELETE ROWS;
         """
 
-    /// `COPY <table> (<columns>) FROM STDIN` (text format).
-    private static func copy(_ table: String, _ columns: [String]) -> SQL {
-        SQL(stringLiteral: "COPY \(table) (\(columns.joined(separator: ", "))) FROM STDIN")
+    /// `COPY <table> (<columns>) FROM STDIN` (text format unless `binary`).
+    private static func copy(_ table: String, _ columns: [String], binary: Bool = false) -> SQL {
+        SQL(stringLiteral: "COPY \(table) (\(columns.joined(separator: ", "))) FROM STDIN" + (binary ? " (FORMAT binary)" : ""))
     }
 
-    /// Event rows straight into the partitioned `events` table.
-    static let copyEvents = copy("events", StagingEncoder.eventColumns)
+    /// Event rows straight into the partitioned `events` table, in binary format
+    /// (`StagingEncoder.appendEventBinary`; the stream starts with `binaryHeader`).
+    static let copyEvents = copy("events", StagingEncoder.eventColumns, binary: true)
     /// Event rows into the text table of the safe-cast fallback.
     static let copyEventRows = copy("pg_temp.load_event_rows", StagingEncoder.eventColumns)
     /// Click rows straight into `clicks`.

@@ -230,10 +230,12 @@ final class Loader {
             var chunks: [(LogBatch, String)] = []
             staging = StagingBatch(keepsEventRows: false, derivesAll: true)
             _ = try connection.copyIn(LoadSQL.copyEvents) { buffer in
+                buffer.append(StagingEncoder.binaryHeader)
                 try read { chunk, node in
                     staging.add(chunk, node: node) { buffer.append($0) }
                     chunks.append((chunk, node))
                 }
+                buffer.append(StagingEncoder.binaryTrailer)
             }
             phase("read+copy")
             do {
@@ -256,6 +258,7 @@ final class Loader {
                 phase("dedup+copy")
             }
         } else {
+            staging = StagingBatch(binaryEvents: !safeCasts)
             try read { chunk, node in staging.add(chunk, node: node) }
             phase("read")
             inserted = try dedupFirst(connection, staging, safeCasts: safeCasts)
@@ -310,12 +313,15 @@ final class Loader {
     }
 
     /// Sends the rows of `rows` whose key `fresh` holds (all when nil).
+    /// With `binary`, the stream gets the binary format's header and trailer around the rows.
     private func copy(
         _ connection: Connection, _ sql: SQL, _ rows: StagingBatch.Rows, facts: (Int) -> StagingBatch.RowFacts,
-        fresh: Set<[String]>?
+        fresh: Set<[String]>?, binary: Bool = false
     ) throws {
         guard rows.count > 0, fresh.map({ !$0.isEmpty }) ?? true else { return }
         _ = try connection.copyIn(sql) { buffer in
+            if binary { buffer.append(StagingEncoder.binaryHeader) }
+            defer { if binary { buffer.append(StagingEncoder.binaryTrailer) } }
             if fresh == nil {
                 for start in stride(from: 0, to: rows.bytes.count, by: 128 * 1024) {
                     buffer.append(rows.bytes[start..<min(rows.bytes.count, start + 128 * 1024)])
@@ -352,8 +358,8 @@ final class Loader {
         inserted.clicks = try fresh(.clicks)
         inserted.matches = try fresh(.matches)
         try copy(
-            connection, safeCasts ? LoadSQL.copyEventRows : LoadSQL.copyEvents, staging.events,
-            facts: { staging.eventFacts[$0].key }, fresh: inserted.events)
+            connection, staging.binaryEvents ? LoadSQL.copyEvents : LoadSQL.copyEventRows, staging.events,
+            facts: { staging.eventFacts[$0].key }, fresh: inserted.events, binary: staging.binaryEvents)
         if safeCasts, inserted.events?.isEmpty == false { _ = try connection.query(LoadSQL.insertEventRowsSafely) }
         try copyRest(connection, staging, inserted: inserted)
         return inserted

@@ -53,6 +53,8 @@ struct StagingBatch {
     private var seen = Set<Key>()
     private var row: [UInt8] = []
     private let keepsEventRows: Bool
+    /// Event rows in COPY binary format (`LoadSQL.copyEvents`) instead of text (the safe-cast table).
+    let binaryEvents: Bool
     /// The derived rows of every row of the batch, accumulated while decoding (optimistic load).
     private(set) var derivedAll: DerivedRows.Builder?
 
@@ -60,8 +62,11 @@ struct StagingBatch {
     ///   - keepsEventRows: keep the encoded event rows (false when they are streamed).
     ///   - derivesAll: accumulate the derived rows of every row while decoding (`derivedAll`), for a
     ///     load that expects every row to go in: that client work then overlaps the server's COPY.
-    init(keepsEventRows: Bool = true, derivesAll: Bool = false) {
+    ///   - binaryEvents: encode event rows for `COPY events ... (FORMAT binary)`; false for the
+    ///     safe-cast fallback's text table.
+    init(keepsEventRows: Bool = true, derivesAll: Bool = false, binaryEvents: Bool = true) {
         self.keepsEventRows = keepsEventRows
+        self.binaryEvents = binaryEvents
         derivedAll = derivesAll ? DerivedRows.Builder() : nil
     }
 
@@ -161,7 +166,11 @@ struct StagingBatch {
             let facts = RowFacts(app: key.app, id: key.id, time: envelope.time, path: envelope.path)
             switch envelope.kind {
             case .event, .retention:
-                StagingEncoder.appendEvent(envelope, to: &row)
+                if binaryEvents {
+                    StagingEncoder.appendEventBinary(envelope, to: &row)
+                } else {
+                    StagingEncoder.appendEvent(envelope, to: &row)
+                }
                 if keepsEventRows { events.append(row) }
                 eventCount += 1
                 streamEvent(row)
