@@ -55,7 +55,7 @@ enum LoadSQL {
     static let copyClicks = copy("clicks", StagingEncoder.clickColumns)
     /// Match rows straight into `matches`.
     static let copyMatches = copy("matches", StagingEncoder.matchColumns)
-    /// Every row of the cycle into the slim staging table.
+    /// Rows of the cycle into the slim staging table (all, or the optimistic load's clicks).
     static let copyStaging = copy("pg_temp.load_staging", StagingEncoder.stagedColumns)
     /// Derived device rows.
     static let copyDevices = copy(
@@ -72,12 +72,13 @@ enum LoadSQL {
     static let releaseSavepoint = "RELEASE SAVEPOINT load_optimistic"
     static let rollbackToSavepoint = "ROLLBACK TO SAVEPOINT load_optimistic"
 
-    /// The optimistic dedup: every staged key of one dedup table inserted with a plain INSERT. A key
-    /// loaded before fails it with a unique violation (23505), and the cycle rolls back to the
-    /// savepoint and deduplicates first (`freshKeys`).
-    static let insertKeys: [Table: SQL] = Dictionary(
+    /// The optimistic dedup: every key of one dedup table copied straight into it (binary format,
+    /// `StagingBatch.keys`): no `ON CONFLICT`, no staging table in between. A key loaded before
+    /// fails the COPY with a unique violation (23505), and the cycle rolls back to the savepoint and
+    /// deduplicates first (`freshKeys`).
+    static let copyKeys: [Table: SQL] = Dictionary(
         uniqueKeysWithValues: Table.allCases.map { table in
-            (table, SQL(stringLiteral: "INSERT INTO \(table.dedupTable) " + table.keySelect))
+            (table, SQL(stringLiteral: "COPY \(table.dedupTable) FROM STDIN (FORMAT binary)"))
         })
 
     /// Deduplication first: the staged keys of one dedup table inserted with `ON CONFLICT DO NOTHING`;

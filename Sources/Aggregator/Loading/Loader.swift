@@ -240,9 +240,9 @@ final class Loader {
             phase("read+copy")
             do {
                 try copyRest(connection, staging, inserted: .all)
-                try copy(connection, LoadSQL.copyStaging, staging.staged)
+                try copy(connection, LoadSQL.copyStaging, staging.staged)  // the clicks, for sql/060
                 for table in LoadSQL.Table.allCases where staging.count(table) > 0 {
-                    _ = try connection.query(LoadSQL.insertKeys[table]!)
+                    try copy(connection, LoadSQL.copyKeys[table]!, staging.keys(table), binary: true)
                 }
                 try connection.unsafeSQL(LoadSQL.releaseSavepoint)
                 phase("copy+dedup")
@@ -303,12 +303,15 @@ final class Loader {
 
     /// Sends `rows` (whole COPY rows) through `sql`; nothing when empty. In slices, so the COPY's
     /// own buffer stays at its chunk size instead of growing to a second copy of `rows`.
-    private func copy(_ connection: Connection, _ sql: SQL, _ rows: [UInt8]) throws {
+    /// With `binary`, the stream gets the binary format's header and trailer around the rows.
+    private func copy(_ connection: Connection, _ sql: SQL, _ rows: [UInt8], binary: Bool = false) throws {
         guard !rows.isEmpty else { return }
         _ = try connection.copyIn(sql) { buffer in
+            if binary { buffer.append(StagingEncoder.binaryHeader) }
             for start in stride(from: 0, to: rows.count, by: 128 * 1024) {
                 buffer.append(rows[start..<min(rows.count, start + 128 * 1024)])
             }
+            if binary { buffer.append(StagingEncoder.binaryTrailer) }
         }
     }
 

@@ -39,8 +39,13 @@ struct StagingBatch {
     private(set) var clicks = Rows()
     /// `matches` rows.
     private(set) var matches = Rows()
-    /// `pg_temp.load_staging` rows: every row of the cycle, all kinds.
+    /// `pg_temp.load_staging` rows: every row of the cycle, all kinds; in a batch that derives all
+    /// (the optimistic load) only the click rows (sql/060 queues them; the keys go straight into
+    /// the dedup tables from `keyRows`).
     private(set) var staged: [UInt8] = []
+    /// The optimistic load's dedup-key rows per raw table (`LoadSQL.Table` order), COPY binary
+    /// format without header: empty unless the batch derives all.
+    private var keyRows: [[UInt8]] = [[], [], []]
 
     /// What the derived tables need of each event row (same index as `events`). Not kept when the
     /// batch accumulates `derivedAll` instead (memory: the optimistic load needs only that).
@@ -138,7 +143,7 @@ struct StagingBatch {
         recordsByNode[node, default: 0] += batch.count
         row.reserveCapacity(4096)
         // About 120 bytes per staged row: reserved once, instead of doubling past it.
-        staged.reserveCapacity(staged.count + batch.count * 128)
+        if derivedAll == nil { staged.reserveCapacity(staged.count + batch.count * 128) }
         for index in 0..<batch.count {
             let record = batch[index]
             let envelope: Envelope
@@ -187,8 +192,22 @@ struct StagingBatch {
                 matches.append(row)
                 if derivedAll != nil { derivedAll?.addMatch(facts) } else { matchFacts.append(facts) }
             }
-            StagingEncoder.appendStaged(envelope, to: &staged)
+            if derivedAll == nil || envelope.kind == .click {
+                StagingEncoder.appendStaged(envelope, to: &staged)
+            }
+            if derivedAll != nil {
+                StagingEncoder.appendKeyBinary(app: key.app, id: key.id, time: envelope.time, to: &keyRows[Int(key.table)])
+            }
             rows += 1
+        }
+    }
+
+    /// The dedup-key rows of one raw table, COPY binary format without header (batches that derive all).
+    func keys(_ table: LoadSQL.Table) -> [UInt8] {
+        switch table {
+        case .events: keyRows[0]
+        case .clicks: keyRows[1]
+        case .matches: keyRows[2]
         }
     }
 

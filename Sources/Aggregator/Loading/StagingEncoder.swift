@@ -91,6 +91,16 @@ struct StagingEncoder {
         binaryText(envelope.clock.rawValue, &out)
     }
 
+    /// Appends one dedup-key row (`event_ids`, `click_ids`, `match_ids`: app, id, time) in COPY
+    /// binary format.
+    static func appendKeyBinary(app: String, id: String, time: Timestamp, to out: inout [UInt8]) {
+        out.append(0)
+        out.append(3)
+        binaryText(app, &out)
+        binaryText(id, &out)
+        binaryTimestamp(time, &out)
+    }
+
     private static func int32(_ value: Int32, _ out: inout [UInt8]) {
         let bits = UInt32(bitPattern: value)
         out.append(UInt8(truncatingIfNeeded: bits >> 24))
