@@ -43,7 +43,8 @@ enum LoadSQL {
 
     /// `COPY <table> (<columns>) FROM STDIN` (text format unless `binary`).
     private static func copy(_ table: String, _ columns: [String], binary: Bool = false) -> SQL {
-        SQL(stringLiteral: "COPY \(table) (\(columns.joined(separator: ", "))) FROM STDIN" + (binary ? " (FORMAT binary)" : ""))
+        let format = binary ? " (FORMAT binary)" : ""
+        return SQL(stringLiteral: "COPY \(table) (\(columns.joined(separator: ", "))) FROM STDIN\(format)")
     }
 
     /// Event rows straight into the partitioned `events` table, in binary format

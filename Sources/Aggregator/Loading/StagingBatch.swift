@@ -196,7 +196,8 @@ struct StagingBatch {
                 StagingEncoder.appendStaged(envelope, to: &staged)
             }
             if derivedAll != nil {
-                StagingEncoder.appendKeyBinary(app: key.app, id: key.id, time: envelope.time, to: &keyRows[Int(key.table)])
+                StagingEncoder.appendKeyBinary(
+                    app: key.app, id: key.id, time: envelope.time, to: &keyRows[Int(key.table)])
             }
             rows += 1
         }
@@ -386,8 +387,10 @@ struct DerivedRows {
             for key in touchedOrder {
                 let span = touched[key]!
                 StagingEncoder.appendRow(
-                    [.text(key.app), .date(key.day), .timestamp(span.first), .timestamp(span.last), .timestamp(span.lastEvent)],
-                    to: &rows.touched)
+                    [
+                        .text(key.app), .date(key.day), .timestamp(span.first), .timestamp(span.last),
+                        .timestamp(span.lastEvent),
+                    ], to: &rows.touched)
             }
             return rows
         }

@@ -58,7 +58,7 @@ struct StagingEncoder {
     }
 
     /// The header of a binary COPY stream: signature, flags (0), header extension length (0).
-    static let binaryHeader: [UInt8] = Array("PGCOPY\n".utf8) + [0xFF, 0x0D, 0x0A, 0x00] + [0, 0, 0, 0] + [0, 0, 0, 0]
+    static let binaryHeader: [UInt8] = Array("PGCOPY\n".utf8) + [0xFF, 0x0D, 0x0A, 0x00] + [0, 0, 0, 0, 0, 0, 0, 0]
     /// The trailer of a binary COPY stream (a field count of -1).
     static let binaryTrailer: [UInt8] = [0xFF, 0xFF]
 
@@ -138,7 +138,9 @@ struct StagingEncoder {
         guard let value else { return int32(-1, &out) }
         int32(8, &out)
         let bits = UInt64(bitPattern: value.microseconds &- 946_684_800_000_000)
-        for shift in stride(from: 56, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: bits >> UInt64(shift))) }
+        for shift in stride(from: 56, through: 0, by: -8) {
+            out.append(UInt8(truncatingIfNeeded: bits >> UInt64(shift)))
+        }
     }
 
     private static func binaryJSON(_ value: [UInt8]?, _ out: inout [UInt8]) {
