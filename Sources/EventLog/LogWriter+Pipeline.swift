@@ -126,12 +126,18 @@ extension LogWriter {
     private func finish(_ jobs: ArraySlice<FrameJob>) {
         let failures = jobs.filter { $0.error != nil }.count
         if failures > 0 { metrics.failures.increment(by: failures) }
+        // Appends that did not wait are completed after the lock is released.
+        var callbacks: [(callbacks: [AppendCallback], error: LogError?)] = []
         monitor.withLock { shared in
             shared.committing -= jobs.count
             var lastError: LogError?
             for job in jobs {
                 job.batch.isDone = true
                 job.batch.error = job.error
+                if !job.batch.callbacks.isEmpty {
+                    callbacks.append((job.batch.callbacks, job.error))
+                    job.batch.callbacks = []
+                }
                 if let error = job.error {
                     lastError = error
                 } else {
@@ -150,6 +156,12 @@ extension LogWriter {
                 shared.lastError = nil
             }
             monitor.broadcast(Condition.work)
+        }
+        for (group, error) in callbacks {
+            for callback in group {
+                metrics.appendSeconds.observe(since: callback.start)
+                callback.completion(error)
+            }
         }
     }
 }

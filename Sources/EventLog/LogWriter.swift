@@ -147,16 +147,46 @@ package final class LogWriter: Sendable {
         guard let base = ndjson.baseAddress, ndjson.count > 0 else { return }
         guard ndjson[ndjson.count - 1] == 10 else { throw .invalidRecord(reason: "NDJSON must end with a newline") }
         let start = ContinuousClock.now
-        var records = 0
-        var at = 0
-        while at < ndjson.count, let hit = memchr(base + at, 10, ndjson.count - at) {
-            records += 1
-            at = base.distance(to: UnsafeRawPointer(hit)) + 1
-        }
+        let records = Self.countLines(base, ndjson.count)
         // Typed as UInt8 so `append(contentsOf:)` takes its contiguous (memcpy) path.
         let bytes = ndjson.assumingMemoryBound(to: UInt8.self)
         try enqueue(bytes: ndjson.count, records: records) { $0.append(contentsOf: bytes) }
         metrics.appendSeconds.observe(since: start)
+    }
+
+    /// `append(ndjson:)` without waiting: queues the records and returns; `completion` runs once
+    /// the frame holding them is durable (nil) or has failed (the error), on the writer's committer
+    /// thread, outside the writer's lock, in commit order. Nothing else waits on a thread meanwhile,
+    /// so a caller that answers from `completion` (ingest resuming a suspended connection) saves
+    /// the hand-offs to and from a thread blocked in `append`. Same guarantees and errors as
+    /// `append(ndjson:)`; an error found before the records are queued (invalid NDJSON, too large,
+    /// closed, a recent failure, a full queue after `enqueueTimeout`: this call blocks for queue
+    /// space like `append`) runs `completion` at once on the calling thread. `completion` must be
+    /// short and must not append to this writer synchronously (the committer would wait on itself).
+    package func append(ndjson: UnsafeRawBufferPointer, completion: @escaping @Sendable (LogError?) -> Void) {
+        guard let base = ndjson.baseAddress, ndjson.count > 0 else { return completion(nil) }
+        guard ndjson[ndjson.count - 1] == 10 else {
+            return completion(.invalidRecord(reason: "NDJSON must end with a newline"))
+        }
+        let callback = AppendCallback(start: ContinuousClock.now, completion: completion)
+        let records = Self.countLines(base, ndjson.count)
+        let bytes = ndjson.assumingMemoryBound(to: UInt8.self)
+        do {
+            try enqueue(bytes: ndjson.count, records: records, callback: callback) { $0.append(contentsOf: bytes) }
+        } catch {
+            completion(error)
+        }
+    }
+
+    /// Number of newlines in `count` bytes at `base`.
+    private static func countLines(_ base: UnsafeRawPointer, _ count: Int) -> Int {
+        var records = 0
+        var at = 0
+        while at < count, let hit = memchr(base + at, 10, count - at) {
+            records += 1
+            at = base.distance(to: UnsafeRawPointer(hit)) + 1
+        }
+        return records
     }
 
     /// `append(ndjson:)` for an array.
@@ -166,8 +196,11 @@ package final class LogWriter: Sendable {
     }
 
     /// Copies a batch of `records` (`bytes` long) into the pending queue with `copy` and waits
-    /// until the frame holding it is committed.
-    private func enqueue(bytes total: Int, records: Int, copy: (inout [UInt8]) -> Void) throws(LogError) {
+    /// until the frame holding it is committed; with a `callback`, returns once queued instead
+    /// (the committer runs the callback).
+    private func enqueue(
+        bytes total: Int, records: Int, callback: AppendCallback? = nil, copy: (inout [UInt8]) -> Void
+    ) throws(LogError) {
         if total > pendingLimit { throw .tooLarge(bytes: total, limit: pendingLimit) }
         try monitor.withLock { (shared) throws(LogError) in
             let now = Monitor<Shared>.monotonicNow()
@@ -190,6 +223,10 @@ package final class LogWriter: Sendable {
                 if before < threshold, shared.pending.count >= threshold { monitor.signal(Condition.work) }
             }
             let batch = shared.batch
+            if let callback {
+                batch.callbacks.append(callback)
+                return
+            }
             while !batch.isDone { monitor.wait(Condition.firstDone + batch.slot) }
             if let error = batch.error { throw error }
         }

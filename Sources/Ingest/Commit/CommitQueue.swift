@@ -192,15 +192,25 @@ final class CommitQueue: Sendable {
         guard records > 0 else { return nil }
         do {
             try sink.append(ndjson: ndjson)
-            if isFailing.exchange(false, ordering: .relaxed) { logger.notice("log.append_recovered", [:]) }
+            noteAppend(error: nil, records: records)
             return nil
         } catch {
+            noteAppend(error: error, records: records)
+            return error
+        }
+    }
+
+    /// Counts and logs the outcome of an append of `records` accepted events (also for appends
+    /// made without the queue, through a `CompletingEventSink`): failures are counted, and logged
+    /// once per outage, not per group (they come every few milliseconds), as is the recovery.
+    func noteAppend(error: (any Error)?, records: Int) {
+        if let error {
             appendFailures.increment(by: records)
-            // One line per outage, not per group: failures come every few milliseconds.
             if !isFailing.exchange(true, ordering: .relaxed) {
                 logger.error("log.append_failed", ["records": String(records), "error": "\(error)"])
             }
-            return error
+        } else if isFailing.load(ordering: .relaxed), isFailing.exchange(false, ordering: .relaxed) {
+            logger.notice("log.append_recovered", [:])
         }
     }
 

@@ -19,6 +19,10 @@ final class IngestService: HTTPHandler {
     let router = Router()
     let keys: KeyStore
     let sink: any EventSink
+    /// `sink` when it completes appends itself (the event log): requests without dead letters are
+    /// appended straight from the HTTP worker and answered from the log's committer thread.
+    let completingSink: (any CompletingEventSink)?
+    /// Requests with dead letters, and every request when the sink cannot complete appends itself.
     let commits: CommitQueue
     let metrics: IngestMetrics
     let rateLimiter: RateLimiter?
@@ -35,6 +39,7 @@ final class IngestService: HTTPHandler {
         self.configuration = configuration
         self.keys = keys
         self.sink = sink
+        self.completingSink = sink as? any CompletingEventSink
         self.metrics = IngestMetrics(registry: registry)
         self.commits = CommitQueue(
             sink: sink, deadLetterSink: deadLetterSink, committers: configuration.commitThreads, metrics: registry)
@@ -115,6 +120,19 @@ final class IngestService: HTTPHandler {
         // (no Envelope values, no array per event), always one line per event (pretty-printed data
         // has its line breaks turned into spaces).
         let deadLetters = outcome.rejected.isEmpty ? [] : deadLetters(for: outcome.rejected, body: decoded, info: info)
+        if deadLetters.isEmpty, outcome.lines.lines > 0, let log = completingSink {
+            // The common case: every event accepted. No committer thread: the worker queues the
+            // lines in the log and the log's committer resumes the connection once they are durable.
+            let records = outcome.lines.lines
+            return .later { complete in
+                outcome.lines.withUnsafeBytes { ndjson in
+                    log.append(ndjson: ndjson) { error in
+                        self.commits.noteAppend(error: error, records: records)
+                        complete(self.answer(outcome, info: info, error: error))
+                    }
+                }
+            }
+        }
         let job = { @Sendable (complete: @escaping @Sendable (HTTPResponse) -> Void) in
             self.commits.enqueue(
                 CommitQueue.Job(ndjson: outcome.lines, deadLetters: deadLetters) { error in
