@@ -18,54 +18,52 @@ extension LogWriter {
         }
     }
 
-    /// Waits until a batch is due (size, delay or closing) and a job is free, and takes the
-    /// pending records into the job; nil when closing and nothing is pending.
-    /// Appenders signal `work` at the first record and when the queue reaches `batchThreshold`;
-    /// `finish` broadcasts it whenever frames leave the pipeline (the threshold drops).
+    /// Waits until the pending queue reaches `batchThreshold` (or the writer closes) and a job is
+    /// free, and takes the pending records into the job; nil when closing and nothing is pending.
+    /// Smaller batches are the committer's: it compresses a due batch itself when nothing else is
+    /// in flight (`takeCommitterWork`), which saves two thread hand-offs per frame at low load.
+    /// Appenders signal `work` when the queue reaches `batchThreshold`; `finish` broadcasts it when
+    /// frames leave the pipeline and the queue is at the (lower) threshold.
     private func takeBatch() -> FrameJob? {
         monitor.withLock { shared in
             while true {
-                guard let since = shared.pendingSince else {
+                if shared.pendingSince == nil {
                     if shared.isClosing { return nil }
                     monitor.wait(Condition.work)
                     continue
                 }
-                if shared.freeJobs.isEmpty {
+                // Bigger frames when the queue is deep: each compressed frame waiting for or inside
+                // a commit doubles the size a batch waits for. A frame taken later still makes the
+                // same sync: the committer is busy with the earlier ones, and large frames cost
+                // ~20 % less CPU per record than 256 KiB ones (and compress better).
+                if shared.freeJobs.isEmpty || (shared.pending.count < batchThreshold(shared) && !shared.isClosing) {
                     monitor.wait(Condition.work)
                     continue
                 }
-                // Bigger frames when the queue is deep: each compressed frame waiting for or inside
-                // a commit doubles the size a batch waits for, and the delay only counts when the
-                // committer has nothing (then nothing else would make progress). A frame taken
-                // later still makes the same sync: the committer is busy with the earlier ones, and
-                // large frames cost ~20 % less CPU per record than 256 KiB ones (and compress better).
-                // Frames still being compressed do not count: with the committer idle, a second
-                // batch compressed alongside can join the same sync.
-                if shared.pending.count < batchThreshold(shared), !shared.isClosing {
-                    if shared.ready.count + shared.committing > 0 {
-                        monitor.wait(Condition.work)  // `finish` returns jobs and broadcasts
-                        continue
-                    }
-                    let due = since + commitDelayNanos
-                    if Monitor<Shared>.monotonicNow() < due {
-                        monitor.wait(Condition.work, deadline: due)
-                        continue
-                    }
-                }
-                let job = shared.freeJobs.removeLast()
-                swap(&shared.pending, &job.ndjson)
-                job.records = shared.pendingRecords
-                job.ticket = shared.nextTicket
-                job.batch = shared.batch
-                shared.nextTicket += 1
-                shared.batchCount += 1
-                shared.batch = CommitBatch(slot: shared.batchCount % Condition.doneSlots)
-                shared.pendingRecords = 0
-                shared.pendingSince = nil
-                monitor.broadcast(Condition.space)
-                return job
+                return takePending(shared)
             }
         }
+    }
+
+    /// Under the lock: moves the pending records into a free job, stamped with the next ticket.
+    private func takePending(_ shared: Shared) -> FrameJob {
+        let job = shared.freeJobs.removeLast()
+        swap(&shared.pending, &job.ndjson)
+        job.records = shared.pendingRecords
+        job.ticket = shared.nextTicket
+        job.batch = shared.batch
+        shared.nextTicket += 1
+        shared.batchCount += 1
+        shared.batch = CommitBatch(slot: shared.batchCount % Condition.doneSlots)
+        shared.pendingRecords = 0
+        shared.pendingSince = nil
+        monitor.broadcast(Condition.space)
+        return job
+    }
+
+    /// True when no batch is being compressed, waiting for the committer or being committed.
+    func isIdle(_ shared: Shared) -> Bool {
+        shared.nextTicket == shared.nextCommit && shared.committing == 0
     }
 
     /// The pending size at which a compressor takes the batch: `groupCommitBytes`, doubled for
@@ -75,9 +73,33 @@ extension LogWriter {
         return min(configuration.groupCommitBytes << min(inFlight, 8), max(configuration.groupCommitBytes, deepBatchBytes))
     }
 
-    /// The committer thread: commits ready frames in ticket order until closed and drained.
-    func runCommitter() {
-        while let jobs = takeReadyFrames() {
+    /// What the committer does next.
+    private enum CommitterWork {
+        /// Compressed frames, consecutive in ticket order, to commit.
+        case frames([FrameJob])
+        /// A due batch taken while nothing else was in flight: compress it here, then commit it.
+        case compress(FrameJob)
+        /// Nothing to commit: perform an interval sync if due, then look again.
+        case idle
+        /// The compressors have ended and every frame is committed.
+        case end
+    }
+
+    /// The committer thread: commits ready frames in ticket order until closed and drained; when
+    /// nothing is in flight it compresses a due batch itself (`encoder`: its own context).
+    func runCommitter(_ encoder: FrameEncoder) {
+        loop: while true {
+            let jobs: [FrameJob]
+            switch takeCommitterWork() {
+            case .frames(let ready): jobs = ready
+            case .compress(let job):
+                encoder.encode(job)
+                jobs = [job]
+            case .idle:
+                core.syncIfDue()
+                continue loop
+            case .end: break loop
+            }
             var rest = jobs[...]
             while !rest.isEmpty {
                 let count = core.commit(rest)
@@ -92,33 +114,38 @@ extension LogWriter {
         }
     }
 
-    /// Waits for the frame with the next ticket and takes it with every consecutive one that is
-    /// also compressed; nil when the compressors have ended and every frame is committed. While
-    /// idle, performs interval syncs when due.
-    private func takeReadyFrames() -> [FrameJob]? {
-        while true {
-            let syncIn = core.nanosUntilSync()
-            let taken: [FrameJob]?? = monitor.withLock { shared in
-                var jobs: [FrameJob] = []
-                while let index = shared.ready.firstIndex(where: { $0.ticket == shared.nextCommit }) {
-                    jobs.append(shared.ready.remove(at: index))
+    /// Takes the frame with the next ticket and every consecutive one that is also compressed; or,
+    /// when nothing is in flight, a due pending batch (`groupCommitBytes` reached, `groupCommitDelay`
+    /// passed, or closing); else waits until one of these or an interval sync is due.
+    private func takeCommitterWork() -> CommitterWork {
+        let syncIn = core.nanosUntilSync()
+        return monitor.withLock { shared in
+            var jobs: [FrameJob] = []
+            while let index = shared.ready.firstIndex(where: { $0.ticket == shared.nextCommit }) {
+                jobs.append(shared.ready.remove(at: index))
+                shared.nextCommit += 1
+            }
+            if !jobs.isEmpty {
+                shared.committing = jobs.count
+                return .frames(jobs)
+            }
+            // Compressors put their last frame into `ready` before they end.
+            if shared.runningCompressors == 0 { return .end }
+            let now = Monitor<Shared>.monotonicNow()
+            var deadline = syncIn.map { now + $0 }
+            if isIdle(shared), let since = shared.pendingSince, !shared.freeJobs.isEmpty {
+                let due = since + commitDelayNanos
+                if shared.isClosing || now >= due || shared.pending.count >= configuration.groupCommitBytes {
+                    let job = takePending(shared)
                     shared.nextCommit += 1
+                    shared.committing = 1
+                    return .compress(job)
                 }
-                if !jobs.isEmpty {
-                    shared.committing = jobs.count
-                    return .some(jobs)
-                }
-                // Compressors put their last frame into `ready` before they end.
-                if shared.runningCompressors == 0 { return .some(nil) }
-                if syncIn == 0 { return nil }
-                monitor.wait(Condition.ready, deadline: syncIn.map { Monitor<Shared>.monotonicNow() + $0 })
-                return nil
+                deadline = min(deadline ?? due, due)
             }
-            switch taken {
-            case .some(.some(let jobs)): return jobs
-            case .some(.none): return nil
-            case .none: core.syncIfDue()
-            }
+            if syncIn == 0 { return .idle }
+            monitor.wait(Condition.ready, deadline: deadline)
+            return .idle
         }
     }
 
@@ -155,7 +182,11 @@ extension LogWriter {
                 shared.failedUntil = nil
                 shared.lastError = nil
             }
-            monitor.broadcast(Condition.work)
+            // The threshold dropped and jobs are free again: wake the compressors when the queue is
+            // now theirs to take. A smaller batch is the committer's, which looks again next.
+            if shared.pendingSince != nil, shared.isClosing || shared.pending.count >= batchThreshold(shared) {
+                monitor.broadcast(Condition.work)
+            }
         }
         for (group, error) in callbacks {
             for callback in group {

@@ -72,7 +72,8 @@ package final class LogWriter: Sendable {
         self.configuration = configuration
         metrics = LogMetrics(configuration: configuration)
         var encoders: [FrameEncoder] = []
-        for _ in 0..<configuration.compressionThreads {
+        // One encoder per compressor thread, and one for the committer (small batches while idle).
+        for _ in 0...configuration.compressionThreads {
             encoders.append(try FrameEncoder(codec: configuration.codec, level: configuration.compressionLevel))
         }
         let lockFD = try WriterCore.lockDirectory(configuration.nodeDirectory)
@@ -89,6 +90,7 @@ package final class LogWriter: Sendable {
         commitDelayNanos = UInt64(max(0, configuration.groupCommitDelay.microseconds)) * 1000
         let shared = Shared()
         shared.pending.reserveCapacity(configuration.groupCommitBytes * 2)
+        let committerEncoder = encoders.removeLast()
         // Two jobs per compressor: one being compressed, one waiting for or inside a commit.
         shared.freeJobs = (0..<2 * encoders.count).map { _ in
             let job = FrameJob()
@@ -102,7 +104,7 @@ package final class LogWriter: Sendable {
             thread.name = "eventlog-zip\(index)"
             thread.start()
         }
-        let thread = Thread { [self] in self.runCommitter() }
+        let thread = Thread { [self] in self.runCommitter(committerEncoder) }
         thread.name = "eventlog-writer"
         thread.start()
     }
@@ -217,11 +219,11 @@ package final class LogWriter: Sendable {
             shared.pendingRecords += records
             if shared.pendingSince == nil {
                 shared.pendingSince = now
-                monitor.signal(Condition.work)
-            } else {
-                let threshold = batchThreshold(shared)
-                if before < threshold, shared.pending.count >= threshold { monitor.signal(Condition.work) }
+                // With nothing in flight, the committer compresses and commits the batch itself.
+                if isIdle(shared) { monitor.signal(Condition.ready) }
             }
+            let threshold = batchThreshold(shared)
+            if before < threshold, shared.pending.count >= threshold { monitor.signal(Condition.work) }
             let batch = shared.batch
             if let callback {
                 batch.callbacks.append(callback)

@@ -108,6 +108,71 @@ import Testing
             }
         }
     }
+
+    @Test(
+        "appends that do not wait are each completed once, after their records are durable, from many threads",
+        arguments: [Durability.fsync, .interval(.milliseconds(5))], [1, 3])
+    func completionAppends(durability: Durability, compressionThreads: Int) throws {
+        try withTemporaryDirectory { dir in
+            var configuration = testConfiguration(dir)
+            configuration.durability = durability
+            configuration.compressionThreads = compressionThreads
+            configuration.groupCommitDelay = .zero
+            configuration.maxSegmentBytes = 32 * 1024  // rotate during the run too
+            let writer = try LogWriter(configuration: configuration)
+            let threads = 8
+            let perThread = 200
+            let completed = Locked<(ok: Int, failed: [String])>((0, []))
+            let done = DispatchSemaphore(value: 0)
+            try runThreads(threads) { thread in
+                for index in 0..<perThread {
+                    // Sizes from one line to ~40 KiB, so both the committer and the compressors take batches.
+                    let lines = index % 50 == 0 ? 600 : 1 + index % 3
+                    var ndjson: [UInt8] = []
+                    for line in 0..<lines { ndjson += Array("{\"t\":\(thread),\"i\":\(index),\"k\":\(line)}\n".utf8) }
+                    ndjson.withUnsafeBytes { raw in
+                        writer.append(ndjson: raw) { error in
+                            completed.withLock { state in
+                                if let error { state.failed.append("\(error)") } else { state.ok += 1 }
+                            }
+                            done.signal()
+                        }
+                    }
+                }
+            }
+            for _ in 0..<(threads * perThread) { #expect(done.wait(timeout: .now() + 30) == .success) }
+            writer.close()
+            let (ok, failed) = completed.withLock { $0 }
+            #expect(failed.isEmpty)
+            #expect(ok == threads * perThread)
+            let (records, damaged) = try readAll(configuration.directory)
+            #expect(damaged.isEmpty)
+            let expected = (0..<perThread).reduce(0) { $0 + ($1 % 50 == 0 ? 600 : 1 + $1 % 3) } * threads
+            #expect(records.count == expected)
+            #expect(Set(records).count == expected)
+            #expect(try sequencesAreGapFree(configuration.directory))
+        }
+    }
+
+    @Test("an append that cannot be queued completes at once with the error, and nothing is written")
+    func completionErrors() throws {
+        try withTemporaryDirectory { dir in
+            let configuration = testConfiguration(dir)
+            let writer = try LogWriter(configuration: configuration)
+            let errors = Locked<[LogError?]>([])
+            func append(_ text: String) {
+                Array(text.utf8).withUnsafeBytes { raw in
+                    writer.append(ndjson: raw) { error in errors.withLock { $0.append(error) } }
+                }
+            }
+            append("{\"a\":1}")  // no final newline
+            #expect(errors.withLock { $0 } == [.invalidRecord(reason: "NDJSON must end with a newline")])
+            writer.close()
+            append("{\"a\":2}\n")
+            #expect(errors.withLock { $0 }.last == .unavailable(reason: "event log closed"))
+            #expect(try readAll(configuration.directory).records.isEmpty)
+        }
+    }
 }
 
 /// True when every frame's first sequence number continues the previous frame's (the log is gap-free).
