@@ -1,3 +1,4 @@
+import Glibc
 import Observability
 
 // The writer's threads: compressors take pending batches and compress them in parallel; the
@@ -61,9 +62,17 @@ extension LogWriter {
         return job
     }
 
-    /// True when no batch is being compressed, waiting for the committer or being committed.
-    func isIdle(_ shared: Shared) -> Bool {
-        shared.nextTicket == shared.nextCommit && shared.committing == 0
+    /// True when the committer may take a due batch itself: no batch is being compressed or
+    /// waiting for it, and (fsync durability) a sync thread is free for the group it would write,
+    /// else (interval durability) nothing is being committed.
+    func committerCanTake(_ shared: Shared) -> Bool {
+        guard shared.nextTicket == shared.nextCommit else { return false }
+        return syncThreads > 0 ? hasFreeSyncer(shared) : shared.committing == 0
+    }
+
+    /// Fsync durability: a sync thread could start on a newly written group at once.
+    func hasFreeSyncer(_ shared: Shared) -> Bool {
+        shared.syncs.count < syncThreads && shared.syncs.first?.error == nil
     }
 
     /// The pending size at which a compressor takes the batch: `groupCommitBytes`, doubled for
@@ -81,6 +90,8 @@ extension LogWriter {
         case compress(FrameJob)
         /// Nothing to commit: perform an interval sync if due, then look again.
         case idle
+        /// A group's sync failed: cut it and every later written group away.
+        case syncFailed
         /// The compressors have ended and every frame is committed.
         case end
     }
@@ -98,47 +109,81 @@ extension LogWriter {
             case .idle:
                 core.syncIfDue()
                 continue loop
+            case .syncFailed:
+                drainSyncs()
+                continue loop
             case .end: break loop
             }
             var rest = jobs[...]
             while !rest.isEmpty {
-                let count = core.commit(rest)
-                finish(rest.prefix(count))
+                if syncThreads == 0 {
+                    let count = core.commit(rest)
+                    finish(rest.prefix(count))
+                    rest = rest.dropFirst(count)
+                    continue
+                }
+                let hasSyncs = monitor.withLock { !$0.syncs.isEmpty }
+                let (count, group, _) = core.write(rest, mayRotate: !hasSyncs)
+                if count == 0 {
+                    // The next frame starts a new segment: the old one's syncs finish first.
+                    drainSyncs()
+                    continue
+                }
+                core.publishDiskBytes()
+                let unwritten = rest.prefix(count).filter { $0.error != nil }
+                if !unwritten.isEmpty { finish(unwritten[...]) }
+                if let group {
+                    monitor.withLock { shared in
+                        shared.syncs.append(group)
+                        monitor.signal(Condition.sync)
+                    }
+                }
                 rest = rest.dropFirst(count)
             }
         }
+        drainSyncs()
         core.close()
         monitor.withLock { shared in
+            shared.stopSyncers = true
+            monitor.broadcast(Condition.sync)
+            while shared.runningSyncers > 0 { monitor.wait(Condition.ready) }
             shared.hasExited = true
             monitor.broadcast(Condition.exited)
         }
     }
 
     /// Takes the frame with the next ticket and every consecutive one that is also compressed; or,
-    /// when nothing is in flight, a due pending batch (`groupCommitBytes` reached, `groupCommitDelay`
-    /// passed, or closing); else waits until one of these or an interval sync is due.
+    /// when the committer is free to (`committerCanTake`), a due pending batch (`groupCommitBytes`
+    /// reached, `groupCommitDelay` passed, or closing); else waits until one of these, a failed
+    /// sync or an interval sync is due. Fsync durability: takes nothing while no sync thread is
+    /// free, so requests arriving meanwhile gather into the next frame.
     private func takeCommitterWork() -> CommitterWork {
         let syncIn = core.nanosUntilSync()
         return monitor.withLock { shared in
+            if shared.syncs.first?.error != nil { return .syncFailed }
+            if syncThreads > 0, !hasFreeSyncer(shared) {
+                monitor.wait(Condition.ready)
+                return .idle
+            }
             var jobs: [FrameJob] = []
             while let index = shared.ready.firstIndex(where: { $0.ticket == shared.nextCommit }) {
                 jobs.append(shared.ready.remove(at: index))
                 shared.nextCommit += 1
             }
             if !jobs.isEmpty {
-                shared.committing = jobs.count
+                shared.committing += jobs.count
                 return .frames(jobs)
             }
             // Compressors put their last frame into `ready` before they end.
             if shared.runningCompressors == 0 { return .end }
             let now = Monitor<Shared>.monotonicNow()
             var deadline = syncIn.map { now + $0 }
-            if isIdle(shared), let since = shared.pendingSince, !shared.freeJobs.isEmpty {
+            if committerCanTake(shared), let since = shared.pendingSince, !shared.freeJobs.isEmpty {
                 let due = since + commitDelayNanos
                 if shared.isClosing || now >= due || shared.pending.count >= configuration.groupCommitBytes {
                     let job = takePending(shared)
                     shared.nextCommit += 1
-                    shared.committing = 1
+                    shared.committing += 1
                     return .compress(job)
                 }
                 deadline = min(deadline ?? due, due)
@@ -146,6 +191,76 @@ extension LogWriter {
             if syncIn == 0 { return .idle }
             monitor.wait(Condition.ready, deadline: deadline)
             return .idle
+        }
+    }
+
+    /// Fsync durability, on the committer: waits until every written group is synced and
+    /// acknowledged, or, when a sync failed, until no sync runs any more; then cuts the failed
+    /// group and every later one away and fails their appends (the log stays gap-free).
+    func drainSyncs() {
+        guard syncThreads > 0 else { return }
+        let failed: [WrittenGroup] = monitor.withLock { shared in
+            while let head = shared.syncs.first {
+                if head.error != nil, shared.syncsRunning == 0 {
+                    let groups = shared.syncs
+                    shared.syncs = []
+                    return groups
+                }
+                monitor.wait(Condition.ready)
+            }
+            return []
+        }
+        guard let error = failed.first?.error else {
+            core.didSyncAll()
+            return
+        }
+        core.failGroups(failed, error: error)
+        core.publishDiskBytes()
+        finish(failed.flatMap(\.jobs)[...])
+    }
+
+    /// A sync thread: takes every written group not yet being synced, covers them with one
+    /// `fdatasync`, then acknowledges, in write order, every group at the head that is synced.
+    func runSyncer() {
+        while let groups = takeSyncs() {
+            let start = ContinuousClock.now
+            let code = fdatasync(groups[0].fd) == 0 ? 0 : errno
+            if code == 0 { metrics.fsyncSeconds.observe(since: start) }
+            let done: [WrittenGroup] = monitor.withLock { shared in
+                shared.syncsRunning -= 1
+                for group in groups {
+                    group.isSynced = true
+                    if code != 0 { group.error = WriterCore.syncError(code, group) }
+                }
+                var done: [WrittenGroup] = []
+                while let head = shared.syncs.first, head.isSynced, head.error == nil {
+                    done.append(shared.syncs.removeFirst())
+                }
+                monitor.broadcast(Condition.ready)  // the committer: a free syncer, a failure, drained
+                return done
+            }
+            for group in done { core.countCommitted(group) }
+            if !done.isEmpty { finish(done.flatMap(\.jobs)[...]) }
+        }
+        monitor.withLock { shared in
+            shared.runningSyncers -= 1
+            monitor.broadcast(Condition.ready)
+        }
+    }
+
+    /// Waits for written groups no sync has taken; nil when the committer has ended.
+    private func takeSyncs() -> [WrittenGroup]? {
+        monitor.withLock { shared in
+            while true {
+                let waiting = shared.syncs.filter { !$0.isSyncing }
+                if !waiting.isEmpty {
+                    for group in waiting { group.isSyncing = true }
+                    shared.syncsRunning += 1
+                    return waiting
+                }
+                if shared.stopSyncers { return nil }
+                monitor.wait(Condition.sync)
+            }
         }
     }
 
