@@ -68,6 +68,10 @@ package struct LogConfiguration: Sendable {
     package var groupCommitDelay: Duration = .milliseconds(2)
     /// When appends count as durable. Default `.fsync`.
     package var durability: Durability = .fsync
+    /// Fsync durability: `fdatasync` calls in flight at once, each on its own sync thread; the
+    /// committer writes the next group while earlier ones are being synced, and groups are still
+    /// acknowledged in write order. Default 2; 1...8 (1: one sync at a time).
+    package var syncsInFlight: Int = 2
     /// Appends fail with `diskFull` once the node's segments use this many bytes. Default nil (no cap).
     package var maxDiskBytes: Int64? = nil
     /// Uncompressed bytes that may wait for the writer; appends beyond block. Default 64 MiB.
@@ -112,6 +116,9 @@ package struct LogConfiguration: Sendable {
         }
         guard (1...8).contains(compressionThreads) else {
             throw .invalidConfiguration("compressionThreads must be 1...8")
+        }
+        guard (1...8).contains(syncsInFlight) else {
+            throw .invalidConfiguration("syncsInFlight must be 1...8")
         }
         return self
     }

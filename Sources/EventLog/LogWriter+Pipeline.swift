@@ -302,6 +302,8 @@ extension LogWriter {
             if shared.pendingSince != nil, shared.isClosing || shared.pending.count >= batchThreshold(shared) {
                 monitor.broadcast(Condition.work)
             }
+            // The committer may have found no free job for a due batch: it can take it now.
+            if shared.pendingSince != nil { monitor.broadcast(Condition.ready) }
         }
         for (group, error) in callbacks {
             for callback in group {

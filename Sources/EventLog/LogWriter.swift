@@ -70,10 +70,10 @@ package final class LogWriter: Sendable {
     let commitDelayNanos: UInt64
     /// The largest batch the deep-queue rule waits for (4 MiB).
     let deepBatchBytes = 4 << 20
-    /// Fsync durability: `fdatasync` calls in flight at once, each on its own sync thread (0 in
-    /// interval mode: the committer syncs). The committer writes the next group while earlier
-    /// groups are being synced; this disk completes several times more syncs per second with two
-    /// concurrent syncers than with one (`bench/eventlog/fsync-overlap.c`).
+    /// Fsync durability: `configuration.syncsInFlight` sync threads (0 in interval mode: the
+    /// committer syncs). The committer writes the next group while earlier groups are being
+    /// synced; this disk completes several times more small syncs per second with concurrent
+    /// syncers than with one (`bench/eventlog/fsync-overlap.c`).
     let syncThreads: Int
 
     /// Opens the node's log, recovering the open segment (a torn tail is cut and logged), and
@@ -105,14 +105,16 @@ package final class LogWriter: Sendable {
         let shared = Shared()
         shared.pending.reserveCapacity(configuration.groupCommitBytes * 2)
         let committerEncoder = encoders.removeLast()
-        // Two jobs per compressor: one being compressed, one waiting for or inside a commit.
-        shared.freeJobs = (0..<2 * encoders.count).map { _ in
+        // Two jobs per compressor (one being compressed, one waiting for or inside a commit), and
+        // one per sync in flight.
+        let syncJobs = configuration.durability == .fsync ? configuration.syncsInFlight : 0
+        shared.freeJobs = (0..<2 * encoders.count + syncJobs).map { _ in
             let job = FrameJob()
             job.ndjson.reserveCapacity(configuration.groupCommitBytes * 2)  // swapped in as the queue buffer
             return job
         }
         shared.runningCompressors = encoders.count
-        syncThreads = configuration.durability == .fsync ? 2 : 0
+        syncThreads = configuration.durability == .fsync ? configuration.syncsInFlight : 0
         shared.runningSyncers = syncThreads
         monitor = Monitor(shared, conditions: Condition.firstDone + Condition.doneSlots)
         for index in 0..<syncThreads {

@@ -111,12 +111,16 @@ import Testing
 
     @Test(
         "appends that do not wait are each completed once, after their records are durable, from many threads",
-        arguments: [Durability.fsync, .interval(.milliseconds(5))], [1, 3])
-    func completionAppends(durability: Durability, compressionThreads: Int) throws {
+        arguments: [
+            (Durability.fsync, 1, 4), (.fsync, 3, 2), (.fsync, 2, 1), (.interval(.milliseconds(5)), 1, 2),
+            (.interval(.milliseconds(5)), 3, 2),
+        ])
+    func completionAppends(setting: (durability: Durability, compressionThreads: Int, syncsInFlight: Int)) throws {
         try withTemporaryDirectory { dir in
             var configuration = testConfiguration(dir)
-            configuration.durability = durability
-            configuration.compressionThreads = compressionThreads
+            configuration.durability = setting.durability
+            configuration.compressionThreads = setting.compressionThreads
+            configuration.syncsInFlight = setting.syncsInFlight
             configuration.groupCommitDelay = .zero
             configuration.maxSegmentBytes = 32 * 1024  // rotate during the run too
             let writer = try LogWriter(configuration: configuration)

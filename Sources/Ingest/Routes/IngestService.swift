@@ -201,16 +201,27 @@ final class IngestService: HTTPHandler {
 
     /// The key from `Bearer <key>` (scheme case-insensitive), or nil.
     static func bearerToken(_ header: String) -> String? {
+        // What clients send: `Bearer <key>`, nothing around it. Matched as bytes; the token starts
+        // with an ASCII byte other than a blank, so the general path below would return the same.
+        let bytes = header.utf8
+        if bytes.count > 7, bytes.starts(with: "Bearer ".utf8), let last = bytes.last, last != 32, last != 9 {
+            let first = bytes[bytes.index(bytes.startIndex, offsetBy: 7)]
+            if first < 0x80, first != 32, first != 9 { return String(Substring(header.utf8.dropFirst(7))) }
+        }
         let trimmed = header.trimmingWhitespace()
         guard trimmed.count > 7, trimmed.prefix(7).lowercased() == "bearer " else { return nil }
         let token = trimmed.dropFirst(7).drop(while: { $0 == " " })
         return token.isEmpty ? nil : String(token)
     }
 
+    private static let jsonUTF8 = "application/json; charset=utf-8"
+
     /// JSON only: `application/json`, optionally with `charset=utf-8`. A missing Content-Type is
     /// accepted, because some SDK HTTP clients omit it; the body must still be JSON.
     static func checkContentType(_ header: String?) throws(IngestError) {
         guard let header else { return }
+        // The forms SDKs send, without splitting and lowercasing.
+        if header.utf8.elementsEqual("application/json".utf8) || header.utf8.elementsEqual(jsonUTF8.utf8) { return }
         let parts = header.split(separator: ";", omittingEmptySubsequences: false)
         let mediaType = String(parts[0]).trimmingWhitespace().lowercased()
         guard mediaType == "application/json" else { throw .unsupportedMediaType(String(header.prefix(100))) }
