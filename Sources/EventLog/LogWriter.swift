@@ -7,11 +7,14 @@ import Observability
 /// NDJSON buffer under a lock. A pipeline turns pending batches into durable frames:
 /// `compressionThreads` compressor threads each take the whole pending buffer as one batch
 /// (stamped with a ticket: the order it left the queue) and compress it; one committer thread
-/// takes the compressed frames strictly in ticket order, writes every frame that is ready, covers
-/// them with one `fdatasync`, then wakes the appends of those frames. So the next frames are
-/// compressed while the previous ones are written and synced, and an append still returns only
-/// after the sync covering its frame. Pending bytes are bounded (`maxPendingBytes`): a full queue
-/// blocks appends up to `enqueueTimeout`, then fails them with `.unavailable`.
+/// takes the compressed frames strictly in ticket order and writes every frame that is ready (when
+/// nothing else is in flight it compresses a due batch itself). With fsync durability the written
+/// group goes to one of `syncsInFlight` sync threads, which covers it with one `fdatasync` while
+/// the committer writes the next group; groups are acknowledged strictly in write order (interval
+/// durability: the committer syncs when due). So the next frames are compressed and written while
+/// the previous ones are synced, and an append still returns only after a sync covering its frame
+/// and every earlier one. Pending bytes are bounded (`maxPendingBytes`): a full queue blocks
+/// appends up to `enqueueTimeout`, then fails them with `.unavailable`.
 package final class LogWriter: Sendable {
     /// State shared by appenders and the pipeline threads; only touched under the monitor's lock.
     final class Shared {

@@ -9,7 +9,8 @@ import Locking
 /// Hands finished requests' records to the sinks in groups. Requests enqueue and return to their
 /// event loop (the connection is suspended); a few committer threads take everything queued, make
 /// one `append` per sink, and complete every request in the group. While one group is being made
-/// durable the next one accumulates, so many requests share one fsync.
+/// durable the next one accumulates, so many requests share one fsync. Requests without dead
+/// letters bypass it when the sink is a `CompletingEventSink` (see `IngestService.finish`).
 final class CommitQueue: Sendable {
     /// One request's records and what to do once they are durable (or not).
     struct Job: Sendable {
