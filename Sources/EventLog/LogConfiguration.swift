@@ -84,6 +84,9 @@ package struct LogConfiguration: Sendable {
     package var maxFrameBytes: Int = SegmentFormat.maxFrameBytes
     /// Wall clock for ages and frame timestamps. Default the system clock.
     package var clock: LogClock = .system
+    /// What the sync threads call to sync a segment (fsync durability): 0 or the errno. Tests
+    /// replace it to make a sync fail; `fdatasync` otherwise.
+    var groupSync: @Sendable (_ fd: Int32) -> Int32 = { fdatasync($0) == 0 ? 0 : errno }
 
     /// A configuration with defaults for everything but the directory.
     package init(directory: String, node: String = "node-1") {

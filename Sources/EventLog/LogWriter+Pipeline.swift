@@ -224,7 +224,7 @@ extension LogWriter {
     func runSyncer() {
         while let groups = takeSyncs() {
             let start = ContinuousClock.now
-            let code = fdatasync(groups[0].fd) == 0 ? 0 : errno
+            let code = configuration.groupSync(groups[0].fd)
             if code == 0 { metrics.fsyncSeconds.observe(since: start) }
             let done: [WrittenGroup] = monitor.withLock { shared in
                 shared.syncsRunning -= 1

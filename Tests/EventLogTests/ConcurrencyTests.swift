@@ -158,6 +158,53 @@ import Testing
         }
     }
 
+    @Test("a failed sync fails its group and every later one in flight; acknowledged records stay, the log stays gap-free")
+    func failedSync() throws {
+        try withTemporaryDirectory { dir in
+            var configuration = testConfiguration(dir)
+            configuration.groupCommitDelay = .zero
+            configuration.retryAfter = .milliseconds(1)
+            let calls = Locked(0)
+            configuration.groupSync = { fd in
+                let call = calls.withLock { count -> Int in
+                    count += 1
+                    return count
+                }
+                if call % 5 == 3 { return EIO }
+                return fdatasync(fd) == 0 ? 0 : errno
+            }
+            let writer = try LogWriter(configuration: configuration)
+            let threads = 8
+            let perThread = 60
+            let outcomes = Locked<(ok: Set<String>, failed: Int)>(([], 0))
+            let done = DispatchSemaphore(value: 0)
+            try runThreads(threads) { thread in
+                for index in 0..<perThread {
+                    let line = "{\"t\":\(thread),\"i\":\(index)}"
+                    Array((line + "\n").utf8).withUnsafeBytes { raw in
+                        writer.append(ndjson: raw) { error in
+                            outcomes.withLock { state in
+                                if error == nil { state.ok.insert(line) } else { state.failed += 1 }
+                            }
+                            done.signal()
+                        }
+                    }
+                }
+            }
+            for _ in 0..<(threads * perThread) { #expect(done.wait(timeout: .now() + 30) == .success) }
+            writer.close()
+            let (ok, failed) = outcomes.withLock { $0 }
+            #expect(ok.count + failed == threads * perThread)
+            #expect(failed > 0)
+            #expect(calls.withLock { $0 } >= 3)
+            let (records, damaged) = try readAll(configuration.directory)
+            #expect(damaged.isEmpty)
+            #expect(Set(records) == ok)  // every acknowledged record, and none that failed
+            #expect(records.count == ok.count)
+            #expect(try sequencesAreGapFree(configuration.directory))
+        }
+    }
+
     @Test("an append that cannot be queued completes at once with the error, and nothing is written")
     func completionErrors() throws {
         try withTemporaryDirectory { dir in
