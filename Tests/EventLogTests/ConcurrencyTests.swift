@@ -177,8 +177,9 @@ import Testing
             let threads = 8
             let perThread = 60
             let outcomes = Locked<(ok: Set<String>, failed: Int)>(([], 0))
-            let done = DispatchSemaphore(value: 0)
             try runThreads(threads) { thread in
+                // Each thread waits for its append before the next, so the run makes many groups.
+                let done = DispatchSemaphore(value: 0)
                 for index in 0..<perThread {
                     let line = "{\"t\":\(thread),\"i\":\(index)}"
                     Array((line + "\n").utf8).withUnsafeBytes { raw in
@@ -189,9 +190,9 @@ import Testing
                             done.signal()
                         }
                     }
+                    #expect(done.wait(timeout: .now() + 30) == .success)
                 }
             }
-            for _ in 0..<(threads * perThread) { #expect(done.wait(timeout: .now() + 30) == .success) }
             writer.close()
             let (ok, failed) = outcomes.withLock { $0 }
             #expect(ok.count + failed == threads * perThread)
