@@ -179,8 +179,15 @@ extension LogWriter {
             let now = Monitor<Shared>.monotonicNow()
             var deadline = syncIn.map { now + $0 }
             if committerCanTake(shared), let since = shared.pendingSince, !shared.freeJobs.isEmpty {
-                let due = since + commitDelayNanos
-                if shared.isClosing || now >= due || shared.pending.count >= configuration.groupCommitBytes {
+                // With a sync in flight, the next group starts half a sync later (or once the batch
+                // reaches the deep-queue size): syncs in flight are staggered, each covering half a
+                // sync's worth of requests, instead of a large group and a tiny one right after it.
+                var due = since + commitDelayNanos
+                if let started = shared.lastSyncStart, !shared.syncs.isEmpty {
+                    due = max(due, started + shared.syncEstimate / UInt64(max(1, syncThreads)))
+                }
+                let threshold = shared.syncs.isEmpty ? configuration.groupCommitBytes : batchThreshold(shared)
+                if shared.isClosing || now >= due || shared.pending.count >= threshold {
                     let job = takePending(shared)
                     shared.nextCommit += 1
                     shared.committing += 1
@@ -226,8 +233,10 @@ extension LogWriter {
             let start = ContinuousClock.now
             let code = configuration.groupSync(groups[0].fd)
             if code == 0 { metrics.fsyncSeconds.observe(since: start) }
+            let took = UInt64(max(0, (ContinuousClock.now - start) / .nanoseconds(1)))
             let done: [WrittenGroup] = monitor.withLock { shared in
                 shared.syncsRunning -= 1
+                shared.syncEstimate = (shared.syncEstimate * 7 + took) / 8
                 for group in groups {
                     group.isSynced = true
                     if code != 0 { group.error = WriterCore.syncError(code, group) }
@@ -256,6 +265,7 @@ extension LogWriter {
                 if !waiting.isEmpty {
                     for group in waiting { group.isSyncing = true }
                     shared.syncsRunning += 1
+                    shared.lastSyncStart = Monitor<Shared>.monotonicNow()
                     return waiting
                 }
                 if shared.stopSyncers { return nil }

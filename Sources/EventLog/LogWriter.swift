@@ -47,6 +47,10 @@ package final class LogWriter: Sendable {
         var syncs: [WrittenGroup] = []
         /// Sync threads inside `fdatasync`.
         var syncsRunning = 0
+        /// Monotonic ns when the latest sync started, and a moving average of how long syncs take
+        /// (the committer staggers the syncs in flight by a share of it).
+        var lastSyncStart: UInt64?
+        var syncEstimate: UInt64 = 1_000_000
         /// Set by the committer as it ends: the sync threads end too.
         var stopSyncers = false
         var runningSyncers = 0
