@@ -20,7 +20,7 @@ final class IngestService: HTTPHandler {
     let keys: KeyStore
     let sink: any EventSink
     /// `sink` when it completes appends itself (the event log): requests without dead letters are
-    /// appended straight from the HTTP worker and answered from the log's committer thread.
+    /// appended straight from the HTTP worker and answered from the log's sync thread.
     let completingSink: (any CompletingEventSink)?
     /// Requests with dead letters, and every request when the sink cannot complete appends itself.
     let commits: CommitQueue
@@ -122,7 +122,7 @@ final class IngestService: HTTPHandler {
         let deadLetters = outcome.rejected.isEmpty ? [] : deadLetters(for: outcome.rejected, body: decoded, info: info)
         if deadLetters.isEmpty, outcome.lines.lines > 0, let log = completingSink {
             // The common case: every event accepted. No committer thread: the worker queues the
-            // lines in the log and the log's committer resumes the connection once they are durable.
+            // lines in the log and the log's sync thread resumes the connection once they are durable.
             let records = outcome.lines.lines
             return .later { complete in
                 outcome.lines.withUnsafeBytes { ndjson in
