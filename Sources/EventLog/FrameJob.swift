@@ -40,8 +40,17 @@ final class CommitBatch {
     let slot: Int
     var isDone = false
     var error: LogError?
+    /// Appends that did not wait (`append(ndjson:completion:)`): run by the committer once done.
+    var callbacks: [AppendCallback] = []
 
     init(slot: Int) { self.slot = slot }
+}
+
+/// A queued `append(ndjson:completion:)`: when it started (for the append latency histogram) and
+/// what to run once its frame is durable or failed.
+struct AppendCallback {
+    let start: ContinuousClock.Instant
+    let completion: @Sendable (LogError?) -> Void
 }
 
 /// Compresses jobs into frames (body and checksum; the committer writes the prefix). One per

@@ -68,6 +68,10 @@ package struct LogConfiguration: Sendable {
     package var groupCommitDelay: Duration = .milliseconds(2)
     /// When appends count as durable. Default `.fsync`.
     package var durability: Durability = .fsync
+    /// Fsync durability: `fdatasync` calls in flight at once, each on its own sync thread; the
+    /// committer writes the next group while earlier ones are being synced, and groups are still
+    /// acknowledged in write order. Default 2; 1...8 (1: one sync at a time).
+    package var syncsInFlight: Int = 2
     /// Appends fail with `diskFull` once the node's segments use this many bytes. Default nil (no cap).
     package var maxDiskBytes: Int64? = nil
     /// Uncompressed bytes that may wait for the writer; appends beyond block. Default 64 MiB.
@@ -80,6 +84,9 @@ package struct LogConfiguration: Sendable {
     package var maxFrameBytes: Int = SegmentFormat.maxFrameBytes
     /// Wall clock for ages and frame timestamps. Default the system clock.
     package var clock: LogClock = .system
+    /// What the sync threads call to sync a segment (fsync durability): 0 or the errno. Tests
+    /// replace it to make a sync fail; `fdatasync` otherwise.
+    var groupSync: @Sendable (_ fd: Int32) -> Int32 = { fdatasync($0) == 0 ? 0 : errno }
 
     /// A configuration with defaults for everything but the directory.
     package init(directory: String, node: String = "node-1") {
@@ -112,6 +119,9 @@ package struct LogConfiguration: Sendable {
         }
         guard (1...8).contains(compressionThreads) else {
             throw .invalidConfiguration("compressionThreads must be 1...8")
+        }
+        guard (1...8).contains(syncsInFlight) else {
+            throw .invalidConfiguration("syncsInFlight must be 1...8")
         }
         return self
     }

@@ -7,11 +7,14 @@ import Observability
 /// NDJSON buffer under a lock. A pipeline turns pending batches into durable frames:
 /// `compressionThreads` compressor threads each take the whole pending buffer as one batch
 /// (stamped with a ticket: the order it left the queue) and compress it; one committer thread
-/// takes the compressed frames strictly in ticket order, writes every frame that is ready, covers
-/// them with one `fdatasync`, then wakes the appends of those frames. So the next frames are
-/// compressed while the previous ones are written and synced, and an append still returns only
-/// after the sync covering its frame. Pending bytes are bounded (`maxPendingBytes`): a full queue
-/// blocks appends up to `enqueueTimeout`, then fails them with `.unavailable`.
+/// takes the compressed frames strictly in ticket order and writes every frame that is ready (when
+/// nothing else is in flight it compresses a due batch itself). With fsync durability the written
+/// group goes to one of `syncsInFlight` sync threads, which covers it with one `fdatasync` while
+/// the committer writes the next group; groups are acknowledged strictly in write order (interval
+/// durability: the committer syncs when due). So the next frames are compressed and written while
+/// the previous ones are synced, and an append still returns only after a sync covering its frame
+/// and every earlier one. Pending bytes are bounded (`maxPendingBytes`): a full queue blocks
+/// appends up to `enqueueTimeout`, then fails them with `.unavailable`.
 package final class LogWriter: Sendable {
     /// State shared by appenders and the pipeline threads; only touched under the monitor's lock.
     final class Shared {
@@ -39,6 +42,18 @@ package final class LogWriter: Sendable {
         var lastError: LogError?
         /// Frames committed since start (tests and benchmarks read it).
         var frames = 0
+        /// Fsync durability: groups written and not yet acknowledged, in write order; the sync
+        /// threads sync them (several at once) and acknowledge them strictly in this order.
+        var syncs: [WrittenGroup] = []
+        /// Sync threads inside `fdatasync`.
+        var syncsRunning = 0
+        /// Monotonic ns when the latest sync started, and a moving average of how long syncs take
+        /// (the committer staggers the syncs in flight by a share of it).
+        var lastSyncStart: UInt64?
+        var syncEstimate: UInt64 = 1_000_000
+        /// Set by the committer as it ends: the sync threads end too.
+        var stopSyncers = false
+        var runningSyncers = 0
     }
 
     enum Condition {
@@ -46,9 +61,10 @@ package final class LogWriter: Sendable {
         static let space = 1  // appenders wait for queue space
         static let ready = 2  // the committer waits for the next frame in ticket order
         static let exited = 3  // close() waits for the pipeline to end
+        static let sync = 4  // sync threads wait for a written group
         /// Appenders wait for their batch on `firstDone + batch.slot`: with a few batches in flight,
         /// finishing one wakes only its own appenders, not every waiting thread.
-        static let firstDone = 4
+        static let firstDone = 5
         static let doneSlots = 8
     }
 
@@ -61,6 +77,11 @@ package final class LogWriter: Sendable {
     let commitDelayNanos: UInt64
     /// The largest batch the deep-queue rule waits for (4 MiB).
     let deepBatchBytes = 4 << 20
+    /// Fsync durability: `configuration.syncsInFlight` sync threads (0 in interval mode: the
+    /// committer syncs). The committer writes the next group while earlier groups are being
+    /// synced; this disk completes several times more small syncs per second with concurrent
+    /// syncers than with one (`bench/eventlog/fsync-overlap.c`).
+    let syncThreads: Int
 
     /// Opens the node's log, recovering the open segment (a torn tail is cut and logged), and
     /// starts the compressor and committer threads. Frames go to a new segment. Call `close()`
@@ -72,7 +93,8 @@ package final class LogWriter: Sendable {
         self.configuration = configuration
         metrics = LogMetrics(configuration: configuration)
         var encoders: [FrameEncoder] = []
-        for _ in 0..<configuration.compressionThreads {
+        // One encoder per compressor thread, and one for the committer (small batches while idle).
+        for _ in 0...configuration.compressionThreads {
             encoders.append(try FrameEncoder(codec: configuration.codec, level: configuration.compressionLevel))
         }
         let lockFD = try WriterCore.lockDirectory(configuration.nodeDirectory)
@@ -89,20 +111,30 @@ package final class LogWriter: Sendable {
         commitDelayNanos = UInt64(max(0, configuration.groupCommitDelay.microseconds)) * 1000
         let shared = Shared()
         shared.pending.reserveCapacity(configuration.groupCommitBytes * 2)
-        // Two jobs per compressor: one being compressed, one waiting for or inside a commit.
-        shared.freeJobs = (0..<2 * encoders.count).map { _ in
+        let committerEncoder = encoders.removeLast()
+        // Two jobs per compressor (one being compressed, one waiting for or inside a commit), and
+        // one per sync in flight.
+        let syncJobs = configuration.durability == .fsync ? configuration.syncsInFlight : 0
+        shared.freeJobs = (0..<2 * encoders.count + syncJobs).map { _ in
             let job = FrameJob()
             job.ndjson.reserveCapacity(configuration.groupCommitBytes * 2)  // swapped in as the queue buffer
             return job
         }
         shared.runningCompressors = encoders.count
+        syncThreads = configuration.durability == .fsync ? configuration.syncsInFlight : 0
+        shared.runningSyncers = syncThreads
         monitor = Monitor(shared, conditions: Condition.firstDone + Condition.doneSlots)
+        for index in 0..<syncThreads {
+            let thread = Thread { [self] in self.runSyncer() }
+            thread.name = "eventlog-sync\(index)"
+            thread.start()
+        }
         for (index, encoder) in encoders.enumerated() {
             let thread = Thread { [self] in self.runCompressor(encoder) }
             thread.name = "eventlog-zip\(index)"
             thread.start()
         }
-        let thread = Thread { [self] in self.runCommitter() }
+        let thread = Thread { [self] in self.runCommitter(committerEncoder) }
         thread.name = "eventlog-writer"
         thread.start()
     }
@@ -147,16 +179,46 @@ package final class LogWriter: Sendable {
         guard let base = ndjson.baseAddress, ndjson.count > 0 else { return }
         guard ndjson[ndjson.count - 1] == 10 else { throw .invalidRecord(reason: "NDJSON must end with a newline") }
         let start = ContinuousClock.now
-        var records = 0
-        var at = 0
-        while at < ndjson.count, let hit = memchr(base + at, 10, ndjson.count - at) {
-            records += 1
-            at = base.distance(to: UnsafeRawPointer(hit)) + 1
-        }
+        let records = Self.countLines(base, ndjson.count)
         // Typed as UInt8 so `append(contentsOf:)` takes its contiguous (memcpy) path.
         let bytes = ndjson.assumingMemoryBound(to: UInt8.self)
         try enqueue(bytes: ndjson.count, records: records) { $0.append(contentsOf: bytes) }
         metrics.appendSeconds.observe(since: start)
+    }
+
+    /// `append(ndjson:)` without waiting: queues the records and returns; `completion` runs once
+    /// the frame holding them is durable (nil) or has failed (the error), on the writer's committer
+    /// thread, outside the writer's lock, in commit order. Nothing else waits on a thread meanwhile,
+    /// so a caller that answers from `completion` (ingest resuming a suspended connection) saves
+    /// the hand-offs to and from a thread blocked in `append`. Same guarantees and errors as
+    /// `append(ndjson:)`; an error found before the records are queued (invalid NDJSON, too large,
+    /// closed, a recent failure, a full queue after `enqueueTimeout`: this call blocks for queue
+    /// space like `append`) runs `completion` at once on the calling thread. `completion` must be
+    /// short and must not append to this writer synchronously (the committer would wait on itself).
+    package func append(ndjson: UnsafeRawBufferPointer, completion: @escaping @Sendable (LogError?) -> Void) {
+        guard let base = ndjson.baseAddress, ndjson.count > 0 else { return completion(nil) }
+        guard ndjson[ndjson.count - 1] == 10 else {
+            return completion(.invalidRecord(reason: "NDJSON must end with a newline"))
+        }
+        let callback = AppendCallback(start: ContinuousClock.now, completion: completion)
+        let records = Self.countLines(base, ndjson.count)
+        let bytes = ndjson.assumingMemoryBound(to: UInt8.self)
+        do {
+            try enqueue(bytes: ndjson.count, records: records, callback: callback) { $0.append(contentsOf: bytes) }
+        } catch {
+            completion(error)
+        }
+    }
+
+    /// Number of newlines in `count` bytes at `base`.
+    private static func countLines(_ base: UnsafeRawPointer, _ count: Int) -> Int {
+        var records = 0
+        var at = 0
+        while at < count, let hit = memchr(base + at, 10, count - at) {
+            records += 1
+            at = base.distance(to: UnsafeRawPointer(hit)) + 1
+        }
+        return records
     }
 
     /// `append(ndjson:)` for an array.
@@ -166,8 +228,11 @@ package final class LogWriter: Sendable {
     }
 
     /// Copies a batch of `records` (`bytes` long) into the pending queue with `copy` and waits
-    /// until the frame holding it is committed.
-    private func enqueue(bytes total: Int, records: Int, copy: (inout [UInt8]) -> Void) throws(LogError) {
+    /// until the frame holding it is committed; with a `callback`, returns once queued instead
+    /// (the committer runs the callback).
+    private func enqueue(
+        bytes total: Int, records: Int, callback: AppendCallback? = nil, copy: (inout [UInt8]) -> Void
+    ) throws(LogError) {
         if total > pendingLimit { throw .tooLarge(bytes: total, limit: pendingLimit) }
         try monitor.withLock { (shared) throws(LogError) in
             let now = Monitor<Shared>.monotonicNow()
@@ -184,12 +249,16 @@ package final class LogWriter: Sendable {
             shared.pendingRecords += records
             if shared.pendingSince == nil {
                 shared.pendingSince = now
-                monitor.signal(Condition.work)
-            } else {
-                let threshold = batchThreshold(shared)
-                if before < threshold, shared.pending.count >= threshold { monitor.signal(Condition.work) }
+                // The committer compresses and commits the batch itself when it is free to.
+                if committerCanTake(shared) { monitor.signal(Condition.ready) }
             }
+            let threshold = batchThreshold(shared)
+            if before < threshold, shared.pending.count >= threshold { monitor.signal(Condition.work) }
             let batch = shared.batch
+            if let callback {
+                batch.callbacks.append(callback)
+                return
+            }
             while !batch.isDone { monitor.wait(Condition.firstDone + batch.slot) }
             if let error = batch.error { throw error }
         }

@@ -71,6 +71,29 @@ final class WriterCore: @unchecked Sendable {
     /// gap-free. A group ends before a frame that needs a new segment (the old one is synced and
     /// sealed in the next group). Returns how many jobs it consumed (at least one).
     func commit(_ jobs: ArraySlice<FrameJob>) -> Int {
+        let (consumed, group, needsSync) = write(jobs, mayRotate: true)
+        guard let group else { return consumed }
+        if needsSync {
+            let start = ContinuousClock.now
+            if fdatasync(fd) != 0 {
+                let error = Self.classify(LogError.io(call: "fdatasync", errno: errno, path: path))
+                failGroups([group], error: error)
+                return consumed
+            }
+            metrics.fsyncSeconds.observe(since: start)
+            machine.didSync()
+        }
+        countCommitted(group)
+        publishDiskBytes()
+        return consumed
+    }
+
+    /// The first half of `commit`: writes a prefix of `jobs` as one group without syncing it.
+    /// Returns how many jobs it consumed, the group when any frame was written (nil when every
+    /// consumed job carries its error), and whether the durability mode wants it synced now.
+    /// With `mayRotate` false (syncs of the open segment still in flight), consumes nothing when
+    /// the first frame needs a new segment: the caller waits for those syncs and calls again.
+    func write(_ jobs: ArraySlice<FrameJob>, mayRotate: Bool) -> (consumed: Int, group: WrittenGroup?, needsSync: Bool) {
         var consumed = 0
         var written: [(job: FrameJob, offset: Int64)] = []
         var needsSync = false
@@ -82,7 +105,7 @@ final class WriterCore: @unchecked Sendable {
             }
             let now = clock.now()
             let frameLength = prefixSize + job.bodyLength
-            if !written.isEmpty {
+            if !written.isEmpty || !mayRotate {
                 var peek = machine
                 if case .write(let write) = peek.plan(frameBytes: frameLength, now: now), write.rotate { break }
             }
@@ -105,32 +128,47 @@ final class WriterCore: @unchecked Sendable {
             if let error = writeFrame(job, frameLength: frameLength, now: now) {
                 job.error = error
                 failGroup(written, from: written.first?.offset ?? write.offset, error: error, frameWasComplete: false)
-                return consumed
+                return (consumed, nil, false)
             }
             machine.didWrite(frameBytes: frameLength, records: job.records, now: now, synced: false)
             written.append((job, write.offset))
             needsSync = needsSync || write.syncAfterWrite
             groupBytes += job.ndjson.count
         }
-        guard let first = written.first else { return consumed }
-        if needsSync {
-            let start = ContinuousClock.now
-            if fdatasync(fd) != 0 {
-                let error = Self.classify(LogError.io(call: "fdatasync", errno: errno, path: path))
-                failGroup(written, from: first.offset, error: error, frameWasComplete: true)
-                return consumed
-            }
-            metrics.fsyncSeconds.observe(since: start)
-            machine.didSync()
-        }
-        let frameBytes = written.reduce(0) { $0 + prefixSize + $1.job.bodyLength }
-        metrics.frames.increment(by: written.count)
-        metrics.records.increment(by: written.reduce(0) { $0 + $1.job.records })
-        metrics.bytesWritten.increment(by: frameBytes)
-        metrics.uncompressedBytes.increment(by: groupBytes)
-        metrics.diskBytes.set(Double(machine.diskBytes))
-        return consumed
+        guard let first = written.first else { return (consumed, nil, false) }
+        let group = WrittenGroup(
+            jobs: written.map(\.job), fd: fd, path: path, offset: first.offset,
+            records: written.reduce(0) { $0 + $1.job.records },
+            frameBytes: written.reduce(0) { $0 + prefixSize + $1.job.bodyLength }, uncompressedBytes: groupBytes)
+        return (consumed, group, needsSync)
     }
+
+    /// Counts a durable group in the metrics (any thread: the metrics are thread-safe).
+    func countCommitted(_ group: WrittenGroup) {
+        metrics.frames.increment(by: group.jobs.count)
+        metrics.records.increment(by: group.records)
+        metrics.bytesWritten.increment(by: group.frameBytes)
+        metrics.uncompressedBytes.increment(by: group.uncompressedBytes)
+    }
+
+    /// Sets the disk-usage gauge from the committer's count.
+    func publishDiskBytes() { metrics.diskBytes.set(Double(machine.diskBytes)) }
+
+    /// Groups written one after another in the open segment, the first of which failed its sync
+    /// (and no later one is acknowledged): cuts the segment back to where the first began, takes
+    /// back their sequence numbers and bytes, and fails every frame of them. Frames continue in a
+    /// new segment (a reader may have seen the cut frames).
+    func failGroups(_ groups: [WrittenGroup], error: LogError) {
+        guard let first = groups.first else { return }
+        for group in groups {
+            machine.undoWrites(records: group.records, bytes: Int64(group.frameBytes))
+            for job in group.jobs { job.error = error }
+        }
+        machine.didFail(frameWasComplete: true, truncated: truncate(to: first.offset))
+    }
+
+    /// Every written frame is synced (fsync durability, after the syncs in flight completed).
+    func didSyncAll() { machine.didSync() }
 
     /// Fills in the frame's metadata prefix (its first sequence number is the next one) and writes
     /// the whole frame with one `write`; returns the (classified) error instead of throwing.
@@ -229,8 +267,44 @@ final class WriterCore: @unchecked Sendable {
         return true
     }
 
+    /// `classify` for a failed `fdatasync` of `group`.
+    static func syncError(_ code: Int32, _ group: WrittenGroup) -> LogError {
+        classify(.io(call: "fdatasync", errno: code, path: group.path))
+    }
+
     static func classify(_ error: LogError) -> LogError {
         if case .io(_, let code, _) = error, code == ENOSPC || code == EDQUOT { return .diskFull }
         return error
+    }
+}
+
+/// Frames written to the open segment as one group, waiting for (or past) their `fdatasync`.
+/// Created by the committer; with syncs in flight a sync thread fills in the outcome under the
+/// writer's lock.
+final class WrittenGroup {
+    /// The frames written (in ticket order).
+    let jobs: [FrameJob]
+    /// The segment's descriptor: stays open while the group's sync is in flight (rotation waits).
+    let fd: Int32
+    let path: String
+    /// Where the group begins in the segment.
+    let offset: Int64
+    let records: Int
+    let frameBytes: Int
+    let uncompressedBytes: Int
+    /// A sync thread has taken the group.
+    var isSyncing = false
+    /// The sync finished (`error` says how).
+    var isSynced = false
+    var error: LogError?
+
+    init(jobs: [FrameJob], fd: Int32, path: String, offset: Int64, records: Int, frameBytes: Int, uncompressedBytes: Int) {
+        self.jobs = jobs
+        self.fd = fd
+        self.path = path
+        self.offset = offset
+        self.records = records
+        self.frameBytes = frameBytes
+        self.uncompressedBytes = uncompressedBytes
     }
 }

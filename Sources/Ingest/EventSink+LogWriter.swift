@@ -1,5 +1,11 @@
 import EventLog
 
 /// The event log is the production sink: `append` returns once the records are durable, and
-/// `isWritable` feeds `/readyz`.
-extension LogWriter: EventSink {}
+/// `isWritable` feeds `/readyz`. Ingest answers single requests from the log's completion
+/// (`CompletingEventSink`), without a committer thread of its own.
+extension LogWriter: CompletingEventSink {
+    /// `LogWriter.append(ndjson:completion:)` with the error as `any Error`.
+    package func append(ndjson: UnsafeRawBufferPointer, completion: @escaping @Sendable ((any Error)?) -> Void) {
+        append(ndjson: ndjson, completion: { (error: LogError?) in completion(error) })
+    }
+}

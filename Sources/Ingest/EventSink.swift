@@ -24,3 +24,13 @@ extension EventSink {
         try append(NDJSON.lines(ndjson))
     }
 }
+
+/// A sink that completes appends without a thread waiting in them (the event log): ingest hands
+/// it a request's records and answers from `completion`, so no committer thread sits between the
+/// HTTP worker and the log.
+package protocol CompletingEventSink: EventSink {
+    /// Queues NDJSON (as `append(ndjson:)` takes it) and returns; `completion` runs once the
+    /// records are durable (nil) or cannot be made durable (the error), on another thread or, for
+    /// an error found before queueing, on the calling thread before this returns.
+    func append(ndjson: UnsafeRawBufferPointer, completion: @escaping @Sendable ((any Error)?) -> Void)
+}

@@ -3,8 +3,11 @@ package import Observability
 /// The ingest HTTP edge, assembled: server, routes, keys, group commit into the sinks.
 ///
 /// Concurrency: libmicrohttpd owns its worker threads (one epoll loop each) and runs routing,
-/// auth, decompression and normalisation there; finished requests are suspended and handed to
-/// the commit queue, whose threads append to the sinks and resume the connections with the answer.
+/// auth, decompression and normalisation there; finished requests are suspended. With a sink that
+/// completes appends itself (the event log, `CompletingEventSink`), a request without dead letters
+/// is queued in the log by the worker and the log's sync thread resumes the connection with the
+/// answer; other requests go to the commit queue, whose threads append to the sinks and resume the
+/// connections.
 /// Report requests are suspended the same way and run on the report workers (`ReportQueue`).
 package final class IngestServer: Sendable {
     private let server: HTTPServer

@@ -108,6 +108,123 @@ import Testing
             }
         }
     }
+
+    @Test(
+        "appends that do not wait are each completed once, after their records are durable, from many threads",
+        arguments: [
+            (Durability.fsync, 1, 4), (.fsync, 3, 2), (.fsync, 2, 1), (.interval(.milliseconds(5)), 1, 2),
+            (.interval(.milliseconds(5)), 3, 2),
+        ])
+    func completionAppends(setting: (durability: Durability, compressionThreads: Int, syncsInFlight: Int)) throws {
+        try withTemporaryDirectory { dir in
+            var configuration = testConfiguration(dir)
+            configuration.durability = setting.durability
+            configuration.compressionThreads = setting.compressionThreads
+            configuration.syncsInFlight = setting.syncsInFlight
+            configuration.groupCommitDelay = .zero
+            configuration.maxSegmentBytes = 32 * 1024  // rotate during the run too
+            let writer = try LogWriter(configuration: configuration)
+            let threads = 8
+            let perThread = 200
+            let completed = Locked<(ok: Int, failed: [String])>((0, []))
+            let done = DispatchSemaphore(value: 0)
+            try runThreads(threads) { thread in
+                for index in 0..<perThread {
+                    // Sizes from one line to ~40 KiB, so both the committer and the compressors take batches.
+                    let lines = index % 50 == 0 ? 600 : 1 + index % 3
+                    var ndjson: [UInt8] = []
+                    for line in 0..<lines { ndjson += Array("{\"t\":\(thread),\"i\":\(index),\"k\":\(line)}\n".utf8) }
+                    ndjson.withUnsafeBytes { raw in
+                        writer.append(ndjson: raw) { error in
+                            completed.withLock { state in
+                                if let error { state.failed.append("\(error)") } else { state.ok += 1 }
+                            }
+                            done.signal()
+                        }
+                    }
+                }
+            }
+            for _ in 0..<(threads * perThread) { #expect(done.wait(timeout: .now() + 30) == .success) }
+            writer.close()
+            let (ok, failed) = completed.withLock { $0 }
+            #expect(failed.isEmpty)
+            #expect(ok == threads * perThread)
+            let (records, damaged) = try readAll(configuration.directory)
+            #expect(damaged.isEmpty)
+            let expected = (0..<perThread).reduce(0) { $0 + ($1 % 50 == 0 ? 600 : 1 + $1 % 3) } * threads
+            #expect(records.count == expected)
+            #expect(Set(records).count == expected)
+            #expect(try sequencesAreGapFree(configuration.directory))
+        }
+    }
+
+    @Test("a failed sync fails its group and every later one in flight; acknowledged records stay, the log stays gap-free")
+    func failedSync() throws {
+        try withTemporaryDirectory { dir in
+            var configuration = testConfiguration(dir)
+            configuration.groupCommitDelay = .zero
+            configuration.retryAfter = .milliseconds(1)
+            let calls = Locked(0)
+            configuration.groupSync = { fd in
+                let call = calls.withLock { count -> Int in
+                    count += 1
+                    return count
+                }
+                if call % 5 == 3 { return EIO }
+                return fdatasync(fd) == 0 ? 0 : errno
+            }
+            let writer = try LogWriter(configuration: configuration)
+            let threads = 8
+            let perThread = 60
+            let outcomes = Locked<(ok: Set<String>, failed: Int)>(([], 0))
+            try runThreads(threads) { thread in
+                // Each thread waits for its append before the next, so the run makes many groups.
+                let done = DispatchSemaphore(value: 0)
+                for index in 0..<perThread {
+                    let line = "{\"t\":\(thread),\"i\":\(index)}"
+                    Array((line + "\n").utf8).withUnsafeBytes { raw in
+                        writer.append(ndjson: raw) { error in
+                            outcomes.withLock { state in
+                                if error == nil { state.ok.insert(line) } else { state.failed += 1 }
+                            }
+                            done.signal()
+                        }
+                    }
+                    #expect(done.wait(timeout: .now() + 30) == .success)
+                }
+            }
+            writer.close()
+            let (ok, failed) = outcomes.withLock { $0 }
+            #expect(ok.count + failed == threads * perThread)
+            #expect(failed > 0)
+            #expect(calls.withLock { $0 } >= 3)
+            let (records, damaged) = try readAll(configuration.directory)
+            #expect(damaged.isEmpty)
+            #expect(Set(records) == ok)  // every acknowledged record, and none that failed
+            #expect(records.count == ok.count)
+            #expect(try sequencesAreGapFree(configuration.directory))
+        }
+    }
+
+    @Test("an append that cannot be queued completes at once with the error, and nothing is written")
+    func completionErrors() throws {
+        try withTemporaryDirectory { dir in
+            let configuration = testConfiguration(dir)
+            let writer = try LogWriter(configuration: configuration)
+            let errors = Locked<[LogError?]>([])
+            func append(_ text: String) {
+                Array(text.utf8).withUnsafeBytes { raw in
+                    writer.append(ndjson: raw) { error in errors.withLock { $0.append(error) } }
+                }
+            }
+            append("{\"a\":1}")  // no final newline
+            #expect(errors.withLock { $0 } == [.invalidRecord(reason: "NDJSON must end with a newline")])
+            writer.close()
+            append("{\"a\":2}\n")
+            #expect(errors.withLock { $0 }.last == .unavailable(reason: "event log closed"))
+            #expect(try readAll(configuration.directory).records.isEmpty)
+        }
+    }
 }
 
 /// True when every frame's first sequence number continues the previous frame's (the log is gap-free).

@@ -79,6 +79,10 @@ struct UnitTests {
         #expect(IngestService.bearerToken("Bearer abc") == "abc")
         #expect(IngestService.bearerToken("bearer  abc ") == "abc")
         #expect(IngestService.bearerToken("Bearer ") == nil)
+        #expect(IngestService.bearerToken("Bearer  abc") == "abc")
+        #expect(IngestService.bearerToken("Bearer abc\t") == "abc")
+        #expect(IngestService.bearerToken("Bearer \u{301}abc") == nil)  // the blank and the accent are one character
+        try IngestService.checkContentType("application/json; charset=utf-8")
         #expect(IngestService.bearerToken("Token abc") == nil)
         try IngestService.checkContentType(nil)
         try IngestService.checkContentType("application/json")

@@ -16,7 +16,8 @@ enum LoadSQL {
     ///   `queue_rollups` reads kind, app_id, device_id, click_id, time).
     /// - `load_event_rows`: `events` rows with `data`/`metadata` as text, for the safe-cast fallback.
     /// - `load_devices`, `load_links`, `load_touched`: the derived rows the cycle computed from its
-    ///   batch (`DerivedRows`), one per device, link and (app, UTC day).
+    ///   batch (`DerivedRows`), one per device, link and (app, UTC day); `load_touched` also holds
+    ///   each day's earliest and latest row time and latest event time (sql/060's contract).
     static let createStaging = """
         CREATE TEMP TABLE IF NOT EXISTS load_staging (
             kind text NOT NULL, app_id text NOT NULL, event_id text NOT NULL, time timestamptz NOT NULL,
@@ -34,23 +35,28 @@ enum LoadSQL {
         ) ON COMMIT DELETE ROWS;
         CREATE TEMP TABLE IF NOT EXISTS load_links (app_id text NOT NULL, path text NOT NULL, first_seen timestamptz NOT NULL)
             ON COMMIT DELETE ROWS;
-        CREATE TEMP TABLE IF NOT EXISTS load_touched (app_id text NOT NULL, day date NOT NULL) ON COMMIT DELETE ROWS;
+        CREATE TEMP TABLE IF NOT EXISTS load_touched (
+            app_id text NOT NULL, day date NOT NULL, first_at timestamptz NOT NULL, last_at timestamptz NOT NULL,
+            last_event_at timestamptz
+        ) ON COMMIT DELETE ROWS;
         """
 
-    /// `COPY <table> (<columns>) FROM STDIN` (text format).
-    private static func copy(_ table: String, _ columns: [String]) -> SQL {
-        SQL(stringLiteral: "COPY \(table) (\(columns.joined(separator: ", "))) FROM STDIN")
+    /// `COPY <table> (<columns>) FROM STDIN` (text format unless `binary`).
+    private static func copy(_ table: String, _ columns: [String], binary: Bool = false) -> SQL {
+        let format = binary ? " (FORMAT binary)" : ""
+        return SQL(stringLiteral: "COPY \(table) (\(columns.joined(separator: ", "))) FROM STDIN\(format)")
     }
 
-    /// Event rows straight into the partitioned `events` table.
-    static let copyEvents = copy("events", StagingEncoder.eventColumns)
+    /// Event rows straight into the partitioned `events` table, in binary format
+    /// (`StagingEncoder.appendEventBinary`; the stream starts with `binaryHeader`).
+    static let copyEvents = copy("events", StagingEncoder.eventColumns, binary: true)
     /// Event rows into the text table of the safe-cast fallback.
     static let copyEventRows = copy("pg_temp.load_event_rows", StagingEncoder.eventColumns)
     /// Click rows straight into `clicks`.
     static let copyClicks = copy("clicks", StagingEncoder.clickColumns)
     /// Match rows straight into `matches`.
     static let copyMatches = copy("matches", StagingEncoder.matchColumns)
-    /// Every row of the cycle into the slim staging table.
+    /// Rows of the cycle into the slim staging table (all, or the optimistic load's clicks).
     static let copyStaging = copy("pg_temp.load_staging", StagingEncoder.stagedColumns)
     /// Derived device rows.
     static let copyDevices = copy(
@@ -59,7 +65,7 @@ enum LoadSQL {
     /// Derived link rows.
     static let copyLinks = copy("pg_temp.load_links", ["app_id", "path", "first_seen"])
     /// Touched (app, UTC day) keys.
-    static let copyTouched = copy("pg_temp.load_touched", ["app_id", "day"])
+    static let copyTouched = copy("pg_temp.load_touched", ["app_id", "day", "first_at", "last_at", "last_event_at"])
 
     /// The optimistic load's savepoint: set before the raw rows go in, released once their keys went
     /// into the dedup tables without a conflict, rolled back to on a conflict.
@@ -67,12 +73,13 @@ enum LoadSQL {
     static let releaseSavepoint = "RELEASE SAVEPOINT load_optimistic"
     static let rollbackToSavepoint = "ROLLBACK TO SAVEPOINT load_optimistic"
 
-    /// The optimistic dedup: every staged key of one dedup table inserted with a plain INSERT. A key
-    /// loaded before fails it with a unique violation (23505), and the cycle rolls back to the
-    /// savepoint and deduplicates first (`freshKeys`).
-    static let insertKeys: [Table: SQL] = Dictionary(
+    /// The optimistic dedup: every key of one dedup table copied straight into it (binary format,
+    /// `StagingBatch.keys`): no `ON CONFLICT`, no staging table in between. A key loaded before
+    /// fails the COPY with a unique violation (23505), and the cycle rolls back to the savepoint and
+    /// deduplicates first (`freshKeys`).
+    static let copyKeys: [Table: SQL] = Dictionary(
         uniqueKeysWithValues: Table.allCases.map { table in
-            (table, SQL(stringLiteral: "INSERT INTO \(table.dedupTable) " + table.keySelect))
+            (table, SQL(stringLiteral: "COPY \(table.dedupTable) FROM STDIN (FORMAT binary)"))
         })
 
     /// Deduplication first: the staged keys of one dedup table inserted with `ON CONFLICT DO NOTHING`;
@@ -206,13 +213,10 @@ enum LoadSQL {
         """
     }
 
-    /// The rollup seam, inside the load transaction: `queue_rollups(app_ids, days)` for the distinct
-    /// touched keys (it also derives the affected keys from `pg_temp.load_staging`, which holds this
-    /// cycle's rows only until COMMIT). Returns `keys`.
-    static let queueRollups: SQL = """
-        SELECT count(*)::bigint AS keys, queue_rollups(array_agg(app_id), array_agg(day))::text AS done
-        FROM (SELECT DISTINCT app_id, day FROM pg_temp.load_touched) k
-        """
+    /// The rollup queue, inside the load transaction: `queue_rollups_touched()` (sql/060) queues the
+    /// work of the cycle from `load_touched`, `load_devices` and the staged clicks (temporary tables
+    /// that hold this cycle's rows only until COMMIT). Returns `keys`, the (app, UTC day) keys queued.
+    static let queueRollups: SQL = "SELECT queue_rollups_touched() AS keys"
 
     /// Applies the queued rollup work, in a transaction of its own. Returns `keys` recomputed.
     static let processRollups: SQL = "SELECT process_rollups()::bigint AS keys"

@@ -13,7 +13,7 @@ import Postgres
 /// 3. read each node's log after its checkpoint, bounded by the per-cycle budget, and stream the
 ///    decoded envelopes through ONE `COPY` (text format) into the temporary staging table;
 /// 4. insert into the raw tables deduplicated on (app_id, event_id) (clicks and matches on their
-///    click id), upsert devices and links, queue the rollups of the touched keys (`queue_rollups`:
+///    click id), upsert devices and links, queue the rollups of the touched keys (`queue_rollups_touched`:
 ///    cheap; `processRollups()` recomputes them later in a transaction of its own);
 /// 5. advance the checkpoints; COMMIT. Only then is the new position durable.
 ///
@@ -230,17 +230,19 @@ final class Loader {
             var chunks: [(LogBatch, String)] = []
             staging = StagingBatch(keepsEventRows: false, derivesAll: true)
             _ = try connection.copyIn(LoadSQL.copyEvents) { buffer in
+                buffer.append(StagingEncoder.binaryHeader)
                 try read { chunk, node in
                     staging.add(chunk, node: node) { buffer.append($0) }
                     chunks.append((chunk, node))
                 }
+                buffer.append(StagingEncoder.binaryTrailer)
             }
             phase("read+copy")
             do {
                 try copyRest(connection, staging, inserted: .all)
-                try copy(connection, LoadSQL.copyStaging, staging.staged)
+                try copy(connection, LoadSQL.copyStaging, staging.staged)  // the clicks, for sql/060
                 for table in LoadSQL.Table.allCases where staging.count(table) > 0 {
-                    _ = try connection.query(LoadSQL.insertKeys[table]!)
+                    try copy(connection, LoadSQL.copyKeys[table]!, staging.keys(table), binary: true)
                 }
                 try connection.unsafeSQL(LoadSQL.releaseSavepoint)
                 phase("copy+dedup")
@@ -256,6 +258,7 @@ final class Loader {
                 phase("dedup+copy")
             }
         } else {
+            staging = StagingBatch(binaryEvents: !safeCasts)
             try read { chunk, node in staging.add(chunk, node: node) }
             phase("read")
             inserted = try dedupFirst(connection, staging, safeCasts: safeCasts)
@@ -300,22 +303,28 @@ final class Loader {
 
     /// Sends `rows` (whole COPY rows) through `sql`; nothing when empty. In slices, so the COPY's
     /// own buffer stays at its chunk size instead of growing to a second copy of `rows`.
-    private func copy(_ connection: Connection, _ sql: SQL, _ rows: [UInt8]) throws {
+    /// With `binary`, the stream gets the binary format's header and trailer around the rows.
+    private func copy(_ connection: Connection, _ sql: SQL, _ rows: [UInt8], binary: Bool = false) throws {
         guard !rows.isEmpty else { return }
         _ = try connection.copyIn(sql) { buffer in
+            if binary { buffer.append(StagingEncoder.binaryHeader) }
             for start in stride(from: 0, to: rows.count, by: 128 * 1024) {
                 buffer.append(rows[start..<min(rows.count, start + 128 * 1024)])
             }
+            if binary { buffer.append(StagingEncoder.binaryTrailer) }
         }
     }
 
     /// Sends the rows of `rows` whose key `fresh` holds (all when nil).
+    /// With `binary`, the stream gets the binary format's header and trailer around the rows.
     private func copy(
         _ connection: Connection, _ sql: SQL, _ rows: StagingBatch.Rows, facts: (Int) -> StagingBatch.RowFacts,
-        fresh: Set<[String]>?
+        fresh: Set<[String]>?, binary: Bool = false
     ) throws {
         guard rows.count > 0, fresh.map({ !$0.isEmpty }) ?? true else { return }
         _ = try connection.copyIn(sql) { buffer in
+            if binary { buffer.append(StagingEncoder.binaryHeader) }
+            defer { if binary { buffer.append(StagingEncoder.binaryTrailer) } }
             if fresh == nil {
                 for start in stride(from: 0, to: rows.bytes.count, by: 128 * 1024) {
                     buffer.append(rows.bytes[start..<min(rows.bytes.count, start + 128 * 1024)])
@@ -352,15 +361,15 @@ final class Loader {
         inserted.clicks = try fresh(.clicks)
         inserted.matches = try fresh(.matches)
         try copy(
-            connection, safeCasts ? LoadSQL.copyEventRows : LoadSQL.copyEvents, staging.events,
-            facts: { staging.eventFacts[$0].key }, fresh: inserted.events)
+            connection, staging.binaryEvents ? LoadSQL.copyEvents : LoadSQL.copyEventRows, staging.events,
+            facts: { staging.eventFacts[$0].key }, fresh: inserted.events, binary: staging.binaryEvents)
         if safeCasts, inserted.events?.isEmpty == false { _ = try connection.query(LoadSQL.insertEventRowsSafely) }
         try copyRest(connection, staging, inserted: inserted)
         return inserted
     }
 
-    /// Queues the rollups of the (app, day) keys of the rows this cycle inserted (inside the load
-    /// transaction, while `pg_temp.load_staging` still holds the cycle's rows).
+    /// Queues the rollups of the rows this cycle inserted (inside the load transaction, while the
+    /// temporary tables still hold the cycle's derived rows; sql/060).
     private func queueRollups(_ connection: Connection) throws -> Int {
         let result = try connection.query(LoadSQL.queueRollups)
         return try result.first?["keys", as: Int.self] ?? 0

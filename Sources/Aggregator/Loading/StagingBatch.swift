@@ -39,8 +39,13 @@ struct StagingBatch {
     private(set) var clicks = Rows()
     /// `matches` rows.
     private(set) var matches = Rows()
-    /// `pg_temp.load_staging` rows: every row of the cycle, all kinds.
+    /// `pg_temp.load_staging` rows: every row of the cycle, all kinds; in a batch that derives all
+    /// (the optimistic load) only the click rows (sql/060 queues them; the keys go straight into
+    /// the dedup tables from `keyRows`).
     private(set) var staged: [UInt8] = []
+    /// The optimistic load's dedup-key rows per raw table (`LoadSQL.Table` order), COPY binary
+    /// format without header: empty unless the batch derives all.
+    private var keyRows: [[UInt8]] = [[], [], []]
 
     /// What the derived tables need of each event row (same index as `events`). Not kept when the
     /// batch accumulates `derivedAll` instead (memory: the optimistic load needs only that).
@@ -53,6 +58,8 @@ struct StagingBatch {
     private var seen = Set<Key>()
     private var row: [UInt8] = []
     private let keepsEventRows: Bool
+    /// Event rows in COPY binary format (`LoadSQL.copyEvents`) instead of text (the safe-cast table).
+    let binaryEvents: Bool
     /// The derived rows of every row of the batch, accumulated while decoding (optimistic load).
     private(set) var derivedAll: DerivedRows.Builder?
 
@@ -60,8 +67,11 @@ struct StagingBatch {
     ///   - keepsEventRows: keep the encoded event rows (false when they are streamed).
     ///   - derivesAll: accumulate the derived rows of every row while decoding (`derivedAll`), for a
     ///     load that expects every row to go in: that client work then overlaps the server's COPY.
-    init(keepsEventRows: Bool = true, derivesAll: Bool = false) {
+    ///   - binaryEvents: encode event rows for `COPY events ... (FORMAT binary)`; false for the
+    ///     safe-cast fallback's text table.
+    init(keepsEventRows: Bool = true, derivesAll: Bool = false, binaryEvents: Bool = true) {
         self.keepsEventRows = keepsEventRows
+        self.binaryEvents = binaryEvents
         derivedAll = derivesAll ? DerivedRows.Builder() : nil
     }
 
@@ -133,7 +143,7 @@ struct StagingBatch {
         recordsByNode[node, default: 0] += batch.count
         row.reserveCapacity(4096)
         // About 120 bytes per staged row: reserved once, instead of doubling past it.
-        staged.reserveCapacity(staged.count + batch.count * 128)
+        if derivedAll == nil { staged.reserveCapacity(staged.count + batch.count * 128) }
         for index in 0..<batch.count {
             let record = batch[index]
             let envelope: Envelope
@@ -161,7 +171,11 @@ struct StagingBatch {
             let facts = RowFacts(app: key.app, id: key.id, time: envelope.time, path: envelope.path)
             switch envelope.kind {
             case .event, .retention:
-                StagingEncoder.appendEvent(envelope, to: &row)
+                if binaryEvents {
+                    StagingEncoder.appendEventBinary(envelope, to: &row)
+                } else {
+                    StagingEncoder.appendEvent(envelope, to: &row)
+                }
                 if keepsEventRows { events.append(row) }
                 eventCount += 1
                 streamEvent(row)
@@ -178,8 +192,23 @@ struct StagingBatch {
                 matches.append(row)
                 if derivedAll != nil { derivedAll?.addMatch(facts) } else { matchFacts.append(facts) }
             }
-            StagingEncoder.appendStaged(envelope, to: &staged)
+            if derivedAll == nil || envelope.kind == .click {
+                StagingEncoder.appendStaged(envelope, to: &staged)
+            }
+            if derivedAll != nil {
+                StagingEncoder.appendKeyBinary(
+                    app: key.app, id: key.id, time: envelope.time, to: &keyRows[Int(key.table)])
+            }
             rows += 1
+        }
+    }
+
+    /// The dedup-key rows of one raw table, COPY binary format without header (batches that derive all).
+    func keys(_ table: LoadSQL.Table) -> [UInt8] {
+        switch table {
+        case .events: keyRows[0]
+        case .clicks: keyRows[1]
+        case .matches: keyRows[2]
         }
     }
 
@@ -230,7 +259,8 @@ struct DerivedRows {
     var devices: [UInt8] = []
     /// `pg_temp.load_links` COPY rows.
     var links: [UInt8] = []
-    /// `pg_temp.load_touched` COPY rows.
+    /// `pg_temp.load_touched` COPY rows: per (app, UTC day) the earliest and latest row time and the
+    /// latest event time (sql/060's contract).
     var touched: [UInt8] = []
     /// Rows inserted per raw table.
     var counts = Loader.RowCounts()
@@ -269,7 +299,14 @@ struct DerivedRows {
         private var deviceOrder: [DeviceKey] = []
         private var links: [DeviceKey: Timestamp] = [:]  // (app, path)
         private var linkOrder: [DeviceKey] = []
-        private var touched = Set<DayKey>()
+        /// Per touched (app, UTC day): the earliest and latest row time, the latest event time.
+        private struct Span {
+            var first: Timestamp
+            var last: Timestamp
+            var lastEvent: Timestamp?
+        }
+
+        private var touched: [DayKey: Span] = [:]
         private var touchedOrder: [DayKey] = []
         private var counts = Loader.RowCounts()
 
@@ -278,14 +315,24 @@ struct DerivedRows {
                 || (a.key.time == b.key.time && a.key.id.utf8.lexicographicallyPrecedes(b.key.id.utf8))
         }
 
-        private mutating func touch(_ app: String, _ time: Timestamp) {
+        private mutating func touch(_ app: String, _ time: Timestamp, event: Bool = false) {
             let key = DayKey(app: app, day: StagingBatch.day(of: time))
-            if touched.insert(key).inserted { touchedOrder.append(key) }
+            guard var span = touched[key] else {
+                touched[key] = Span(first: time, last: time, lastEvent: event ? time : nil)
+                touchedOrder.append(key)
+                return
+            }
+            let lastEvent = event && (span.lastEvent.map { $0 < time } ?? true)
+            guard time < span.first || span.last < time || lastEvent else { return }
+            if time < span.first { span.first = time }
+            if span.last < time { span.last = time }
+            if lastEvent { span.lastEvent = time }
+            touched[key] = span
         }
 
         mutating func addEvent(_ facts: StagingBatch.EventFacts) {
             counts.events += 1
-            touch(facts.key.app, facts.key.time)
+            touch(facts.key.app, facts.key.time, event: true)
             let key = DeviceKey(app: facts.key.app, device: facts.device)
             guard var device = devices[key] else {
                 devices[key] = Device(first: facts, clicked: facts.installClickID == nil ? nil : facts)
@@ -338,7 +385,12 @@ struct DerivedRows {
                 StagingEncoder.appendRow([.text(key.app), .text(key.device), .timestamp(links[key])], to: &rows.links)
             }
             for key in touchedOrder {
-                StagingEncoder.appendRow([.text(key.app), .date(key.day)], to: &rows.touched)
+                let span = touched[key]!
+                StagingEncoder.appendRow(
+                    [
+                        .text(key.app), .date(key.day), .timestamp(span.first), .timestamp(span.last),
+                        .timestamp(span.lastEvent),
+                    ], to: &rows.touched)
             }
             return rows
         }

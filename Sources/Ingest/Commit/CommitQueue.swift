@@ -9,7 +9,8 @@ import Locking
 /// Hands finished requests' records to the sinks in groups. Requests enqueue and return to their
 /// event loop (the connection is suspended); a few committer threads take everything queued, make
 /// one `append` per sink, and complete every request in the group. While one group is being made
-/// durable the next one accumulates, so many requests share one fsync.
+/// durable the next one accumulates, so many requests share one fsync. Requests without dead
+/// letters bypass it when the sink is a `CompletingEventSink` (see `IngestService.finish`).
 final class CommitQueue: Sendable {
     /// One request's records and what to do once they are durable (or not).
     struct Job: Sendable {
@@ -192,15 +193,25 @@ final class CommitQueue: Sendable {
         guard records > 0 else { return nil }
         do {
             try sink.append(ndjson: ndjson)
-            if isFailing.exchange(false, ordering: .relaxed) { logger.notice("log.append_recovered", [:]) }
+            noteAppend(error: nil, records: records)
             return nil
         } catch {
+            noteAppend(error: error, records: records)
+            return error
+        }
+    }
+
+    /// Counts and logs the outcome of an append of `records` accepted events (also for appends
+    /// made without the queue, through a `CompletingEventSink`): failures are counted, and logged
+    /// once per outage, not per group (they come every few milliseconds), as is the recovery.
+    func noteAppend(error: (any Error)?, records: Int) {
+        if let error {
             appendFailures.increment(by: records)
-            // One line per outage, not per group: failures come every few milliseconds.
             if !isFailing.exchange(true, ordering: .relaxed) {
                 logger.error("log.append_failed", ["records": String(records), "error": "\(error)"])
             }
-            return error
+        } else if isFailing.load(ordering: .relaxed), isFailing.exchange(false, ordering: .relaxed) {
+            logger.notice("log.append_recovered", [:])
         }
     }
 

@@ -19,6 +19,10 @@ final class IngestService: HTTPHandler {
     let router = Router()
     let keys: KeyStore
     let sink: any EventSink
+    /// `sink` when it completes appends itself (the event log): requests without dead letters are
+    /// appended straight from the HTTP worker and answered from the log's sync thread.
+    let completingSink: (any CompletingEventSink)?
+    /// Requests with dead letters, and every request when the sink cannot complete appends itself.
     let commits: CommitQueue
     let metrics: IngestMetrics
     let rateLimiter: RateLimiter?
@@ -35,6 +39,7 @@ final class IngestService: HTTPHandler {
         self.configuration = configuration
         self.keys = keys
         self.sink = sink
+        self.completingSink = sink as? any CompletingEventSink
         self.metrics = IngestMetrics(registry: registry)
         self.commits = CommitQueue(
             sink: sink, deadLetterSink: deadLetterSink, committers: configuration.commitThreads, metrics: registry)
@@ -115,6 +120,19 @@ final class IngestService: HTTPHandler {
         // (no Envelope values, no array per event), always one line per event (pretty-printed data
         // has its line breaks turned into spaces).
         let deadLetters = outcome.rejected.isEmpty ? [] : deadLetters(for: outcome.rejected, body: decoded, info: info)
+        if deadLetters.isEmpty, outcome.lines.lines > 0, let log = completingSink {
+            // The common case: every event accepted. No committer thread: the worker queues the
+            // lines in the log and the log's sync thread resumes the connection once they are durable.
+            let records = outcome.lines.lines
+            return .later { complete in
+                outcome.lines.withUnsafeBytes { ndjson in
+                    log.append(ndjson: ndjson) { error in
+                        self.commits.noteAppend(error: error, records: records)
+                        complete(self.answer(outcome, info: info, error: error))
+                    }
+                }
+            }
+        }
         let job = { @Sendable (complete: @escaping @Sendable (HTTPResponse) -> Void) in
             self.commits.enqueue(
                 CommitQueue.Job(ndjson: outcome.lines, deadLetters: deadLetters) { error in
@@ -183,16 +201,27 @@ final class IngestService: HTTPHandler {
 
     /// The key from `Bearer <key>` (scheme case-insensitive), or nil.
     static func bearerToken(_ header: String) -> String? {
+        // What clients send: `Bearer <key>`, nothing around it. Matched as bytes; the token starts
+        // with an ASCII byte other than a blank, so the general path below would return the same.
+        let bytes = header.utf8
+        if bytes.count > 7, bytes.starts(with: "Bearer ".utf8), let last = bytes.last, last != 32, last != 9 {
+            let first = bytes[bytes.index(bytes.startIndex, offsetBy: 7)]
+            if first < 0x80, first != 32, first != 9 { return String(Substring(header.utf8.dropFirst(7))) }
+        }
         let trimmed = header.trimmingWhitespace()
         guard trimmed.count > 7, trimmed.prefix(7).lowercased() == "bearer " else { return nil }
         let token = trimmed.dropFirst(7).drop(while: { $0 == " " })
         return token.isEmpty ? nil : String(token)
     }
 
+    private static let jsonUTF8 = "application/json; charset=utf-8"
+
     /// JSON only: `application/json`, optionally with `charset=utf-8`. A missing Content-Type is
     /// accepted, because some SDK HTTP clients omit it; the body must still be JSON.
     static func checkContentType(_ header: String?) throws(IngestError) {
         guard let header else { return }
+        // The forms SDKs send, without splitting and lowercasing.
+        if header.utf8.elementsEqual("application/json".utf8) || header.utf8.elementsEqual(jsonUTF8.utf8) { return }
         let parts = header.split(separator: ";", omittingEmptySubsequences: false)
         let mediaType = String(parts[0]).trimmingWhitespace().lowercased()
         guard mediaType == "application/json" else { throw .unsupportedMediaType(String(header.prefix(100))) }

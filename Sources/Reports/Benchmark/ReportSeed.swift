@@ -152,7 +152,7 @@ package enum ReportSeed {
         """,
         """
         INSERT INTO click_ids (app_id, click_id, click_time)
-        SELECT app_id, click_id, click_time FROM clicks WHERE app_id = (SELECT app FROM seed_params)
+        SELECT app_id, click_id, click_time FROM clicks WHERE app_id = (SELECT app FROM seed_params) ORDER BY 1, 2
         """,
         """
         -- matches: the link service matched each attributed install to its click (a second after the first open)
@@ -165,7 +165,7 @@ package enum ReportSeed {
         """,
         """
         INSERT INTO match_ids (app_id, click_id, match_time)
-        SELECT app_id, click_id, match_time FROM matches WHERE app_id = (SELECT app FROM seed_params)
+        SELECT app_id, click_id, match_time FROM matches WHERE app_id = (SELECT app FROM seed_params) ORDER BY 1, 2
         """,
         """
         -- events: per session an app_open (retention) then its actions, a few seconds apart
@@ -198,8 +198,9 @@ package enum ReportSeed {
         ORDER BY a.at
         """,
         """
+        -- in key order: the primary key is then built left to right instead of by random inserts
         INSERT INTO event_ids (app_id, event_id, event_time)
-        SELECT app_id, event_id, event_time FROM events WHERE app_id = (SELECT app FROM seed_params)
+        SELECT app_id, event_id, event_time FROM events WHERE app_id = (SELECT app FROM seed_params) ORDER BY 1, 2
         """,
         """
         INSERT INTO devices (app_id, device_id, first_seen, platform, install_click_id, first_sdk, install_click_at)

@@ -239,4 +239,8 @@ package enum ReportSQL {
 
     /// Recomputes every rollup from the raw tables (`report rebuild`). Columns: `done`.
     package static let rebuild: SQL = "SELECT rebuild_rollups()::text AS done"
+
+    /// `work_mem` for `rebuild` (a maintenance operation, like `maintenance_work_mem`: each sort or
+    /// hash of the rebuild's statements may use this much, a few at a time).
+    package static let rebuildWorkMemory = "256MB"
 }
