@@ -40,17 +40,17 @@ package enum ReportSQL {
 
     /// The per-link report in one read: one row per link and day of `report_link_summary` (sql/054),
     /// as the packed text column `line` stored with the row (`report_link_summary_lines`, sql/055;
-    /// decoded by `ReportPacked`): the path as its length in bytes, a comma and the path; the day, the
-    /// counts of `linkDaily` (`clicks`,
-    /// `universal_link_opens`, `matched_installs`, `attributed_installs`, `reengagements`, then those
-    /// five `_ios` and `_android`), `install_rate` ('' when NULL), each followed by a comma; then the
-    /// breakdowns as parallel arrays in PostgreSQL's array output, back to back: `event_names`,
-    /// `event_counts`, `retention_names`, `retention_counts`, `revenue_currencies`, `revenue_amounts`
-    /// (exact decimal text), `utm_sources`, `utm_mediums`, `utm_campaigns` ('' = absent), `utm_clicks`,
+    /// decoded by `ReportPacked`): the path as its length in bytes, a comma and the path; the day,
+    /// the counts of `linkDaily` (`clicks`, `universal_link_opens`, `matched_installs`,
+    /// `attributed_installs`, `reengagements`, then those five `_ios` and `_android`), `install_rate`
+    /// ('' when NULL), each followed by a comma; then the breakdowns as parallel arrays in
+    /// PostgreSQL's array output, back to back: `event_names`, `event_counts`, `retention_names`,
+    /// `retention_counts`, `revenue_currencies`, `revenue_amounts` (exact decimal text),
+    /// `utm_sources`, `utm_mediums`, `utm_campaigns` ('' = absent), `utm_clicks`,
     /// `utm_universal_link_opens`, `utm_matched_installs`, `utm_attributed_installs`,
-    /// `utm_install_rates` ('' = NULL), ending the line. The line is written when the summary row
-    /// is, so this read is a plain scan (building it here, mostly the arrays' text output,
-    /// was most of the query). Unordered: `ReportService.links` sorts by path and day.
+    /// `utm_install_rates` ('' = NULL), ending the line. The line is written when the summary row is,
+    /// so this read is a plain scan (building it here, mostly the arrays' text output, was most of the
+    /// query). Unordered: `ReportService.links` orders the rows by path and day.
     package static func linkSummary(app: String, from: ReportDay, to: ReportDay) -> SQL {
         """
         SELECT line FROM report_link_summary_lines
