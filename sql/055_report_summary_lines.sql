@@ -44,7 +44,8 @@ LANGUAGE plpgsql AS $fn$
 BEGIN
     NEW.line := concat(
         octet_length(NEW.path), ',', NEW.path, to_char(NEW.day, 'YYYY-MM-DD'), ',', NEW.clicks, ',',
-        NEW.universal_link_opens, ',', NEW.matched_installs, ',', NEW.attributed_installs, ',', NEW.reengagements, ',', NEW.clicks_ios, ',', NEW.universal_link_opens_ios, ',',
+        NEW.universal_link_opens, ',', NEW.matched_installs, ',', NEW.attributed_installs, ',', NEW.reengagements, ',',
+        NEW.clicks_ios, ',', NEW.universal_link_opens_ios, ',',
         NEW.matched_installs_ios, ',', NEW.attributed_installs_ios, ',', NEW.reengagements_ios, ',',
         NEW.clicks_android, ',', NEW.universal_link_opens_android, ',', NEW.matched_installs_android, ',',
         NEW.attributed_installs_android, ',', NEW.reengagements_android, ',',
@@ -61,7 +62,8 @@ CREATE FUNCTION rollup_attribution_summary_set_line() RETURNS trigger
 LANGUAGE plpgsql AS $fn$
 BEGIN
     NEW.line := concat(
-        octet_length(NEW.path), ',', NEW.path, to_char(NEW.day, 'YYYY-MM-DD'), ',', NEW.matched_installs, ',', NEW.attributed_installs, ',',
+        octet_length(NEW.path), ',', NEW.path, to_char(NEW.day, 'YYYY-MM-DD'), ',', NEW.matched_installs, ',',
+        NEW.attributed_installs, ',',
         NEW.cohort_actions, ',', NEW.activity_actions, ',', NEW.last_touch_opens, ',',
         NEW.cohort_names, NEW.cohort_counts, NEW.cohort_currencies, NEW.cohort_amounts,
         NEW.activity_names, NEW.activity_counts, NEW.activity_currencies, NEW.activity_amounts);
