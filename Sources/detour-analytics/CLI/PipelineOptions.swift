@@ -30,6 +30,7 @@ struct PipelineOptions {
           --codec zstd|gzip       frame compression (default zstd)
           --durability MODE       fsync (default: answer after fdatasync of every group commit) or
                                   interval:DUR (answer after write, fsync every DUR: a crash may lose up to DUR)
+          --syncs-in-flight N     fsync durability: fdatasync calls in flight at once (default 2, 1-8)
           --commit-delay DUR      extra wait to gather a group commit (default 0ms: requests that arrive
                                   during a write and fsync already form the next frame)
           --commit-bytes SIZE     group commit size that triggers a write at once (default 256KiB)
@@ -67,6 +68,7 @@ struct PipelineOptions {
                 throw UsageError(description: "--durability must be fsync or interval:DUR")
             }
         }
+        log.syncsInFlight = try arguments.integer("--syncs-in-flight", default: log.syncsInFlight, in: 1...8)
         if let text = try arguments.option("--commit-delay") {
             log.groupCommitDelay = try parseDuration(text, flag: "--commit-delay")
         }
