@@ -70,8 +70,10 @@ package struct LogConfiguration: Sendable {
     package var durability: Durability = .fsync
     /// Fsync durability: `fdatasync` calls in flight at once, each on its own sync thread; the
     /// committer writes the next group while earlier ones are being synced, and groups are still
-    /// acknowledged in write order. Default 2; 1...8 (1: one sync at a time).
-    package var syncsInFlight: Int = 2
+    /// acknowledged in write order. Default 1 (one sync at a time); 1...8. Two measured faster under
+    /// heavy machine load but stalled the half-load p99 (120-200 ms in 3 of 5 runs) on a quiet one:
+    /// docs/event-log.md, "Syncs in flight".
+    package var syncsInFlight: Int = 1
     /// Appends fail with `diskFull` once the node's segments use this many bytes. Default nil (no cap).
     package var maxDiskBytes: Int64? = nil
     /// Uncompressed bytes that may wait for the writer; appends beyond block. Default 64 MiB.

@@ -164,6 +164,7 @@ import Testing
             var configuration = testConfiguration(dir)
             configuration.groupCommitDelay = .zero
             configuration.retryAfter = .milliseconds(1)
+            configuration.syncsInFlight = 2  // later groups in flight when a sync fails
             let calls = Locked(0)
             configuration.groupSync = { fd in
                 let call = calls.withLock { count -> Int in
