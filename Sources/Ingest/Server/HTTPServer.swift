@@ -9,7 +9,7 @@ package struct HTTPServerSettings: Sendable {
     package var host: String
     /// Port to bind; 0 picks an ephemeral port.
     package var port: UInt16
-    /// Worker threads, one epoll loop each.
+    /// Worker threads, one poll loop each.
     package var threads: Int
     /// Most open connections.
     package var connectionLimit: Int
@@ -32,7 +32,7 @@ package struct HTTPServerSettings: Sendable {
     }
 }
 
-/// An HTTP/1.1 server on libmicrohttpd: internal epoll loops on a thread pool, keep-alive,
+/// An HTTP/1.1 server on libmicrohttpd: internal poll loops on a thread pool, keep-alive,
 /// connection limits and idle timeouts. It owns the daemon: `shutdown()` (or deinit) stops
 /// accepting, lets in-flight requests finish within the grace period, then stops the daemon.
 package final class HTTPServer: Sendable {
@@ -67,8 +67,13 @@ package final class HTTPServer: Sendable {
                     option: .PER_IP_CONNECTION_LIMIT, value: settings.perIPConnectionLimit, ptr_value: nil))
         }
         options.append(MHD_OptionItem(option: .END, value: 0, ptr_value: nil))
+        // poll(), not epoll: shutdown quiesces the daemon (stop accepting, finish what is in flight),
+        // and in libmicrohttpd 0.9.75 MHD_quiesce_daemon on an epoll daemon with its own threads races
+        // with the worker's own removal of the listen socket from its epoll set; the loser calls
+        // MHD_PANIC("Failed to remove listen FD from epoll set") and the process aborts (seen once in
+        // the test suite, 2026-11-30). With poll() quiescing goes through the inter-thread channel.
         let flags =
-            MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_EPOLL.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue
+            MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_POLL.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue
         let started = options.withUnsafeBufferPointer {
             CMicroHTTPD_start(UInt32(flags), 0, accessHandler, cls, $0.baseAddress)
         }
