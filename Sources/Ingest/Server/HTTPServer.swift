@@ -96,8 +96,8 @@ package final class HTTPServer: Sendable {
     private func stop() {
         guard let handle = daemon.withLock({ $0.take() }) else { return }
         // The quiesced socket stays open until the daemon has stopped: libmicrohttpd's threads
-        // remove it from their epoll sets asynchronously, and closing it first makes that fail
-        // with a fatal "Failed to remove listen FD from epoll set" (microhttpd.h, MHD_quiesce_daemon).
+        // stop watching it asynchronously (microhttpd.h, MHD_quiesce_daemon), and a socket closed
+        // under them could be reused by another open before they notice.
         let listen = MHD_quiesce_daemon(handle.pointer)
         let deadline = ContinuousClock.now + .seconds(handle.grace)
         while core.inFlight.load(ordering: .acquiring) > 0, ContinuousClock.now < deadline {
