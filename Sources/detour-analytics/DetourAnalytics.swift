@@ -65,7 +65,7 @@ enum DetourAnalytics {
 
     /// glibc gives every thread that allocates under contention its own malloc arena (up to 8 per
     /// core), and each arena keeps what it freed: `serve` under batch load peaked at 86-98 MiB
-    /// resident with the default and 79 MiB with 2 arenas, at the same events/s (bench/ingest-ab, 3
+    /// resident with the default and 79-84 MiB with 2 arenas (noisy), at the same events/s (bench/ingest-ab, 3
     /// rounds of 15 s; the log writer alone was no slower). Two arenas unless the operator set
     /// `MALLOC_ARENA_MAX` (glibc has read it already; calling mallopt would override it).
     /// (`mallopt` lives in <malloc.h>, which the Glibc module does not include: found with dlsym;
