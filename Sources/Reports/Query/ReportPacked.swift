@@ -181,13 +181,17 @@ struct ReportPacked {
         return value
     }
 
+    /// Reads an array's `{`; false (and the `}` read too) when the array is empty.
+    private mutating func openArray() throws -> Bool {
+        try expect(UInt8(ascii: "{"))
+        guard index < bytes.count, bytes[index] == UInt8(ascii: "}") else { return true }
+        index += 1
+        return false
+    }
+
     /// A `text[]` in array output, its elements appended to `items`.
     mutating func strings(into items: inout [String]) throws {
-        try expect(UInt8(ascii: "{"))
-        if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
-            index += 1
-            return
-        }
+        guard try openArray() else { return }
         while true {
             guard index < bytes.count else { throw malformed() }
             if bytes[index] == UInt8(ascii: "\"") {
@@ -253,11 +257,7 @@ struct ReportPacked {
 
     /// An `integer[]` in array output, its elements appended to `items`.
     mutating func ints(into items: inout [Int]) throws {
-        try expect(UInt8(ascii: "{"))
-        if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
-            index += 1
-            return
-        }
+        guard try openArray() else { return }
         while true {
             items.append(try number())
             guard index < bytes.count else { throw malformed() }
