@@ -126,6 +126,32 @@ import Testing
         aggregator.stop()
     }
 
+    @Test("a cycle reads a node's share in pieces: every record once, the bound kept, the position at the end")
+    func readInPieces() throws {
+        let world = try World()
+        defer { world.tearDown() }
+        // 10,000 records in frames of 100: more than one piece (NodeReadPieces.pieceRecords) per cycle.
+        let envelopes = manyEvents(10_000)
+        for start in stride(from: 0, to: 10_000, by: 100) {
+            try world.write(Array(envelopes[start..<start + 100]))
+        }
+        var configuration = world.configuration()
+        configuration.maxEventsPerCycle = 7_000
+        let aggregator = try world.aggregator(configuration)
+        let first = try aggregator.runOnce()
+        // Past the first piece, within the bound (group commits may join appends into larger
+        // frames, so "at most one frame short" is not pinned here), and more is waiting.
+        #expect(first.records > NodeReadPieces.pieceRecords && first.records <= 7_000)
+        #expect(first.backlog)
+        let summaries = try aggregator.runUntilCaughtUp(maxCycles: 10)
+        #expect(summaries.last?.backlog == false)
+        #expect(first.records + summaries.reduce(0) { $0 + $1.records } == 10_000)
+        #expect(try world.count("select count(*) from events") == 10_000)
+        #expect(try world.count("select count(distinct event_id) from events") == 10_000)
+        #expect(try world.count("select sum(loaded_events)::int from load_checkpoints") == 10_000)
+        aggregator.stop()
+    }
+
     @Test("an undecodable record is skipped and counted, and loading goes on")
     func undecodableSkipped() throws {
         let world = try World()

@@ -130,15 +130,19 @@ import Testing
                     cross join lateral unnest(b.app_ids, b.device_ids, b.min_times) as u(app_id, device_id, min_time)
                 ) x group by 1, 2 order by 1, 2
                 """) == world.rows("select app_id, device_id, min(event_time)::text from events group by 1, 2 order by 1, 2"))
-        // The cycles queued their devices as one batch row each (sql/061), not one row per device.
+        // The cycles queued their devices and clicks as one batch row each (sql/061), not one row each.
         #expect(try world.count("select count(*) from rollup_pending_devices") == 0)
         #expect(try world.count("select count(*) from rollup_pending_device_batches") > 0)
         // (A click sent again with another time is queued too, as 051 does: harmless extra work.)
         #expect(
             try world.count(
                 """
-                select count(*) from clicks c where not exists (select 1 from rollup_pending_clicks p
-                where p.app_id = c.app_id and p.click_id = c.click_id and p.click_time = c.click_time)
+                select count(*) from clicks c where not exists (select 1 from (
+                    select app_id, click_id, click_time from rollup_pending_clicks
+                    union all
+                    select u.app_id, u.click_id, u.click_time from rollup_pending_click_batches b
+                    cross join lateral unnest(b.app_ids, b.click_ids, b.click_times) as u(app_id, click_id, click_time)
+                ) p where p.app_id = c.app_id and p.click_id = c.click_id and p.click_time = c.click_time)
                 """) == 0)
         #expect(
             try world.rows("select app_id, newest_event_at::text from rollup_apps order by 1")
@@ -149,6 +153,7 @@ import Testing
         #expect(try world.count("select count(*) from rollup_pending_keys") == 0)
         #expect(try world.count("select count(*) from rollup_pending_devices") == 0)
         #expect(try world.count("select count(*) from rollup_pending_device_batches") == 0)
+        #expect(try world.count("select count(*) from rollup_pending_click_batches") == 0)
         #expect(try world.count("select count(*) from rollup_pending_utc_days") == 0)
         let incremental = try Self.allRollups(world)
         #expect(!(incremental["rollup_events_daily"] ?? []).isEmpty)
