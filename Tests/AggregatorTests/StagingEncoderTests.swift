@@ -60,4 +60,14 @@ import Testing
             String(decoding: StagingEncoder.replacingNullEscapes(Array(#"{"a":"x\u0000y"}"#.utf8)), as: UTF8.self)
                 == #"{"a":"x\ufffdy"}"#)
     }
+
+    @Test("derived rows in COPY binary: field count, dates as days since 2000-01-01, timestamps, NULLs")
+    func derivedRowBinary() {
+        var out: [UInt8] = []
+        StagingEncoder.appendRowBinary(
+            [.text("a"), .date(10_958), .timestamp(Timestamp(microseconds: 946_684_800_000_001)), .text(nil)], to: &out)
+        #expect(
+            out == [0, 4] + [0, 0, 0, 1, UInt8(ascii: "a")] + [0, 0, 0, 4, 0, 0, 0, 1] + [0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 1]
+                + [0xFF, 0xFF, 0xFF, 0xFF])
+    }
 }

@@ -58,14 +58,16 @@ enum LoadSQL {
     static let copyMatches = copy("matches", StagingEncoder.matchColumns)
     /// Rows of the cycle into the slim staging table (all, or the optimistic load's clicks).
     static let copyStaging = copy("pg_temp.load_staging", StagingEncoder.stagedColumns)
-    /// Derived device rows.
+    /// Derived device rows (binary format: `StagingEncoder.appendRowBinary`, like the two below).
     static let copyDevices = copy(
         "pg_temp.load_devices",
-        ["app_id", "device_id", "first_seen", "platform", "first_sdk", "install_click_id", "install_click_at"])
+        ["app_id", "device_id", "first_seen", "platform", "first_sdk", "install_click_id", "install_click_at"],
+        binary: true)
     /// Derived link rows.
-    static let copyLinks = copy("pg_temp.load_links", ["app_id", "path", "first_seen"])
+    static let copyLinks = copy("pg_temp.load_links", ["app_id", "path", "first_seen"], binary: true)
     /// Touched (app, UTC day) keys.
-    static let copyTouched = copy("pg_temp.load_touched", ["app_id", "day", "first_at", "last_at", "last_event_at"])
+    static let copyTouched = copy(
+        "pg_temp.load_touched", ["app_id", "day", "first_at", "last_at", "last_event_at"], binary: true)
 
     /// The optimistic load's savepoint: set before the raw rows go in, released once their keys went
     /// into the dedup tables without a conflict, rolled back to on a conflict.

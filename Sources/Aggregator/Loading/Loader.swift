@@ -288,13 +288,13 @@ final class Loader {
                 }
             report.inserted = derived.counts
             phase("derive")
-            try copy(connection, LoadSQL.copyDevices, derived.devices)
+            try copy(connection, LoadSQL.copyDevices, derived.devices, binary: true)
             if !derived.devices.isEmpty { _ = try connection.query(LoadSQL.upsertDevices) }
-            try copy(connection, LoadSQL.copyLinks, derived.links)
+            try copy(connection, LoadSQL.copyLinks, derived.links, binary: true)
             if !derived.links.isEmpty { _ = try connection.query(LoadSQL.upsertLinks) }
             phase("devices+links")
             if !derived.touched.isEmpty {
-                try copy(connection, LoadSQL.copyTouched, derived.touched)
+                try copy(connection, LoadSQL.copyTouched, derived.touched, binary: true)
                 report.touchedKeys = try queueRollups(connection)
             }
             phase("rollups")

@@ -255,7 +255,7 @@ struct InsertedRows {
 /// The derived rows of what a cycle inserted, computed from the batch (small sets: one row per
 /// device, link and (app, UTC day) touched), for the devices and links upserts and the rollup queue.
 struct DerivedRows {
-    /// `pg_temp.load_devices` COPY rows (`LoadSQL.copyDevices`).
+    /// `pg_temp.load_devices` COPY rows (`LoadSQL.copyDevices`; these three in binary format, without header).
     var devices: [UInt8] = []
     /// `pg_temp.load_links` COPY rows.
     var links: [UInt8] = []
@@ -374,7 +374,7 @@ struct DerivedRows {
             rows.counts = counts
             for key in deviceOrder {
                 let device = devices[key]!
-                StagingEncoder.appendRow(
+                StagingEncoder.appendRowBinary(
                     [
                         .text(key.app), .text(key.device), .timestamp(device.first.key.time),
                         .text(device.first.platform), .text(device.first.sdk), .text(device.clicked?.installClickID),
@@ -382,11 +382,11 @@ struct DerivedRows {
                     ], to: &rows.devices)
             }
             for key in linkOrder {
-                StagingEncoder.appendRow([.text(key.app), .text(key.device), .timestamp(links[key])], to: &rows.links)
+                StagingEncoder.appendRowBinary([.text(key.app), .text(key.device), .timestamp(links[key])], to: &rows.links)
             }
             for key in touchedOrder {
                 let span = touched[key]!
-                StagingEncoder.appendRow(
+                StagingEncoder.appendRowBinary(
                     [
                         .text(key.app), .date(key.day), .timestamp(span.first), .timestamp(span.last),
                         .timestamp(span.lastEvent),

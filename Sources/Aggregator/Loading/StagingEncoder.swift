@@ -201,23 +201,30 @@ struct StagingEncoder {
         out[out.count - 1] = newline
     }
 
-    /// Appends a row of text and timestamp fields (the derived-row tables).
-    static func appendRow(_ fields: [Field], to out: inout [UInt8]) {
+    /// Appends a row of text, timestamp and date fields (the derived-row tables) in COPY binary
+    /// format (the stream needs `binaryHeader` and `binaryTrailer`): the server parses no
+    /// timestamp text and this process formats none.
+    static func appendRowBinary(_ fields: [Field], to out: inout [UInt8]) {
+        let count = UInt16(fields.count)
+        out.append(UInt8(truncatingIfNeeded: count >> 8))
+        out.append(UInt8(truncatingIfNeeded: count))
         for field in fields {
             switch field {
-            case .text(let value): text(value, &out)
-            case .timestamp(let value): timestamp(value, &out)
-            case .date(let day): text(PartitionCache.iso(day), &out)
+            case .text(let value): binaryText(value, &out)
+            case .timestamp(let value): binaryTimestamp(value, &out)
+            case .date(let day):
+                // Days since 2000-01-01 (PostgreSQL's epoch; day 10,957 since 1970).
+                int32(4, &out)
+                int32(Int32(truncatingIfNeeded: day - 10_957), &out)
             }
         }
-        out[out.count - 1] = newline
     }
 
-    /// A field of `appendRow`.
+    /// A field of `appendRowBinary`.
     enum Field {
         case text(String?)
         case timestamp(Timestamp?)
-        /// A UTC day number, written as `YYYY-MM-DD`.
+        /// A UTC day number (days since 1970-01-01), a `date`.
         case date(Int64)
     }
 
