@@ -132,33 +132,37 @@ enum LoadSQL {
 
     /// Devices from the cycle's new events, one candidate row per device (`DerivedRows`): first
     /// seen = earliest event, its platform and SDK; install click = the earliest event carrying one,
-    /// so late data corrects both and a newer event never overwrites them.
-    static let upsertDevices: SQL = """
-        INSERT INTO devices AS d (app_id, device_id, first_seen, platform, first_sdk, install_click_id, install_click_at)
+    /// so late data corrects both and a newer event never overwrites them. Two statements in one
+    /// round trip: the corrections of known devices as a plain `UPDATE ... FROM` (only rows that
+    /// change are written), then the new devices as a plain `INSERT` behind an anti-join. Until
+    /// 2026-11-30 one `INSERT ... ON CONFLICT DO UPDATE` behind a `NOT EXISTS` probe did both; its
+    /// conflict path locks each corrected row (a WAL record of its own) before updating it, and every
+    /// new row pays for speculative insertion (psql, 19,800 candidates against 18,000 devices, 10,000
+    /// corrections: 126-176 ms against 70-86 ms for these two). No `ON CONFLICT` is needed: `devices`
+    /// is written only by load cycles and replays, under the load lock, and `load_devices` holds one
+    /// row per device.
+    static let upsertDevices = """
+        UPDATE devices AS d SET
+            first_seen = LEAST(d.first_seen, s.first_seen),
+            platform = CASE WHEN s.first_seen < d.first_seen THEN s.platform ELSE d.platform END,
+            first_sdk = CASE WHEN s.first_seen < d.first_seen THEN s.first_sdk ELSE d.first_sdk END,
+            install_click_id = CASE
+                WHEN s.install_click_at IS NOT NULL
+                     AND (d.install_click_at IS NULL OR s.install_click_at < d.install_click_at)
+                THEN s.install_click_id ELSE d.install_click_id END,
+            install_click_at = CASE
+                WHEN s.install_click_at IS NOT NULL
+                     AND (d.install_click_at IS NULL OR s.install_click_at < d.install_click_at)
+                THEN s.install_click_at ELSE d.install_click_at END
+        FROM pg_temp.load_devices s
+        WHERE d.app_id = s.app_id AND d.device_id = s.device_id
+          AND (s.first_seen < d.first_seen
+               OR (s.install_click_at IS NOT NULL
+                   AND (d.install_click_at IS NULL OR s.install_click_at < d.install_click_at)));
+        INSERT INTO devices (app_id, device_id, first_seen, platform, first_sdk, install_click_id, install_click_at)
         SELECT s.app_id, s.device_id, s.first_seen, s.platform, s.first_sdk, s.install_click_id, s.install_click_at
         FROM pg_temp.load_devices s
-        -- Only new devices and real corrections reach ON CONFLICT: a conflicting row is locked (and
-        -- its page written) even when the update's WHERE is false. One index probe per device of
-        -- the batch, never a scan of the devices table.
-        WHERE NOT EXISTS (
-            SELECT 1 FROM devices x
-            WHERE x.app_id = s.app_id AND x.device_id = s.device_id AND x.first_seen <= s.first_seen
-              AND (s.install_click_at IS NULL OR (x.install_click_at IS NOT NULL AND x.install_click_at <= s.install_click_at)))
-        ON CONFLICT (app_id, device_id) DO UPDATE SET
-            first_seen = LEAST(d.first_seen, EXCLUDED.first_seen),
-            platform = CASE WHEN EXCLUDED.first_seen < d.first_seen THEN EXCLUDED.platform ELSE d.platform END,
-            first_sdk = CASE WHEN EXCLUDED.first_seen < d.first_seen THEN EXCLUDED.first_sdk ELSE d.first_sdk END,
-            install_click_id = CASE
-                WHEN EXCLUDED.install_click_at IS NOT NULL
-                     AND (d.install_click_at IS NULL OR EXCLUDED.install_click_at < d.install_click_at)
-                THEN EXCLUDED.install_click_id ELSE d.install_click_id END,
-            install_click_at = CASE
-                WHEN EXCLUDED.install_click_at IS NOT NULL
-                     AND (d.install_click_at IS NULL OR EXCLUDED.install_click_at < d.install_click_at)
-                THEN EXCLUDED.install_click_at ELSE d.install_click_at END
-        WHERE EXCLUDED.first_seen < d.first_seen
-           OR (EXCLUDED.install_click_at IS NOT NULL
-               AND (d.install_click_at IS NULL OR EXCLUDED.install_click_at < d.install_click_at))
+        WHERE NOT EXISTS (SELECT 1 FROM devices x WHERE x.app_id = s.app_id AND x.device_id = s.device_id)
         """
 
     /// Links from the cycle's new clicks, one row per (app, path) with its earliest click.

@@ -289,7 +289,7 @@ final class Loader {
             report.inserted = derived.counts
             phase("derive")
             try copy(connection, LoadSQL.copyDevices, derived.devices, binary: true)
-            if !derived.devices.isEmpty { _ = try connection.query(LoadSQL.upsertDevices) }
+            if !derived.devices.isEmpty { try connection.unsafeSQL(LoadSQL.upsertDevices) }
             try copy(connection, LoadSQL.copyLinks, derived.links, binary: true)
             if !derived.links.isEmpty { _ = try connection.query(LoadSQL.upsertLinks) }
             phase("devices+links")
