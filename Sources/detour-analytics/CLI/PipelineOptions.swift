@@ -30,7 +30,7 @@ struct PipelineOptions {
           --codec zstd|gzip       frame compression (default zstd)
           --durability MODE       fsync (default: answer after fdatasync of every group commit) or
                                   interval:DUR (answer after write, fsync every DUR: a crash may lose up to DUR)
-          --syncs-in-flight N     fsync durability: fdatasync calls in flight at once (default 2, 1-8)
+          --syncs-in-flight N     fsync durability: fdatasync calls in flight at once (default 1, 1-8)
           --commit-delay DUR      extra wait to gather a group commit (default 0ms: requests that arrive
                                   during a write and fsync already form the next frame)
           --commit-bytes SIZE     group commit size that triggers a write at once (default 256KiB)
