@@ -20,6 +20,7 @@ struct PipelineOptions {
           --max-batch-events N    most events per batch request (default 2000)
           --connection-limit N    most open connections (default 4096)
           --idle-timeout DUR      close connections idle this long (default 30s)
+          --connection-memory SIZE  HTTP memory per connection: request head and read buffer (default 16KiB)
           --rate-limit N          per-app requests per second, 429 beyond it (default off)
         """
 
@@ -109,6 +110,9 @@ struct PipelineOptions {
         if let text = try arguments.option("--idle-timeout") {
             ingest.connectionTimeoutSeconds = max(
                 1, Int(try parseDuration(text, flag: "--idle-timeout").components.seconds))
+        }
+        if let text = try arguments.option("--connection-memory") {
+            ingest.connectionMemoryBytes = Int(try parseBytes(text, flag: "--connection-memory"))
         }
         if let text = try arguments.option("--rate-limit") {
             guard let rate = Double(text), rate > 0 else {
