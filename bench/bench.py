@@ -303,7 +303,7 @@ class Bench:
                 run = self.wrk_cpu(process, port, path, files, seconds, events_per_request)
                 run["rss_kib"] = peak_rss_kib(process.pid)
             finally:
-                # A short grace: on main at the time of writing, `serve` can hang in shutdown.
+                # A short grace: a `serve` that does not stop within it is noted below, not waited for.
                 status, maxrss = self.procs.stop(process, timeout=3)
             run["rss_kib"] = max(run["rss_kib"], maxrss)
             if status not in (0, None):
