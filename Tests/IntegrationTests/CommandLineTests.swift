@@ -45,6 +45,23 @@ struct CommandLineTests {
         #expect(result.errors.contains("--databse-url"))
     }
 
+    @Test(
+        "a report command with PostgreSQL unreachable exits 69 with one line naming the database, as cron.md says",
+        arguments: [
+            ["report", "links", "--app", "app_x"],
+            ["report", "daily", "--date", "2026-06-01", "--out", NSTemporaryDirectory() + "detour-report-unreachable"],
+            ["report", "rebuild"],
+        ])
+    func reportDatabaseUnreachable(arguments: [String]) throws {
+        // Port 1 on the loopback: nothing listens there, the connection is refused at once.
+        let result = try PipelineProcess.runToEnd(
+            arguments + ["--database-url", "postgresql://postgres@127.0.0.1:1/detour?connect_timeout=5"])
+        #expect(result.status == 69, "\(result.errors)")
+        #expect(result.errors.hasPrefix("error: "))
+        #expect(result.errors.lowercased().contains("database"), "\(result.errors)")
+        #expect(result.output.isEmpty)
+    }
+
     @Test("an unknown command is refused with exit status 64")
     func unknownCommand() throws {
         let result = try PipelineProcess.runToEnd(["frobnicate"])
