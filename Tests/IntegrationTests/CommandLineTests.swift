@@ -62,6 +62,15 @@ struct CommandLineTests {
         #expect(result.output.isEmpty)
     }
 
+    @Test("a DETOUR_LOG_LEVEL that is not a level is refused with exit status 64 and the levels listed")
+    func badLogLevel() throws {
+        let result = try PipelineProcess.runToEnd(["migrate", "--help"], environment: ["DETOUR_LOG_LEVEL": "verbose"])
+        #expect(result.status == 64)
+        #expect(result.errors.contains("DETOUR_LOG_LEVEL") && result.errors.contains("warning"))
+        let upper = try PipelineProcess.runToEnd(["migrate", "--help"], environment: ["DETOUR_LOG_LEVEL": "WARNING"])
+        #expect(upper.status == 0)
+    }
+
     @Test("an unknown command is refused with exit status 64")
     func unknownCommand() throws {
         let result = try PipelineProcess.runToEnd(["frobnicate"])
