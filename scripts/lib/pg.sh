@@ -92,6 +92,10 @@ pg_local_start() {
             echo "synchronous_commit = on"
             echo "full_page_writes = on"
             echo "shared_buffers = 128MB"
+            # Fewer checkpoints: after each one, the first change of every page writes a full-page
+            # image (the random event_ids keys touch a new page per key; docs/aggregator.md).
+            echo "max_wal_size = 4GB"
+            echo "checkpoint_timeout = 15min"
             echo "max_connections = 200"
             echo "max_locks_per_transaction = 256"
             echo "logging_collector = off"
