@@ -10,11 +10,13 @@ import Postgres
 /// One cycle, in ONE transaction (see docs/aggregator.md, "The cycle"):
 /// 1. take the transaction-level advisory lock (another aggregator holding it: `busy`, nothing done);
 /// 2. read every node's checkpoint;
-/// 3. read each node's log after its checkpoint, bounded by the per-cycle budget, and stream the
-///    decoded envelopes through ONE `COPY` (text format) into the temporary staging table;
-/// 4. insert into the raw tables deduplicated on (app_id, event_id) (clicks and matches on their
-///    click id), upsert devices and links, queue the rollups of the touched keys (`queue_rollups_touched`:
-///    cheap; `processRollups()` recomputes them later in a transaction of its own);
+/// 3. read each node's log after its checkpoint, bounded by the per-cycle budget and in pieces
+///    (`NodeReadPieces`), and stream the decoded event rows through ONE `COPY events` (binary
+///    format) while the rest is decoded;
+/// 4. load the click and match rows and every row's dedup key (optimistically by COPY, or
+///    deduplicating first after a conflict), upsert devices and links, queue the rollups of the
+///    touched keys (`queue_rollups_touched`: cheap; `processRollups()` recomputes them later in a
+///    transaction of its own);
 /// 5. advance the checkpoints; COMMIT. Only then is the new position durable.
 ///
 /// Partitions (docs/schema.md, "Partitions"): the days ahead are created before the transaction, in
