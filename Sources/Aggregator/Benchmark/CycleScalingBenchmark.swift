@@ -145,8 +145,13 @@ package enum CycleScalingBenchmark {
         try aggregator.processRollups()  // connection opened, queue empty: not part of the timing
         let stats = try Connection(url: url)
         defer { stats.close() }
+        // WAL bytes from the insert position (exact, the whole cluster). Full-page images from
+        // pg_stat_wal, which a backend updates at most once a second (PostgreSQL 15), so an image
+        // count can show up a cycle or two late; the sum over the cycles is right.
         func wal() throws -> (fpi: Int, bytes: Double) {
-            let row = try stats.query("select wal_fpi::bigint as fpi, wal_bytes::float8 as bytes from pg_stat_wal").first
+            let row = try stats.query(
+                "select wal_fpi::bigint as fpi, (pg_current_wal_lsn() - '0/0'::pg_lsn)::float8 as bytes from pg_stat_wal"
+            ).first
             return (try row?["fpi", as: Int.self] ?? 0, try row?["bytes", as: Double.self] ?? 0)
         }
         var loads: [Double] = []
