@@ -91,7 +91,9 @@ pg_local_start() {
             echo "fsync = on"
             echo "synchronous_commit = on"
             echo "full_page_writes = on"
-            echo "shared_buffers = 128MB"
+            # Holds the event_ids primary key of a 10M-event database (600 MB), which every load cycle
+            # touches at random (docs/aggregator.md, "Cycle cost against the data already loaded").
+            echo "shared_buffers = 1GB"
             # Fewer checkpoints: after each one, the first change of every page writes a full-page
             # image (the random event_ids keys touch a new page per key; docs/aggregator.md).
             echo "max_wal_size = 4GB"
