@@ -86,6 +86,8 @@ extension BenchCommand {
                 ("mb_per_s", format(Double(ndjson) / elapsed / 1e6)),
                 ("ndjson_bytes", String(ndjson)), ("disk_bytes", String(disk)),
                 ("compression_ratio", format(Double(ndjson) / Double(max(1, disk)))), ("frames", String(frames)),
+                ("ack_ms_mean", format(Double(counters.latencyNanos.load(ordering: .relaxed)) / 1e6
+                    / Double(max(1, counters.acknowledged.load(ordering: .relaxed))))),
                 ("avg_envelope_bytes", String(pool.reduce(0) { $0 + $1.count } / pool.count)),
                 ("failed_appends", String(counters.failures.load(ordering: .relaxed))), ("stuck_threads", String(stuck)),
             ])
@@ -130,9 +132,10 @@ extension BenchCommand {
                     let request = requests[cursor]
                     cursor = (cursor + 1) % requests.count
                     let bytes = request.count
+                    let issued = ContinuousClock.now
                     request.withUnsafeBytes { ndjson in
                         writer.append(ndjson: ndjson) { error in
-                            counters.count(error: error, events: perAppend, bytes: bytes)
+                            counters.count(error: error, events: perAppend, bytes: bytes, since: issued)
                             free.signal()
                         }
                     }
@@ -165,6 +168,7 @@ extension BenchCommand {
                 records.reserveCapacity(perAppend)
                 while ContinuousClock.now < deadline {
                     var size = 0
+                    let issued = ContinuousClock.now
                     let appended: Void?
                     if mode == .ndjson {
                         let request = requests[cursor % requests.count]
@@ -180,7 +184,8 @@ extension BenchCommand {
                         }
                         appended = try? writer.append(records)
                     }
-                    counters.count(error: appended == nil ? .unavailable(reason: "") : nil, events: perAppend, bytes: size)
+                    counters.count(
+                        error: appended == nil ? .unavailable(reason: "") : nil, events: perAppend, bytes: size, since: issued)
                 }
                 finished.signal()
             }.start()
@@ -319,12 +324,17 @@ final class LogBenchCounters: Sendable {
     let bytes = Atomic<Int>(0)
     let failures = Atomic<Int>(0)
     let stuck = Atomic<Int>(0)
+    /// Acknowledged appends and the sum of their latencies (issue to acknowledgement).
+    let acknowledged = Atomic<Int>(0)
+    let latencyNanos = Atomic<Int>(0)
 
-    /// Counts one finished append of `events` envelopes (`bytes` of NDJSON).
-    func count(error: LogError?, events count: Int, bytes size: Int) {
+    /// Counts one finished append of `events` envelopes (`bytes` of NDJSON) issued at `issued`.
+    func count(error: LogError?, events count: Int, bytes size: Int, since issued: ContinuousClock.Instant) {
         if error == nil {
             events.wrappingAdd(count, ordering: .relaxed)
             bytes.wrappingAdd(size, ordering: .relaxed)
+            acknowledged.wrappingAdd(1, ordering: .relaxed)
+            latencyNanos.wrappingAdd(Int((ContinuousClock.now - issued) / .nanoseconds(1)), ordering: .relaxed)
         } else {
             failures.wrappingAdd(1, ordering: .relaxed)
         }
