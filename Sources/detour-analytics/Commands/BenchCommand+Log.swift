@@ -41,6 +41,12 @@ extension BenchCommand {
             guard let parsed = Int(level) else { throw UsageError(description: "--level must be an integer") }
             configuration.compressionLevel = parsed
         }
+        if let syncs = try arguments.option("--syncs-in-flight") {
+            guard let parsed = Int(syncs), (1...8).contains(parsed) else {
+                throw UsageError(description: "--syncs-in-flight must be 1...8")
+            }
+            configuration.syncsInFlight = parsed
+        }
         if let mode = try arguments.option("--durability"), mode != "fsync" {
             guard mode.hasPrefix("interval:") else {
                 throw UsageError(description: "--durability must be fsync or interval:DUR")
@@ -80,6 +86,7 @@ extension BenchCommand {
             [
                 ("codec", configuration.codec.rawValue), ("durability", "\(configuration.durability)"),
                 ("level", String(configuration.compressionLevel)), ("append", mode.rawValue),
+                ("syncs_in_flight", String(configuration.syncsInFlight)),
                 ("threads", String(threads)), ("events_per_append", String(perAppend)),
                 ("events", String(events)), ("seconds", format(elapsed)),
                 ("events_per_s", format(Double(events) / elapsed)),
