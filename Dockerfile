@@ -17,13 +17,17 @@ RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       libpq5 libmicrohttpd12 libzstd1 zlib1g ca-certificates curl \
  && rm -rf /var/lib/apt/lists/* \
- && useradd --system --home /var/lib/detour --create-home detour
+ && useradd --system --home /var/lib/detour --create-home detour \
+ && mkdir -p /var/lib/detour/data \
+ && chown detour:detour /var/lib/detour/data
 COPY --from=build /detour-analytics /usr/local/bin/detour-analytics
 COPY sql /usr/share/detour-analytics/sql
 USER detour
 ENV DETOUR_DATA_DIR=/var/lib/detour/data \
     DETOUR_HTTP_ADDR=0.0.0.0:8080 \
     DETOUR_SQL_DIR=/usr/share/detour-analytics/sql
+# The directory exists in the image, owned by detour: a new named volume mounted here starts with
+# that ownership (Docker copies it from the image), so `run` can create segments/ as the detour user.
 VOLUME /var/lib/detour/data
 EXPOSE 8080
 HEALTHCHECK --interval=10s --timeout=3s CMD curl -fsS http://127.0.0.1:8080/readyz || exit 1

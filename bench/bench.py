@@ -283,9 +283,18 @@ class Bench:
         run["cpu_us"] = (self.cpu_seconds(process.pid) - before) * 1e6 / events
         return run
 
+    def settle(self):
+        """Writes back every dirty page before a measured run, so no side pays for another's
+        deferred writes: the nginx collector's buffered access_log (never fsynced) is written back
+        by the kernel up to 30 s later, and every `fdatasync` of ours that meets that writeback on
+        the shared disk waits behind it (measured: half-load p99 21-29 ms without, 56-138 ms with
+        3 GB of someone else's dirty pages in flight; docs/benchmarks.md)."""
+        os.sync()
+
     def alternate(self, label, path, files, events_per_request, baseline_template, seconds, rounds):
         ours_runs, base_runs, rss = [], [], []
         for round_number in range(rounds):
+            self.settle()
             process, port = self.start_ours(f"ingest-{label}-{round_number}")
             try:
                 if round_number == 0:
@@ -294,7 +303,7 @@ class Bench:
                 run = self.wrk_cpu(process, port, path, files, seconds, events_per_request)
                 run["rss_kib"] = peak_rss_kib(process.pid)
             finally:
-                # A short grace: on main at the time of writing, `serve` can hang in shutdown.
+                # A short grace: a `serve` that does not stop within it is noted below, not waited for.
                 status, maxrss = self.procs.stop(process, timeout=3)
             run["rss_kib"] = max(run["rss_kib"], maxrss)
             if status not in (0, None):
@@ -302,6 +311,7 @@ class Bench:
             ours_runs.append(run)
             log(f"{label} ours #{round_number + 1}: {run['ok_per_s'] * events_per_request:,.0f} events/s, "
                 f"p50 {run['p50_ms']:.1f} ms, p99 {run['p99_ms']:.1f} ms, non-2xx {run['non2xx']}, RSS {run['rss_kib'] // 1024} MiB")
+            self.settle()
             process, port = self.start_nginx(baseline_template, f"nginx-{label}-{round_number}")
             try:
                 self.wrk(port, path, files, 1)
@@ -360,6 +370,7 @@ class Bench:
         seconds = 5 if self.quick else 15
         results = {}
         for side in ("ours", "nginx"):
+            self.settle()
             if side == "ours":
                 process, port = self.start_ours("ingest-halfpeak")
             else:

@@ -28,6 +28,11 @@ package struct IngestConfiguration: Sendable {
     /// Most open connections from one client IP address; 0 means no per-IP limit. Default 0
     /// (SDK traffic arrives through NATs and load balancers, so a per-IP cap must be a conscious choice).
     package var perIPConnectionLimit: Int = 0
+    /// Memory libmicrohttpd gives each connection for the request head and its read buffer, in
+    /// bytes (`MHD_OPTION_CONNECTION_MEMORY_LIMIT`). It zeroes the whole area for every request on a
+    /// keep-alive connection, so a smaller one makes small requests cheaper; bodies arrive in
+    /// chunks of about half of it. Default 16 KiB (libmicrohttpd's own default is 32 KiB).
+    package var connectionMemoryBytes: Int = 16 * 1024
     /// Seconds a connection may stay idle (keep-alive or a stalled upload) before it is closed. Default 30 s.
     package var connectionTimeoutSeconds: Int = 30
     /// How often API keys are reloaded from PostgreSQL. Default 10 s (new keys work within 30 s).
@@ -71,6 +76,9 @@ package struct IngestConfiguration: Sendable {
         try check(maxDepth >= 2, "maxDepth", "must be at least 2")
         try check(connectionLimit >= 1, "connectionLimit", "must be at least 1")
         try check(perIPConnectionLimit >= 0, "perIPConnectionLimit", "must not be negative")
+        try check(
+            connectionMemoryBytes >= 4096 && connectionMemoryBytes <= 1 << 20, "connectionMemoryBytes",
+            "must be between 4KiB and 1MiB")
         try check(connectionTimeoutSeconds >= 1, "connectionTimeoutSeconds", "must be at least 1 second")
         try check(keyRefreshInterval >= .seconds(1), "keyRefreshInterval", "must be at least 1 second")
         try check(keyRefreshInterval <= .seconds(30), "keyRefreshInterval", "must be at most 30 seconds")

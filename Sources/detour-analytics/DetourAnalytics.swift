@@ -14,7 +14,13 @@ enum DetourAnalytics {
         var tokens = Array(CommandLine.arguments.dropFirst())
         let environment = Environment(variables: ProcessInfo.processInfo.environment)
         limitMallocArenas(environment)
-        if let level = environment["DETOUR_LOG_LEVEL"].flatMap(Logger.Level.init(name:)) {
+        if let name = environment["DETOUR_LOG_LEVEL"], !name.isEmpty {
+            guard let level = Logger.Level(name: name) else {
+                let levels = Logger.Level.allCases.map { "\($0)" }.joined(separator: "|")
+                FileHandle.standardError.write(
+                    Data("error: DETOUR_LOG_LEVEL must be one of \(levels), got \(name.prefix(40))\n".utf8))
+                exit(64)
+            }
             Logger.minimumLevel = level
         }
         guard let word = tokens.first, !word.hasPrefix("-") else {
@@ -59,7 +65,7 @@ enum DetourAnalytics {
               DATABASE_URL         PostgreSQL connection URL
               DETOUR_DATA_DIR      data directory (segments, dead letters, key cache); default ./data
               DETOUR_HTTP_ADDR     ingest listen address; default 127.0.0.1:8080
-              DETOUR_LOG_LEVEL     trace|debug|info|notice|warning|error; default info
+              DETOUR_LOG_LEVEL     trace|debug|info|notice|warning|error|critical; default info
             """
     }
 

@@ -1,3 +1,4 @@
+import EventModel
 import Foundation
 import Testing
 
@@ -12,6 +13,29 @@ struct ConnectionLimitTests {
         client.send(Array("POST /api/analytics/event HTTP/1.1\r\nHost: x\r\n".utf8))
         // The receive timeout is 10 s; the server closes after about 1 s of silence.
         #expect(client.isClosedByPeer())
+        #expect(server.isServing())
+    }
+
+    @Test("a batch many times the connection memory arrives whole; a head larger than it is refused, and the server serves on")
+    func connectionMemory() throws {
+        let server = try TestServer(useLog: true) { $0.connectionMemoryBytes = 4096 }
+        // About 120 KiB: libmicrohttpd hands it over in chunks of under 4 KiB.
+        let events = (0..<400).map { index in
+            #"{"event_name":"purchase","timestamp":"2026-06-01T10:20:30.123Z","platform":"ios","device_id":"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b","event_id":"chunk-\#(index)","data":{"note":"\#(String(repeating: "x", count: 200))"}}"#
+        }
+        let body = Array(#"{"batch":["#.utf8) + Array(events.joined(separator: ",").utf8) + Array("]}".utf8)
+        #expect(body.count > 30 * 4096)
+        let client = try server.client()
+        let response = try client.request("POST", "/api/analytics/batch", headers: TestServer.sdkHeaders(), body: body)
+        #expect(response.status == 200, "\(response.text)")
+        #expect(response.json["accepted"] as? Int == 400)
+        let ids = try server.storedLines().map { try Envelope(decoding: Array($0.utf8)).id }
+        #expect(ids == (0..<400).map { "chunk-\($0)" })
+
+        let bigHead = TestServer.sdkHeaders() + [("X-Padding", String(repeating: "p", count: 8192))]
+        let refused = try server.client().request("POST", "/api/analytics/event", headers: bigHead, body: Array("{}".utf8))
+        #expect(refused.status == 431)
+        #expect(try client.request("GET", "/healthz").status == 200)
         #expect(server.isServing())
     }
 

@@ -45,6 +45,32 @@ struct CommandLineTests {
         #expect(result.errors.contains("--databse-url"))
     }
 
+    @Test(
+        "a report command with PostgreSQL unreachable exits 69 with one line naming the database, as cron.md says",
+        arguments: [
+            ["report", "links", "--app", "app_x"],
+            ["report", "daily", "--date", "2026-06-01", "--out", NSTemporaryDirectory() + "detour-report-unreachable"],
+            ["report", "rebuild"],
+        ])
+    func reportDatabaseUnreachable(arguments: [String]) throws {
+        // Port 1 on the loopback: nothing listens there, the connection is refused at once.
+        let result = try PipelineProcess.runToEnd(
+            arguments + ["--database-url", "postgresql://postgres@127.0.0.1:1/detour?connect_timeout=5"])
+        #expect(result.status == 69, "\(result.errors)")
+        #expect(result.errors.hasPrefix("error: "))
+        #expect(result.errors.lowercased().contains("database"), "\(result.errors)")
+        #expect(result.output.isEmpty)
+    }
+
+    @Test("a DETOUR_LOG_LEVEL that is not a level is refused with exit status 64 and the levels listed")
+    func badLogLevel() throws {
+        let result = try PipelineProcess.runToEnd(["migrate", "--help"], environment: ["DETOUR_LOG_LEVEL": "verbose"])
+        #expect(result.status == 64)
+        #expect(result.errors.contains("DETOUR_LOG_LEVEL") && result.errors.contains("warning"))
+        let upper = try PipelineProcess.runToEnd(["migrate", "--help"], environment: ["DETOUR_LOG_LEVEL": "WARNING"])
+        #expect(upper.status == 0)
+    }
+
     @Test("an unknown command is refused with exit status 64")
     func unknownCommand() throws {
         let result = try PipelineProcess.runToEnd(["frobnicate"])

@@ -45,6 +45,16 @@ struct DeploymentFilesTests {
         #expect(text.contains("COPY sql /usr/share/detour-analytics/sql"))
         #expect(text.contains("DETOUR_SQL_DIR=/usr/share/detour-analytics/sql"))
         #expect(text.contains(#"ENTRYPOINT ["detour-analytics"]"#))
+        // A named volume starts with the image's ownership of its mount point: each VOLUME must be
+        // created and given to the USER the image runs as, or `run` cannot create segments/ in it.
+        let user = lines.last { $0.hasPrefix("USER ") }.map { String($0.dropFirst(5)) }
+        let volumes = lines.filter { $0.hasPrefix("VOLUME ") }.map { String($0.dropFirst(7)) }
+        #expect(user != nil && !volumes.isEmpty)
+        for volume in volumes {
+            #expect(
+                text.contains("mkdir -p \(volume)") && text.contains("chown \(user ?? "?"):\(user ?? "?") \(volume)"),
+                "Dockerfile declares VOLUME \(volume) but does not create it owned by \(user ?? "its USER")")
+        }
         for command in ["run", "migrate"] {
             let help = try PipelineProcess.runToEnd([command, "--help"])
             #expect(help.status == 0, "the image runs `detour-analytics \(command)`")

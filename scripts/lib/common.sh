@@ -17,7 +17,7 @@ ensure_packages() {
     done
     [ ${#missing[@]} -eq 0 ] && return 0
     if [ "$(id -u)" -ne 0 ]; then
-        die "missing Debian packages; run: sudo apt-get install -y ${missing[*]}"
+        die "missing Debian packages; as root (su -c, or sudo where installed) run: apt-get install -y ${missing[*]}"
     fi
     log "installing ${missing[*]}"
     if [ -z "${DETOUR_APT_UPDATED:-}" ]; then

@@ -31,13 +31,22 @@ extension IngestService {
         }
     }
 
-    /// The answer for a normalised request once its append finished (or failed).
-    func answer(_ outcome: EncodedRequest, info: RequestInfo, error: (any Error)?) -> HTTPResponse {
+    /// The answer for a normalised request once its append finished (or failed). `accepted` is
+    /// `acceptedResponse(outcome)` when the caller built it ahead (off the log's sync thread).
+    func answer(
+        _ outcome: EncodedRequest, info: RequestInfo, error: (any Error)?, accepted: HTTPResponse? = nil
+    ) -> HTTPResponse {
         if let error {
             if let ingestError = error as? IngestError { return HTTPResponse(error: ingestError) }
             return HTTPResponse(error: .logUnavailable(reason: "\(error)"))
         }
         metrics.eventsAccepted(route: info.route.name, count: outcome.recordCount)
+        return accepted ?? acceptedResponse(outcome)
+    }
+
+    /// The answer once every accepted event of `outcome` is durable: counts and per-event
+    /// rejections and warnings (200, or 400 when nothing was accepted).
+    func acceptedResponse(_ outcome: EncodedRequest) -> HTTPResponse {
         var writer = JSONWriter(capacity: 64 + outcome.rejected.count * 96)
         writer.raw("{\"accepted\":")
         writer.int(outcome.recordCount)

@@ -123,12 +123,15 @@ final class IngestService: HTTPHandler {
         if deadLetters.isEmpty, outcome.lines.lines > 0, let log = completingSink {
             // The common case: every event accepted. No committer thread: the worker queues the
             // lines in the log and the log's sync thread resumes the connection once they are durable.
+            // The answer is built here, so the sync thread, which completes a whole group between
+            // two syncs, only hands it over.
             let records = outcome.lines.lines
+            let accepted = acceptedResponse(outcome)
             return .later { complete in
                 outcome.lines.withUnsafeBytes { ndjson in
                     log.append(ndjson: ndjson) { error in
                         self.commits.noteAppend(error: error, records: records)
-                        complete(self.answer(outcome, info: info, error: error))
+                        complete(self.answer(outcome, info: info, error: error, accepted: accepted))
                     }
                 }
             }

@@ -17,6 +17,8 @@ package struct HTTPServerSettings: Sendable {
     package var perIPConnectionLimit: Int
     /// Idle seconds before a connection is closed.
     package var connectionTimeoutSeconds: Int
+    /// libmicrohttpd's memory per connection (request head and read buffer).
+    package var connectionMemoryBytes: Int
     /// Seconds `shutdown()` waits for in-flight requests.
     package var shutdownGraceSeconds: Int
 
@@ -28,6 +30,7 @@ package struct HTTPServerSettings: Sendable {
         connectionLimit = configuration.connectionLimit
         perIPConnectionLimit = configuration.perIPConnectionLimit
         connectionTimeoutSeconds = configuration.connectionTimeoutSeconds
+        connectionMemoryBytes = configuration.connectionMemoryBytes
         shutdownGraceSeconds = configuration.shutdownGraceSeconds
     }
 }
@@ -54,6 +57,7 @@ package final class HTTPServer: Sendable {
             MHD_OptionItem(option: .CONNECTION_LIMIT, value: settings.connectionLimit, ptr_value: nil),
             MHD_OptionItem(
                 option: .CONNECTION_TIMEOUT, value: settings.connectionTimeoutSeconds, ptr_value: nil),
+            MHD_OptionItem(option: .CONNECTION_MEMORY_LIMIT, value: settings.connectionMemoryBytes, ptr_value: nil),
             MHD_OptionItem(
                 option: .NOTIFY_COMPLETED,
                 value: Int(bitPattern: CMicroHTTPD_completedCallbackPointer(requestCompleted)), ptr_value: cls),

@@ -1,4 +1,4 @@
-/// The exact report numbers of a world, as `../shared/docs/reports.md` defines them (docs/simulator.md
+/// The exact report numbers of a world, as docs/report-definitions.md defines them (docs/simulator.md
 /// states every field and assumption). Computed by `TruthCalculator` from the world alone.
 package struct Truth: Sendable {
     /// The app the numbers belong to.

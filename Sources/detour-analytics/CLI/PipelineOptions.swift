@@ -20,6 +20,7 @@ struct PipelineOptions {
           --max-batch-events N    most events per batch request (default 2000)
           --connection-limit N    most open connections (default 4096)
           --idle-timeout DUR      close connections idle this long (default 30s)
+          --connection-memory SIZE  HTTP memory per connection: request head and read buffer (default 16KiB)
           --rate-limit N          per-app requests per second, 429 beyond it (default off)
         """
 
@@ -30,7 +31,7 @@ struct PipelineOptions {
           --codec zstd|gzip       frame compression (default zstd)
           --durability MODE       fsync (default: answer after fdatasync of every group commit) or
                                   interval:DUR (answer after write, fsync every DUR: a crash may lose up to DUR)
-          --syncs-in-flight N     fsync durability: fdatasync calls in flight at once (default 2, 1-8)
+          --syncs-in-flight N     fsync durability: fdatasync calls in flight at once (default 1, 1-8)
           --commit-delay DUR      extra wait to gather a group commit (default 0ms: requests that arrive
                                   during a write and fsync already form the next frame)
           --commit-bytes SIZE     group commit size that triggers a write at once (default 256KiB)
@@ -109,6 +110,9 @@ struct PipelineOptions {
         if let text = try arguments.option("--idle-timeout") {
             ingest.connectionTimeoutSeconds = max(
                 1, Int(try parseDuration(text, flag: "--idle-timeout").components.seconds))
+        }
+        if let text = try arguments.option("--connection-memory") {
+            ingest.connectionMemoryBytes = Int(try parseBytes(text, flag: "--connection-memory"))
         }
         if let text = try arguments.option("--rate-limit") {
             guard let rate = Double(text), rate > 0 else {

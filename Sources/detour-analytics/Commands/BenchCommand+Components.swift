@@ -86,7 +86,8 @@ extension BenchCommand {
         var log = LogConfiguration(directory: data + "/segments", node: "node-1")
         log.durability = .interval(.milliseconds(200))
         log.groupCommitDelay = .zero
-        let writer = try LogWriter(configuration: log)  // not closed: close() can hang on older EventLog builds
+        let writer = try LogWriter(configuration: log)
+        defer { writer.close() }
         var written = 0
         var seed: UInt64 = 1
         var perDevice = 18.0  // first guess of events per simulated device; corrected after each world

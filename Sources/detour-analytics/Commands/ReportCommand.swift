@@ -47,26 +47,31 @@ enum ReportCommand: Command {
             }
             let url = try arguments.databaseURL(environment)
             try arguments.finish()
-            let connection = try Connection(url: try requireDatabase(url))
-            defer { connection.close() }
-            let response = ReportEndpoint.respond(
-                kind: verb, parameters: parameters, connection: connection, today: today(), defaultFormat: .table)
-            if response.exitCode == 0 {
-                FileHandle.standardOutput.write(Data(response.body.utf8))
-            } else {
-                FileHandle.standardError.write(Data(("error: " + response.body).utf8))
+            return try withDatabase(url) { connection in
+                let response = ReportEndpoint.respond(
+                    kind: verb, parameters: parameters, connection: connection, today: today(), defaultFormat: .table)
+                if response.exitCode == 0 {
+                    FileHandle.standardOutput.write(Data(response.body.utf8))
+                } else {
+                    FileHandle.standardError.write(Data(("error: " + response.body).utf8))
+                }
+                return response.exitCode
             }
-            return response.exitCode
         case "daily":
             return try daily(&arguments, environment: environment)
         case "rebuild":
             let url = try arguments.databaseURL(environment)
             try arguments.finish()
-            let connection = try Connection(url: try requireDatabase(url))
-            defer { connection.close() }
-            try ReportService(connection: connection).rebuild()
-            say("report: every rollup rebuilt from the raw tables")
-            return 0
+            return try withDatabase(url) { connection in
+                do throws(ReportError) {
+                    try ReportService(connection: connection).rebuild()
+                } catch {
+                    FileHandle.standardError.write(Data("error: \(error.description)\n".utf8))
+                    return error.exitCode
+                }
+                say("report: every rollup rebuilt from the raw tables")
+                return 0
+            }
         default:
             throw UsageError(description: "unknown report \(verb)")
         }
@@ -84,8 +89,35 @@ enum ReportCommand: Command {
         let grace = try arguments.option("--grace").map { try parseDuration($0, flag: "--grace") }
         let url = try arguments.databaseURL(environment)
         try arguments.finish()
-        let connection = try Connection(url: try requireDatabase(url))
+        return try withDatabase(url) { connection in
+            daily(
+                date: date, app: app, out: out, formats: formats, allowPartial: allowPartial, grace: grace,
+                connection: connection)
+        }
+    }
+
+    /// Opens the database for a report command and runs `body` with it. PostgreSQL that cannot be
+    /// reached is exit status 69 (EX_UNAVAILABLE) with one clear line, as for a failure inside a
+    /// report, so a cron job can tell "try again later" from a bad invocation (64).
+    static func withDatabase(_ url: String?, _ body: (Connection) throws -> Int32) throws -> Int32 {
+        let address = try requireDatabase(url)
+        let connection: Connection
+        do {
+            connection = try Connection(url: address)
+        } catch {
+            let failure = ReportError.database(message: "\(error)")
+            FileHandle.standardError.write(Data("error: \(failure.description)\n".utf8))
+            return failure.exitCode
+        }
         defer { connection.close() }
+        return try body(connection)
+    }
+
+    /// The daily job on an open connection: folds queued rollup work in, writes the files; its exit status.
+    static func daily(
+        date: ReportDay, app: String?, out: String, formats: Set<DailyReportFormat>, allowPartial: Bool,
+        grace: Duration?, connection: Connection
+    ) -> Int32 {
         do {
             // Queued rollup work (from the aggregator's load cycles) is folded in first, so a complete
             // day is never refused for work the writer could do now.
