@@ -225,8 +225,6 @@ extension BenchCommand {
         configuration.durability = .interval(.milliseconds(200))
         configuration.groupCommitDelay = .zero
 
-        // Never closed: close() can hang on main (see runLog); every append has returned, so every
-        // frame is written, and the process exits right after the report.
         let writer = try LogWriter(configuration: configuration)
         _ = FileManager.default.createFile(atPath: csvPath, contents: nil)
         guard let csv = FileHandle(forWritingAtPath: csvPath) else {
@@ -254,6 +252,7 @@ extension BenchCommand {
                 )
             }
         }
+        writer.close()  // syncs the last frames (interval durability) and releases the directory
         report(
             "segments",
             [("events", String(written)), ("ndjson_bytes", String(ndjson)), ("codec", configuration.codec.rawValue)])
