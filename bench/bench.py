@@ -414,11 +414,11 @@ class Bench:
                 continue
             eps = float(r["events_per_s"])
             extra = f"; {eps / ours:.2f}x our ingest" if ours else ""
-            self.row(f"log_{codec}", f"3. Event log writer alone ({codec}, fsync, 64 threads x 100 events): events/s",
+            self.row(f"log_{codec}", f"3. Event log writer alone ({codec}, fsync, 64 requests in flight x 100 events): events/s",
                      f"{eps:,.0f} ({float(r['mb_per_s']):.0f} MB/s NDJSON)",
                      f"{3 * nginx:,.0f} (3x nginx collector)" if nginx else "—",
                      eps / (3 * nginx) if nginx else None, ">= 1.0 (3x the ingest target)", eps >= 3 * nginx if nginx else None,
-                     note=f"{r['frames']} frames{extra}")
+                     note=f"{r['frames']} frames, append {r.get('append', 'records')}{extra}")
             self.row(f"log_{codec}_compression", f"3. Event log compression ratio ({codec}, NDJSON bytes / disk bytes)",
                      f"{float(r['compression_ratio']):.2f}x", "—", float(r["compression_ratio"]),
                      "about 6x (zstd)" if codec == "zstd" else "— (informational)", None)

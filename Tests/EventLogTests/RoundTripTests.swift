@@ -94,4 +94,32 @@ import Testing
             #expect(String(decoding: output, as: UTF8.self) == expected)
         }
     }
+
+    @Test("large zstd frames at a fast, the default and a slower level read back, also with zstdcat", arguments: [-2, 1, 3])
+    func largeFramesAtLevels(level: Int) throws {
+        try withTemporaryDirectory { dir in
+            var configuration = testConfiguration(dir)
+            configuration.compressionLevel = level
+            let writer = try LogWriter(configuration: configuration)
+            // Frames over 256 KiB: level 1's tuned hash table (hashLog 13) applies to inputs this large.
+            let records = (0..<6000).map { envelope($0) }
+            for batch in 0..<2 { try writer.append(Array(records[(batch * 3000)..<((batch + 1) * 3000)])) }
+            writer.close()
+            let (read, damaged) = try readAll(configuration.directory)
+            #expect(damaged.isEmpty)
+            #expect(read == records.map { String(decoding: $0, as: UTF8.self) })
+            let tool = "/usr/bin/zstdcat"
+            guard FileManager.default.isExecutableFile(atPath: tool) else { return }
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: tool)
+            process.arguments = try segmentPaths(configuration.directory)
+            let pipe = Pipe()
+            process.standardOutput = pipe
+            try process.run()
+            let output = pipe.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 0)
+            #expect(String(decoding: output, as: UTF8.self) == read.map { $0 + "\n" }.joined())
+        }
+    }
 }

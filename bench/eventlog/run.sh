@@ -1,7 +1,7 @@
 #!/bin/sh
 # Event log benchmark: appends of realistic ~400-byte envelopes from concurrent threads (zstd and
 # gzip), compression ratio, and start-up recovery of a 128 MiB open segment.
-# The same code runs as the hidden CLI command `detour-analytics bench-log` (LogBenchmark.run).
+# The same code runs as the hidden CLI command `detour-analytics bench log` (LogBenchmark.run).
 # Environment knobs: DETOUR_BENCH_EVENTS (default 1000000), DETOUR_BENCH_THREADS (8),
 # DETOUR_BENCH_BATCH (records per append, 20), DETOUR_BENCH_RECOVERY_MIB (128, 0 skips),
 # DETOUR_BENCH_DELAY_US (group commit delay, 2000),

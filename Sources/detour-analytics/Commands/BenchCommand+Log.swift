@@ -4,20 +4,48 @@ import Foundation
 import Synchronization
 
 extension BenchCommand {
-    /// `bench log`: the event log writer alone, fed the envelopes of the benchmark bodies from
-    /// concurrent threads (one `append` per simulated request), for a bounded time.
+    /// How `bench log` hands requests to the writer (`--append`).
+    enum LogAppendMode: String {
+        /// `append(ndjson:completion:)` with one ready-made NDJSON buffer per request, as ingest hands
+        /// over every request without dead letters: `--threads` requests in flight, issued by a few
+        /// producer threads that never wait for a request (default).
+        case completion
+        /// `append(ndjson:)`: one blocked thread per request in flight, one NDJSON buffer each.
+        case ndjson
+        /// `append([[UInt8]])`: one blocked thread per request in flight, building an array of
+        /// records per request (the harness before session 4).
+        case records
+    }
+
+    /// `bench log`: the event log writer alone, fed the envelopes of the benchmark bodies as
+    /// `--threads` concurrent requests of `--events-per-append` envelopes (one `append` per
+    /// simulated request, a new one as soon as one is acknowledged), for a bounded time.
     static func runLog(_ arguments: inout Arguments) throws {
         let directory = try arguments.required("--dir")
         let bodies = try arguments.option("--bodies")
         let seconds = Double(try arguments.option("--seconds") ?? "5") ?? 5
         let threads = try arguments.integer("--threads", default: 8, in: 1...512)
         let perAppend = try arguments.integer("--events-per-append", default: 100, in: 1...2000)
+        let modeName = try arguments.option("--append") ?? LogAppendMode.completion.rawValue
+        guard let mode = LogAppendMode(rawValue: modeName) else {
+            throw UsageError(description: "--append must be completion, ndjson or records")
+        }
         var configuration = LogConfiguration(directory: directory + "/segments", node: "bench")
         if let codec = try arguments.option("--codec") {
             guard let parsed = Codec(rawValue: codec) else {
                 throw UsageError(description: "--codec must be zstd or gzip")
             }
             configuration.codec = parsed
+        }
+        if let level = try arguments.option("--level") {
+            guard let parsed = Int(level) else { throw UsageError(description: "--level must be an integer") }
+            configuration.compressionLevel = parsed
+        }
+        if let syncs = try arguments.option("--syncs-in-flight") {
+            guard let parsed = Int(syncs), (1...8).contains(parsed) else {
+                throw UsageError(description: "--syncs-in-flight must be 1...8")
+            }
+            configuration.syncsInFlight = parsed
         }
         if let mode = try arguments.option("--durability"), mode != "fsync" {
             guard mode.hasPrefix("interval:") else {
@@ -30,33 +58,141 @@ extension BenchCommand {
         let pool = try envelopePool(bodies: bodies)
         try? FileManager.default.removeItem(atPath: configuration.directory)
         let writer = try LogWriter(configuration: configuration)
-        let appended = Atomic<Int>(0)
-        let bytes = Atomic<Int>(0)
-        let failures = Atomic<Int>(0)
-        let finished = DispatchSemaphore(value: 0)
+        let counters = LogBenchCounters()
         let clock = ContinuousClock()
         let start = clock.now
         let deadline = start + .milliseconds(Int64(seconds * 1000))
+        let stuck: Int
+        switch mode {
+        case .completion:
+            let requests = requestBuffers(pool, perAppend: perAppend)
+            stuck = runCompletionProducers(
+                writer, requests: requests, perAppend: perAppend, inFlight: threads, counters: counters,
+                until: deadline, seconds: seconds)
+        case .ndjson, .records:
+            stuck = runBlockingProducers(
+                writer, pool: pool, mode: mode, threads: threads, perAppend: perAppend, counters: counters,
+                until: deadline, seconds: seconds)
+        }
+        let elapsed = durationSeconds(clock.now - start)
+        let frames = writer.framesCommitted
+        // Not `writer.close()`: every counted append has been acknowledged, so its events are durable;
+        // close() is not part of the measurement.
+        let disk = diskUsage(configuration.nodeDirectory)
+        let events = counters.events.load(ordering: .relaxed)
+        let ndjson = counters.bytes.load(ordering: .relaxed)
+        report(
+            "log",
+            [
+                ("codec", configuration.codec.rawValue), ("durability", "\(configuration.durability)"),
+                ("level", String(configuration.compressionLevel)), ("append", mode.rawValue),
+                ("syncs_in_flight", String(configuration.syncsInFlight)),
+                ("threads", String(threads)), ("events_per_append", String(perAppend)),
+                ("events", String(events)), ("seconds", format(elapsed)),
+                ("events_per_s", format(Double(events) / elapsed)),
+                ("mb_per_s", format(Double(ndjson) / elapsed / 1e6)),
+                ("ndjson_bytes", String(ndjson)), ("disk_bytes", String(disk)),
+                ("compression_ratio", format(Double(ndjson) / Double(max(1, disk)))), ("frames", String(frames)),
+                ("ack_ms_mean", format(Double(counters.latencyNanos.load(ordering: .relaxed)) / 1e6
+                    / Double(max(1, counters.acknowledged.load(ordering: .relaxed))))),
+                ("avg_envelope_bytes", String(pool.reduce(0) { $0 + $1.count } / pool.count)),
+                ("failed_appends", String(counters.failures.load(ordering: .relaxed))), ("stuck_threads", String(stuck)),
+            ])
+        try? FileManager.default.removeItem(atPath: configuration.directory)
+        exit(stuck > 0 ? 3 : 0)  // without waiting for the writer thread
+    }
+
+    /// The pool's envelopes as ready-made request buffers of `perAppend` lines each (every line
+    /// followed by "\n"), as the ingest normaliser hands them to the log; made before the clock starts.
+    private static func requestBuffers(_ pool: [[UInt8]], perAppend: Int) -> [[UInt8]] {
+        let count = max(1, pool.count / perAppend)
+        var cursor = 0
+        return (0..<count).map { _ in
+            var buffer: [UInt8] = []
+            for _ in 0..<perAppend {
+                buffer += pool[cursor]
+                buffer.append(10)
+                cursor = (cursor + 1) % pool.count
+            }
+            return buffer
+        }
+    }
+
+    /// `--append completion`: `inFlight` requests outstanding at all times, issued by two producer
+    /// threads; a request's completion (on the writer's thread) frees its slot. Returns the number
+    /// of producers whose requests did not all complete in time.
+    private static func runCompletionProducers(
+        _ writer: LogWriter, requests: [[UInt8]], perAppend: Int, inFlight: Int, counters: LogBenchCounters,
+        until deadline: ContinuousClock.Instant, seconds: Double
+    ) -> Int {
+        let producers = min(2, inFlight)
+        let finished = DispatchSemaphore(value: 0)
+        for producer in 0..<producers {
+            let slots = inFlight / producers + (producer < inFlight % producers ? 1 : 0)
+            Thread {
+                // Created at 0 and signalled: libdispatch traps when a semaphore is freed below its initial value.
+                let free = DispatchSemaphore(value: 0)
+                for _ in 0..<slots { free.signal() }
+                var cursor = (producer * 7919) % requests.count
+                while ContinuousClock.now < deadline {
+                    free.wait()
+                    let request = requests[cursor]
+                    cursor = (cursor + 1) % requests.count
+                    let bytes = request.count
+                    let issued = ContinuousClock.now
+                    request.withUnsafeBytes { ndjson in
+                        writer.append(ndjson: ndjson) { error in
+                            counters.count(error: error, events: perAppend, bytes: bytes, since: issued)
+                            free.signal()
+                        }
+                    }
+                }
+                // Every slot back: each request issued has completed.
+                let giveUp = DispatchTime.now() + 10
+                var complete = true
+                for _ in 0..<slots where free.wait(timeout: giveUp) == .timedOut { complete = false }
+                if !complete { counters.stuck.wrappingAdd(1, ordering: .relaxed) }
+                finished.signal()
+            }.start()
+        }
+        let giveUp = DispatchTime.now() + seconds + 15
+        var stuck = 0
+        for _ in 0..<producers where finished.wait(timeout: giveUp) == .timedOut { stuck += 1 }
+        return stuck + counters.stuck.load(ordering: .relaxed)
+    }
+    /// `--append ndjson|records`: `threads` threads, each appending one request at a time and
+    /// waiting in `append` until it is durable. Returns the number of threads that never returned.
+    private static func runBlockingProducers(
+        _ writer: LogWriter, pool: [[UInt8]], mode: LogAppendMode, threads: Int, perAppend: Int,
+        counters: LogBenchCounters, until deadline: ContinuousClock.Instant, seconds: Double
+    ) -> Int {
+        let requests = mode == .ndjson ? requestBuffers(pool, perAppend: perAppend) : []
+        let finished = DispatchSemaphore(value: 0)
         for thread in 0..<threads {
             Thread {
                 var cursor = (thread * 7919) % pool.count
                 var records: [[UInt8]] = []
                 records.reserveCapacity(perAppend)
-                while clock.now < deadline {
-                    records.removeAll(keepingCapacity: true)
+                while ContinuousClock.now < deadline {
                     var size = 0
-                    for _ in 0..<perAppend {
-                        records.append(pool[cursor])
-                        size += pool[cursor].count + 1
-                        cursor = (cursor + 1) % pool.count
+                    let issued = ContinuousClock.now
+                    let appended: Void?
+                    if mode == .ndjson {
+                        let request = requests[cursor % requests.count]
+                        size = request.count
+                        appended = try? writer.append(ndjson: request)
+                        cursor += 1
+                    } else {
+                        records.removeAll(keepingCapacity: true)
+                        for _ in 0..<perAppend {
+                            records.append(pool[cursor])
+                            size += pool[cursor].count + 1
+                            cursor = (cursor + 1) % pool.count
+                        }
+                        appended = try? writer.append(records)
                     }
-                    do {
-                        try writer.append(records)
-                        appended.wrappingAdd(perAppend, ordering: .relaxed)
-                        bytes.wrappingAdd(size, ordering: .relaxed)
-                    } catch {
-                        failures.wrappingAdd(1, ordering: .relaxed)
-                    }
+                    counters.count(
+                        error: appended == nil ? .unavailable(reason: "") : nil, events: perAppend, bytes: size, since: issued)
                 }
                 finished.signal()
             }.start()
@@ -65,28 +201,7 @@ extension BenchCommand {
         var stuck = 0
         let giveUp = DispatchTime.now() + seconds + 10
         for _ in 0..<threads where finished.wait(timeout: giveUp) == .timedOut { stuck += 1 }
-        let elapsed = durationSeconds(clock.now - start)
-        let frames = writer.framesCommitted
-        // Not `writer.close()`: every counted append has returned, so its events are durable; close()
-        // is not part of the measurement and (on main at the time of writing) can hang, see docs/benchmarks.md.
-        let disk = diskUsage(configuration.nodeDirectory)
-        let events = appended.load(ordering: .relaxed)
-        let ndjson = bytes.load(ordering: .relaxed)
-        report(
-            "log",
-            [
-                ("codec", configuration.codec.rawValue), ("durability", "\(configuration.durability)"),
-                ("threads", String(threads)), ("events_per_append", String(perAppend)),
-                ("events", String(events)), ("seconds", format(elapsed)),
-                ("events_per_s", format(Double(events) / elapsed)),
-                ("mb_per_s", format(Double(ndjson) / elapsed / 1e6)),
-                ("ndjson_bytes", String(ndjson)), ("disk_bytes", String(disk)),
-                ("compression_ratio", format(Double(ndjson) / Double(max(1, disk)))), ("frames", String(frames)),
-                ("avg_envelope_bytes", String(pool.reduce(0) { $0 + $1.count } / pool.count)),
-                ("failed_appends", String(failures.load(ordering: .relaxed))), ("stuck_threads", String(stuck)),
-            ])
-        try? FileManager.default.removeItem(atPath: configuration.directory)
-        exit(stuck > 0 ? 3 : 0)  // without waiting for the writer thread
+        return stuck
     }
 
     /// `bench segments`: N unique events as event-log segments (what ingest writes) and as CSV in the
@@ -110,8 +225,6 @@ extension BenchCommand {
         configuration.durability = .interval(.milliseconds(200))
         configuration.groupCommitDelay = .zero
 
-        // Never closed: close() can hang on main (see runLog); every append has returned, so every
-        // frame is written, and the process exits right after the report.
         let writer = try LogWriter(configuration: configuration)
         _ = FileManager.default.createFile(atPath: csvPath, contents: nil)
         guard let csv = FileHandle(forWritingAtPath: csvPath) else {
@@ -139,6 +252,7 @@ extension BenchCommand {
                 )
             }
         }
+        writer.close()  // syncs the last frames (interval durability) and releases the directory
         report(
             "segments",
             [("events", String(written)), ("ndjson_bytes", String(ndjson)), ("codec", configuration.codec.rawValue)])
@@ -206,5 +320,29 @@ extension BenchCommand {
 
     static func durationSeconds(_ duration: Duration) -> Double {
         Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+}
+
+/// What `bench log` counts: acknowledged events and NDJSON bytes, failed appends, producers whose
+/// requests never completed.
+final class LogBenchCounters: Sendable {
+    let events = Atomic<Int>(0)
+    let bytes = Atomic<Int>(0)
+    let failures = Atomic<Int>(0)
+    let stuck = Atomic<Int>(0)
+    /// Acknowledged appends and the sum of their latencies (issue to acknowledgement).
+    let acknowledged = Atomic<Int>(0)
+    let latencyNanos = Atomic<Int>(0)
+
+    /// Counts one finished append of `events` envelopes (`bytes` of NDJSON) issued at `issued`.
+    func count(error: LogError?, events count: Int, bytes size: Int, since issued: ContinuousClock.Instant) {
+        if error == nil {
+            events.wrappingAdd(count, ordering: .relaxed)
+            bytes.wrappingAdd(size, ordering: .relaxed)
+            acknowledged.wrappingAdd(1, ordering: .relaxed)
+            latencyNanos.wrappingAdd(Int((ContinuousClock.now - issued) / .nanoseconds(1)), ordering: .relaxed)
+        } else {
+            failures.wrappingAdd(1, ordering: .relaxed)
+        }
     }
 }

@@ -25,8 +25,11 @@ enum BenchCommand: Command {
           scanner  [--bodies DIR] [--seconds S]
                    the JSON scanner vs Foundation JSONSerialization on the same bodies (MB/s)
           log      --dir DIR [--bodies DIR] [--seconds S] [--codec zstd|gzip] [--threads N]
-                   [--events-per-append N] [--durability fsync|interval:DUR]
-                   the event log writer alone: events/s, NDJSON MB/s, compression ratio
+                   [--events-per-append N] [--durability fsync|interval:DUR] [--level N]
+                   [--syncs-in-flight N] [--append completion|ndjson|records]
+                   the event log writer alone: events/s, NDJSON MB/s, compression ratio; --threads
+                   requests (default 8; bench/run uses 64) of --events-per-append envelopes in flight,
+                   handed over as ingest does (--append completion, the default)
           loader   [--events N] [--work DIR] [--database-url URL]
                    the aggregator's LoaderBenchmark: N envelopes from compressed segments to committed
                    rows vs psql \\copy of the same events as CSV (fresh schemas, dropped afterwards)
