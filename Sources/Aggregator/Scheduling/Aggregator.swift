@@ -129,13 +129,17 @@ package final class Aggregator: @unchecked Sendable {
     }
 
     /// Runs cycles until one ends without backlog (at most `maxCycles`), for `aggregate --once`,
-    /// then applies every queued rollup, so the reports are current when it returns.
+    /// then applies every queued rollup in one pass, so the reports are current when it returns.
+    /// The cycles themselves run no rollup pass: a pass recomputes whole (app, day) keys, so one
+    /// after the first cycle of a backlog was redone after the last (100,000 events of one day:
+    /// 3.9 s with it, about 1 s less without).
     /// - Returns: the summaries of the cycles run.
     /// - Throws: `AggregatorError` when a cycle or the final rollup pass failed.
     package func runUntilCaughtUp(maxCycles: Int = 10_000) throws(AggregatorError) -> [CycleSummary] {
         var summaries: [CycleSummary] = []
         for _ in 0..<max(1, maxCycles) {
-            let summary = try runOnce()
+            let result: Result<CycleSummary, AggregatorError> = queue.sync { cycle(rollups: false) }
+            let summary = try result.get()
             summaries.append(summary)
             if !summary.backlog || !summary.ran { break }
         }
@@ -196,8 +200,9 @@ package final class Aggregator: @unchecked Sendable {
         _ = cycle()
     }
 
-    /// Runs one cycle on the queue and feeds the outcome to the state machine.
-    private func cycle() -> Result<CycleSummary, AggregatorError> {
+    /// Runs one cycle on the queue and feeds the outcome to the state machine; with `rollups`, then
+    /// a rollup pass when one is due.
+    private func cycle(rollups: Bool = true) -> Result<CycleSummary, AggregatorError> {
         dispatchPrecondition(condition: .onQueue(queue))
         let start = ContinuousClock.now
         var result: Result<CycleSummary, AggregatorError>
@@ -231,7 +236,7 @@ package final class Aggregator: @unchecked Sendable {
         }
         // The rollup pass runs after the next cycle is scheduled: a pass shorter than the pause
         // before that cycle delays nothing (the timer fires on this queue once the pass is done).
-        if let idle, case .success(var summary) = result {
+        if rollups, let idle, case .success(var summary) = result {
             summary.rollupDuration = maybeProcessRollups(idle: idle)
             result = .success(summary)
         }
