@@ -20,7 +20,7 @@ struct PipelineOptions {
           --max-batch-events N    most events per batch request (default 2000)
           --connection-limit N    most open connections (default 4096)
           --idle-timeout DUR      close connections idle this long (default 30s)
-          --connection-memory SIZE  HTTP memory per connection: request head and read buffer (default 16KiB)
+          --connection-memory SIZE HTTP memory per connection: request head and read buffer (default 16KiB)
           --rate-limit N          per-app requests per second, 429 beyond it (default off)
         """
 
