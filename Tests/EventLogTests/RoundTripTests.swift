@@ -80,16 +80,8 @@ import Testing
             let writer = try LogWriter(configuration: configuration)
             for batch in 0..<5 { try writer.append((0..<20).map { envelope(batch * 20 + $0) }) }
             writer.close()
-            let paths = try segmentPaths(configuration.directory)
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: tool)
-            process.arguments = paths
-            let pipe = Pipe()
-            process.standardOutput = pipe
-            try process.run()
-            let output = pipe.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            #expect(process.terminationStatus == 0)
+            let (status, output) = try runTool(tool, arguments: try segmentPaths(configuration.directory))
+            #expect(status == 0)
             let expected = (0..<100).map { String(decoding: envelope($0), as: UTF8.self) + "\n" }.joined()
             #expect(String(decoding: output, as: UTF8.self) == expected)
         }
@@ -110,16 +102,22 @@ import Testing
             #expect(read == records.map { String(decoding: $0, as: UTF8.self) })
             let tool = "/usr/bin/zstdcat"
             guard FileManager.default.isExecutableFile(atPath: tool) else { return }
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: tool)
-            process.arguments = try segmentPaths(configuration.directory)
-            let pipe = Pipe()
-            process.standardOutput = pipe
-            try process.run()
-            let output = pipe.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            #expect(process.terminationStatus == 0)
+            let (status, output) = try runTool(tool, arguments: try segmentPaths(configuration.directory))
+            #expect(status == 0)
             #expect(String(decoding: output, as: UTF8.self) == read.map { $0 + "\n" }.joined())
         }
     }
+}
+
+/// Runs a stock tool (`zstdcat`, `zcat`) on `arguments` and returns its exit status and standard output.
+private func runTool(_ tool: String, arguments: [String]) throws -> (status: Int32, output: Data) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: tool)
+    process.arguments = arguments
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    try process.run()
+    let output = pipe.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return (process.terminationStatus, output)
 }
