@@ -69,13 +69,25 @@ END
 $fn$;
 
 -- 051's rollup_compute_states with the same results: flags already set by the caller are not
--- updated again, the settings are looked up once per app, and the event-first funnel entries are
--- only computed when such a funnel exists for the apps of the work.
-CREATE OR REPLACE FUNCTION rollup_compute_states() RETURNS void
+-- updated again, the settings are looked up once per app, the per-device sorts compare app and
+-- device ids bytewise (COLLATE "C": the same groups, since equality of a deterministic collation is
+-- byte equality; ties between events still go to the smaller event id in the database collation),
+-- and the event-first funnel entries are only computed when such a funnel exists for the apps of
+-- the work. With p_event_days, the local days of the events it reads are kept per device in
+-- pg_temp.rollup_work_event_days (rollup_apply_work's "every day a changed device has events on",
+-- without reading the events a second time); rebuild_rollups calls it without (every device, every
+-- day: it recomputes every day anyway).
+CREATE OR REPLACE FUNCTION rollup_compute_states(p_event_days boolean) RETURNS void
 LANGUAGE plpgsql AS $fn$
 DECLARE
     oldest_new timestamptz;
 BEGIN
+    IF to_regclass('pg_temp.rollup_work_event_days') IS NULL THEN
+        CREATE TEMP TABLE rollup_work_event_days (app_id text NOT NULL, device_id text NOT NULL, day date NOT NULL)
+            ON COMMIT DELETE ROWS;
+    ELSE
+        DELETE FROM pg_temp.rollup_work_event_days;
+    END IF;
     UPDATE pg_temp.rollup_work_devices w SET is_new = true
     WHERE NOT w.is_new
       AND NOT EXISTS (SELECT 1 FROM rollup_devices o WHERE o.app_id = w.app_id AND o.device_id = w.device_id);
@@ -100,9 +112,6 @@ BEGIN
     JOIN rollup_devices o ON o.app_id = w.app_id AND o.device_id = w.device_id
     WHERE w.stable;
 
-    INSERT INTO pg_temp.rollup_work_states (app_id, device_id, install_at, install_day, platform, has_attribution,
-        install_click_id, install_click_at, install_click_day, install_click_event_at, link_path, utm_source,
-        utm_medium, utm_campaign)
     WITH ev AS MATERIALIZED (
         SELECT e.app_id, e.device_id, e.event_time, e.event_id, e.platform, e.install_click_id,
                (e.open_type IS NOT NULL OR e.install_click_id IS NOT NULL OR e.open_click_id IS NOT NULL) AS attributed
@@ -114,17 +123,26 @@ BEGIN
         FROM events e JOIN pg_temp.rollup_work_devices w ON w.app_id = e.app_id AND w.device_id = e.device_id
         WHERE NOT w.is_new AND NOT w.stable
     ), first_event AS (
-        SELECT DISTINCT ON (app_id, device_id) app_id, device_id, event_time, platform
-        FROM ev ORDER BY app_id, device_id, event_time, event_id
+        SELECT DISTINCT ON (app_id COLLATE "C", device_id COLLATE "C") app_id, device_id, event_time, platform
+        FROM ev ORDER BY app_id COLLATE "C", device_id COLLATE "C", event_time, event_id
     ), install_click AS (
-        SELECT DISTINCT ON (app_id, device_id) app_id, device_id, install_click_id, event_time
-        FROM ev WHERE install_click_id IS NOT NULL ORDER BY app_id, device_id, event_time, event_id
+        SELECT DISTINCT ON (app_id COLLATE "C", device_id COLLATE "C") app_id, device_id, install_click_id, event_time
+        FROM ev WHERE install_click_id IS NOT NULL
+        ORDER BY app_id COLLATE "C", device_id COLLATE "C", event_time, event_id
     ), flags AS (
         SELECT app_id, device_id, bool_or(attributed) AS has_attribution FROM ev GROUP BY app_id, device_id
     ), settings AS MATERIALIZED (
         SELECT a.app_id, s.* FROM (SELECT DISTINCT w.app_id FROM pg_temp.rollup_work_devices w) a
         CROSS JOIN LATERAL rollup_settings(a.app_id) s
+    ), event_days AS (
+        INSERT INTO pg_temp.rollup_work_event_days (app_id, device_id, day)
+        SELECT DISTINCT ev.app_id, ev.device_id, (ev.event_time AT TIME ZONE s.time_zone)::date
+        FROM ev JOIN settings s ON s.app_id = ev.app_id
+        WHERE p_event_days
     )
+    INSERT INTO pg_temp.rollup_work_states (app_id, device_id, install_at, install_day, platform, has_attribution,
+        install_click_id, install_click_at, install_click_day, install_click_event_at, link_path, utm_source,
+        utm_medium, utm_campaign)
     SELECT f.app_id, f.device_id, f.event_time, (f.event_time AT TIME ZONE s.time_zone)::date, coalesce(f.platform, ''),
            g.has_attribution, i.install_click_id, c.click_time, c.click_day, i.event_time,
            CASE WHEN v.ok THEN c.path END, CASE WHEN v.ok THEN c.utm_source END,
@@ -167,6 +185,14 @@ BEGIN
     WHERE NOT EXISTS (
         SELECT 1 FROM pg_temp.rollup_work_entries k
         WHERE k.app_id = x.app_id AND k.funnel_id = x.funnel_id AND k.device_id = x.device_id);
+END
+$fn$;
+
+-- The 051 signature (rebuild_rollups calls it): no event days.
+CREATE OR REPLACE FUNCTION rollup_compute_states() RETURNS void
+LANGUAGE plpgsql AS $fn$
+BEGIN
+    PERFORM rollup_compute_states(false);
 END
 $fn$;
 
@@ -218,7 +244,6 @@ CREATE OR REPLACE FUNCTION rollup_apply_work() RETURNS void
 LANGUAGE plpgsql AS $fn$
 DECLARE
     k record;
-    oldest_new timestamptz;
     inserted bigint;
 BEGIN
     PERFORM rollup_load_clicks();
@@ -250,7 +275,7 @@ BEGIN
     JOIN rollup_devices d ON d.app_id = w.app_id AND d.install_click_id = w.click_id
     ON CONFLICT DO NOTHING;
 
-    PERFORM rollup_compute_states();
+    PERFORM rollup_compute_states(true);
 
     -- A device whose state differs from its stored one (a new device has none: process_rollups
     -- marks it changed already).
@@ -265,7 +290,6 @@ BEGIN
                n.install_click_day, n.install_click_event_at, n.link_path, n.utm_source, n.utm_medium, n.utm_campaign));
     -- The key INSERT below filters on the flags: plan it with their real counts.
     ANALYZE pg_temp.rollup_work_devices;
-    SELECT min(min_time) INTO oldest_new FROM pg_temp.rollup_work_devices WHERE is_new;
 
     INSERT INTO pg_temp.rollup_work_keys (app_id, day)
     WITH settings AS MATERIALIZED (
@@ -282,19 +306,12 @@ BEGIN
         FROM pg_temp.rollup_work_devices w JOIN pg_temp.rollup_work_states n ON n.app_id = w.app_id AND n.device_id = w.device_id
         WHERE w.changed
         UNION ALL
-        -- ... and every day it has events on (a new device: all its events are at or after the
-        -- oldest new device's first queued event, as rollup_compute_states reads them)
-        SELECT e.app_id, (e.event_time AT TIME ZONE s.time_zone)::date
+        -- ... and every day it has events on (rollup_compute_states read all of them, a new
+        -- device's from the oldest new device's first queued event on, and kept their days)
+        SELECT d.app_id, d.day
         FROM pg_temp.rollup_work_devices w
-        JOIN events e ON e.app_id = w.app_id AND e.device_id = w.device_id
-        JOIN settings s ON s.app_id = w.app_id
-        WHERE w.changed AND w.is_new AND e.event_time >= oldest_new
-        UNION ALL
-        SELECT e.app_id, (e.event_time AT TIME ZONE s.time_zone)::date
-        FROM pg_temp.rollup_work_devices w
-        JOIN events e ON e.app_id = w.app_id AND e.device_id = w.device_id
-        JOIN settings s ON s.app_id = w.app_id
-        WHERE w.changed AND NOT w.is_new
+        JOIN pg_temp.rollup_work_event_days d ON d.app_id = w.app_id AND d.device_id = w.device_id
+        WHERE w.changed
         UNION ALL
         -- an unchanged device with new events: the click funnel cohort they can still reach
         SELECT n.app_id, n.install_click_day
