@@ -33,6 +33,9 @@ extension SegmentReport {
             let committed = frame.committedAt.map(formatMicros) ?? "-"
             out += "\(frame.offset)  \(codec)  \(frame.records)  \(frame.frameBytes)  \(frame.uncompressedBytes)  \(sequence)  \(committed)  \(frame.problem.map { "DAMAGED: \($0)" } ?? "ok")\n"
         }
+        if zeroTailBytes > 0 {
+            out += "\(bytes - zeroTailBytes)  zero tail: \(zeroTailBytes) bytes preallocated by the writer (not data)\n"
+        }
         return out
     }
 }

@@ -1,0 +1,197 @@
+import Foundation
+import Glibc
+
+/// Extends the open segment ahead of the committer with written zeros (as PostgreSQL does for its
+/// WAL), on a thread of its own, so frames are written into space whose blocks are allocated and
+/// whose size is already durable: their `fdatasync` then writes no inode and allocates no blocks.
+/// On this disk an 8 KiB write + `fdatasync` that extends the file took p50 0.14-0.21 ms, one into
+/// written zeros 0.085-0.093 ms; a 1 MiB one 0.80-1.12 ms vs 0.43-0.47 ms
+/// (`bench/eventlog/prealloc-probe.c`).
+///
+/// Protocol with the committer (`WriterCore`): the committer `attach`es each new segment and
+/// reports after every frame where its data ends (`didWrite`); when fewer than half a chunk of
+/// zeros are left ahead of it, this thread zero-fills the next chunk (`pwrite` + `fdatasync`)
+/// beyond both the data and the zeros written so far. Before writing a frame the committer waits
+/// (`willWrite`) only if the frame would reach into the chunk being filled, so a frame is never
+/// overwritten by zeros; the fill starts a quarter chunk past the data when the committer has
+/// caught up with the zeros, which keeps such waits rare. Zeros never go past `limit` (the segment
+/// size limit, the disk cap). Before truncating or closing the segment the committer `detach`es,
+/// which waits for a fill in progress. A failed fill (a full disk) cuts its zeros off again and
+/// stops preallocation for that segment.
+///
+/// `@unchecked Sendable`: the state is only touched under the monitor's lock; the zero buffer is
+/// never written.
+final class SegmentPreallocator: @unchecked Sendable {
+    final class State {
+        var fd: Int32 = -1
+        var path = ""
+        /// End of the frames the committer wrote.
+        var dataEnd: Int64 = 0
+        /// Zeros are written (and synced) up to here.
+        var zeroEnd: Int64 = 0
+        /// Zeros never go past this.
+        var limit: Int64 = 0
+        /// The region being zero-filled now.
+        var filling: Range<Int64>?
+        /// A fill of this segment failed: no more fills until the next `attach`.
+        var failed = false
+        var stopped = false
+        var running = false
+        /// Chunks filled, and frames that waited for a fill (tests and benchmarks read them).
+        var fills = 0
+        var waits = 0
+    }
+
+    private enum Condition {
+        static let work = 0  // the fill thread waits for a segment that needs zeros
+        static let done = 1  // the committer waits for a fill to end
+    }
+
+    private let monitor = Monitor(State(), conditions: 2)
+    /// Bytes zero-filled at a time.
+    let chunk: Int64
+    private let zeros: UnsafeMutableRawPointer
+
+    /// A preallocator filling `chunk` bytes at a time; starts its thread.
+    init(chunk: Int64) {
+        self.chunk = chunk
+        // calloc of this size maps zero pages: reading them costs no memory.
+        zeros = calloc(1, Int(chunk))!
+        monitor.withLock { $0.running = true }
+        let thread = Thread { [self] in self.run() }
+        thread.name = "eventlog-prealloc"
+        thread.start()
+    }
+
+    deinit { free(zeros) }
+
+    /// The committer opened `fd` (a new segment, or the same one after a truncation) whose frames
+    /// end at `dataEnd`; zeros may be written up to `limit`.
+    func attach(fd: Int32, path: String, dataEnd: Int64, limit: Int64) {
+        monitor.withLock { state in
+            state.fd = fd
+            state.path = path
+            state.dataEnd = dataEnd
+            state.zeroEnd = dataEnd
+            state.limit = limit
+            state.failed = false
+            monitor.signal(Condition.work)
+        }
+    }
+
+    /// The committer is about to truncate or close the segment: waits for a fill in progress and
+    /// stops filling it.
+    func detach() {
+        monitor.withLock { state in
+            while state.filling != nil { monitor.wait(Condition.done) }
+            state.fd = -1
+        }
+    }
+
+    /// The committer is about to write `[offset, end)`: waits while that overlaps the chunk being
+    /// filled.
+    func willWrite(from offset: Int64, to end: Int64) {
+        monitor.withLock { state in
+            var waited = false
+            while let filling = state.filling, filling.overlaps(offset..<end) {
+                waited = true
+                monitor.wait(Condition.done)
+            }
+            if waited { state.waits += 1 }
+        }
+    }
+
+    /// The committer wrote frames up to `end`; zeros may be written up to `limit`.
+    func didWrite(end: Int64, limit: Int64) {
+        monitor.withLock { state in
+            state.dataEnd = end
+            state.limit = limit
+            if state.filling == nil, needsFill(state) { monitor.signal(Condition.work) }
+        }
+    }
+
+    /// Stops the fill thread (after `detach`).
+    func stop() {
+        monitor.withLock { state in
+            state.stopped = true
+            monitor.signal(Condition.work)
+            while state.running { monitor.wait(Condition.done) }
+        }
+    }
+
+    /// Chunks filled and frames that waited for a fill so far.
+    var counts: (fills: Int, waits: Int) { monitor.withLock { ($0.fills, $0.waits) } }
+
+    private func needsFill(_ state: State) -> Bool {
+        state.fd >= 0 && !state.failed && state.zeroEnd - state.dataEnd < chunk / 2 && nextRegion(state) != nil
+    }
+
+    /// The next chunk to fill: after the zeros written so far, and a quarter chunk past the data
+    /// when the committer has caught up with them (it keeps writing meanwhile).
+    private func nextRegion(_ state: State) -> Range<Int64>? {
+        let start = state.zeroEnd > state.dataEnd ? state.zeroEnd : state.dataEnd + chunk / 4
+        let end = min(start + chunk, state.limit)
+        return end > start ? start..<end : nil
+    }
+
+    private func run() {
+        while let (fd, path, region) = takeRegion() {
+            let failure = fill(fd: fd, region: region)
+            if let failure {
+                // Frames all lie before the region (the committer waits for any frame reaching
+                // into it), so cutting the file back to its start never cuts a frame.
+                _ = ftruncate(fd, off_t(region.lowerBound))
+                Recovery.logger.warning(
+                    "segment.preallocation_failed",
+                    ["segment.path": path, "call": failure.call, "errno": "\(failure.code)"])
+            }
+            monitor.withLock { state in
+                state.filling = nil
+                if failure == nil {
+                    state.zeroEnd = region.upperBound
+                    state.fills += 1
+                } else {
+                    state.failed = true
+                }
+                monitor.broadcast(Condition.done)
+            }
+        }
+        monitor.withLock { state in
+            state.running = false
+            monitor.broadcast(Condition.done)
+        }
+    }
+
+    /// Waits until the attached segment needs zeros and marks the region as being filled; nil
+    /// once stopped.
+    private func takeRegion() -> (Int32, String, Range<Int64>)? {
+        monitor.withLock { state in
+            while !state.stopped {
+                if needsFill(state), let region = nextRegion(state) {
+                    state.filling = region
+                    return (state.fd, state.path, region)
+                }
+                monitor.wait(Condition.work)
+            }
+            return nil
+        }
+    }
+
+    /// Writes zeros over `region` and syncs them; the failed call and errno otherwise.
+    private func fill(fd: Int32, region: Range<Int64>) -> (call: String, code: Int32)? {
+        var offset = region.lowerBound
+        while offset < region.upperBound {
+            let count = Int(region.upperBound - offset)
+            let written = pwrite(fd, zeros, count, off_t(offset))
+            if written < 0 {
+                if errno == EINTR { continue }
+                return ("pwrite", errno)
+            }
+            offset += Int64(written)
+        }
+        while fdatasync(fd) != 0 {
+            if errno != EINTR { return ("fdatasync", errno) }
+        }
+        return nil
+    }
+}
