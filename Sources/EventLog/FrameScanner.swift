@@ -96,9 +96,8 @@ final class FrameScanner {
 
     /// Where the data ends before a zero tail, found by a binary search over 4 KiB pages (the
     /// first page of zeros after which every page is zero: compressed frames never hold a page of
-    /// zeros), then the last non-zero byte; the file size when its last page is not all zero. The
-    /// last frame's own trailing zero bytes, if any, are not counted: an estimate for lag metrics,
-    /// not a frame boundary.
+    /// zeros), then the last non-zero byte before it. The last frame's own trailing zero bytes, if
+    /// any, are not counted: an estimate for lag metrics, not a frame boundary.
     func dataEnd() throws(LogError) -> Int64 {
         let page: Int64 = 4096
         let pages = (size + page - 1) / page
@@ -114,10 +113,25 @@ final class FrameScanner {
             let middle = (low + high) / 2
             if try zeroCount(middle).lastNonZero == nil { high = middle } else { low = middle + 1 }
         }
-        if low == pages { return size }
         guard low > 0 else { return 0 }
         let (_, last) = try zeroCount(low - 1)
         return (low - 1) * page + Int64((last ?? -1) + 1)
+    }
+
+    /// Where the run of zeros that ends the file starts, at or after `offset` (the file size when
+    /// its last byte is not zero); reads backwards from the end.
+    func trailingZerosStart(after offset: Int64) throws(LogError) -> Int64 {
+        var buffer: [UInt8] = []
+        var end = size
+        while end > offset {
+            let start = max(offset, end - (1 << 20))
+            let got = try FileSystem.read(fd, at: start, count: Int(end - start), into: &buffer, path: path)
+            if let last = buffer.withUnsafeBytes({ raw in raw.prefix(got).lastIndex { $0 != 0 } }) {
+                return start + Int64(last) + 1
+            }
+            end = start
+        }
+        return offset
     }
 
     /// The end of the frames whose prefixes are good, walking prefix to prefix from `offset`

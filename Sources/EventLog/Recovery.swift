@@ -39,7 +39,12 @@ enum Recovery {
         if scan.goodEnd < scanner.size {
             // A zero tail is the writer's preallocation: cut silently. Anything between the last
             // good frame and it is a torn or corrupt frame: cut and logged.
-            let dataEnd = scan.zeroTailStart ?? scanner.size
+            var dataEnd = scanner.size
+            if let start = scan.zeroTailStart {
+                dataEnd = start
+            } else {
+                dataEnd = try scanner.trailingZerosStart(after: scan.goodEnd)
+            }
             result.zeroTailBytes = scanner.size - dataEnd
             result.truncatedBytes = dataEnd - scan.goodEnd
             if result.truncatedBytes > 0 {

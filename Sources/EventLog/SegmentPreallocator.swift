@@ -17,7 +17,7 @@ import Glibc
 /// caught up with the zeros, which keeps such waits rare. Zeros never go past `limit` (the segment
 /// size limit, the disk cap). Before truncating or closing the segment the committer `detach`es,
 /// which waits for a fill in progress. A failed fill (a full disk) cuts its zeros off again and
-/// stops preallocation for that segment.
+/// stops preallocation for that segment (logged once, as `segment.preallocation_failed`).
 ///
 /// `@unchecked Sendable`: the state is only touched under the monitor's lock; the zero buffer is
 /// never written.
@@ -33,8 +33,11 @@ final class SegmentPreallocator: @unchecked Sendable {
         var limit: Int64 = 0
         /// The region being zero-filled now.
         var filling: Range<Int64>?
-        /// A fill of this segment failed: no more fills until the next `attach`.
+        /// A fill of this segment failed: no more fills until a new segment is attached (a retry
+        /// on a full disk would take space frames need, and fail again).
         var failed = false
+        /// The segment whose fill failed.
+        var failedPath: String?
         var stopped = false
         var running = false
         /// Chunks filled, and frames that waited for a fill (tests and benchmarks read them).
@@ -74,7 +77,7 @@ final class SegmentPreallocator: @unchecked Sendable {
             state.dataEnd = dataEnd
             state.zeroEnd = dataEnd
             state.limit = limit
-            state.failed = false
+            state.failed = state.failedPath == path
             monitor.signal(Condition.work)
         }
     }
@@ -152,6 +155,7 @@ final class SegmentPreallocator: @unchecked Sendable {
                     state.fills += 1
                 } else {
                     state.failed = true
+                    state.failedPath = path
                 }
                 monitor.broadcast(Condition.done)
             }
