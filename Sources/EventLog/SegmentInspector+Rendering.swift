@@ -17,7 +17,8 @@ extension SegmentInspector {
 extension SegmentReport {
     /// One line: path, open/sealed, frames, records, bytes, compression ratio, time range, damage.
     package func renderedLine() -> String {
-        let ratio = bytes > 0 ? Double(uncompressedBytes) / Double(bytes) : 0
+        let dataBytes = bytes - zeroTailBytes
+        let ratio = dataBytes > 0 ? Double(uncompressedBytes) / Double(dataBytes) : 0
         let range = receivedAtRange.map { "\($0.first) .. \($0.last)" } ?? "-"
         return "\(path)  \(isOpen ? "open  " : "sealed")  \(goodFrames)  \(records)  \(bytes)  "
             + formatRatio(ratio) + "  \(range)  \(damage.isEmpty ? "ok" : "\(damage.count) damaged")"
