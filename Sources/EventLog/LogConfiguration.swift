@@ -78,9 +78,9 @@ package struct LogConfiguration: Sendable {
     /// time, by a thread of its own (off the acknowledgement path); frames are then written into
     /// allocated space of a durable size, so their `fdatasync` writes no inode. The zero tail is cut
     /// off when the segment is sealed or the writer closes, and by recovery after a crash. Zeros
-    /// stay within `maxSegmentBytes` and the headroom of `maxDiskBytes`. Default 8 MiB; 0 turns it
+    /// stay within `maxSegmentBytes` and the headroom of `maxDiskBytes`. Default 4 MiB; 0 turns it
     /// off. See docs/event-log.md, "Preallocation".
-    package var preallocationBytes: Int64 = 8 << 20
+    package var preallocationBytes: Int64 = 4 << 20
     /// Appends fail with `diskFull` once the node's segments use this many bytes. Default nil (no cap).
     package var maxDiskBytes: Int64? = nil
     /// Uncompressed bytes that may wait for the writer; appends beyond block. Default 64 MiB.
