@@ -138,7 +138,7 @@ final class SegmentPreallocator: @unchecked Sendable {
     /// and saves a roughly fixed time per sync (the inode write and block allocation, 0.05-0.4 ms):
     /// a clear gain for small frames (single requests: a few KiB per sync), a loss for large ones
     /// (`bench log` frames of ~1 MB: 10-20 % fewer events/s with zeros written for all of them).
-    static let smallFrameBytes: Int64 = 64 * 1024
+    static let smallFrameBytes: Int64 = 32 * 1024
 
     /// The next chunk to fill: after the zeros written so far, and a quarter chunk past the data
     /// when the committer has caught up with them (it keeps writing meanwhile).
@@ -193,15 +193,22 @@ final class SegmentPreallocator: @unchecked Sendable {
     }
 
     /// Writes zeros over `region` and syncs them; the failed call and errno otherwise.
+    ///
+    /// In pieces of `pieceBytes`, each written back (`sync_file_range`) before the next is written,
+    /// then one `fdatasync` for the size and allocation: a frame's `fdatasync` waits for every page
+    /// of the file that is dirty or under writeback, so with the whole chunk dirty at once a sync
+    /// running meanwhile waited for megabytes of zeros (p99 of single requests 40-77 ms instead of
+    /// 10-26 ms with 4 MiB chunks written whole; `bench/ingest-ab`, 04:11 UTC).
     private func fill(fd: Int32, region: Range<Int64>) -> (call: String, code: Int32)? {
         var offset = region.lowerBound
         while offset < region.upperBound {
-            let count = Int(region.upperBound - offset)
+            let count = Int(min(Self.pieceBytes, region.upperBound - offset))
             let written = pwrite(fd, zeros, count, off_t(offset))
             if written < 0 {
                 if errno == EINTR { continue }
                 return ("pwrite", errno)
             }
+            if let failure = writeBack(fd: fd, offset: offset, count: written) { return failure }
             offset += Int64(written)
         }
         while fdatasync(fd) != 0 {
@@ -209,4 +216,29 @@ final class SegmentPreallocator: @unchecked Sendable {
         }
         return nil
     }
+
+    /// Bytes of zeros written (and written back) at a time.
+    static let pieceBytes: Int64 = 256 * 1024
+
+    /// Starts and waits for the writeback of `count` bytes at `offset` (`sync_file_range`, no
+    /// metadata); `fdatasync` where libc has no `sync_file_range`.
+    private func writeBack(fd: Int32, offset: Int64, count: Int) -> (call: String, code: Int32)? {
+        guard let syncFileRange = Self.syncFileRange else {
+            while fdatasync(fd) != 0 {
+                if errno != EINTR { return ("fdatasync", errno) }
+            }
+            return nil
+        }
+        // SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER
+        while syncFileRange(fd, off_t(offset), off_t(count), 1 | 2 | 4) != 0 {
+            if errno != EINTR { return ("sync_file_range", errno) }
+        }
+        return nil
+    }
+
+    /// glibc's `sync_file_range` (Swift's Glibc module does not declare it: it needs _GNU_SOURCE).
+    private static let syncFileRange: (@convention(c) (Int32, off_t, off_t, UInt32) -> Int32)? = {
+        guard let symbol = dlsym(nil, "sync_file_range") else { return nil }
+        return unsafeBitCast(symbol, to: (@convention(c) (Int32, off_t, off_t, UInt32) -> Int32).self)
+    }()
 }
