@@ -189,6 +189,32 @@ import Testing
         aggregator.stop()
     }
 
+    @Test("a pass gives a new day partition statistics and leaves the session's work_mem as it was")
+    func passAnalysesNewPartitionAndRestoresWorkMem() throws {
+        let world = try World()
+        defer { world.tearDown() }
+        var configuration = world.configuration()
+        configuration.rollupInterval = .seconds(3600)
+        let aggregator = try world.aggregator(configuration)
+        try aggregator.processRollups()
+        // Today's partition exists ahead of the rows (created empty at start-up), so it has no statistics.
+        let today = String(ISO8601DateFormatter().string(from: Date()).prefix(10))
+        let partition = "events_p" + today.replacingOccurrences(of: "-", with: "")
+        try world.write([event("a", time: today + "T00:00:01.000Z"), event("b", time: today + "T00:00:02.000Z")])
+        _ = try aggregator.runOnce()
+        let statistics: SQL = "select (reltuples >= 0)::text from pg_class where oid = to_regclass(\(partition))"
+        #expect(try world.rows(statistics) == [["false"]])
+        let connection = try world.connect()
+        defer { connection.close() }
+        try connection.unsafeSQL("SET work_mem = '4MB'")
+        let keys = try connection.query("SELECT process_rollups()")
+        #expect(try keys[0][0, as: Int.self] == 1)
+        #expect(try world.rows(statistics) == [["true"]])
+        #expect(try world.rows("select sum(events)::text from rollup_events_daily") == [["2"]])
+        #expect(try connection.query("SHOW work_mem")[0][0, as: String.self] == "4MB")
+        aggregator.stop()
+    }
+
     @Test("a late event for an old day lands in that day's partition and corrects that day's rollup")
     func lateEventOldDay() throws {
         let world = try World()

@@ -98,6 +98,10 @@ pg_local_start() {
             # image (the random event_ids keys touch a new page per key; docs/aggregator.md).
             echo "max_wal_size = 4GB"
             echo "checkpoint_timeout = 15min"
+            # A 10,000-event cycle right after a checkpoint writes 50-110 MB of WAL (full-page images of
+            # the event_ids key); with the default 16MB (1/32 of shared_buffers, capped) nearly every WAL
+            # write happened because the buffers were full (docs/aggregator.md, "Cycle cost ...").
+            echo "wal_buffers = 64MB"
             echo "max_connections = 200"
             echo "max_locks_per_transaction = 256"
             echo "logging_collector = off"

@@ -42,7 +42,13 @@ enum AggregateCommand: Command {
             let events = cycles.reduce(0) { $0 + $1.events }
             let clicks = cycles.reduce(0) { $0 + $1.clicks }
             let matches = cycles.reduce(0) { $0 + $1.matches }
-            say("aggregate: \(cycles.count) cycles, \(events) events, \(clicks) clicks, \(matches) matches loaded")
+            // The load (segments to committed rows) and the rollup pass separately: cron users see
+            // which one a slow run spent its time on (bench/run reads the two figures too).
+            let load = cycles.reduce(Duration.zero) { $0 + $1.duration }
+            let rollups = cycles.last?.rollupDuration ?? .zero
+            say(
+                "aggregate: \(cycles.count) cycles, \(events) events, \(clicks) clicks, \(matches) matches loaded"
+                    + " in \(Self.seconds(load)) s, rollups \(Self.seconds(rollups)) s")
             return 0
         }
         aggregator.start()
@@ -50,5 +56,10 @@ enum AggregateCommand: Command {
         Logger(label: "detour").notice("shutdown.begin", ["signal": signal])
         aggregator.stop()
         return 0
+    }
+
+    /// Seconds with three decimals, for the summary line.
+    private static func seconds(_ duration: Duration) -> String {
+        String(format: "%.3f", duration / .seconds(1))
     }
 }
