@@ -70,6 +70,7 @@ import Testing
             }
             #expect(openReport.zeroTailBytes > 0)
             #expect(openReport.damage.isEmpty)
+            #expect(openReport.rendered().contains("zero tail: \(openReport.zeroTailBytes) bytes preallocated by the writer"))
             #expect(try SegmentInspector.verify(path: configuration.directory).isHealthy)
             var sealedRecords: [String] = []
             for segment in segments.dropLast() {
