@@ -8,16 +8,18 @@ import Glibc
 /// written zeros 0.085-0.093 ms; a 1 MiB one 0.80-1.12 ms vs 0.43-0.47 ms
 /// (`bench/eventlog/prealloc-probe.c`).
 ///
-/// Protocol with the committer (`WriterCore`): the committer `attach`es each new segment and
-/// reports after every frame where its data ends (`didWrite`); when fewer than half a chunk of
-/// zeros are left ahead of it, this thread zero-fills the next chunk (`pwrite` + `fdatasync`)
-/// beyond both the data and the zeros written so far. Before writing a frame the committer waits
-/// (`willWrite`) only if the frame would reach into the chunk being filled, so a frame is never
-/// overwritten by zeros; the fill starts a quarter chunk past the data when the committer has
-/// caught up with the zeros, which keeps such waits rare. Zeros never go past `limit` (the segment
-/// size limit, the disk cap). Before truncating or closing the segment the committer `detach`es,
-/// which waits for a fill in progress. A failed fill (a full disk) cuts its zeros off again and
-/// stops preallocation for that segment (logged once, as `segment.preallocation_failed`).
+/// Protocol with the committer (`WriterCore`): the committer `attach`es each new segment, reserves
+/// the range of each frame before writing it (`willWrite`) and reports where its data ends after
+/// (`didWrite`); when fewer than half a chunk of zeros are left ahead of it, this thread zero-fills
+/// the next chunk beyond both the data and the zeros written so far, piece by piece: each 256 KiB
+/// piece is claimed under the lock only if no frame is (being) written at or past it, then written
+/// and written back (`sync_file_range`); one `fdatasync` ends the chunk. A frame reaching into the
+/// piece being filled waits for that piece only; a fill stops when the committer catches up with
+/// it. So zeros never overwrite a frame. The fill starts a quarter chunk past the data when the
+/// committer has caught up with the zeros. Zeros never go past `limit` (the segment size limit,
+/// the disk cap). Before truncating or closing the segment the committer `detach`es, which waits
+/// for a fill in progress to give up the descriptor. A failed piece (a full disk) is cut off again
+/// and stops preallocation for that segment (logged once, as `segment.preallocation_failed`).
 ///
 /// `@unchecked Sendable`: the state is only touched under the monitor's lock; the zero buffer is
 /// never written.
@@ -27,12 +29,19 @@ final class SegmentPreallocator: @unchecked Sendable {
         var path = ""
         /// End of the frames the committer wrote.
         var dataEnd: Int64 = 0
+        /// End of the frame the committer is writing (`willWrite` to `didWrite`): no piece of zeros
+        /// is claimed before it.
+        var reservedEnd: Int64 = 0
+        /// Where the frames end or will end once the frame being written is.
+        var frontier: Int64 { max(dataEnd, reservedEnd) }
         /// Zeros are written (and synced) up to here.
         var zeroEnd: Int64 = 0
         /// Zeros never go past this.
         var limit: Int64 = 0
-        /// The region being zero-filled now.
+        /// The piece being zero-filled now: the committer waits only for a frame reaching into it.
         var filling: Range<Int64>?
+        /// A fill (of a whole chunk, piece by piece) is under way on `fd`: `detach` waits for it.
+        var isFilling = false
         /// A fill of this segment failed: no more fills until a new segment is attached (a retry
         /// on a full disk would take space frames need, and fail again).
         var failed = false
@@ -77,6 +86,7 @@ final class SegmentPreallocator: @unchecked Sendable {
             state.fd = fd
             state.path = path
             state.dataEnd = dataEnd
+            state.reservedEnd = dataEnd
             state.zeroEnd = dataEnd
             state.limit = limit
             state.failed = state.failedPath == path
@@ -84,17 +94,17 @@ final class SegmentPreallocator: @unchecked Sendable {
         }
     }
 
-    /// The committer is about to truncate or close the segment: waits for a fill in progress and
-    /// stops filling it.
+    /// The committer is about to truncate or close the segment: stops filling it and waits for a
+    /// fill in progress to give the descriptor up (at most the piece being written).
     func detach() {
         monitor.withLock { state in
-            while state.filling != nil { monitor.wait(Condition.done) }
             state.fd = -1
+            while state.isFilling { monitor.wait(Condition.done) }
         }
     }
 
-    /// The committer is about to write `[offset, end)`: waits while that overlaps the chunk being
-    /// filled.
+    /// The committer is about to write `[offset, end)`: waits while that overlaps the piece being
+    /// filled, then reserves the range (no piece is claimed before `end` from now on).
     func willWrite(from offset: Int64, to end: Int64) {
         monitor.withLock { state in
             var waited = false
@@ -103,6 +113,7 @@ final class SegmentPreallocator: @unchecked Sendable {
                 monitor.wait(Condition.done)
             }
             if waited { state.waits += 1 }
+            state.reservedEnd = max(state.reservedEnd, end)
         }
     }
 
@@ -112,7 +123,7 @@ final class SegmentPreallocator: @unchecked Sendable {
             state.averageFrameBytes = (state.averageFrameBytes * 7 + Int64(frameBytes)) / 8
             state.dataEnd = end
             state.limit = limit
-            if state.filling == nil, needsFill(state) { monitor.signal(Condition.work) }
+            if !state.isFilling, needsFill(state) { monitor.signal(Condition.work) }
         }
     }
 
@@ -130,7 +141,7 @@ final class SegmentPreallocator: @unchecked Sendable {
 
     private func needsFill(_ state: State) -> Bool {
         state.fd >= 0 && !state.failed && state.averageFrameBytes <= Self.smallFrameBytes
-            && state.zeroEnd - state.dataEnd < chunk / 2 && nextRegion(state) != nil
+            && state.zeroEnd - state.frontier < chunk / 2 && nextRegion(state) != nil
     }
 
     /// Zeros are written only while frames average at most this many bytes. Writing zeros costs
@@ -138,12 +149,12 @@ final class SegmentPreallocator: @unchecked Sendable {
     /// and saves a roughly fixed time per sync (the inode write and block allocation, 0.05-0.4 ms):
     /// a clear gain for small frames (single requests: a few KiB per sync), a loss for large ones
     /// (`bench log` frames of ~1 MB: 10-20 % fewer events/s with zeros written for all of them).
-    static let smallFrameBytes: Int64 = 32 * 1024
+    static let smallFrameBytes: Int64 = 16 * 1024
 
     /// The next chunk to fill: after the zeros written so far, and a quarter chunk past the data
     /// when the committer has caught up with them (it keeps writing meanwhile).
     private func nextRegion(_ state: State) -> Range<Int64>? {
-        let start = state.zeroEnd > state.dataEnd ? state.zeroEnd : state.dataEnd + chunk / 4
+        let start = state.zeroEnd > state.frontier ? state.zeroEnd : state.frontier + chunk / 4
         let end = min(start + chunk, state.limit)
         return end > start ? start..<end : nil
     }
@@ -152,17 +163,14 @@ final class SegmentPreallocator: @unchecked Sendable {
         while let (fd, path, region) = takeRegion() {
             let failure = fill(fd: fd, region: region)
             if let failure {
-                // Frames all lie before the region (the committer waits for any frame reaching
-                // into it), so cutting the file back to its start never cuts a frame.
-                _ = ftruncate(fd, off_t(region.lowerBound))
                 Recovery.logger.warning(
                     "segment.preallocation_failed",
                     ["segment.path": path, "call": failure.call, "errno": "\(failure.code)"])
             }
             monitor.withLock { state in
                 state.filling = nil
+                state.isFilling = false
                 if failure == nil {
-                    state.zeroEnd = region.upperBound
                     state.fills += 1
                 } else {
                     state.failed = true
@@ -183,7 +191,7 @@ final class SegmentPreallocator: @unchecked Sendable {
         monitor.withLock { state in
             while !state.stopped {
                 if needsFill(state), let region = nextRegion(state) {
-                    state.filling = region
+                    state.isFilling = true
                     return (state.fd, state.path, region)
                 }
                 monitor.wait(Condition.work)
@@ -199,17 +207,40 @@ final class SegmentPreallocator: @unchecked Sendable {
     /// of the file that is dirty or under writeback, so with the whole chunk dirty at once a sync
     /// running meanwhile waited for megabytes of zeros (p99 of single requests 40-77 ms instead of
     /// 10-26 ms with 4 MiB chunks written whole; `bench/ingest-ab`, 04:11 UTC).
+    ///
+    /// Each piece is claimed under the lock first (`filling`): the committer then waits only for a
+    /// frame reaching into that piece (at most one piece's write-back), and the fill stops when
+    /// the committer has caught up with it (zeros where frames already are would be pointless) or
+    /// the segment was detached. A failed piece is cut off again: every frame lies before it.
     private func fill(fd: Int32, region: Range<Int64>) -> (call: String, code: Int32)? {
         var offset = region.lowerBound
         while offset < region.upperBound {
-            let count = Int(min(Self.pieceBytes, region.upperBound - offset))
-            let written = pwrite(fd, zeros, count, off_t(offset))
-            if written < 0 {
-                if errno == EINTR { continue }
-                return ("pwrite", errno)
+            let piece = offset..<min(offset + Self.pieceBytes, region.upperBound)
+            let claimed = monitor.withLock { state in
+                guard state.fd == fd, !state.stopped, state.frontier <= piece.lowerBound else { return false }
+                state.filling = piece
+                return true
             }
-            if let failure = writeBack(fd: fd, offset: offset, count: written) { return failure }
-            offset += Int64(written)
+            guard claimed else { return nil }
+            var failure: (call: String, code: Int32)?
+            var at = piece.lowerBound
+            while at < piece.upperBound, failure == nil {
+                let written = pwrite(fd, zeros, Int(piece.upperBound - at), off_t(at))
+                if written < 0 {
+                    if errno != EINTR { failure = ("pwrite", errno) }
+                    continue
+                }
+                at += Int64(written)
+            }
+            if failure == nil { failure = writeBack(fd: fd, offset: piece.lowerBound, count: Int(piece.count)) }
+            if failure != nil { _ = ftruncate(fd, off_t(piece.lowerBound)) }
+            monitor.withLock { state in
+                state.filling = nil
+                if failure == nil { state.zeroEnd = piece.upperBound }
+                monitor.broadcast(Condition.done)
+            }
+            if let failure { return failure }
+            offset = piece.upperBound
         }
         while fdatasync(fd) != 0 {
             if errno != EINTR { return ("fdatasync", errno) }
