@@ -49,8 +49,12 @@ final class SegmentPreallocator: @unchecked Sendable {
         var failedPath: String?
         var stopped = false
         var running = false
-        /// Moving average of the frames' sizes (on disk): zeros are written only while frames are small.
-        var averageFrameBytes: Int64 = 0
+        /// Bytes per second the committer wrote in its last window of at least 100 ms: zeros are
+        /// written only while this is low.
+        var dataRate: Int64 = 0
+        /// Start of the current rate window (monotonic ns) and where the data ended then.
+        var windowStart: UInt64 = 0
+        var windowStartEnd: Int64 = 0
         /// Chunks filled, and frames that waited for a fill (tests and benchmarks read them).
         var fills = 0
         var waits = 0
@@ -88,6 +92,8 @@ final class SegmentPreallocator: @unchecked Sendable {
             state.dataEnd = dataEnd
             state.reservedEnd = dataEnd
             state.zeroEnd = dataEnd
+            state.windowStart = Monitor<State>.monotonicNow()
+            state.windowStartEnd = dataEnd
             state.limit = limit
             state.failed = state.failedPath == path
             monitor.signal(Condition.work)
@@ -117,10 +123,16 @@ final class SegmentPreallocator: @unchecked Sendable {
         }
     }
 
-    /// The committer wrote a frame of `frameBytes` ending at `end`; zeros may be written up to `limit`.
-    func didWrite(end: Int64, frameBytes: Int, limit: Int64) {
+    /// The committer wrote a frame ending at `end`; zeros may be written up to `limit`.
+    func didWrite(end: Int64, limit: Int64) {
         monitor.withLock { state in
-            state.averageFrameBytes = (state.averageFrameBytes * 7 + Int64(frameBytes)) / 8
+            let now = Monitor<State>.monotonicNow()
+            let elapsed = now &- state.windowStart
+            if elapsed >= 100_000_000 {
+                state.dataRate = max(0, end - state.windowStartEnd) * 1_000_000_000 / Int64(elapsed)
+                state.windowStart = now
+                state.windowStartEnd = end
+            }
             state.dataEnd = end
             state.limit = limit
             if !state.isFilling, needsFill(state) { monitor.signal(Condition.work) }
@@ -140,16 +152,16 @@ final class SegmentPreallocator: @unchecked Sendable {
     var counts: (fills: Int, waits: Int) { monitor.withLock { ($0.fills, $0.waits) } }
 
     private func needsFill(_ state: State) -> Bool {
-        state.fd >= 0 && !state.failed && state.averageFrameBytes <= Self.smallFrameBytes
+        state.fd >= 0 && !state.failed && state.dataRate <= Self.maxFillRate
             && state.zeroEnd - state.frontier < chunk / 2 && nextRegion(state) != nil
     }
 
-    /// Zeros are written only while frames average at most this many bytes. Writing zeros costs
-    /// CPU in proportion to the bytes (~1.2 ms of kernel time per MB here, counting the writeback)
-    /// and saves a roughly fixed time per sync (the inode write and block allocation, 0.05-0.4 ms):
-    /// a clear gain for small frames (single requests: a few KiB per sync), a loss for large ones
-    /// (`bench log` frames of ~1 MB: 10-20 % fewer events/s with zeros written for all of them).
-    static let smallFrameBytes: Int64 = 16 * 1024
+    /// Zeros are written only while the committer writes at most this many bytes per second.
+    /// Writing zeros costs CPU and disk bandwidth in proportion to the bytes (~1.2 ms of kernel
+    /// time per MB here, counting the writeback) and saves a roughly fixed time per sync, so it
+    /// pays at the rates of single requests (~4 MB/s of frames at 40k requests/s) and not at those
+    /// of batches (~50 MB/s) or `bench log` (~120 MB/s), which it slowed (docs/event-log.md).
+    static let maxFillRate: Int64 = 16 << 20
 
     /// The next chunk to fill: after the zeros written so far, and a quarter chunk past the data
     /// when the committer has caught up with them (it keeps writing meanwhile).

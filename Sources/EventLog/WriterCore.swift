@@ -198,7 +198,7 @@ final class WriterCore: @unchecked Sendable {
         }
         if case .failure(let error) = result { return Self.classify(error) }
         dataEnd = offset + Int64(frameLength)
-        preallocator?.didWrite(end: dataEnd, frameBytes: frameLength, limit: preallocationLimit())
+        preallocator?.didWrite(end: dataEnd, limit: preallocationLimit())
         return nil
     }
 
