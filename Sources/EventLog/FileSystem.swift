@@ -28,6 +28,17 @@ enum FileSystem {
         }
     }
 
+    /// Writes all of `bytes` at `offset` (`pwrite`), continuing after short writes.
+    static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int64, path: String) throws(LogError) {
+        var done = 0
+        while done < bytes.count {
+            let written = try syscall("pwrite", path: path) {
+                pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done))
+            }
+            done += written
+        }
+    }
+
     /// Reads up to `count` bytes at `offset` into `buffer` (resized); returns the bytes read (short at EOF).
     static func read(_ fd: Int32, at offset: Int64, count: Int, into buffer: inout [UInt8], path: String) throws(LogError) -> Int {
         if buffer.count < count { buffer.append(contentsOf: repeatElement(0, count: count - buffer.count)) }

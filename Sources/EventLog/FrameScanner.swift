@@ -9,6 +9,9 @@ final class FrameScanner {
         case frame(FrameMetadata)
         /// The offset is the end of the file.
         case end
+        /// Zero bytes where a frame would start: the open segment's preallocated tail (space the
+        /// writer zero-filled ahead of its frames), i.e. the end of the written frames there.
+        case unwritten
         /// The file ends inside a frame (a torn write, or a write still in progress).
         case torn(reason: String)
         /// The bytes at the offset are not a good frame; scanning may resume at `resumeAt`
@@ -42,6 +45,8 @@ final class FrameScanner {
         if offset >= size { return .end }
         let available = Int(min(Int64(SegmentFormat.maxPrefixSize), size - offset))
         _ = try FileSystem.read(fd, at: offset, count: available, into: &prefix, path: path)
+        // No frame starts with a zero byte (both magics are non-zero): zeros are unwritten space.
+        if prefix.withUnsafeBytes({ raw in raw.prefix(min(4, available)).allSatisfy { $0 == 0 } }) { return .unwritten }
         let decoded = prefix.withUnsafeBytes { raw in
             Result { () throws(FrameMetadata.DecodeFailure) -> FrameMetadata in
                 try FrameMetadata.decode(UnsafeRawBufferPointer(rebasing: raw[0..<available]))
@@ -65,6 +70,82 @@ final class FrameScanner {
             return .damaged(reason: "body checksum mismatch", resumeAt: offset + Int64(metadata.frameLength))
         }
         return .frame(metadata)
+    }
+
+    /// True when a frame prefix with a good metadata checksum starts at `offset`.
+    func hasFramePrefix(at offset: Int64) throws(LogError) -> Bool {
+        guard offset < size else { return false }
+        let available = Int(min(Int64(SegmentFormat.maxPrefixSize), size - offset))
+        _ = try FileSystem.read(fd, at: offset, count: available, into: &prefix, path: path)
+        return prefix.withUnsafeBytes { raw in (try? FrameMetadata.decode(UnsafeRawBufferPointer(rebasing: raw[0..<available]))) != nil }
+    }
+
+    /// True when every byte from `offset` to the end of the file is zero (a preallocated tail).
+    func isZero(from offset: Int64) throws(LogError) -> Bool {
+        var buffer: [UInt8] = []
+        var start = offset
+        while start < size {
+            let count = Int(min(Int64(1 << 20), size - start))
+            let got = try FileSystem.read(fd, at: start, count: count, into: &buffer, path: path)
+            if got == 0 { break }
+            if !buffer.withUnsafeBytes({ raw in raw.prefix(got).allSatisfy { $0 == 0 } }) { return false }
+            start += Int64(got)
+        }
+        return true
+    }
+
+    /// Where the data ends before a zero tail, found by a binary search over 4 KiB pages (the
+    /// first page of zeros after which every page is zero: compressed frames never hold a page of
+    /// zeros), then the last non-zero byte before it. The last frame's own trailing zero bytes, if
+    /// any, are not counted: an estimate for lag metrics, not a frame boundary.
+    func dataEnd() throws(LogError) -> Int64 {
+        let page: Int64 = 4096
+        let pages = (size + page - 1) / page
+        var buffer: [UInt8] = []
+        func zeroCount(_ index: Int64) throws(LogError) -> (got: Int, lastNonZero: Int?) {
+            let count = Int(min(page, size - index * page))
+            let got = try FileSystem.read(fd, at: index * page, count: count, into: &buffer, path: path)
+            return (got, buffer.withUnsafeBytes { raw in raw.prefix(got).lastIndex { $0 != 0 } })
+        }
+        var low: Int64 = 0
+        var high = pages
+        while low < high {
+            let middle = (low + high) / 2
+            if try zeroCount(middle).lastNonZero == nil { high = middle } else { low = middle + 1 }
+        }
+        guard low > 0 else { return 0 }
+        let (_, last) = try zeroCount(low - 1)
+        return (low - 1) * page + Int64((last ?? -1) + 1)
+    }
+
+    /// Where the run of zeros that ends the file starts, at or after `offset` (the file size when
+    /// its last byte is not zero); reads backwards from the end.
+    func trailingZerosStart(after offset: Int64) throws(LogError) -> Int64 {
+        var buffer: [UInt8] = []
+        var end = size
+        while end > offset {
+            let start = max(offset, end - (1 << 20))
+            let got = try FileSystem.read(fd, at: start, count: Int(end - start), into: &buffer, path: path)
+            if let last = buffer.withUnsafeBytes({ raw in raw.prefix(got).lastIndex { $0 != 0 } }) {
+                return start + Int64(last) + 1
+            }
+            end = start
+        }
+        return offset
+    }
+
+    /// The end of the frames whose prefixes are good, walking prefix to prefix from `offset`
+    /// without reading bodies: a frame boundary (for `LogReader.endPosition`).
+    func frameEnd(from offset: Int64) throws(LogError) -> Int64 {
+        var at = offset
+        while at < size {
+            let available = Int(min(Int64(SegmentFormat.maxPrefixSize), size - at))
+            _ = try FileSystem.read(fd, at: at, count: available, into: &prefix, path: path)
+            let metadata = prefix.withUnsafeBytes { raw in try? FrameMetadata.decode(UnsafeRawBufferPointer(rebasing: raw[0..<available])) }
+            guard let metadata, at + Int64(metadata.frameLength) <= size else { break }
+            at += Int64(metadata.frameLength)
+        }
+        return at
     }
 
     /// The first offset after `offset` where a valid frame prefix starts, or nil.
@@ -104,16 +185,37 @@ extension FrameScanner {
         var isTail: Bool
     }
 
-    /// Checks every frame; `visit` sees each good frame with its body in `body`.
-    func scanAll(_ visit: (Entry) throws(LogError) -> Void = { _ in }) throws(LogError) -> (frames: Int, goodEnd: Int64, problems: [Problem]) {
+    /// What a full scan found.
+    struct Scan {
+        var frames: Int
+        /// The end of the last good frame.
+        var goodEnd: Int64
+        var problems: [Problem]
+        /// Where a zero tail (preallocated space) runs to the end of the file, nil when none.
+        var zeroTailStart: Int64?
+    }
+
+    /// Checks every frame; `visit` sees each good frame with its body in `body`. Zeros that run
+    /// to the end of the file are a zero tail, not a problem; zeros followed by other bytes are.
+    func scanAll(_ visit: (Entry) throws(LogError) -> Void = { _ in }) throws(LogError) -> Scan {
         var offset: Int64 = 0
         var goodEnd: Int64 = 0
         var frames = 0
         var problems: [Problem] = []
+        var zeroTailStart: Int64?
         scan: while true {
             switch try step(at: offset) {
             case .end:
                 break scan
+            case .unwritten:
+                if try isZero(from: offset) {
+                    zeroTailStart = offset
+                    break scan
+                }
+                let resumeAt = try resync(after: offset)
+                problems.append(Problem(offset: offset, reason: "zero bytes inside the data", isTail: resumeAt == nil))
+                guard let resumeAt else { break scan }
+                offset = resumeAt
             case .frame(let metadata):
                 try visit(Entry(offset: offset, metadata: metadata))
                 frames += 1
@@ -130,6 +232,6 @@ extension FrameScanner {
         }
         // Damage followed only by more damage is part of the tail too.
         for index in problems.indices where problems[index].offset >= goodEnd { problems[index].isTail = true }
-        return (frames, goodEnd, problems)
+        return Scan(frames: frames, goodEnd: goodEnd, problems: problems, zeroTailStart: zeroTailStart)
     }
 }

@@ -74,6 +74,13 @@ package struct LogConfiguration: Sendable {
     /// heavy machine load but stalled the half-load p99 (120-200 ms in 3 of 5 runs) on a quiet one:
     /// docs/event-log.md, "Syncs in flight".
     package var syncsInFlight: Int = 1
+    /// The open segment is extended ahead of the frames with written zeros, this many bytes at a
+    /// time, by a thread of its own (off the acknowledgement path); frames are then written into
+    /// allocated space of a durable size, so their `fdatasync` writes no inode. The zero tail is cut
+    /// off when the segment is sealed or the writer closes, and by recovery after a crash. Zeros
+    /// stay within `maxSegmentBytes` and the headroom of `maxDiskBytes`. Default 4 MiB; 0 turns it
+    /// off. See docs/event-log.md, "Preallocation".
+    package var preallocationBytes: Int64 = 4 << 20
     /// Appends fail with `diskFull` once the node's segments use this many bytes. Default nil (no cap).
     package var maxDiskBytes: Int64? = nil
     /// Uncompressed bytes that may wait for the writer; appends beyond block. Default 64 MiB.
@@ -121,6 +128,9 @@ package struct LogConfiguration: Sendable {
         }
         guard (1...8).contains(compressionThreads) else {
             throw .invalidConfiguration("compressionThreads must be 1...8")
+        }
+        guard (0...(1 << 30)).contains(preallocationBytes) else {
+            throw .invalidConfiguration("preallocationBytes must be 0...1 GiB")
         }
         guard (1...8).contains(syncsInFlight) else {
             throw .invalidConfiguration("syncsInFlight must be 1...8")

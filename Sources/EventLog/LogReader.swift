@@ -55,9 +55,25 @@ package struct LogReader: Sendable {
     ) throws(LogError) -> Bool {
         var offset = batch.next.offset
         while true {
-            switch try scanner.step(at: offset) {
+            var step = try scanner.step(at: offset)
+            if isOpen, case .damaged(_, let resumeAt?) = step {
+                // In the open segment a bad frame may be one the writer is still copying into its
+                // zero tail. Only when a good frame prefix follows was it written completely (the
+                // writer writes frames one after another), and then a second look decides.
+                guard try scanner.hasFramePrefix(at: resumeAt) else { return false }
+                step = try scanner.step(at: offset)
+            }
+            switch step {
             case .end:
                 return !isOpen
+            case .unwritten:
+                if isOpen { return false }  // the zero tail: the end of the frames written so far
+                // A sealed segment has no zero tail (it is cut off at sealing): report it.
+                let resumeAt = try scanner.resync(after: offset)
+                batch.damaged.append(FrameDamage(segment: id, path: scanner.path, offset: offset, reason: "zero bytes inside the data"))
+                guard let resumeAt else { return true }
+                offset = resumeAt
+                batch.next.offset = offset
             case .frame(let metadata):
                 if !batch.isEmpty,
                     batch.count + metadata.recordCount > maxRecords
@@ -112,21 +128,38 @@ package struct LogReader: Sendable {
         return files
     }
 
-    /// The end of the log as far as the file system shows it now: the open segment and its size.
+    /// The end of the log as far as the file system shows it now: the open segment and the end of
+    /// its last frame whose prefix is written (its zero tail, the writer's preallocation, is not
+    /// part of the log).
     package func endPosition() throws(LogError) -> LogPosition? {
         guard let last = try segments().last else { return nil }
-        return LogPosition(segment: last.id, offset: last.bytes)
+        let end: Int64
+        do {
+            end = try FrameScanner(path: last.path).frameEnd(from: 0)
+        } catch .io(_, let code, _) where code == ENOENT {
+            end = 0
+        }
+        return LogPosition(segment: last.id, offset: end)
     }
 
-    /// Compressed bytes in the log after `position` (for a lag metric); all bytes for nil.
+    /// Compressed bytes in the log after `position` (for a lag metric); all bytes for nil. The open
+    /// segment counts up to the end of its data, without the zero tail (`FrameScanner.dataEnd`).
     package func bytesBehind(_ position: LogPosition?) throws(LogError) -> Int64 {
         var total: Int64 = 0
         for segment in try segments() {
             if let position, segment.id < position.segment { continue }
+            var bytes = segment.bytes
+            if segment.isOpen {
+                do {
+                    bytes = try FrameScanner(path: segment.path).dataEnd()
+                } catch .io(_, let code, _) where code == ENOENT {
+                    continue
+                }
+            }
             if let position, segment.id == position.segment {
-                total += max(0, segment.bytes - position.offset)
+                total += max(0, bytes - position.offset)
             } else {
-                total += segment.bytes
+                total += bytes
             }
         }
         return total

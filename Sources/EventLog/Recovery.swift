@@ -9,8 +9,10 @@ enum Recovery {
         var nextSegmentID: UInt64
         var nextSequence: UInt64
         var diskBytes: Int64
-        /// Bytes cut from the end of the open segment (0 when it was clean).
+        /// Bytes of torn or corrupt frames cut from the end of the open segment (0 when it was clean).
         var truncatedBytes: Int64
+        /// Bytes of preallocated zeros cut from the end of the open segment (not logged: no data).
+        var zeroTailBytes: Int64 = 0
         /// Frames with good checksums in the open segment.
         var framesChecked: Int
     }
@@ -35,14 +37,25 @@ enum Recovery {
                 ["segment.path": path, "frame.offset": "\(problem.offset)", "reason": problem.reason])
         }
         if scan.goodEnd < scanner.size {
-            let reason = scan.problems.first(where: { $0.isTail })?.reason ?? "trailing bytes"
-            result.truncatedBytes = scanner.size - scan.goodEnd
-            logger.warning(
-                "segment.tail_truncated",
-                [
-                    "segment.path": path, "cut.offset": "\(scan.goodEnd)", "cut.bytes": "\(result.truncatedBytes)",
-                    "reason": reason,
-                ])
+            // A zero tail is the writer's preallocation: cut silently. Anything between the last
+            // good frame and it is a torn or corrupt frame: cut and logged.
+            var dataEnd = scanner.size
+            if let start = scan.zeroTailStart {
+                dataEnd = start
+            } else {
+                dataEnd = try scanner.trailingZerosStart(after: scan.goodEnd)
+            }
+            result.zeroTailBytes = scanner.size - dataEnd
+            result.truncatedBytes = dataEnd - scan.goodEnd
+            if result.truncatedBytes > 0 {
+                let reason = scan.problems.first(where: { $0.isTail })?.reason ?? "trailing bytes"
+                logger.warning(
+                    "segment.tail_truncated",
+                    [
+                        "segment.path": path, "cut.offset": "\(scan.goodEnd)", "cut.bytes": "\(result.truncatedBytes)",
+                        "zero_tail.bytes": "\(result.zeroTailBytes)", "reason": reason,
+                    ])
+            }
             let fd = try FileSystem.open(path, flags: O_WRONLY)
             defer { close(fd) }
             try FileSystem.syscall("ftruncate", path: path) { ftruncate(fd, off_t(scan.goodEnd)) }

@@ -12,6 +12,10 @@
 // Segment
 // -------
 // A segment is a plain concatenation of frames, no file header. An empty file is a valid segment.
+// The open segment may end in a *zero tail*: bytes 0x00 (written zeros, part possibly a sparse
+// hole) from the end of the last frame to the end of the file, space the writer preallocated
+// (`SegmentPreallocator`). No frame starts with 0x00, so 00 00 00 00 where a frame would start
+// means "end of the frames written so far". Sealed segments never have a zero tail.
 // Each frame holds the NDJSON records of one group commit (each record followed by "\n"), so
 // `zstdcat seg` or `zcat seg` prints the records: stock tools skip our metadata (see below).
 //
@@ -45,8 +49,11 @@
 //
 // Invariants
 // ----------
-// - A frame is written with one `write` at the end of the open segment; a segment only ever grows
-//   by whole frames, except for a torn tail left by a crash or a failed write.
+// - A frame is written with one `pwrite` at the end of the open segment's frames (into its zero
+//   tail, or extending the file); the frames only ever grow by whole frames, except for a torn
+//   tail left by a crash or a failed write.
+// - The zero tail is cut off (and the size synced) before a segment is sealed, when the writer
+//   closes, and by recovery (silently: it holds no data).
 // - The writer never leaves a partial frame behind on purpose: on a write or fsync failure it
 //   truncates back to the end of the last good frame and starts a new segment for the next frame.
 // - On start-up the writer checks the open segment, truncates a torn or corrupt tail back to the

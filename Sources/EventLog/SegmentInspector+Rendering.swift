@@ -17,7 +17,8 @@ extension SegmentInspector {
 extension SegmentReport {
     /// One line: path, open/sealed, frames, records, bytes, compression ratio, time range, damage.
     package func renderedLine() -> String {
-        let ratio = bytes > 0 ? Double(uncompressedBytes) / Double(bytes) : 0
+        let dataBytes = bytes - zeroTailBytes
+        let ratio = dataBytes > 0 ? Double(uncompressedBytes) / Double(dataBytes) : 0
         let range = receivedAtRange.map { "\($0.first) .. \($0.last)" } ?? "-"
         return "\(path)  \(isOpen ? "open  " : "sealed")  \(goodFrames)  \(records)  \(bytes)  "
             + formatRatio(ratio) + "  \(range)  \(damage.isEmpty ? "ok" : "\(damage.count) damaged")"
@@ -32,6 +33,9 @@ extension SegmentReport {
             let sequence = frame.firstSequence.map(String.init) ?? "-"
             let committed = frame.committedAt.map(formatMicros) ?? "-"
             out += "\(frame.offset)  \(codec)  \(frame.records)  \(frame.frameBytes)  \(frame.uncompressedBytes)  \(sequence)  \(committed)  \(frame.problem.map { "DAMAGED: \($0)" } ?? "ok")\n"
+        }
+        if zeroTailBytes > 0 {
+            out += "\(bytes - zeroTailBytes)  zero tail: \(zeroTailBytes) bytes preallocated by the writer (not data)\n"
         }
         return out
     }

@@ -32,6 +32,10 @@ package struct SegmentReport: Sendable, Equatable {
     package var bytes: Int64
     /// Every frame and every damaged region, in file order.
     package var frames: [FrameReport]
+    /// Bytes of zeros at the end of the open segment: space the writer preallocated ahead of its
+    /// frames (cut off when the segment is sealed). Not damage; 0 for sealed segments, where zeros
+    /// are reported as damage.
+    package var zeroTailBytes: Int64 = 0
     /// Good frames.
     package var goodFrames: Int { frames.count { $0.problem == nil } }
     /// Records in good frames.
@@ -103,6 +107,17 @@ package enum SegmentInspector {
             switch try scanner.step(at: offset) {
             case .end:
                 break scan
+            case .unwritten:
+                if open, try scanner.isZero(from: offset) {
+                    report.zeroTailBytes = scanner.size - offset
+                    break scan
+                }
+                let resumeAt = try scanner.resync(after: offset)
+                let end = resumeAt ?? scanner.size
+                report.frames.append(
+                    FrameReport(offset: offset, records: 0, frameBytes: Int(end - offset), uncompressedBytes: 0, problem: "zero bytes inside the data"))
+                guard let resumeAt else { break scan }
+                offset = resumeAt
             case .frame(let metadata):
                 var frame = FrameReport(
                     offset: offset, codec: metadata.codec, records: metadata.recordCount, frameBytes: metadata.frameLength,

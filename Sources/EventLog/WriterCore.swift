@@ -15,6 +15,13 @@ final class WriterCore: @unchecked Sendable {
     private let metrics: LogMetrics
     private var fd: Int32 = -1
     private var path = ""
+    /// End of the frames written to the open segment (the file may extend past it with the zeros
+    /// of the preallocator: frames are written at this offset, not appended).
+    private var dataEnd: Int64 = 0
+    /// Zero-fills the open segment ahead of the frames; nil when `preallocationBytes` is 0.
+    let preallocator: SegmentPreallocator?
+    private let maxSegmentBytes: Int64
+    private let maxDiskBytes: Int64?
     private var lastDiskScan: Int64?
     private var lockFD: Int32
 
@@ -46,6 +53,9 @@ final class WriterCore: @unchecked Sendable {
         clock = configuration.clock
         self.metrics = metrics
         prefixSize = SegmentFormat.prefixSize(configuration.codec)
+        maxSegmentBytes = configuration.maxSegmentBytes
+        maxDiskBytes = configuration.maxDiskBytes
+        preallocator = configuration.preallocationBytes > 0 ? SegmentPreallocator(chunk: configuration.preallocationBytes) : nil
         var syncInterval: Int64?
         if case .interval(let interval) = configuration.durability { syncInterval = interval.microseconds }
         machine = SegmentStateMachine(
@@ -125,7 +135,7 @@ final class WriterCore: @unchecked Sendable {
                     continue
                 }
             }
-            if let error = writeFrame(job, frameLength: frameLength, now: now) {
+            if let error = writeFrame(job, at: write.offset, frameLength: frameLength, now: now) {
                 job.error = error
                 failGroup(written, from: written.first?.offset ?? write.offset, error: error, frameWasComplete: false)
                 return (consumed, nil, false)
@@ -171,21 +181,31 @@ final class WriterCore: @unchecked Sendable {
     func didSyncAll() { machine.didSync() }
 
     /// Fills in the frame's metadata prefix (its first sequence number is the next one) and writes
-    /// the whole frame with one `write`; returns the (classified) error instead of throwing.
-    private func writeFrame(_ job: FrameJob, frameLength: Int, now: Int64) -> LogError? {
+    /// the whole frame with one `pwrite` at `offset` (the end of the data); returns the (classified)
+    /// error instead of throwing.
+    private func writeFrame(_ job: FrameJob, at offset: Int64, frameLength: Int, now: Int64) -> LogError? {
         let metadata = FrameMetadata(
             codec: codec, firstSequence: machine.nextSequence, recordCount: job.records,
             uncompressedLength: job.ndjson.count, bodyLength: job.bodyLength, committedAt: now,
             bodyChecksum: job.bodyChecksum)
         let prefix = prefixSize
+        preallocator?.willWrite(from: offset, to: offset + Int64(frameLength))
         let result = job.frame.withUnsafeMutableBytes { raw in
             metadata.writePrefix(into: UnsafeMutableRawBufferPointer(rebasing: raw[0..<prefix]))
             return Result { () throws(LogError) in
-                try FileSystem.writeAll(fd, UnsafeRawBufferPointer(rebasing: raw[0..<frameLength]), path: path)
+                try FileSystem.writeAll(fd, UnsafeRawBufferPointer(rebasing: raw[0..<frameLength]), at: offset, path: path)
             }
         }
         if case .failure(let error) = result { return Self.classify(error) }
+        dataEnd = offset + Int64(frameLength)
+        preallocator?.didWrite(end: dataEnd, limit: preallocationLimit())
         return nil
+    }
+
+    /// How far zeros may go: not past the segment size limit, nor the disk cap's headroom.
+    private func preallocationLimit() -> Int64 {
+        let headroom = maxDiskBytes.map { max(0, $0 - machine.diskBytes) } ?? maxSegmentBytes
+        return min(maxSegmentBytes, dataEnd + headroom)
     }
 
     /// A write or sync of the group failed: cut the segment back to where the group began, take
@@ -220,40 +240,62 @@ final class WriterCore: @unchecked Sendable {
         return UInt64(micros) * 1000
     }
 
-    /// Syncs and closes the open segment and releases the directory lock.
+    /// Cuts the zero tail off, syncs and closes the open segment, stops the preallocator and
+    /// releases the directory lock.
     func close() {
         if fd >= 0 {
-            if machine.unsyncedSince != nil { _ = fdatasync(fd) }
+            let trimmed = (try? trimZeroTail()) ?? false
+            if machine.unsyncedSince != nil || trimmed { _ = fdatasync(fd) }
             Glibc.close(fd)
             fd = -1
         }
+        preallocator?.stop()
         if lockFD >= 0 {
             Glibc.close(lockFD)
             lockFD = -1
         }
     }
 
+    /// Seals the open segment (its zero tail cut off; the cut and any unsynced frames synced before
+    /// the next segment exists, so a sealed segment never keeps zeros) and creates `segment`.
     private func rotate(to segment: UInt64, syncFirst: Bool) throws(LogError) {
         if fd >= 0 {
-            if syncFirst { try FileSystem.syscall("fdatasync", path: path) { fdatasync(fd) } }
+            let trimmed = try trimZeroTail()
+            if syncFirst || trimmed { try FileSystem.syscall("fdatasync", path: path) { fdatasync(fd) } }
             Glibc.close(fd)
             fd = -1
         }
         let newPath = nodeDirectory + "/" + SegmentFormat.fileName(segment: segment)
-        let newFD = try FileSystem.open(newPath, flags: O_WRONLY | O_CREAT | O_EXCL | O_APPEND)
+        let newFD = try FileSystem.open(newPath, flags: O_WRONLY | O_CREAT | O_EXCL)
         fd = newFD
         path = newPath
+        dataEnd = 0
         // The new file's directory entry must be durable before any frame in it is acknowledged.
         try FileSystem.fsyncDirectory(nodeDirectory)
         _ = refreshDiskUsage(now: clock.now(), force: true)
+        preallocator?.attach(fd: fd, path: path, dataEnd: 0, limit: preallocationLimit())
     }
 
-    /// Cuts the open segment back to `offset`; false when even that failed.
+    /// Stops preallocating the open segment and cuts the file back to the end of its frames; true
+    /// when it cut anything (the caller syncs the new size).
+    private func trimZeroTail() throws(LogError) -> Bool {
+        guard let preallocator else { return false }
+        preallocator.detach()
+        guard try FileSystem.size(fd, path: path) > dataEnd else { return false }
+        try FileSystem.syscall("ftruncate", path: path) { ftruncate(fd, off_t(dataEnd)) }
+        return true
+    }
+
+    /// Cuts the open segment back to `offset` (zeros after it included; preallocation then
+    /// continues from there); false when even that failed.
     private func truncate(to offset: Int64) -> Bool {
         guard fd >= 0 else { return false }
+        preallocator?.detach()
         while ftruncate(fd, off_t(offset)) != 0 {
             if errno != EINTR { return false }
         }
+        dataEnd = offset
+        preallocator?.attach(fd: fd, path: path, dataEnd: offset, limit: preallocationLimit())
         return true
     }
 

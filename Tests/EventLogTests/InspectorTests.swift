@@ -64,6 +64,34 @@ import Testing
 }
 
 @Suite(.serialized) struct ObservabilityOfLogTests {
+    @Test("recovery of a segment with a zero tail (a crash while preallocated) cuts it without logging a cut")
+    func zeroTailIsNotLoggedAsCut() throws {
+        let lines = Locked<[String]>([])
+        Logger.redirect { line in lines.withLock { $0.append(line) } }
+        defer { Logger.redirect(to: nil) }
+        try withTemporaryDirectory { dir in
+            let configuration = testConfiguration(dir)
+            let writer = try LogWriter(configuration: configuration)
+            try writer.append([envelope(1)])
+            try writer.append([envelope(2)])
+            writer.close()
+            let path = try #require(try segmentPaths(configuration.directory).first)
+            let size = try #require(try FileSystem.status(path)).size
+            let handle = try #require(FileHandle(forWritingAtPath: path))
+            try handle.seekToEnd()
+            try handle.write(contentsOf: Data(count: 3 << 20))
+            try handle.close()
+            let next = try LogWriter(configuration: configuration)
+            try next.append([envelope(3)])
+            next.close()
+            #expect(try FileSystem.status(path)?.size == size)
+            #expect(lines.withLock { $0 }.filter { $0.contains(path) }.isEmpty)
+            let (records, damaged) = try readAll(configuration.directory)
+            #expect(damaged.isEmpty)
+            #expect(records == [1, 2, 3].map { String(decoding: envelope($0), as: UTF8.self) })
+        }
+    }
+
     @Test("recovery logs what it cut and the writer publishes metrics")
     func logsAndMetrics() throws {
         let lines = Locked<[String]>([])

@@ -110,7 +110,7 @@ import Testing
 }
 
 /// Runs a stock tool (`zstdcat`, `zcat`) on `arguments` and returns its exit status and standard output.
-private func runTool(_ tool: String, arguments: [String]) throws -> (status: Int32, output: Data) {
+func runTool(_ tool: String, arguments: [String]) throws -> (status: Int32, output: Data) {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: tool)
     process.arguments = arguments
