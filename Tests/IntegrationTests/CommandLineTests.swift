@@ -24,7 +24,10 @@ struct CommandLineTests {
             ("apps", ["--id", "--name", "--json", "DATABASE_URL"]),
             (
                 "serve",
-                ["--http-addr", "DETOUR_HTTP_ADDR", "--data-dir", "DETOUR_DATA_DIR", "--durability", "--max-body"]
+                [
+                    "--http-addr", "DETOUR_HTTP_ADDR", "--data-dir", "DETOUR_DATA_DIR", "--durability", "--max-body",
+                    "--preallocate",
+                ]
             ),
             ("run", ["--http-addr", "DETOUR_HTTP_ADDR", "--load-interval", "DATABASE_URL", "DETOUR_DATA_DIR"]),
             ("aggregate", ["--once", "--load-interval", "DATABASE_URL", "DETOUR_DATA_DIR"]),

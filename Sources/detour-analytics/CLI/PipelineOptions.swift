@@ -38,6 +38,8 @@ struct PipelineOptions {
           --segment-bytes SIZE    roll a segment at this size (default 128MiB)
           --segment-age DUR       roll a segment at this age (default 5m)
           --max-disk SIZE         stop accepting (503) when segments use this much disk (default off)
+          --preallocate SIZE      extend the open segment with written zeros this much at a time, so
+                                  small frames' fsyncs write no inode (default 4MiB; 0 = off)
         """
 
     /// Parses the flags both components share.
@@ -83,6 +85,10 @@ struct PipelineOptions {
             log.maxSegmentAge = try parseDuration(text, flag: "--segment-age")
         }
         if let text = try arguments.option("--max-disk") { log.maxDiskBytes = try parseBytes(text, flag: "--max-disk") }
+        if let text = try arguments.option("--preallocate") {
+            log.preallocationBytes = try parseBytes(text, flag: "--preallocate")
+            guard log.preallocationBytes <= 1 << 30 else { throw UsageError(description: "--preallocate must be 0...1GiB") }
+        }
         var deadLetter = log
         deadLetter.directory = data + "/deadletter"
 

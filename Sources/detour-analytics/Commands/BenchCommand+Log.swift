@@ -47,6 +47,9 @@ extension BenchCommand {
             }
             configuration.syncsInFlight = parsed
         }
+        if let text = try arguments.option("--preallocate") {
+            configuration.preallocationBytes = try parseBytes(text, flag: "--preallocate")
+        }
         if let mode = try arguments.option("--durability"), mode != "fsync" {
             guard mode.hasPrefix("interval:") else {
                 throw UsageError(description: "--durability must be fsync or interval:DUR")
@@ -87,6 +90,7 @@ extension BenchCommand {
                 ("codec", configuration.codec.rawValue), ("durability", "\(configuration.durability)"),
                 ("level", String(configuration.compressionLevel)), ("append", mode.rawValue),
                 ("syncs_in_flight", String(configuration.syncsInFlight)),
+                ("preallocate_bytes", String(configuration.preallocationBytes)),
                 ("threads", String(threads)), ("events_per_append", String(perAppend)),
                 ("events", String(events)), ("seconds", format(elapsed)),
                 ("events_per_s", format(Double(events) / elapsed)),
