@@ -92,6 +92,7 @@ package final class Connection: @unchecked Sendable {
     /// Runs a parameterised statement and returns its rows.
     ///
     /// - Throws: `PostgresError.server` with the SQLSTATE, or `.connection` when the link is lost.
+    @discardableResult
     package func query(_ sql: SQL) throws(PostgresError) -> QueryResult {
         let conn = try liveHandle()
         let result = try withCStrings(sql.binds) { values in

@@ -5,10 +5,12 @@ import Observability
 /// The one executable: parses the command word and hands off to the command.
 @main
 enum DetourAnalytics {
-    static let commands: [any Command.Type] = [
-        RunCommand.self, ServeCommand.self, AggregateCommand.self, MigrateCommand.self, AppsCommand.self,
-        SegmentsCommand.self, ReportCommand.self, SimulateCommand.self, BenchCommand.self,
-    ]
+    static var commands: [any Command.Type] {
+        [
+            RunCommand.self, ServeCommand.self, AggregateCommand.self, MigrateCommand.self, AppsCommand.self,
+            SegmentsCommand.self, ReportCommand.self, SimulateCommand.self, BenchCommand.self,
+        ]
+    }
 
     static func main() {
         var tokens = Array(CommandLine.arguments.dropFirst())

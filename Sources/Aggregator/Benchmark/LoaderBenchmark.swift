@@ -1,5 +1,5 @@
 import EventLog
-package import EventModel
+import EventModel
 import Foundation
 import Postgres
 
@@ -156,8 +156,9 @@ package enum LoaderBenchmark {
         var logConfiguration = LogConfiguration(directory: dataDirectory + "/segments", node: "node-1")
         logConfiguration.durability = .interval(.milliseconds(50))
         let writer = try LogWriter(configuration: logConfiguration)
-        FileManager.default.createFile(atPath: csvPath, contents: nil)
-        guard let csv = FileHandle(forWritingAtPath: csvPath) else {
+        guard FileManager.default.createFile(atPath: csvPath, contents: nil),
+            let csv = FileHandle(forWritingAtPath: csvPath)
+        else {
             throw AggregatorError.log(node: "bench", reason: "cannot write \(csvPath)")
         }
         var generator = BenchmarkWorld(seed: 42)
