@@ -9,18 +9,22 @@ extension SegmentInspector {
         }
         let records = reports.reduce(0) { $0 + $1.records }
         let bytes = reports.reduce(Int64(0)) { $0 + $1.bytes }
-        out += "total: \(reports.count) segments, \(records) records, \(bytes) bytes\n"
+        let zeros = reports.reduce(Int64(0)) { $0 + $1.zeroTailBytes }
+        let preallocated = zeros > 0 ? " (\(bytes - zeros) of data, \(zeros) preallocated zeros)" : ""
+        out += "total: \(reports.count) segments, \(records) records, \(bytes) bytes on disk\(preallocated)\n"
         return out
     }
 }
 
 extension SegmentReport {
-    /// One line: path, open/sealed, frames, records, bytes, compression ratio, time range, damage.
+    /// One line: path, open/sealed, frames, records, bytes (of data; an open segment's preallocated
+    /// zeros after them as `+N`), compression ratio, time range, damage.
     package func renderedLine() -> String {
         let dataBytes = bytes - zeroTailBytes
         let ratio = dataBytes > 0 ? Double(uncompressedBytes) / Double(dataBytes) : 0
         let range = receivedAtRange.map { "\($0.first) .. \($0.last)" } ?? "-"
-        return "\(path)  \(isOpen ? "open  " : "sealed")  \(goodFrames)  \(records)  \(bytes)  "
+        let size = zeroTailBytes > 0 ? "\(dataBytes)+\(zeroTailBytes)" : "\(bytes)"
+        return "\(path)  \(isOpen ? "open  " : "sealed")  \(goodFrames)  \(records)  \(size)  "
             + formatRatio(ratio) + "  \(range)  \(damage.isEmpty ? "ok" : "\(damage.count) damaged")"
     }
 

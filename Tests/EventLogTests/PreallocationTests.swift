@@ -71,6 +71,11 @@ import Testing
             #expect(openReport.zeroTailBytes > 0)
             #expect(openReport.damage.isEmpty)
             #expect(openReport.rendered().contains("zero tail: \(openReport.zeroTailBytes) bytes preallocated by the writer"))
+            // `segments list` shows the open segment's data and its zeros apart, and the total on disk.
+            let dataBytes = openReport.bytes - openReport.zeroTailBytes
+            let listed = SegmentInspector.renderList([openReport])
+            #expect(listed.contains("  \(dataBytes)+\(openReport.zeroTailBytes)  "))
+            #expect(listed.contains("\(openReport.bytes) bytes on disk (\(dataBytes) of data, \(openReport.zeroTailBytes) preallocated zeros)"))
             #expect(try SegmentInspector.verify(path: configuration.directory).isHealthy)
             var sealedRecords: [String] = []
             for segment in segments.dropLast() {
