@@ -44,10 +44,7 @@ import Testing
             try writer.append([envelope(2)])
             writer.close()
             let path = try #require(try segmentPaths(configuration.directory).first)
-            let handle = try #require(FileHandle(forWritingAtPath: path))
-            try handle.seekToEnd()
-            try handle.write(contentsOf: Data([0x5D, 0x2A, 0x4D, 0x18, 0x2C, 0, 0]))  // a write in progress
-            try handle.close()
+            try appendToFile(path, Data([0x5D, 0x2A, 0x4D, 0x18, 0x2C, 0, 0]))  // a write in progress
             let (records, damaged) = try readAll(configuration.directory)
             #expect(records.count == 2 && damaged.isEmpty)
             #expect(try SegmentInspector.verify(path: configuration.directory).isHealthy)
@@ -77,10 +74,7 @@ import Testing
             writer.close()
             let path = try #require(try segmentPaths(configuration.directory).first)
             let size = try #require(try FileSystem.status(path)).size
-            let handle = try #require(FileHandle(forWritingAtPath: path))
-            try handle.seekToEnd()
-            try handle.write(contentsOf: Data(count: 3 << 20))
-            try handle.close()
+            try appendToFile(path, Data(count: 3 << 20))
             let next = try LogWriter(configuration: configuration)
             try next.append([envelope(3)])
             next.close()
@@ -103,10 +97,7 @@ import Testing
             try writer.append([envelope(1)])
             writer.close()
             let path = try #require(try segmentPaths(configuration.directory).first)
-            let handle = try #require(FileHandle(forWritingAtPath: path))
-            try handle.seekToEnd()
-            try handle.write(contentsOf: Data(repeating: 0x41, count: 10))
-            try handle.close()
+            try appendToFile(path, Data(repeating: 0x41, count: 10))
             try LogWriter(configuration: configuration).close()
             let logged = lines.withLock { $0 }.filter { $0.contains("segment.tail_truncated") && $0.contains(path) }
             #expect(logged.count == 1)

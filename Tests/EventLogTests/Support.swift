@@ -43,6 +43,14 @@ func readAll(_ directory: String, node: String = "node-1") throws -> (records: [
     return (records, damaged)
 }
 
+/// Appends `bytes` to the end of the file at `path` (a torn tail, garbage, zeros, as a crash would leave).
+func appendToFile(_ path: String, _ bytes: Data) throws {
+    guard let handle = FileHandle(forWritingAtPath: path) else { throw CocoaError(.fileNoSuchFile) }
+    defer { try? handle.close() }
+    try handle.seekToEnd()
+    try handle.write(contentsOf: bytes)
+}
+
 /// Paths of the node's segment files, oldest first.
 func segmentPaths(_ directory: String, node: String = "node-1") throws -> [String] {
     try LogReader(directory: directory, node: node).segments().map(\.path)
