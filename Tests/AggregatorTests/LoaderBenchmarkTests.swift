@@ -50,7 +50,8 @@ import Testing
 @Suite struct CycleScalingBenchmarkTests {
     /// Runs the cycle-scaling benchmark for each preload size (no timing asserted: the figures come
     /// from a release run with DETOUR_BENCH_PRELOADS=1000000,10000000, DETOUR_BENCH_CYCLE_EVENTS=10000
-    /// and DETOUR_BENCH_DIRECT_PRELOAD=1, the preload generated in PostgreSQL).
+    /// and DETOUR_BENCH_DIRECT_PRELOAD=1, the preload generated in PostgreSQL; event times as a live
+    /// cycle sees them, or DETOUR_BENCH_CYCLE_TIMES=spread for uniform over two days).
     @Test("the cycle-scaling benchmark times cycles of new events after each preload size")
     func smoke() throws {
         guard let url = ProcessInfo.processInfo.environment["DETOUR_TEST_DATABASE_URL"] else {
@@ -67,6 +68,7 @@ import Testing
                 databaseURL: url, sqlDirectory: sqlDirectory, direct: environment["DETOUR_BENCH_DIRECT_PRELOAD"] == "1",
                 keptSchema: environment["DETOUR_BENCH_KEEP_SCHEMA_PREFIX"].map { "\($0)_\(preload)" },
                 rollupPasses: environment["DETOUR_BENCH_ROLLUP_PASSES"] != "0",
+                times: environment["DETOUR_BENCH_CYCLE_TIMES"] == "spread" ? .spread : .live,
                 progress: { print($0) })
             print(result)
             results.append(result)

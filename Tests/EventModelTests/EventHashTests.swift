@@ -38,7 +38,28 @@ import Testing
         let reordered = #"{"platform":"ios","device_id":"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b","timestamp":"2026-06-01T12:20:30.123+02:00","event_name":"purchase","data":{"revenue":29.99,"currency":"USD"}}"#
         #expect(try Self.id(reordered) == first)
         // The id is pinned: changing the hash or its inputs would break dedup of retried requests.
-        #expect(first == "h:482b383ea60d1e235d7534599daf260f")
+        // The client time 2026-06-01T10:20:30.123Z is 1780309230123 ms = 0x019e82b3022b, then the
+        // first 20 hex digits of the digest (until 2026-11-30 the id was "h:" + all 32 of them,
+        // "h:482b383ea60d1e235d7534599daf260f").
+        #expect(first == "h:019e82b3022b482b383ea60d1e235d75")
+    }
+
+    @Test("hashed ids sort by client time: the first 12 hex digits after h: are its milliseconds")
+    func timeOrdered() throws {
+        let times = ["2026-06-01T10:20:30.122Z", "2026-06-01T10:20:30.123Z", "2026-06-01T10:20:31.000Z",
+                     "2026-06-02T00:00:00Z", "2027-01-01T00:00:00Z"]
+        let ids = try times.map { try Self.id(Self.body.replacingOccurrences(of: "2026-06-01T10:20:30.123Z", with: $0)) }
+        #expect(ids == ids.sorted())
+        for (time, id) in zip(times, ids) {
+            let millis = try #require(Timestamp(iso8601: time)).microseconds / 1000
+            #expect(id.dropFirst(2).prefix(12) == String(millis, radix: 16).leftPadded(to: 12))
+            #expect(id.utf8.count == 34)
+        }
+        // Times outside 1970...10889 clamp into the prefix instead of breaking its width.
+        var hash = EventHash()
+        hash.append("x")
+        #expect(hash.eventID(clientTime: Timestamp(microseconds: -5_000_000)).hasPrefix("h:000000000000"))
+        #expect(hash.eventID(clientTime: Timestamp(microseconds: .max)).hasPrefix("h:ffffffffffff"))
     }
 
     @Test("app, kind, device, name, timestamp and data each change the id")
@@ -61,6 +82,13 @@ import Testing
         var b = EventHash()
         b.append("a")
         b.append("bc")
-        #expect(a.eventID != b.eventID)
+        let time = Timestamp(microseconds: 0)
+        #expect(a.eventID(clientTime: time) != b.eventID(clientTime: time))
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(to width: Int) -> String {
+        String(repeating: "0", count: max(0, width - count)) + self
     }
 }

@@ -60,12 +60,14 @@ package enum CycleScalingBenchmark {
     ///   - keptSchema: a schema to keep after the run; if it already holds a preload, it is timed
     ///     again without a new one (alternate two sizes). Nil: a fresh schema, dropped afterwards.
     ///   - rollupPasses: a rollup pass after every timed cycle (timed apart); false: none in between.
+    ///   - times: the event times of the preload through the aggregator and of the timed cycles:
+    ///     `.live` (default) as a live cycle sees them, `.spread` over the last two days.
     ///   - progress: one line per phase.
     /// - Throws: errors of the log or the database.
     package static func run(
         preload: Int, cycleEvents: Int = 10_000, cycles: Int = 3, databaseURL: String, sqlDirectory: String,
         direct: Bool = false, preloadDays: Int = 30, keptSchema: String? = nil, rollupPasses: Bool = true,
-        progress: (String) -> Void = { print($0) }
+        times: BenchmarkWorld.Times = .live, progress: (String) -> Void = { print($0) }
     ) throws -> Result {
         let suffix = String(UInt64.random(in: 0..<UInt64.max), radix: 16)
         let work = NSTemporaryDirectory() + "/cycle-bench-" + suffix
@@ -92,7 +94,7 @@ package enum CycleScalingBenchmark {
         logConfiguration.durability = .interval(.milliseconds(50))
         // A kept schema is timed again later: new ids each run (the world's ids follow its seed, its
         // click ids the running index).
-        var world = BenchmarkWorld(seed: keptSchema == nil ? 99 : UInt64.random(in: 0..<UInt64.max))
+        var world = BenchmarkWorld(seed: keptSchema == nil ? 99 : UInt64.random(in: 0..<UInt64.max), times: times)
         var written = keptSchema == nil ? 0 : Int.random(in: 0..<(1 << 40))
         func write(_ count: Int) throws {
             let writer = try LogWriter(configuration: logConfiguration)
@@ -181,15 +183,16 @@ package enum CycleScalingBenchmark {
 
     /// SQL that generates `events` rows like `BenchmarkWorld`'s (80 % actions with a payload, 12 %
     /// app opens, 6 % clicks, 2 % matches by count; 20,000 devices; 500 link paths) over the last
-    /// `days` days, with their dedup rows, devices and links. Event ids are `h:` + md5, so they
-    /// interleave with the `h:<hex>` ids of the timed cycles in the `event_ids` key (sequential ids
-    /// would sort apart and make index inserts look cheaper than they are).
+    /// `days` days, with their dedup rows, devices and links. Event ids are shaped like ingest's
+    /// hashed ids (`EventHash.writeEventID`): `h:`, the event time in milliseconds as 12 hex
+    /// digits, 20 hex digits of md5, so they sort by time in the `event_ids` key as real ones do,
+    /// and the timed cycles' ids land among them where their times fall.
     static func directPreload(events: Int, days: Int) -> String {
         let seconds = max(1, days) * 86_400
         return """
             INSERT INTO events (app_id, event_id, kind, name, device_id, platform, sdk, event_time, received_at,
                                 client_ts, install_click_id, data, clock)
-            SELECT 'app_bench', 'h:' || md5('pre' || g), CASE WHEN g % 100 < 87 THEN 'event' ELSE 'retention' END,
+            SELECT 'app_bench', 'h:' || lpad(to_hex((extract(epoch FROM t) * 1000)::bigint), 12, '0') || left(md5('pre' || g), 20), CASE WHEN g % 100 < 87 THEN 'event' ELSE 'retention' END,
                    CASE WHEN g % 100 < 87
                         THEN (ARRAY['view_item','add_to_cart','purchase','search','share','sign_up','login'])[1 + g % 7]
                         ELSE 'app_open' END,

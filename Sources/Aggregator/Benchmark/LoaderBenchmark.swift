@@ -205,11 +205,35 @@ package enum LoaderBenchmark {
 
 /// A small deterministic world: 20,000 devices of one app, 500 links, the last two days; 80 %
 /// actions with a data payload (a third with attribution), 12 % app opens, 6 % clicks, 2 % matches.
-struct BenchmarkWorld {
+/// Event ids are hashed ids as ingest makes them (`EventHash`: the client time, then the digest).
+package struct BenchmarkWorld {
+    /// How event times are drawn.
+    package enum Times: Sendable {
+        /// Uniformly over the two days before the world was made (a backlog, a replay).
+        case spread
+        /// As a live load cycle sees them: 95 % sent within the last minute before the envelope is
+        /// made, 5 % (offline queues, late deliveries) up to two days earlier.
+        case live
+    }
+
     private var state: UInt64
     private let now = Timestamp.now()
+    private let times: Times
 
-    init(seed: UInt64) { state = seed }
+    init(seed: UInt64, times: Times = .spread) {
+        state = seed
+        self.times = times
+    }
+
+    private mutating func nextTime() -> Timestamp {
+        switch times {
+        case .spread:
+            return Timestamp(microseconds: now.microseconds - Int64(next() % 172_800_000_000))
+        case .live:
+            let window: UInt64 = next() % 100 < 95 ? 60_000_000 : 172_800_000_000
+            return Timestamp(microseconds: Timestamp.now().microseconds - Int64(next() % window))
+        }
+    }
 
     private mutating func next() -> UInt64 {  // SplitMix64
         state &+= 0x9E37_79B9_7F4A_7C15
@@ -223,8 +247,8 @@ struct BenchmarkWorld {
 
     mutating func envelope(_ index: Int) -> Envelope {
         let roll = next() % 100
-        let time = Timestamp(microseconds: now.microseconds - Int64(next() % 172_800_000_000))
-        let id = "h:" + String(next(), radix: 16) + String(next(), radix: 16)
+        let time = nextTime()
+        let id = EventHash.eventID((next(), next()), clientTime: time)
         let device = "3f2b8c1e-9a4d-4e2b-8f1a-\(String(format: "%012d", Int(next() % 20_000)))"
         let click = "clk_\(next() % 50_000)"
         switch roll {

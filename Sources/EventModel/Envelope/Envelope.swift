@@ -7,7 +7,8 @@ package struct Envelope: Sendable, Equatable {
     /// The envelope format version written as `"v"`.
     package static let version = 1
 
-    /// The client's event id, else `"h:"` + 32 hex digits of a deterministic hash.
+    /// The client's event id, else `"h:"` + 12 hex digits of the client time in milliseconds + 20 hex
+    /// digits of a deterministic hash (`EventHash.writeEventID`).
     package var id: String
     /// The app the event belongs to.
     package var app: String

@@ -139,12 +139,13 @@ extension EventNormalizer {
         return (time, clock)
     }
 
-    /// `"h:"` + the hash of the app and the fields `body` appends.
-    mutating func hashedID(_ body: (inout EventHash) -> Void) -> String {
+    /// The hashed id (`EventHash.writeEventID`) of the app and the fields `body` appends, which
+    /// must include `clientTime`.
+    mutating func hashedID(clientTime: Timestamp, _ body: (inout EventHash) -> Void) -> String {
         hash.reset()
         hash.append(context.appID)
         body(&hash)
-        return hash.eventID
+        return hash.eventID(clientTime: clientTime)
     }
 
     /// The digest of an SDK event: app, kind, normalised device, name, client time, raw data.
@@ -170,9 +171,9 @@ extension EventNormalizer {
         return hash.words
     }
 
-    /// `"h:"` + 32 hex digits of `digest(of:)`.
+    /// The hashed id (`EventHash.writeEventID`) of `digest(of:)` and the event's client time.
     mutating func hashedID(of event: SDKEvent) -> String {
-        EventHash.eventID(digest(of: event))
+        EventHash.eventID(digest(of: event), clientTime: event.client)
     }
 }
 

@@ -28,8 +28,8 @@ extension EventNormalizer {
             w.raw(#"{"v":1,"id":"#)
             if let digest {
                 w.byte(UInt8(ascii: "\""))
-                EventHash.writeEventID(digest, to: w.cursor)
-                w.advance(by: 34)
+                EventHash.writeEventID(digest, clientTime: event.client, to: w.cursor)
+                w.advance(by: EventHash.idLength)
                 w.byte(UInt8(ascii: "\""))
             } else {
                 event.clientID!.withStringBytes { w.string(bytes: $0) }

@@ -160,7 +160,7 @@ struct EventNormalizer {
         }
         // Every check has passed: from here on nothing rejects, so warnings only concern accepted events.
         (envelope.time, envelope.clock) = resolveTime(client: client, index: index)
-        envelope.id = clientID ?? hashedID { hash in
+        envelope.id = clientID ?? hashedID(clientTime: client) { hash in
             hash.append(kind.rawValue)
             hash.append(clickID)
             hash.append(envelope.method?.rawValue ?? "")
