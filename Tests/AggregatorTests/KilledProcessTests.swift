@@ -44,6 +44,14 @@ import Testing
         let finish = try PipelineProcess.runToEnd(Array(arguments.dropLast(2)) + ["--once"], timeout: .seconds(120))
         #expect(finish.status == 0, "\(finish.errors)")
         #expect(loadedBeforeFinish <= 3000)
+        // What cron users read: the summary with what this run loaded, and (when it loaded something)
+        // where the load's time went.
+        let lines = finish.output.split(separator: "\n")
+        #expect(lines.contains { $0.hasPrefix("aggregate: ") && $0.contains(" \(3000 - loadedBeforeFinish) events, ") }, "\(finish.output)")
+        if loadedBeforeFinish < 3000 {
+            let phases = lines.first { $0.hasPrefix("aggregate: load phases ") }
+            #expect(phases?.contains(#/read\+copy=\d+\.\d{3}s/#) == true && phases?.contains(#/commit=\d+\.\d{3}s/#) == true, "\(finish.output)")
+        }
         #expect(try world.count("select count(*) from events") == 3000)
         #expect(try world.count("select count(distinct event_id) from events") == 3000)
         #expect(try world.count("select loaded_events from load_checkpoints") == 3000)
