@@ -74,6 +74,19 @@ struct CommandLineTests {
         #expect(upper.status == 0)
     }
 
+    @Test("a segment size outside 64KiB...64GiB is refused with exit status 64 before anything starts")
+    func segmentSizeBounds() throws {
+        let data = NSTemporaryDirectory() + "/detour-segment-bytes-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: data) }
+        for size in ["1B", "63KiB", "65GiB"] {
+            let result = try PipelineProcess.runToEnd(
+                ["serve", "--segment-bytes", size, "--data-dir", data, "--http-addr", "127.0.0.1:0"])
+            #expect(result.status == 64, "\(size): \(result.errors)")
+            #expect(result.errors.contains("--segment-bytes must be 64KiB...64GiB"), "\(size): \(result.errors)")
+            #expect(!FileManager.default.fileExists(atPath: data + "/segments"), "\(size)")
+        }
+    }
+
     @Test("an unknown command is refused with exit status 64")
     func unknownCommand() throws {
         let result = try PipelineProcess.runToEnd(["frobnicate"])

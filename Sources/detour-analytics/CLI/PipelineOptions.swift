@@ -35,7 +35,7 @@ struct PipelineOptions {
           --commit-delay DUR      extra wait to gather a group commit (default 0ms: requests that arrive
                                   during a write and fsync already form the next frame)
           --commit-bytes SIZE     group commit size that triggers a write at once (default 256KiB)
-          --segment-bytes SIZE    roll a segment at this size (default 128MiB)
+          --segment-bytes SIZE    roll a segment at this size (default 128MiB; 64KiB...64GiB)
           --segment-age DUR       roll a segment at this age (default 5m)
           --max-disk SIZE         stop accepting (503) when segments use this much disk (default off)
           --preallocate SIZE      extend the open segment with written zeros this much at a time, so
@@ -80,6 +80,11 @@ struct PipelineOptions {
         }
         if let text = try arguments.option("--segment-bytes") {
             log.maxSegmentBytes = try parseBytes(text, flag: "--segment-bytes")
+            // Below a frame's worth every group commit would start a segment of its own (files by
+            // the thousand, a rotation per request); beyond 64 GiB recovery and readers scan too far.
+            guard (64 << 10...64 << 30).contains(log.maxSegmentBytes) else {
+                throw UsageError(description: "--segment-bytes must be 64KiB...64GiB")
+            }
         }
         if let text = try arguments.option("--segment-age") {
             log.maxSegmentAge = try parseDuration(text, flag: "--segment-age")
