@@ -409,9 +409,10 @@ class Bench:
             # Two figures per codec. (a) 64 requests of 100 events in flight, as many as the ingest
             # benchmark's wrk connections: with one fdatasync in flight the writer is latency-bound
             # there (events/s = requests in flight x 100 / acknowledgement time), informational.
-            # (b) Its capacity, what the issue's "sustains" asks: the requests in flight doubled from
-            # 64 until events/s gains less than 5 % (at most 512, ~26 MB queued, within the writer's
-            # 64 MiB backpressure bound); the best rate is held to 3x the collector.
+            # (b) Its capacity, what the issue's "sustains" asks: the best rate with 64, 128, 256 and
+            # 512 requests in flight (512 x 100 events are ~26 MB queued, within the writer's 64 MiB
+            # backpressure bound), held to 3x the collector. All four always run: stopping at the
+            # first depth that gained little let one noisy run end the search early.
             runs = []
             try:
                 for depth in (64, 128, 256, 512):
@@ -419,8 +420,6 @@ class Bench:
                                        "--seconds", str(seconds), "--codec", codec, "--threads", str(depth),
                                        "--events-per-append", "100", timeout=seconds + 120)
                     runs.append((depth, r))
-                    if len(runs) > 1 and float(r["events_per_s"]) < 1.05 * float(runs[-2][1]["events_per_s"]):
-                        break
             except Exception as error:  # noqa: BLE001 - a failed component is reported, not fatal
                 if not runs:
                     self.unavailable(f"log_{codec}", f"3. Event log writer alone ({codec}): events/s", ">= 3.0x nginx collector", str(error))
@@ -440,7 +439,9 @@ class Bench:
             self.row(f"log_{codec}", f"3. Event log writer alone ({codec}, fsync, x 100 events): capacity, events/s",
                      f"{eps:,.0f} ({float(best['mb_per_s']):.0f} MB/s NDJSON) at {depth} requests in flight",
                      f"{3 * nginx:,.0f} (3x nginx collector)" if nginx else "—",
-                     eps / (3 * nginx) if nginx else None, ">= 1.0 (3x the ingest target)", eps >= 3 * nginx if nginx else None,
+                     eps / (3 * nginx) if nginx else None,
+                     ">= 1.0 (3x the ingest target)" if codec == "zstd" else "— (informational: the issue holds zstd to it)",
+                     (eps >= 3 * nginx if nginx else None) if codec == "zstd" else None,
                      note=f"requests in flight -> events/s: {search}; ack {float(best.get('ack_ms_mean', 0)):.1f} ms")
             self.row(f"log_{codec}_compression", f"3. Event log compression ratio ({codec}, NDJSON bytes / disk bytes)",
                      f"{float(r['compression_ratio']):.2f}x", "—", float(r["compression_ratio"]),
