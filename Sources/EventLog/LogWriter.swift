@@ -195,13 +195,20 @@ package final class LogWriter: Sendable {
     /// closed, a recent failure, a full queue after `enqueueTimeout`: this call blocks for queue
     /// space like `append`) runs `completion` at once on the calling thread. `completion` must be
     /// short and must not append to this writer synchronously (the committer would wait on itself).
-    package func append(ndjson: UnsafeRawBufferPointer, completion: @escaping @Sendable (LogError?) -> Void) {
+    ///
+    /// `records`: the number of lines when the caller knows it (ingest's normaliser counts the lines
+    /// it writes), which saves a scan of every byte for newlines (`memchr`, ~3.5 % of the writer's
+    /// CPU at capacity); checked against the buffer in debug builds. Nil: counted here.
+    package func append(
+        ndjson: UnsafeRawBufferPointer, records known: Int? = nil, completion: @escaping @Sendable (LogError?) -> Void
+    ) {
         guard let base = ndjson.baseAddress, ndjson.count > 0 else { return completion(nil) }
         guard ndjson[ndjson.count - 1] == 10 else {
             return completion(.invalidRecord(reason: "NDJSON must end with a newline"))
         }
         let callback = AppendCallback(start: ContinuousClock.now, completion: completion)
-        let records = Self.countLines(base, ndjson.count)
+        assert(known == nil || known == Self.countLines(base, ndjson.count), "records must be the number of lines")
+        let records = known ?? Self.countLines(base, ndjson.count)
         let bytes = ndjson.assumingMemoryBound(to: UInt8.self)
         do {
             try enqueue(bytes: ndjson.count, records: records, callback: callback) { $0.append(contentsOf: bytes) }

@@ -31,6 +31,7 @@ extension EventSink {
 package protocol CompletingEventSink: EventSink {
     /// Queues NDJSON (as `append(ndjson:)` takes it) and returns; `completion` runs once the
     /// records are durable (nil) or cannot be made durable (the error), on another thread or, for
-    /// an error found before queueing, on the calling thread before this returns.
-    func append(ndjson: UnsafeRawBufferPointer, completion: @escaping @Sendable ((any Error)?) -> Void)
+    /// an error found before queueing, on the calling thread before this returns. `records` is
+    /// the number of lines in `ndjson` (the caller wrote them and knows).
+    func append(ndjson: UnsafeRawBufferPointer, records: Int, completion: @escaping @Sendable ((any Error)?) -> Void)
 }

@@ -129,7 +129,7 @@ final class IngestService: HTTPHandler {
             let accepted = acceptedResponse(outcome)
             return .later { complete in
                 outcome.lines.withUnsafeBytes { ndjson in
-                    log.append(ndjson: ndjson) { error in
+                    log.append(ndjson: ndjson, records: records) { error in
                         self.commits.noteAppend(error: error, records: records)
                         complete(self.answer(outcome, info: info, error: error, accepted: accepted))
                     }

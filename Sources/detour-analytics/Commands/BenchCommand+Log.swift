@@ -145,7 +145,8 @@ extension BenchCommand {
                     let bytes = request.count
                     let issued = ContinuousClock.now
                     request.withUnsafeBytes { ndjson in
-                        writer.append(ndjson: ndjson) { error in
+                        // The line count is known, as ingest's normaliser knows it.
+                        writer.append(ndjson: ndjson, records: perAppend) { error in
                             counters.count(error: error, events: perAppend, bytes: bytes, since: issued)
                             free.signal()
                         }
