@@ -43,17 +43,11 @@ final class FrameScanner {
     /// Examines the frame at `offset`, reading its body into `body` when it is good.
     func step(at offset: Int64) throws(LogError) -> Step {
         if offset >= size { return .end }
-        let available = Int(min(Int64(SegmentFormat.maxPrefixSize), size - offset))
-        _ = try FileSystem.read(fd, at: offset, count: available, into: &prefix, path: path)
+        let available = try readPrefix(at: offset)
         // No frame starts with a zero byte (both magics are non-zero): zeros are unwritten space.
         if prefix.withUnsafeBytes({ raw in raw.prefix(min(4, available)).allSatisfy { $0 == 0 } }) { return .unwritten }
-        let decoded = prefix.withUnsafeBytes { raw in
-            Result { () throws(FrameMetadata.DecodeFailure) -> FrameMetadata in
-                try FrameMetadata.decode(UnsafeRawBufferPointer(rebasing: raw[0..<available]))
-            }
-        }
         let metadata: FrameMetadata
-        switch decoded {
+        switch decodePrefix(available) {
         case .success(let value): metadata = value
         case .failure(.short): return .torn(reason: "file ends inside a frame prefix")
         case .failure(.invalid(let reason)): return .damaged(reason: reason, resumeAt: try resync(after: offset))
@@ -72,26 +66,37 @@ final class FrameScanner {
         return .frame(metadata)
     }
 
-    /// True when a frame prefix with a good metadata checksum starts at `offset`.
-    func hasFramePrefix(at offset: Int64) throws(LogError) -> Bool {
-        guard offset < size else { return false }
+    /// Reads the bytes a frame prefix may take at `offset` (fewer near the end of the file) into
+    /// `prefix`; returns how many.
+    private func readPrefix(at offset: Int64) throws(LogError) -> Int {
         let available = Int(min(Int64(SegmentFormat.maxPrefixSize), size - offset))
         _ = try FileSystem.read(fd, at: offset, count: available, into: &prefix, path: path)
-        return prefix.withUnsafeBytes { raw in (try? FrameMetadata.decode(UnsafeRawBufferPointer(rebasing: raw[0..<available]))) != nil }
+        return available
+    }
+
+    /// Decodes the metadata of the `available` bytes `readPrefix` read.
+    private func decodePrefix(_ available: Int) -> Result<FrameMetadata, FrameMetadata.DecodeFailure> {
+        prefix.withUnsafeBytes { raw in
+            Result { () throws(FrameMetadata.DecodeFailure) -> FrameMetadata in
+                try FrameMetadata.decode(UnsafeRawBufferPointer(rebasing: raw[0..<available]))
+            }
+        }
+    }
+
+    /// The metadata of a frame prefix with a good checksum at `offset`, nil when there is none.
+    private func metadata(at offset: Int64) throws(LogError) -> FrameMetadata? {
+        guard offset < size else { return nil }
+        return try? decodePrefix(try readPrefix(at: offset)).get()
+    }
+
+    /// True when a frame prefix with a good metadata checksum starts at `offset`.
+    func hasFramePrefix(at offset: Int64) throws(LogError) -> Bool {
+        try metadata(at: offset) != nil
     }
 
     /// True when every byte from `offset` to the end of the file is zero (a preallocated tail).
     func isZero(from offset: Int64) throws(LogError) -> Bool {
-        var buffer: [UInt8] = []
-        var start = offset
-        while start < size {
-            let count = Int(min(Int64(1 << 20), size - start))
-            let got = try FileSystem.read(fd, at: start, count: count, into: &buffer, path: path)
-            if got == 0 { break }
-            if !buffer.withUnsafeBytes({ raw in raw.prefix(got).allSatisfy { $0 == 0 } }) { return false }
-            start += Int64(got)
-        }
-        return true
+        try trailingZerosStart(after: offset) == offset
     }
 
     /// Where the data ends before a zero tail, found by a binary search over 4 KiB pages (the
@@ -138,11 +143,7 @@ final class FrameScanner {
     /// without reading bodies: a frame boundary (for `LogReader.endPosition`).
     func frameEnd(from offset: Int64) throws(LogError) -> Int64 {
         var at = offset
-        while at < size {
-            let available = Int(min(Int64(SegmentFormat.maxPrefixSize), size - at))
-            _ = try FileSystem.read(fd, at: at, count: available, into: &prefix, path: path)
-            let metadata = prefix.withUnsafeBytes { raw in try? FrameMetadata.decode(UnsafeRawBufferPointer(rebasing: raw[0..<available])) }
-            guard let metadata, at + Int64(metadata.frameLength) <= size else { break }
+        while let metadata = try metadata(at: at), at + Int64(metadata.frameLength) <= size {
             at += Int64(metadata.frameLength)
         }
         return at
