@@ -61,47 +61,54 @@ import Testing
 }
 
 @Suite(.serialized) struct ObservabilityOfLogTests {
-    @Test("recovery of a segment with a zero tail (a crash while preallocated) cuts it without logging a cut")
-    func zeroTailIsNotLoggedAsCut() throws {
+    /// Runs `body` with every log line captured; `lines()` returns those so far. (The suite is
+    /// serialized: the logger is process-wide.)
+    private func withLogLines(_ body: (_ lines: () -> [String]) throws -> Void) throws {
         let lines = Locked<[String]>([])
         Logger.redirect { line in lines.withLock { $0.append(line) } }
         defer { Logger.redirect(to: nil) }
-        try withTemporaryDirectory { dir in
-            let configuration = testConfiguration(dir)
-            let writer = try LogWriter(configuration: configuration)
-            try writer.append([envelope(1)])
-            try writer.append([envelope(2)])
-            writer.close()
-            let path = try #require(try segmentPaths(configuration.directory).first)
-            let size = try #require(try FileSystem.status(path)).size
-            try appendToFile(path, Data(count: 3 << 20))
-            let next = try LogWriter(configuration: configuration)
-            try next.append([envelope(3)])
-            next.close()
-            #expect(try FileSystem.status(path)?.size == size)
-            #expect(lines.withLock { $0 }.filter { $0.contains(path) }.isEmpty)
-            let (records, damaged) = try readAll(configuration.directory)
-            #expect(damaged.isEmpty)
-            #expect(records == [1, 2, 3].map { String(decoding: envelope($0), as: UTF8.self) })
+        try body { lines.withLock { $0 } }
+    }
+
+    @Test("recovery of a segment with a zero tail (a crash while preallocated) cuts it without logging a cut")
+    func zeroTailIsNotLoggedAsCut() throws {
+        try withLogLines { lines in
+            try withTemporaryDirectory { dir in
+                let configuration = testConfiguration(dir)
+                let writer = try LogWriter(configuration: configuration)
+                try writer.append([envelope(1)])
+                try writer.append([envelope(2)])
+                writer.close()
+                let path = try #require(try segmentPaths(configuration.directory).first)
+                let size = try #require(try FileSystem.status(path)).size
+                try appendToFile(path, Data(count: 3 << 20))
+                let next = try LogWriter(configuration: configuration)
+                try next.append([envelope(3)])
+                next.close()
+                #expect(try FileSystem.status(path)?.size == size)
+                #expect(lines().filter { $0.contains(path) }.isEmpty)
+                let (records, damaged) = try readAll(configuration.directory)
+                #expect(damaged.isEmpty)
+                #expect(records == [1, 2, 3].map { String(decoding: envelope($0), as: UTF8.self) })
+            }
         }
     }
 
     @Test("recovery logs what it cut and the writer publishes metrics")
     func logsAndMetrics() throws {
-        let lines = Locked<[String]>([])
-        Logger.redirect { line in lines.withLock { $0.append(line) } }
-        defer { Logger.redirect(to: nil) }
-        try withTemporaryDirectory { dir in
-            let configuration = testConfiguration(dir)
-            let writer = try LogWriter(configuration: configuration)
-            try writer.append([envelope(1)])
-            writer.close()
-            let path = try #require(try segmentPaths(configuration.directory).first)
-            try appendToFile(path, Data(repeating: 0x41, count: 10))
-            try LogWriter(configuration: configuration).close()
-            let logged = lines.withLock { $0 }.filter { $0.contains("segment.tail_truncated") && $0.contains(path) }
-            #expect(logged.count == 1)
-            #expect(logged.first?.contains("cut.bytes=10") == true)
+        try withLogLines { lines in
+            try withTemporaryDirectory { dir in
+                let configuration = testConfiguration(dir)
+                let writer = try LogWriter(configuration: configuration)
+                try writer.append([envelope(1)])
+                writer.close()
+                let path = try #require(try segmentPaths(configuration.directory).first)
+                try appendToFile(path, Data(repeating: 0x41, count: 10))
+                try LogWriter(configuration: configuration).close()
+                let logged = lines().filter { $0.contains("segment.tail_truncated") && $0.contains(path) }
+                #expect(logged.count == 1)
+                #expect(logged.first?.contains("cut.bytes=10") == true)
+            }
         }
         let metrics = MetricsRegistry.shared.render()
         for name in ["eventlog_append_seconds_bucket", "eventlog_fsync_seconds_count", "eventlog_frames_total", "eventlog_bytes_written_total", "eventlog_disk_bytes"] {

@@ -10,14 +10,10 @@ import Testing
     func tornAtEveryByteBeforeZeros(codec: Codec) throws {
         try withTemporaryDirectory { dir in
             let configuration = testConfiguration(dir, codec: codec)
-            let writer = try LogWriter(configuration: configuration)
-            for frame in 0..<3 { try writer.append([envelope(frame)]) }
-            writer.close()
-            let path = try #require(try segmentPaths(configuration.directory).last)
+            let (path, offsets) = try writeFrames(configuration, frames: 3, perFrame: 1)
             let original = try Data(contentsOf: URL(fileURLWithPath: path))
-            let report = try SegmentInspector.inspect(path: path)
-            #expect(report.frames.count == 3 && report.zeroTailBytes == 0)
-            let lastStart = Int(report.frames[2].offset)
+            #expect(try SegmentInspector.inspect(path: path).zeroTailBytes == 0)
+            let lastStart = Int(offsets[2])
             // A frame that ends in zero bytes (a gzip trailer's ISIZE of a small frame does) is
             // whole again when only those are cut and zeros follow: the same bytes.
             let intactFrom = (original.lastIndex { $0 != 0 } ?? 0) + 1
@@ -31,15 +27,9 @@ import Testing
                 #expect((recovered.truncatedBytes == 0) == (cut == lastStart || intact), "cut at \(cut)")
                 #expect(recovered.zeroTailBytes > 0, "cut at \(cut)")
                 #expect(recovered.nextSequence == (intact ? 3 : 2), "cut at \(cut)")
-                let next = try LogWriter(configuration: configuration)
-                try next.append([Array("{\"after\":\(cut)}".utf8)])
-                next.close()
-                let (records, damaged) = try readAll(configuration.directory)
-                #expect(damaged.isEmpty, "cut at \(cut)")
-                #expect(records == expected + ["{\"after\":\(cut)}"], "cut at \(cut)")
-                for extra in try segmentPaths(configuration.directory) where extra != path {
-                    try FileManager.default.removeItem(atPath: extra)
-                }
+                try expectResumes(
+                    after: cut, writer: try LogWriter(configuration: configuration), configuration: configuration,
+                    expected: expected, keeping: path)
             }
         }
     }

@@ -5,17 +5,6 @@ import Testing
 @testable import EventLog
 
 @Suite struct RecoveryTests {
-    /// Writes `frames` frames (one append each) and returns the segment path and each frame's offset.
-    private func writeFrames(_ configuration: LogConfiguration, frames: Int, perFrame: Int = 3) throws -> (String, [Int64]) {
-        let writer = try LogWriter(configuration: configuration)
-        for frame in 0..<frames { try writer.append((0..<perFrame).map { envelope(frame * perFrame + $0) }) }
-        writer.close()
-        let path = try #require(try segmentPaths(configuration.directory).last)
-        let report = try SegmentInspector.inspect(path: path)
-        #expect(report.frames.count == frames)
-        return (path, report.frames.map(\.offset))
-    }
-
     @Test("a torn final frame, cut at every byte, recovers to the previous frame", arguments: Codec.allCases)
     func tornAtEveryByte(codec: Codec) throws {
         try withTemporaryDirectory { dir in
@@ -28,15 +17,7 @@ import Testing
                 try original.prefix(cut).write(to: URL(fileURLWithPath: path))
                 let writer = try LogWriter(configuration: configuration)
                 #expect(try Data(contentsOf: URL(fileURLWithPath: path)).count == lastStart, "cut at \(cut)")
-                try writer.append([Array("{\"after\":\(cut)}".utf8)])
-                writer.close()
-                let (records, damaged) = try readAll(configuration.directory)
-                #expect(damaged.isEmpty, "cut at \(cut)")
-                #expect(records == expected + ["{\"after\":\(cut)}"], "cut at \(cut)")
-                // Start the next round from the original single segment.
-                for extra in try segmentPaths(configuration.directory) where extra != path {
-                    try FileManager.default.removeItem(atPath: extra)
-                }
+                try expectResumes(after: cut, writer: writer, configuration: configuration, expected: expected, keeping: path)
             }
         }
     }

@@ -51,6 +51,36 @@ func appendToFile(_ path: String, _ bytes: Data) throws {
     try handle.write(contentsOf: bytes)
 }
 
+/// Writes `frames` frames (one append each) and returns the segment path and each frame's offset.
+func writeFrames(_ configuration: LogConfiguration, frames: Int, perFrame: Int = 3) throws -> (String, [Int64]) {
+    let writer = try LogWriter(configuration: configuration)
+    for frame in 0..<frames { try writer.append((0..<perFrame).map { envelope(frame * perFrame + $0) }) }
+    writer.close()
+    let path = try #require(try segmentPaths(configuration.directory).last)
+    let report = try SegmentInspector.inspect(path: path)
+    #expect(report.frames.count == frames)
+    return (path, report.frames.map(\.offset))
+}
+
+/// The end of one round of a cut-at-every-byte test: appends `{"after":cut}` through `writer`
+/// (opened on the cut segment, so its recovery has run), closes it, expects the log to read back
+/// undamaged as `expected` and then that marker, and removes every segment but `path`, so the next
+/// round starts from the original single segment.
+func expectResumes(
+    after cut: Int, writer: LogWriter, configuration: LogConfiguration, expected: [String], keeping path: String,
+    sourceLocation: SourceLocation = #_sourceLocation
+) throws {
+    let marker = "{\"after\":\(cut)}"
+    try writer.append([Array(marker.utf8)])
+    writer.close()
+    let (records, damaged) = try readAll(configuration.directory)
+    #expect(damaged.isEmpty, "cut at \(cut)", sourceLocation: sourceLocation)
+    #expect(records == expected + [marker], "cut at \(cut)", sourceLocation: sourceLocation)
+    for extra in try segmentPaths(configuration.directory) where extra != path {
+        try FileManager.default.removeItem(atPath: extra)
+    }
+}
+
 /// Paths of the node's segment files, oldest first.
 func segmentPaths(_ directory: String, node: String = "node-1") throws -> [String] {
     try LogReader(directory: directory, node: node).segments().map(\.path)
