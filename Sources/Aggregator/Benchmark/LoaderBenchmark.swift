@@ -111,11 +111,7 @@ package enum LoaderBenchmark {
         let rollupSeconds = passSeconds + (rollupsEnd - cyclesEnd).seconds
         aggregator.stop()
         let loaded = summaries.reduce(0) { $0 + $1.rows }
-        let phases = summaries.reduce(into: [String: Duration]()) { $0.merge($1.phases, uniquingKeysWith: +) }
-        progress(
-            "bench: load phases "
-                + phases.sorted { $0.key < $1.key }.map { "\($0.key)=\(String(format: "%.2f", $0.value.seconds))s" }
-                .joined(separator: " "))
+        progress("bench: load phases " + CycleSummary.phaseTotals(summaries, decimals: 2))
         guard loaded == events else {
             throw AggregatorError.database("benchmark loaded \(loaded) rows, expected \(events)")
         }

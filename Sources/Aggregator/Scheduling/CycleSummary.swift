@@ -1,3 +1,4 @@
+import Foundation
 import EventModel
 
 /// What one load cycle did, as `runOnce()` returns it and `aggregate --once` prints it.
@@ -20,7 +21,8 @@ package struct CycleSummary: Sendable, Equatable {
     package var backlog: Bool
     /// Wall time of the cycle.
     package var duration: Duration
-    /// Time per step inside the transaction: `read+copy`, `insert`, `rollups`, `commit`.
+    /// Time per step inside the transaction: `read+copy`, `copy+dedup` (or `dedup+copy` when the
+    /// cycle deduplicated first), `derive`, `devices+links`, `rollups`, `commit`.
     package var phases: [String: Duration] = [:]
     /// The rollup pass (`process_rollups()`, its own transaction) run right after this cycle, if one
     /// ran: after a cycle without backlog, or when `rollupInterval` had passed. Not in `duration`.
@@ -28,6 +30,15 @@ package struct CycleSummary: Sendable, Equatable {
 
     /// New raw rows in all tables.
     package var rows: Int { events + clicks + matches }
+
+    /// The cycles' phases summed, as `name=1.234s` in name order separated by spaces (`decimals`
+    /// digits); empty when no cycle recorded any. What `aggregate --once` and `bench loader` print.
+    package static func phaseTotals(_ cycles: some Sequence<CycleSummary>, decimals: Int) -> String {
+        cycles.reduce(into: [String: Duration]()) { $0.merge($1.phases, uniquingKeysWith: +) }
+            .sorted { $0.key < $1.key }
+            .map { "\($0.key)=\(String(format: "%.\(decimals)f", $0.value.seconds))s" }
+            .joined(separator: " ")
+    }
 
     /// A summary of a cycle that did not run.
     static func skipped(duration: Duration) -> CycleSummary {

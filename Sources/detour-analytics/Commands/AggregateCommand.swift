@@ -50,10 +50,8 @@ enum AggregateCommand: Command {
                 "aggregate: \(cycles.count) cycles, \(events) events, \(clicks) clicks, \(matches) matches loaded"
                     + " in \(Self.seconds(load)) s, rollups \(Self.seconds(rollups)) s")
             // Where the load's time went, summed over the cycles (docs/aggregator.md, "The cycle").
-            let phases = cycles.reduce(into: [String: Duration]()) { $0.merge($1.phases, uniquingKeysWith: +) }
-            if !phases.isEmpty {
-                say("aggregate: load phases " + phases.sorted { $0.key < $1.key }.map { "\($0.key)=\(Self.seconds($0.value))s" }.joined(separator: " "))
-            }
+            let phases = CycleSummary.phaseTotals(cycles, decimals: 3)
+            if !phases.isEmpty { say("aggregate: load phases " + phases) }
             return 0
         }
         aggregator.start()
