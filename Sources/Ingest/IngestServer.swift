@@ -1,4 +1,5 @@
 package import Observability
+import Synchronization
 
 /// The ingest HTTP edge, assembled: server, routes, keys, group commit into the sinks.
 ///
@@ -13,6 +14,9 @@ package final class IngestServer: Sendable {
     private let server: HTTPServer
     private let service: IngestService
     private let logger = Logger(label: "ingest")
+    /// Held for the whole of `shutdown()`, so a second caller returns only once the first has
+    /// closed the port (it returned at once before, while the first still waited for requests).
+    private let stopping = Mutex(())
 
     /// Starts serving.
     /// - Parameters:
@@ -56,14 +60,17 @@ package final class IngestServer: Sendable {
 
     /// Quiesces: `/readyz` turns 503 and new events are refused, the listening socket closes,
     /// in-flight requests finish (their events are made durable), then the server stops.
+    /// Every caller, a concurrent or later one too, returns once the server has stopped.
     package func shutdown() {
-        guard !service.isShuttingDown.exchange(true, ordering: .relaxed) else { return }
-        // Waiting reports are answered 503 now and running ones finish, so no connection stays
-        // suspended on a report while the daemon stops.
-        service.reports?.stop()
-        server.shutdown()
-        service.commits.stop()
-        logger.info("server.stopped", [:])
+        stopping.withLock { _ in
+            guard !service.isShuttingDown.exchange(true, ordering: .relaxed) else { return }
+            // Waiting reports are answered 503 now and running ones finish, so no connection stays
+            // suspended on a report while the daemon stops.
+            service.reports?.stop()
+            server.shutdown()
+            service.commits.stop()
+            logger.info("server.stopped", [:])
+        }
     }
 
     deinit { shutdown() }
