@@ -6,6 +6,7 @@
 #   VARIANT is a binary, optionally followed by extra `bench log` options in the same word:
 #   e.g. bench/eventlog/compare.sh zstd 4 /tmp/detour-before .build/release/detour-analytics \
 #        ".build/release/detour-analytics --level -2" ".build/release/detour-analytics --append records"
+# THREADS=N (default 64) sets the requests in flight, e.g. THREADS=256 for the writer's capacity.
 # Prints events/s (wall), compression ratio, frames and events per CPU-second: process CPU
 # (user + system, /usr/bin/time) minus that of a 0.01 s run (start-up: building the envelope pool).
 set -e
@@ -16,14 +17,14 @@ declare -A setup
 for variant in "$@"; do
   read -r -a cmd <<<"$variant"
   /usr/bin/time -f "%U %S" -o "$dir/time" "${cmd[@]:0:1}" bench log --dir "$dir/run" --seconds 0.01 --codec "$codec" \
-    --threads 64 --events-per-append 100 "${cmd[@]:1}" >/dev/null
+    --threads "${THREADS:-64}" --events-per-append 100 "${cmd[@]:1}" >/dev/null
   setup[$variant]=$(awk '{print $1 + $2}' "$dir/time")
 done
 for round in $(seq "$rounds"); do
   for variant in "$@"; do
     read -r -a cmd <<<"$variant"
     out=$(/usr/bin/time -f "%U %S" -o "$dir/time" "${cmd[@]:0:1}" bench log --dir "$dir/run" --seconds 3 --codec "$codec" \
-      --threads 64 --events-per-append 100 "${cmd[@]:1}")
+      --threads "${THREADS:-64}" --events-per-append 100 "${cmd[@]:1}")
     field() { echo "$out" | grep -oE " $1=[0-9.]+" | cut -d= -f2; }
     cpu=$(awk -v s="${setup[$variant]}" '{print $1 + $2 - s}' "$dir/time")
     echo "$variant | $codec round $round: $(field events_per_s) events/s, ratio $(field compression_ratio)x," \
