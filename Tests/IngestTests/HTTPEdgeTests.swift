@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 @testable import Ingest
@@ -189,5 +190,42 @@ struct HTTPEdgeTests {
         for _ in 0..<5 {
             #expect(try client.request("GET", "/healthz").status == 200)
         }
+    }
+
+    @Test("the prepared single-event answer is sent whole on many connections at once, between other answers")
+    func sharedAnswer() throws {
+        let server = try TestServer()
+        let batch = Array(#"{"batch":[\#(String(decoding: Self.event, as: UTF8.self)),{"event_name":""}]}"#.utf8)
+        let failures = Mutex<[String]>([])
+        let port = server.server.port
+        DispatchQueue.concurrentPerform(iterations: 8) { _ in
+            do {
+                let client = try RawHTTPClient(port: port)
+                for round in 0..<20 {
+                    // Singles (the prepared answer) alternate with batches (an answer built per
+                    // request) on one keep-alive connection.
+                    let single = round % 2 == 0
+                    let response = try client.request(
+                        "POST", single ? "/api/analytics/event" : "/api/analytics/batch",
+                        headers: TestServer.sdkHeaders(), body: single ? Self.event : batch)
+                    let expected =
+                        single
+                        ? #"{"accepted":1,"rejected":[],"warnings":[]}"#
+                        : #"{"accepted":1,"rejected":[{"index":1,"code":"#
+                    guard response.status == 200, response.text.hasPrefix(expected),
+                        response.header("Content-Type") == "application/json",
+                        response.header("Content-Length") == String(response.body.count)
+                    else {
+                        failures.withLock { $0.append("\(response.status) \(response.headers) \(response.text)") }
+                        return
+                    }
+                }
+            } catch {
+                failures.withLock { $0.append("\(error)") }
+            }
+        }
+        #expect(failures.withLock { $0 } == [])
+        #expect(server.sink.records.count == 8 * 20)
+        #expect(server.isServing())
     }
 }

@@ -47,6 +47,9 @@ extension IngestService {
     /// The answer once every accepted event of `outcome` is durable: counts and per-event
     /// rejections and warnings (200, or 400 when nothing was accepted).
     func acceptedResponse(_ outcome: EncodedRequest) -> HTTPResponse {
+        // The answer to nearly every single-event request: built once, and sent by the server
+        // from its prepared copy (`sharedResponses`).
+        if outcome.recordCount == 1, outcome.rejected.isEmpty, outcome.warnings.isEmpty { return Self.acceptedOne }
         var writer = JSONWriter(capacity: 64 + outcome.rejected.count * 96)
         writer.raw("{\"accepted\":")
         writer.int(outcome.recordCount)
@@ -69,6 +72,11 @@ extension IngestService {
         writer.raw("]}")
         return HTTPResponse(status: outcome.recordCount == 0 ? 400 : 200, body: writer.bytes)
     }
+
+    /// `{"accepted":1,"rejected":[],"warnings":[]}`, 200.
+    static let acceptedOne = HTTPResponse(status: 200, body: Array(#"{"accepted":1,"rejected":[],"warnings":[]}"#.utf8))
+
+    var sharedResponses: [HTTPResponse] { [Self.acceptedOne] }
 }
 
 extension IngestError {

@@ -72,4 +72,13 @@ package protocol HTTPHandler: Sendable {
     func bodyTooLarge(context: any Sendable, limit: Int) -> HTTPResponse
     /// Called once per answered request, for metrics.
     func completed(route: String, status: Int, bytesIn: Int, started: ContinuousClock.Instant)
+    /// Answers given often enough to be built once: the server prepares these at start and sends
+    /// the prepared one whenever an answer equals one of them (status, content type, body, no
+    /// other headers).
+    var sharedResponses: [HTTPResponse] { get }
+}
+
+extension HTTPHandler {
+    /// None by default.
+    package var sharedResponses: [HTTPResponse] { [] }
 }
