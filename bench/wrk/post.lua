@@ -55,8 +55,7 @@ end
 function done(summary, latency, requests)
     local e = summary.errors
     -- wrk counts answers with a status above 399 itself (errors.status); a Lua response() hook
-    -- would make it copy every answer's headers and body into Lua, costing wrk more CPU per
-    -- answer for a server that sends a body than for nginx's bodiless 204.
+    -- would make it copy every answer's headers and body into Lua (docs/benchmarks.md, "wrk").
     local failures = e.status
     io.write(string.format(
         "RESULT requests=%d duration_us=%d non2xx=%d socket_errors=%d p50_us=%d p90_us=%d p99_us=%d max_us=%d\n",
