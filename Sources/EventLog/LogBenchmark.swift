@@ -156,25 +156,88 @@ package enum LogBenchmark {
 
     /// Fills one open segment to `bytes`, then times a writer start-up (recovery scans it all).
     private static func measureRecovery(_ base: LogConfiguration, pool: [[UInt8]], bytes: Int64) throws(LogError) -> (Double, Int64) {
+        let run = try recovery(base, pool: pool, bytes: bytes, runs: 1, cold: false)
+        return (run.seconds[0], run.segmentBytes)
+    }
+
+    /// What `recovery` measured.
+    package struct RecoveryRun: Sendable {
+        /// Seconds of each writer start-up.
+        package var seconds: [Double]
+        /// Size of the open segment before the torn frame was added.
+        package var segmentBytes: Int64
+        /// Bytes each start-up cut from the end (the torn frame; 0 would mean it was not found).
+        package var cutBytes: [Int64]
+    }
+
+    /// Start-up recovery of one full open segment: fills a segment of about `bytes` with `pool`'s
+    /// records and closes the writer; then, `runs` times, appends a torn frame (the first bytes of
+    /// the segment's first frame, as a crash in the middle of a write leaves), evicts the segment
+    /// from the page cache when `cold` (as after a power cut; `POSIX_FADV_DONTNEED` on the synced
+    /// file) and times a writer start-up, which checks every frame's checksum and cuts the torn one.
+    package static func recovery(
+        _ base: LogConfiguration, pool: [[UInt8]], bytes: Int64, runs: Int, cold: Bool
+    ) throws(LogError) -> RecoveryRun {
         var configuration = base
         configuration.directory = base.directory + "-recovery"
         configuration.maxSegmentBytes = bytes + (1 << 20)
         configuration.durability = .interval(.seconds(1))
         configuration.groupCommitDelay = .zero
+        // No preallocated zeros: the fill stops on the file's size, which is then all frames.
+        configuration.preallocationBytes = 0
+        try? FileManager.default.removeItem(atPath: configuration.directory)
+        defer { try? FileManager.default.removeItem(atPath: configuration.directory) }
         let writer = try LogWriter(configuration: configuration)
-        let chunk = Array(pool[0..<2000])
         var written: Int64 = 0
+        var cursor = 0
         while written < bytes - (256 << 10) {
+            let chunk = (0..<2000).map { pool[($0 + cursor) % pool.count] }
+            cursor += 2000
             try writer.append(chunk)
             written = try FileSystem.diskUsage(of: configuration.nodeDirectory)
         }
         writer.close()
-        let start = ContinuousClock.now
-        let recovered = try LogWriter(configuration: configuration)
-        let elapsed = ContinuousClock.now - start
-        recovered.close()
-        try? FileManager.default.removeItem(atPath: configuration.directory)
-        return (seconds(elapsed), written)
+        guard let id = try FileSystem.segmentIDs(in: configuration.nodeDirectory).last else {
+            throw .unavailable(reason: "the recovery benchmark wrote no segment")
+        }
+        let path = configuration.nodeDirectory + "/" + SegmentFormat.fileName(segment: id)
+        let size = try FileSystem.status(path)?.size ?? 0
+        var result = RecoveryRun(seconds: [], segmentBytes: size, cutBytes: [])
+        for _ in 0..<max(1, runs) {
+            try appendTornFrame(path: path)
+            if cold { evictFromPageCache(path) }
+            let start = ContinuousClock.now
+            let recovered = try LogWriter(configuration: configuration)
+            let elapsed = ContinuousClock.now - start
+            recovered.close()
+            result.seconds.append(seconds(elapsed))
+            result.cutBytes.append(size + tornFrameBytes - (try FileSystem.status(path)?.size ?? 0))
+        }
+        return result
+    }
+
+    /// Bytes of the torn frame `appendTornFrame` adds.
+    private static let tornFrameBytes: Int64 = 200
+
+    /// Appends the first `tornFrameBytes` bytes of the file (the start of its first frame: a good
+    /// prefix whose frame runs past the end of the file) and syncs.
+    private static func appendTornFrame(path: String) throws(LogError) {
+        let fd = open(path, O_RDWR)
+        guard fd >= 0 else { throw .io(call: "open", errno: errno, path: path) }
+        defer { close(fd) }
+        var head = [UInt8](repeating: 0, count: Int(tornFrameBytes))
+        let end = lseek(fd, 0, SEEK_END)
+        let ok = head.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) } == Int(tornFrameBytes)
+            && head.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, end) } == Int(tornFrameBytes)
+        guard ok, fdatasync(fd) == 0 else { throw .io(call: "pwrite", errno: errno, path: path) }
+    }
+
+    /// Asks the kernel to drop the file's (clean) pages from the page cache.
+    private static func evictFromPageCache(_ path: String) {
+        let fd = open(path, O_RDONLY)
+        guard fd >= 0 else { return }
+        _ = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED)
+        close(fd)
     }
 
     /// `count` realistic envelopes of about 400 bytes, all different (ids, devices, times, data).

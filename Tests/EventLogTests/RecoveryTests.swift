@@ -22,6 +22,21 @@ import Testing
         }
     }
 
+    @Test("the recovery benchmark's segment ends in a torn frame that every start-up cuts, cached or not")
+    func recoveryBenchmarkCutsItsTornFrame() throws {
+        try withTemporaryDirectory { dir in
+            let pool = LogBenchmark.makeEnvelopes(count: 4000)
+            for cold in [false, true] {
+                let run = try LogBenchmark.recovery(
+                    testConfiguration(dir), pool: pool, bytes: 1 << 20, runs: 2, cold: cold)
+                #expect(run.seconds.count == 2)
+                #expect(run.segmentBytes >= (1 << 20) - (256 << 10))
+                #expect(run.cutBytes == [200, 200])
+            }
+            #expect(try FileManager.default.contentsOfDirectory(atPath: dir).allSatisfy { !$0.hasSuffix("-recovery") })
+        }
+    }
+
     @Test("a corrupt byte anywhere in the final frame is cut back to the previous frame")
     func corruptFinalFrame() throws {
         try withTemporaryDirectory { dir in

@@ -106,6 +106,38 @@ extension BenchCommand {
         exit(stuck > 0 ? 3 : 0)  // without waiting for the writer thread
     }
 
+    /// `bench recovery`: a writer's start-up over one full open segment of the bench envelopes that
+    /// ends in a torn frame (`LogBenchmark.recovery`), `--runs` times with the segment in the page
+    /// cache (a restart after `kill -9`) and as many times evicted from it (after a power cut).
+    static func runRecovery(_ arguments: inout Arguments) throws {
+        let directory = try arguments.required("--dir")
+        let bodies = try arguments.option("--bodies")
+        let runs = try arguments.integer("--runs", default: 3, in: 1...20)
+        var bytes: Int64 = 128 << 20
+        if let text = try arguments.option("--segment-bytes") {
+            bytes = try parseBytes(text, flag: "--segment-bytes")
+            guard (1 << 20)...(4 << 30) ~= bytes else { throw UsageError(description: "--segment-bytes must be 1MiB...4GiB") }
+        }
+        var configuration = LogConfiguration(directory: directory + "/segments", node: "bench")
+        if let codec = try arguments.option("--codec") {
+            guard let parsed = Codec(rawValue: codec) else { throw UsageError(description: "--codec must be zstd or gzip") }
+            configuration.codec = parsed
+        }
+        try arguments.finish()
+        let pool = try envelopePool(bodies: bodies)
+        let warm = try LogBenchmark.recovery(configuration, pool: pool, bytes: bytes, runs: runs, cold: false)
+        let cold = try LogBenchmark.recovery(configuration, pool: pool, bytes: bytes, runs: runs, cold: true)
+        func list(_ values: [Double]) -> String { values.map(format).joined(separator: ",") }
+        report(
+            "recovery",
+            [
+                ("codec", configuration.codec.rawValue), ("segment_bytes", String(warm.segmentBytes)),
+                ("runs", String(runs)), ("warm_s", list(warm.seconds)), ("cold_s", list(cold.seconds)),
+                ("warm_max_s", format(warm.seconds.max() ?? 0)), ("cold_max_s", format(cold.seconds.max() ?? 0)),
+                ("torn_bytes_cut", (warm.cutBytes + cold.cutBytes).map(String.init).joined(separator: ",")),
+            ])
+    }
+
     /// The pool's envelopes as ready-made request buffers of `perAppend` lines each (every line
     /// followed by "\n"), as the ingest normaliser hands them to the log; made before the clock starts.
     private static func requestBuffers(_ pool: [[UInt8]], perAppend: Int) -> [[UInt8]] {

@@ -11,7 +11,7 @@ enum BenchCommand: Command {
     static let name = "bench"
     static let summary = "(internal) component benchmarks used by bench/run; prints RESULT lines"
     static let help = """
-        Usage: detour-analytics bench <bodies|segments|scanner|log|loader|reports> [options]
+        Usage: detour-analytics bench <bodies|segments|scanner|log|recovery|loader|reports> [options]
 
         Component benchmarks for bench/run (build with -c release: debug builds are far slower).
         Each prints one line per result: RESULT bench=NAME key=value ...
@@ -30,6 +30,9 @@ enum BenchCommand: Command {
                    the event log writer alone: events/s, NDJSON MB/s, compression ratio; --threads
                    requests (default 8; bench/run uses 64) of --events-per-append envelopes in flight,
                    handed over as ingest does (--append completion, the default)
+          recovery --dir DIR [--bodies DIR] [--codec zstd|gzip] [--segment-bytes SIZE] [--runs N]
+                   start-up recovery of one full open segment (default 128MiB) ending in a torn frame:
+                   seconds per writer start-up with the segment in the page cache and evicted from it
           loader   [--events N] [--work DIR] [--database-url URL]
                    the aggregator's LoaderBenchmark: N envelopes from compressed segments to committed
                    rows vs psql \\copy of the same events as CSV (fresh schemas, dropped afterwards)
@@ -44,13 +47,14 @@ enum BenchCommand: Command {
 
     static func run(_ arguments: inout Arguments, environment: Environment) throws -> Int32 {
         guard let which = arguments.popPositional() else {
-            throw UsageError(description: "expected a benchmark: bodies, segments, scanner, log, loader or reports")
+            throw UsageError(description: "expected a benchmark: bodies, segments, scanner, log, recovery, loader or reports")
         }
         switch which {
         case "bodies": try runBodies(&arguments)
         case "segments": try runSegments(&arguments)
         case "scanner": try runScanner(&arguments)
         case "log": try runLog(&arguments)
+        case "recovery": try runRecovery(&arguments)
         case "loader": try runLoader(&arguments, environment: environment)
         case "reports": try runReports(&arguments, environment: environment)
         default:
