@@ -216,8 +216,8 @@ package enum LogBenchmark {
         return result
     }
 
-    /// Bytes of the torn frame `appendTornFrame` adds.
-    private static let tornFrameBytes: Int64 = 200
+    /// Bytes of the torn frame `recovery` adds before each start-up.
+    package static let tornFrameBytes: Int64 = 200
 
     /// Appends the first `tornFrameBytes` bytes of the file (the start of its first frame: a good
     /// prefix whose frame runs past the end of the file) and syncs.

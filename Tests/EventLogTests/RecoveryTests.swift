@@ -31,7 +31,7 @@ import Testing
                     testConfiguration(dir), pool: pool, bytes: 1 << 20, runs: 2, cold: cold)
                 #expect(run.seconds.count == 2)
                 #expect(run.segmentBytes >= (1 << 20) - (256 << 10))
-                #expect(run.cutBytes == [200, 200])
+                #expect(run.cutBytes == [LogBenchmark.tornFrameBytes, LogBenchmark.tornFrameBytes])
             }
             #expect(try FileManager.default.contentsOfDirectory(atPath: dir).allSatisfy { !$0.hasSuffix("-recovery") })
         }

@@ -134,6 +134,7 @@ extension BenchCommand {
                 ("codec", configuration.codec.rawValue), ("segment_bytes", String(warm.segmentBytes)),
                 ("runs", String(runs)), ("warm_s", list(warm.seconds)), ("cold_s", list(cold.seconds)),
                 ("warm_max_s", format(warm.seconds.max() ?? 0)), ("cold_max_s", format(cold.seconds.max() ?? 0)),
+                ("torn_frame_bytes", String(LogBenchmark.tornFrameBytes)),
                 ("torn_bytes_cut", (warm.cutBytes + cold.cutBytes).map(String.init).joined(separator: ",")),
             ])
     }
