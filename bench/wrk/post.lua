@@ -24,12 +24,10 @@ if encoding and encoding ~= "" then headers["Content-Encoding"] = encoding end
 
 local delay_ms = tonumber(os.getenv("WRK_DELAY_MS") or "")
 
-local threads = {}
 local counter = 0
 function setup(thread)
     counter = counter + 1
     thread:set("offset", counter * 7)
-    table.insert(threads, thread)
 end
 
 local requests = {}
