@@ -80,8 +80,9 @@ package enum LogBenchmark {
             configuration.compressionThreads = options.compressionThreads
             var result = try measureAppends(configuration, pool: pool, options: options)
             if options.recoverySegmentBytes > 0 {
-                (result.recoverySeconds, result.recoveredSegmentBytes) = try measureRecovery(
-                    configuration, pool: pool, bytes: options.recoverySegmentBytes)
+                let recovered = try recovery(
+                    configuration, pool: pool, bytes: options.recoverySegmentBytes, runs: 1, cold: false)
+                (result.recoverySeconds, result.recoveredSegmentBytes) = (recovered.seconds[0], recovered.segmentBytes)
             }
             try? FileManager.default.removeItem(atPath: directory)
             results.append(result)
@@ -152,12 +153,6 @@ package enum LogBenchmark {
         return Result(
             codec: configuration.codec, events: events, seconds: seconds(elapsed),
             ndjsonBytes: Int64(events * averageLength), diskBytes: disk, frames: frames, cpuSeconds: cpu)
-    }
-
-    /// Fills one open segment to `bytes`, then times a writer start-up (recovery scans it all).
-    private static func measureRecovery(_ base: LogConfiguration, pool: [[UInt8]], bytes: Int64) throws(LogError) -> (Double, Int64) {
-        let run = try recovery(base, pool: pool, bytes: bytes, runs: 1, cold: false)
-        return (run.seconds[0], run.segmentBytes)
     }
 
     /// What `recovery` measured.

@@ -75,11 +75,7 @@ import Testing
         try withLogLines { lines in
             try withTemporaryDirectory { dir in
                 let configuration = testConfiguration(dir)
-                let writer = try LogWriter(configuration: configuration)
-                try writer.append([envelope(1)])
-                try writer.append([envelope(2)])
-                writer.close()
-                let path = try #require(try segmentPaths(configuration.directory).first)
+                let (path, _) = try writeFrames(configuration, frames: 2, perFrame: 1)  // envelopes 0 and 1
                 let size = try #require(try FileSystem.status(path)).size
                 try appendToFile(path, Data(count: 3 << 20))
                 let next = try LogWriter(configuration: configuration)
@@ -89,7 +85,7 @@ import Testing
                 #expect(lines().filter { $0.contains(path) }.isEmpty)
                 let (records, damaged) = try readAll(configuration.directory)
                 #expect(damaged.isEmpty)
-                #expect(records == [1, 2, 3].map { String(decoding: envelope($0), as: UTF8.self) })
+                #expect(records == [0, 1, 3].map { String(decoding: envelope($0), as: UTF8.self) })
             }
         }
     }
@@ -99,10 +95,7 @@ import Testing
         try withLogLines { lines in
             try withTemporaryDirectory { dir in
                 let configuration = testConfiguration(dir)
-                let writer = try LogWriter(configuration: configuration)
-                try writer.append([envelope(1)])
-                writer.close()
-                let path = try #require(try segmentPaths(configuration.directory).first)
+                let (path, _) = try writeFrames(configuration, frames: 1, perFrame: 1)
                 try appendToFile(path, Data(repeating: 0x41, count: 10))
                 try LogWriter(configuration: configuration).close()
                 let logged = lines().filter { $0.contains("segment.tail_truncated") && $0.contains(path) }
