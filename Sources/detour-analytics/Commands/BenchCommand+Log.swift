@@ -31,12 +31,7 @@ extension BenchCommand {
             throw UsageError(description: "--append must be completion, ndjson or records")
         }
         var configuration = LogConfiguration(directory: directory + "/segments", node: "bench")
-        if let codec = try arguments.option("--codec") {
-            guard let parsed = Codec(rawValue: codec) else {
-                throw UsageError(description: "--codec must be zstd or gzip")
-            }
-            configuration.codec = parsed
-        }
+        if let codec = try arguments.codec() { configuration.codec = codec }
         if let level = try arguments.option("--level") {
             guard let parsed = Int(level) else { throw UsageError(description: "--level must be an integer") }
             configuration.compressionLevel = parsed
@@ -119,10 +114,7 @@ extension BenchCommand {
             guard (1 << 20)...(4 << 30) ~= bytes else { throw UsageError(description: "--segment-bytes must be 1MiB...4GiB") }
         }
         var configuration = LogConfiguration(directory: directory + "/segments", node: "bench")
-        if let codec = try arguments.option("--codec") {
-            guard let parsed = Codec(rawValue: codec) else { throw UsageError(description: "--codec must be zstd or gzip") }
-            configuration.codec = parsed
-        }
+        if let codec = try arguments.codec() { configuration.codec = codec }
         try arguments.finish()
         let pool = try envelopePool(bodies: bodies)
         let warm = try LogBenchmark.recovery(configuration, pool: pool, bytes: bytes, runs: runs, cold: false)
@@ -252,12 +244,7 @@ extension BenchCommand {
         let app = try arguments.option("--app") ?? "bench"
         var configuration = LogConfiguration(
             directory: data + "/segments", node: try arguments.option("--node") ?? "node-1")
-        if let codec = try arguments.option("--codec") {
-            guard let parsed = Codec(rawValue: codec) else {
-                throw UsageError(description: "--codec must be zstd or gzip")
-            }
-            configuration.codec = parsed
-        }
+        if let codec = try arguments.codec() { configuration.codec = codec }
         let base = try baseTime(&arguments)
         try arguments.finish()
         configuration.durability = .interval(.milliseconds(200))
