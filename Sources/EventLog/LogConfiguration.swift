@@ -66,6 +66,13 @@ package struct LogConfiguration: Sendable {
     package var groupCommitBytes: Int = 256 * 1024
     /// ... or once the oldest waiting append has waited this long. Default 2 ms.
     package var groupCommitDelay: Duration = .milliseconds(2)
+    /// The most uncompressed bytes one frame is made from (plus the append that reaches it): when
+    /// appends arrive faster than the compressors take them, the waiting batch is closed here and
+    /// the next appends start another, so a deep queue becomes several frames of about this size
+    /// for the compressors to share, instead of one frame of the whole queue (whose buffers would
+    /// be too large to keep and were allocated again for every frame: 30-40 % fewer events per
+    /// second at 2,048 requests of 100 events in flight). Default 8 MiB (`groupCommitBytes` when that is larger).
+    package var maxBatchBytes: Int = 8 * 1024 * 1024
     /// When appends count as durable. Default `.fsync`.
     package var durability: Durability = .fsync
     /// Fsync durability: `fdatasync` calls in flight at once, each on its own sync thread; the
@@ -123,7 +130,7 @@ package struct LogConfiguration: Sendable {
         guard maxFrameBytes > 0, maxFrameBytes <= SegmentFormat.maxFrameBytes else {
             throw .invalidConfiguration("maxFrameBytes must be 1...\(SegmentFormat.maxFrameBytes)")
         }
-        guard maxSegmentBytes > 0, groupCommitBytes > 0, maxPendingBytes >= maxFrameBytes || maxPendingBytes > 0 else {
+        guard maxSegmentBytes > 0, groupCommitBytes > 0, maxBatchBytes > 0, maxPendingBytes >= maxFrameBytes || maxPendingBytes > 0 else {
             throw .invalidConfiguration("sizes must be positive")
         }
         guard (1...8).contains(compressionThreads) else {

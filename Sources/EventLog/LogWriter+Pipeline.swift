@@ -28,7 +28,7 @@ extension LogWriter {
     private func takeBatch() -> FrameJob? {
         monitor.withLock { shared in
             while true {
-                if shared.pendingSince == nil {
+                if !hasPending(shared) {
                     if shared.isClosing { return nil }
                     monitor.wait(Condition.work)
                     continue
@@ -37,7 +37,7 @@ extension LogWriter {
                 // a commit doubles the size a batch waits for. A frame taken later still makes the
                 // same sync: the committer is busy with the earlier ones, and large frames cost
                 // ~20 % less CPU per record than 256 KiB ones (and compress better).
-                if shared.freeJobs.isEmpty || (shared.pending.count < batchThreshold(shared) && !shared.isClosing) {
+                if shared.freeJobs.isEmpty || (!isDue(shared, threshold: batchThreshold(shared)) && !shared.isClosing) {
                     monitor.wait(Condition.work)
                     continue
                 }
@@ -46,20 +46,58 @@ extension LogWriter {
         }
     }
 
-    /// Under the lock: moves the pending records into a free job, stamped with the next ticket.
+    /// Under the lock: moves the oldest waiting batch (a closed one, else the open one) into a free
+    /// job, stamped with the next ticket.
     private func takePending(_ shared: Shared) -> FrameJob {
         let job = shared.freeJobs.removeLast()
-        swap(&shared.pending, &job.ndjson)
-        job.records = shared.pendingRecords
+        if shared.closed.isEmpty {
+            swap(&shared.pending, &job.ndjson)
+            job.records = shared.pendingRecords
+            job.batch = shared.batch
+            startBatch(shared)
+        } else {
+            var closed = shared.closed.removeFirst()
+            shared.closedBytes -= closed.ndjson.count
+            swap(&closed.ndjson, &job.ndjson)
+            shared.spareBuffers.append(closed.ndjson)  // the job's emptied buffer
+            job.records = closed.records
+            job.batch = closed.batch
+        }
         job.ticket = shared.nextTicket
-        job.batch = shared.batch
         shared.nextTicket += 1
+        monitor.broadcast(Condition.space)
+        return job
+    }
+
+    /// Under the lock: closes the open batch (it reached `maxBatchBytes`); the next appends start a
+    /// new one. Its buffer goes with it, and the open batch continues in a spare buffer.
+    func closeBatch(_ shared: Shared) {
+        guard let since = shared.pendingSince else { return }
+        var buffer = shared.spareBuffers.popLast() ?? []
+        swap(&buffer, &shared.pending)
+        shared.closedBytes += buffer.count
+        shared.closed.append(ClosedBatch(ndjson: buffer, records: shared.pendingRecords, since: since, batch: shared.batch))
+        startBatch(shared)
+        monitor.signal(Condition.work)
+    }
+
+    /// Under the lock: an empty open batch with a new set of appenders.
+    private func startBatch(_ shared: Shared) {
         shared.batchCount += 1
         shared.batch = CommitBatch(slot: shared.batchCount % Condition.doneSlots)
         shared.pendingRecords = 0
         shared.pendingSince = nil
-        monitor.broadcast(Condition.space)
-        return job
+    }
+
+    /// Under the lock: records wait for a compressor (in a closed batch or the open one).
+    func hasPending(_ shared: Shared) -> Bool {
+        shared.pendingSince != nil || !shared.closed.isEmpty
+    }
+
+    /// Under the lock: the batch a compressor would take next is due by its size: a closed batch,
+    /// or an open one of at least `threshold` bytes.
+    func isDue(_ shared: Shared, threshold: Int) -> Bool {
+        !shared.closed.isEmpty || shared.pending.count >= threshold
     }
 
     /// True when the committer may take a due batch itself: no batch is being compressed or
@@ -178,7 +216,9 @@ extension LogWriter {
             if shared.runningCompressors == 0 { return .end }
             let now = Monitor<Shared>.monotonicNow()
             var deadline = syncIn.map { now + $0 }
-            if committerCanTake(shared), let since = shared.pendingSince, !shared.freeJobs.isEmpty {
+            if committerCanTake(shared), let since = shared.closed.first?.since ?? shared.pendingSince,
+                !shared.freeJobs.isEmpty
+            {
                 // With a sync in flight, the next group starts half a sync later (or once the batch
                 // reaches the deep-queue size): syncs in flight are staggered, each covering half a
                 // sync's worth of requests, instead of a large group and a tiny one right after it.
@@ -187,7 +227,7 @@ extension LogWriter {
                     due = max(due, started + shared.syncEstimate / UInt64(max(1, syncThreads)))
                 }
                 let threshold = shared.syncs.isEmpty ? configuration.groupCommitBytes : batchThreshold(shared)
-                if shared.isClosing || now >= due || shared.pending.count >= threshold {
+                if shared.isClosing || now >= due || isDue(shared, threshold: threshold) {
                     let job = takePending(shared)
                     shared.nextCommit += 1
                     shared.committing += 1
@@ -309,11 +349,11 @@ extension LogWriter {
             }
             // The threshold dropped and jobs are free again: wake the compressors when the queue is
             // now theirs to take. A smaller batch is the committer's, which looks again next.
-            if shared.pendingSince != nil, shared.isClosing || shared.pending.count >= batchThreshold(shared) {
+            if hasPending(shared), shared.isClosing || isDue(shared, threshold: batchThreshold(shared)) {
                 monitor.broadcast(Condition.work)
             }
             // The committer may have found no free job for a due batch: it can take it now.
-            if shared.pendingSince != nil { monitor.broadcast(Condition.ready) }
+            if hasPending(shared) { monitor.broadcast(Condition.ready) }
         }
         for (group, error) in callbacks {
             for callback in group {

@@ -5,10 +5,11 @@ import Observability
 ///
 /// Concurrency: any number of threads call `append`; their records are copied into one pending
 /// NDJSON buffer under a lock. A pipeline turns pending batches into durable frames:
-/// `compressionThreads` compressor threads each take the whole pending buffer as one batch
-/// (stamped with a ticket: the order it left the queue) and compress it; one committer thread
-/// takes the compressed frames strictly in ticket order and writes every frame that is ready (when
-/// nothing else is in flight it compresses a due batch itself). With fsync durability the written
+/// `compressionThreads` compressor threads each take the oldest waiting batch (the whole pending
+/// buffer, or a batch closed when it reached `maxBatchBytes`, so a deep queue is shared out in
+/// frames of about that size), stamped with a ticket (the order it left the queue), and compress
+/// it; one committer thread takes the compressed frames strictly in ticket order and writes every
+/// frame that is ready (when nothing else is in flight it compresses a due batch itself). With fsync durability the written
 /// group goes to one of `syncsInFlight` sync threads, which covers it with one `fdatasync` while
 /// the committer writes the next group; groups are acknowledged strictly in write order (interval
 /// durability: the committer syncs when due). So the next frames are compressed and written while
@@ -18,11 +19,19 @@ import Observability
 package final class LogWriter: Sendable {
     /// State shared by appenders and the pipeline threads; only touched under the monitor's lock.
     final class Shared {
+        /// The open batch: appends are copied here until a compressor (or the committer) takes it,
+        /// or it reaches `maxBatchBytes` and is closed.
         var pending: [UInt8] = []
         var pendingRecords = 0
         /// Monotonic ns when the first record of the pending batch arrived.
         var pendingSince: UInt64?
         var batch = CommitBatch(slot: 0)
+        /// Batches closed at `maxBatchBytes`, oldest first; taken before the open one.
+        var closed: [ClosedBatch] = []
+        /// Bytes in `closed` (they count against the pending limit).
+        var closedBytes = 0
+        /// Emptied buffers (with their capacity) for the next batch to close.
+        var spareBuffers: [[UInt8]] = []
         /// Batches created so far; picks each batch's condition slot.
         var batchCount = 0
         /// Jobs no stage holds; a compressor needs one to take a batch (bounds memory).
@@ -56,6 +65,14 @@ package final class LogWriter: Sendable {
         var runningSyncers = 0
     }
 
+    /// A batch closed at `maxBatchBytes`, waiting for a compressor with its appenders.
+    struct ClosedBatch {
+        var ndjson: [UInt8]
+        let records: Int
+        let since: UInt64
+        let batch: CommitBatch
+    }
+
     enum Condition {
         static let work = 0  // compressors wait for a due batch and a free job
         static let space = 1  // appenders wait for queue space
@@ -77,6 +94,8 @@ package final class LogWriter: Sendable {
     let commitDelayNanos: UInt64
     /// The largest batch the deep-queue rule waits for (4 MiB).
     let deepBatchBytes = 4 << 20
+    /// The open batch is closed once it holds this many bytes (`configuration.maxBatchBytes`).
+    let maxBatchBytes: Int
     /// Fsync durability: `configuration.syncsInFlight` sync threads (0 in interval mode: the
     /// committer syncs). The committer writes the next group while earlier groups are being
     /// synced; this disk completes several times more small syncs per second with concurrent
@@ -109,6 +128,7 @@ package final class LogWriter: Sendable {
         core = WriterCore(configuration: configuration, lockFD: lockFD, recovered: recovered, metrics: metrics)
         pendingLimit = min(configuration.maxPendingBytes, configuration.maxFrameBytes)
         commitDelayNanos = UInt64(max(0, configuration.groupCommitDelay.microseconds)) * 1000
+        maxBatchBytes = max(configuration.maxBatchBytes, configuration.groupCommitBytes)
         let shared = Shared()
         shared.pending.reserveCapacity(configuration.groupCommitBytes * 2)
         let committerEncoder = encoders.removeLast()
@@ -246,7 +266,7 @@ package final class LogWriter: Sendable {
             if shared.isClosing { throw .unavailable(reason: "event log closed") }
             if let until = shared.failedUntil, now < until, let error = shared.lastError { throw error }
             let deadline = now + UInt64(max(0, configuration.enqueueTimeout.microseconds)) * 1000
-            while shared.pending.count + total > pendingLimit {
+            while shared.pending.count + shared.closedBytes + total > pendingLimit {
                 if Monitor<Shared>.monotonicNow() >= deadline { throw .unavailable(reason: "event log queue full") }
                 monitor.wait(Condition.space, deadline: deadline)
                 if shared.isClosing { throw .unavailable(reason: "event log closed") }
@@ -262,10 +282,9 @@ package final class LogWriter: Sendable {
             let threshold = batchThreshold(shared)
             if before < threshold, shared.pending.count >= threshold { monitor.signal(Condition.work) }
             let batch = shared.batch
-            if let callback {
-                batch.callbacks.append(callback)
-                return
-            }
+            if let callback { batch.callbacks.append(callback) }
+            if shared.pending.count >= maxBatchBytes { closeBatch(shared) }
+            if callback != nil { return }
             while !batch.isDone { monitor.wait(Condition.firstDone + batch.slot) }
             if let error = batch.error { throw error }
         }
@@ -282,6 +301,10 @@ package final class LogWriter: Sendable {
 
     /// Frames committed by this writer since it started.
     package var framesCommitted: Int { monitor.withLock { $0.frames } }
+
+    /// The `fdatasync` calls that covered frames so far (in any writer of this log and node: the
+    /// histogram is the registry's), and the seconds they took in all.
+    package var syncs: (count: Int, seconds: Double) { (metrics.fsyncSeconds.count, metrics.fsyncSeconds.sum) }
 
     /// Commits what is pending, stops the pipeline threads and closes the segment. Later appends
     /// fail with `.unavailable`. Safe to call more than once.

@@ -137,6 +137,9 @@ package final class Histogram: MetricSeries {
     /// The number of observations so far.
     package var count: Int { state.withLock { $0.count } }
 
+    /// The sum of the observations so far.
+    package var sum: Double { state.withLock { $0.sum } }
+
     package func render(name: String, labels: String, into out: inout String) {
         let snapshot = state.withLock { $0 }
         let prefix = labels.isEmpty ? "" : labels + ","

@@ -158,6 +158,66 @@ import Testing
         }
     }
 
+    @Test("a queue deeper than maxBatchBytes becomes frames of at most that size plus one append, every append whole")
+    func deepQueueIsCutIntoBatches() throws {
+        try withTemporaryDirectory { dir in
+            var configuration = testConfiguration(dir)
+            configuration.groupCommitDelay = .zero
+            configuration.groupCommitBytes = 2 * 1024
+            configuration.maxBatchBytes = 8 * 1024
+            // Slow syncs: the pipeline's jobs fill up and the appends below wait in the queue.
+            configuration.groupSync = { fd in
+                usleep(20_000)
+                return fdatasync(fd) == 0 ? 0 : errno
+            }
+            let writer = try LogWriter(configuration: configuration)
+            let appends = 400
+            let linesPerAppend = 10
+            let completed = Locked<(ok: Int, failed: [String])>((0, []))
+            let done = DispatchSemaphore(value: 0)
+            var largestAppend = 0
+            for index in 0..<appends {
+                var ndjson: [UInt8] = []
+                for line in 0..<linesPerAppend {
+                    ndjson += Array("{\"i\":\(index),\"k\":\(line),\"pad\":\"\(String(repeating: "x", count: 80))\"}\n".utf8)
+                }
+                largestAppend = max(largestAppend, ndjson.count)
+                ndjson.withUnsafeBytes { raw in
+                    writer.append(ndjson: raw) { error in
+                        completed.withLock { state in
+                            if let error { state.failed.append("\(error)") } else { state.ok += 1 }
+                        }
+                        done.signal()
+                    }
+                }
+            }
+            for _ in 0..<appends { #expect(done.wait(timeout: .now() + 60) == .success) }
+            writer.close()
+            let (ok, failed) = completed.withLock { $0 }
+            #expect(failed.isEmpty)
+            #expect(ok == appends)
+            let frames = try SegmentInspector.list(directory: configuration.directory).flatMap(\.frames)
+            #expect(frames.allSatisfy { $0.problem == nil })
+            // Each frame is one batch: closed once it reached maxBatchBytes, so never larger than
+            // that plus the append that reached it ...
+            let sizes = frames.map(\.uncompressedBytes)
+            #expect(sizes.allSatisfy { $0 < configuration.maxBatchBytes + largestAppend }, "frame sizes \(sizes)")
+            // ... and the queue did grow past it (else this test would not test the cut).
+            #expect(sizes.filter { $0 >= configuration.maxBatchBytes }.count >= 10, "frame sizes \(sizes)")
+            let (records, damaged) = try readAll(configuration.directory)
+            #expect(damaged.isEmpty)
+            #expect(records.count == appends * linesPerAppend)
+            #expect(Set(records).count == records.count)
+            #expect(try sequencesAreGapFree(configuration.directory))
+            // In append order, each append's lines together.
+            let keys = records.map { record in
+                record.split(separator: ",").prefix(2).joined(separator: ",")
+            }
+            let expected = (0..<appends).flatMap { index in (0..<linesPerAppend).map { "{\"i\":\(index),\"k\":\($0)" } }
+            #expect(keys == expected)
+        }
+    }
+
     @Test("a failed sync fails its group and every later one in flight; acknowledged records stay, the log stays gap-free")
     func failedSync() throws {
         try withTemporaryDirectory { dir in

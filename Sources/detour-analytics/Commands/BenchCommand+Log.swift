@@ -24,7 +24,7 @@ extension BenchCommand {
         let directory = try arguments.required("--dir")
         let bodies = try arguments.option("--bodies")
         let seconds = Double(try arguments.option("--seconds") ?? "5") ?? 5
-        let threads = try arguments.integer("--threads", default: 8, in: 1...512)
+        let threads = try arguments.integer("--threads", default: 8, in: 1...4096)
         let perAppend = try arguments.integer("--events-per-append", default: 100, in: 1...2000)
         let modeName = try arguments.option("--append") ?? LogAppendMode.completion.rawValue
         guard let mode = LogAppendMode(rawValue: modeName) else {
@@ -45,6 +45,11 @@ extension BenchCommand {
         if let text = try arguments.option("--preallocate") {
             configuration.preallocationBytes = try parseBytes(text, flag: "--preallocate")
         }
+        if let text = try arguments.option("--max-batch") {
+            configuration.maxBatchBytes = Int(try parseBytes(text, flag: "--max-batch"))
+        }
+        configuration.compressionThreads = try arguments.integer(
+            "--compressors", default: configuration.compressionThreads, in: 1...8)
         if let mode = try arguments.option("--durability"), mode != "fsync" {
             guard mode.hasPrefix("interval:") else {
                 throw UsageError(description: "--durability must be fsync or interval:DUR")
@@ -74,6 +79,7 @@ extension BenchCommand {
         }
         let elapsed = durationSeconds(clock.now - start)
         let frames = writer.framesCommitted
+        let syncs = writer.syncs
         // Not `writer.close()`: every counted append has been acknowledged, so its events are durable;
         // close() is not part of the measurement.
         let disk = diskUsage(configuration.nodeDirectory)
@@ -85,6 +91,8 @@ extension BenchCommand {
                 ("codec", configuration.codec.rawValue), ("durability", "\(configuration.durability)"),
                 ("level", String(configuration.compressionLevel)), ("append", mode.rawValue),
                 ("syncs_in_flight", String(configuration.syncsInFlight)),
+                ("compressors", String(configuration.compressionThreads)),
+                ("max_batch_bytes", String(configuration.maxBatchBytes)),
                 ("preallocate_bytes", String(configuration.preallocationBytes)),
                 ("threads", String(threads)), ("events_per_append", String(perAppend)),
                 ("events", String(events)), ("seconds", format(elapsed)),
@@ -92,6 +100,7 @@ extension BenchCommand {
                 ("mb_per_s", format(Double(ndjson) / elapsed / 1e6)),
                 ("ndjson_bytes", String(ndjson)), ("disk_bytes", String(disk)),
                 ("compression_ratio", format(Double(ndjson) / Double(max(1, disk)))), ("frames", String(frames)),
+                ("syncs", String(syncs.count)), ("sync_ms_mean", format(syncs.seconds * 1000 / Double(max(1, syncs.count)))),
                 ("ack_ms_mean", format(Double(counters.latencyNanos.load(ordering: .relaxed)) / 1e6
                     / Double(max(1, counters.acknowledged.load(ordering: .relaxed))))),
                 ("avg_envelope_bytes", String(pool.reduce(0) { $0 + $1.count } / pool.count)),
