@@ -75,9 +75,10 @@ package struct LogConfiguration: Sendable {
     package var maxBatchBytes: Int = 8 * 1024 * 1024
     /// When appends count as durable. Default `.fsync`.
     package var durability: Durability = .fsync
-    /// Fsync durability: `fdatasync` calls in flight at once, each on its own sync thread; the
-    /// committer writes the next group while earlier ones are being synced, and groups are still
-    /// acknowledged in write order. Default 1 (one sync at a time); 1...8. Two measured faster under
+    /// Fsync durability: `fdatasync` calls in flight at once. 1: the committer syncs each group
+    /// itself. 2 or more: each on its own sync thread; the committer writes the next group while
+    /// earlier ones are being synced, and groups are still acknowledged in write order. Default 1
+    /// (one sync at a time); 1...8. Two measured faster under
     /// heavy machine load but stalled the half-load p99 (120-200 ms in 3 of 5 runs) on a quiet one:
     /// docs/event-log.md, "Syncs in flight".
     package var syncsInFlight: Int = 1
@@ -100,8 +101,8 @@ package struct LogConfiguration: Sendable {
     package var maxFrameBytes: Int = SegmentFormat.maxFrameBytes
     /// Wall clock for ages and frame timestamps. Default the system clock.
     package var clock: LogClock = .system
-    /// What the sync threads call to sync a segment (fsync durability): 0 or the errno. Tests
-    /// replace it to make a sync fail; `fdatasync` otherwise.
+    /// What the writer calls to sync a written group (fsync durability): 0 or the errno. Tests
+    /// replace it to make a sync fail or slow; `fdatasync` otherwise.
     var groupSync: @Sendable (_ fd: Int32) -> Int32 = { fdatasync($0) == 0 ? 0 : errno }
 
     /// A configuration with defaults for everything but the directory.

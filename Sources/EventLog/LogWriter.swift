@@ -9,10 +9,11 @@ import Observability
 /// buffer, or a batch closed when it reached `maxBatchBytes`, so a deep queue is shared out in
 /// frames of about that size), stamped with a ticket (the order it left the queue), and compress
 /// it; one committer thread takes the compressed frames strictly in ticket order and writes every
-/// frame that is ready (when nothing else is in flight it compresses a due batch itself). With fsync durability the written
-/// group goes to one of `syncsInFlight` sync threads, which covers it with one `fdatasync` while
-/// the committer writes the next group; groups are acknowledged strictly in write order (interval
-/// durability: the committer syncs when due). So the next frames are compressed and written while
+/// frame that is ready (when nothing else is in flight it compresses a due batch itself). With fsync
+/// durability the committer covers the group with one `fdatasync` itself and wakes its appenders
+/// (one sync in flight, the default); with `syncsInFlight` of 2 or more the group goes to one of
+/// that many sync threads while the committer writes the next group, and groups are acknowledged
+/// strictly in write order (interval durability: the committer syncs when due). So the next frames are compressed and written while
 /// the previous ones are synced, and an append still returns only after a sync covering its frame
 /// and every earlier one. Pending bytes are bounded (`maxPendingBytes`): a full queue blocks
 /// appends up to `enqueueTimeout`, then fails them with `.unavailable`.
@@ -96,10 +97,13 @@ package final class LogWriter: Sendable {
     let deepBatchBytes = 4 << 20
     /// The open batch is closed once it holds this many bytes (`configuration.maxBatchBytes`).
     let maxBatchBytes: Int
-    /// Fsync durability: `configuration.syncsInFlight` sync threads (0 in interval mode: the
-    /// committer syncs). The committer writes the next group while earlier groups are being
-    /// synced; this disk completes several times more small syncs per second with concurrent
-    /// syncers than with one (`bench/eventlog/fsync-overlap.c`).
+    /// Fsync durability with `configuration.syncsInFlight` of 2 or more: that many sync threads.
+    /// The committer writes the next group while earlier groups are being synced; this disk
+    /// completes several times more small syncs per second with concurrent syncers than with one
+    /// (`bench/eventlog/fsync-overlap.c`). 0 otherwise: the committer syncs each group itself
+    /// (fsync durability with one sync in flight, where a sync thread would only add two thread
+    /// hand-offs per group: the committer could not write the next group before the sync ended
+    /// anyway), or when due (interval durability).
     let syncThreads: Int
 
     /// Opens the node's log, recovering the open segment (a torn tail is cut and logged), and
@@ -141,7 +145,7 @@ package final class LogWriter: Sendable {
             return job
         }
         shared.runningCompressors = encoders.count
-        syncThreads = configuration.durability == .fsync ? configuration.syncsInFlight : 0
+        syncThreads = configuration.durability == .fsync && configuration.syncsInFlight > 1 ? configuration.syncsInFlight : 0
         shared.runningSyncers = syncThreads
         monitor = Monitor(shared, conditions: Condition.firstDone + Condition.doneSlots)
         for index in 0..<syncThreads {

@@ -13,6 +13,8 @@ final class WriterCore: @unchecked Sendable {
     private let prefixSize: Int
     private let clock: LogClock
     private let metrics: LogMetrics
+    /// `fdatasync` (or the test's replacement): 0 or the errno.
+    private let groupSync: @Sendable (_ fd: Int32) -> Int32
     private var fd: Int32 = -1
     private var path = ""
     /// End of the frames written to the open segment (the file may extend past it with the zeros
@@ -52,6 +54,7 @@ final class WriterCore: @unchecked Sendable {
         codec = configuration.codec
         clock = configuration.clock
         self.metrics = metrics
+        groupSync = configuration.groupSync
         prefixSize = SegmentFormat.prefixSize(configuration.codec)
         maxSegmentBytes = configuration.maxSegmentBytes
         maxDiskBytes = configuration.maxDiskBytes
@@ -85,9 +88,9 @@ final class WriterCore: @unchecked Sendable {
         guard let group else { return consumed }
         if needsSync {
             let start = ContinuousClock.now
-            if fdatasync(fd) != 0 {
-                let error = Self.classify(LogError.io(call: "fdatasync", errno: errno, path: path))
-                failGroups([group], error: error)
+            let code = groupSync(fd)
+            if code != 0 {
+                failGroups([group], error: Self.syncError(code, group))
                 return consumed
             }
             metrics.fsyncSeconds.observe(since: start)

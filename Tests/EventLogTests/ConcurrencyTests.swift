@@ -218,13 +218,16 @@ import Testing
         }
     }
 
-    @Test("a failed sync fails its group and every later one in flight; acknowledged records stay, the log stays gap-free")
-    func failedSync() throws {
+    @Test(
+        "a failed sync fails its group and every later one in flight; acknowledged records stay, the log stays gap-free",
+        arguments: [1, 2])
+    func failedSync(syncsInFlight: Int) throws {
         try withTemporaryDirectory { dir in
             var configuration = testConfiguration(dir)
             configuration.groupCommitDelay = .zero
             configuration.retryAfter = .milliseconds(1)
-            configuration.syncsInFlight = 2  // later groups in flight when a sync fails
+            // 1: the committer syncs; 2: sync threads, with later groups in flight when a sync fails.
+            configuration.syncsInFlight = syncsInFlight
             let calls = Locked(0)
             configuration.groupSync = { fd in
                 let call = calls.withLock { count -> Int in

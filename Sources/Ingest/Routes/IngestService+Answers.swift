@@ -32,7 +32,7 @@ extension IngestService {
     }
 
     /// The answer for a normalised request once its append finished (or failed). `accepted` is
-    /// `acceptedResponse(outcome)` when the caller built it ahead (off the log's sync thread).
+    /// `acceptedResponse(outcome)` when the caller built it ahead (off the log's syncing thread).
     func answer(
         _ outcome: EncodedRequest, info: RequestInfo, error: (any Error)?, accepted: HTTPResponse? = nil
     ) -> HTTPResponse {

@@ -20,7 +20,7 @@ final class IngestService: HTTPHandler {
     let keys: KeyStore
     let sink: any EventSink
     /// `sink` when it completes appends itself (the event log): requests without dead letters are
-    /// appended straight from the HTTP worker and answered from the log's sync thread.
+    /// appended straight from the HTTP worker and answered from the log's thread that synced them.
     let completingSink: (any CompletingEventSink)?
     /// Requests with dead letters, and every request when the sink cannot complete appends itself.
     let commits: CommitQueue
@@ -122,9 +122,9 @@ final class IngestService: HTTPHandler {
         let deadLetters = outcome.rejected.isEmpty ? [] : deadLetters(for: outcome.rejected, body: decoded, info: info)
         if deadLetters.isEmpty, outcome.lines.lines > 0, let log = completingSink {
             // The common case: every event accepted. No committer thread: the worker queues the
-            // lines in the log and the log's sync thread resumes the connection once they are durable.
-            // The answer is built here, so the sync thread, which completes a whole group between
-            // two syncs, only hands it over.
+            // lines in the log and the log's thread that synced them (its committer, with one sync
+            // in flight) resumes the connection once they are durable. The answer is built here, so
+            // that thread, which completes a whole group between two syncs, only hands it over.
             let records = outcome.lines.lines
             let accepted = acceptedResponse(outcome)
             return .later { complete in
