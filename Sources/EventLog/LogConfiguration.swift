@@ -69,18 +69,18 @@ package struct LogConfiguration: Sendable {
     /// The most uncompressed bytes one frame is made from (plus the append that reaches it): when
     /// appends arrive faster than the compressors take them, the waiting batch is closed here and
     /// the next appends start another, so a deep queue becomes several frames of about this size
-    /// for the compressors to share, instead of one frame of the whole queue (whose buffers would
-    /// be too large to keep and were allocated again for every frame: 30-40 % fewer events per
-    /// second at 2,048 requests of 100 events in flight). Default 8 MiB (`groupCommitBytes` when that is larger).
+    /// for the compressors to share, instead of one frame of the whole queue (one compressor busy,
+    /// buffers too large to keep allocated again for every frame: without the cap the writer made
+    /// 40 % fewer events per second with 2,048 requests of 100 events in flight than with 512).
+    /// Default 8 MiB (`groupCommitBytes` when that is larger).
     package var maxBatchBytes: Int = 8 * 1024 * 1024
     /// When appends count as durable. Default `.fsync`.
     package var durability: Durability = .fsync
     /// Fsync durability: `fdatasync` calls in flight at once. 1: the committer syncs each group
     /// itself. 2 or more: each on its own sync thread; the committer writes the next group while
     /// earlier ones are being synced, and groups are still acknowledged in write order. Default 1
-    /// (one sync at a time); 1...8. Two measured faster under
-    /// heavy machine load but stalled the half-load p99 (120-200 ms in 3 of 5 runs) on a quiet one:
-    /// docs/event-log.md, "Syncs in flight".
+    /// (one sync at a time); 1...8. Two measured faster under heavy machine load but stalled the
+    /// half-load p99 (120-200 ms in 3 of 5 runs) on a quiet one: docs/event-log.md, "Syncs in flight".
     package var syncsInFlight: Int = 1
     /// The open segment is extended ahead of the frames with written zeros, this many bytes at a
     /// time, by a thread of its own (off the acknowledgement path); frames are then written into

@@ -59,7 +59,7 @@ extension LogWriter {
             var closed = shared.closed.removeFirst()
             shared.closedBytes -= closed.ndjson.count
             swap(&closed.ndjson, &job.ndjson)
-            shared.spareBuffers.append(closed.ndjson)  // the job's emptied buffer
+            if shared.spareBuffers.count < maxSpareBuffers { shared.spareBuffers.append(closed.ndjson) }  // the job's emptied buffer
             job.records = closed.records
             job.batch = closed.batch
         }
@@ -80,6 +80,9 @@ extension LogWriter {
         startBatch(shared)
         monitor.signal(Condition.work)
     }
+
+    /// Spare buffers kept for closing batches: one per compressor covers a steady deep queue.
+    var maxSpareBuffers: Int { configuration.compressionThreads }
 
     /// Under the lock: an empty open batch with a new set of appenders.
     private func startBatch(_ shared: Shared) {

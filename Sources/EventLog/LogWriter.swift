@@ -13,9 +13,9 @@ import Observability
 /// durability the committer covers the group with one `fdatasync` itself and wakes its appenders
 /// (one sync in flight, the default); with `syncsInFlight` of 2 or more the group goes to one of
 /// that many sync threads while the committer writes the next group, and groups are acknowledged
-/// strictly in write order (interval durability: the committer syncs when due). So the next frames are compressed and written while
-/// the previous ones are synced, and an append still returns only after a sync covering its frame
-/// and every earlier one. Pending bytes are bounded (`maxPendingBytes`): a full queue blocks
+/// strictly in write order (interval durability: the committer syncs when due). So the next frames
+/// are compressed (and, with sync threads, written) while the previous ones are synced, and an
+/// append still returns only after a sync covering its frame and every earlier one. Pending bytes are bounded (`maxPendingBytes`): a full queue blocks
 /// appends up to `enqueueTimeout`, then fails them with `.unavailable`.
 package final class LogWriter: Sendable {
     /// State shared by appenders and the pipeline threads; only touched under the monitor's lock.
@@ -31,7 +31,8 @@ package final class LogWriter: Sendable {
         var closed: [ClosedBatch] = []
         /// Bytes in `closed` (they count against the pending limit).
         var closedBytes = 0
-        /// Emptied buffers (with their capacity) for the next batch to close.
+        /// Emptied buffers (with their capacity) for the next batches to close; at most
+        /// `maxSpareBuffers`, so a burst's buffers do not stay allocated after it.
         var spareBuffers: [[UInt8]] = []
         /// Batches created so far; picks each batch's condition slot.
         var batchCount = 0
