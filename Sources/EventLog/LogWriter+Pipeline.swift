@@ -104,8 +104,8 @@ extension LogWriter {
     }
 
     /// True when the committer may take a due batch itself: no batch is being compressed or
-    /// waiting for it, and (fsync durability) a sync thread is free for the group it would write,
-    /// else (interval durability) nothing is being committed.
+    /// waiting for it, and (sync threads) a sync thread is free for the group it would write, else
+    /// (the committer syncs, or interval durability) nothing is being committed.
     func committerCanTake(_ shared: Shared) -> Bool {
         guard shared.nextTicket == shared.nextCommit else { return false }
         return syncThreads > 0 ? hasFreeSyncer(shared) : shared.committing == 0
@@ -196,8 +196,9 @@ extension LogWriter {
     /// Takes the frame with the next ticket and every consecutive one that is also compressed; or,
     /// when the committer is free to (`committerCanTake`), a due pending batch (`groupCommitBytes`
     /// reached, `groupCommitDelay` passed, or closing); else waits until one of these, a failed
-    /// sync or an interval sync is due. Fsync durability: takes nothing while no sync thread is
-    /// free, so requests arriving meanwhile gather into the next frame.
+    /// sync or an interval sync is due. With sync threads: takes nothing while none is free, so
+    /// requests arriving meanwhile gather into the next frame (as they do while the committer
+    /// syncs a group itself).
     private func takeCommitterWork() -> CommitterWork {
         let syncIn = core.nanosUntilSync()
         return monitor.withLock { shared in
