@@ -363,6 +363,20 @@ class Bench:
                  note=self.cpu_note(ours, base, "request"))
         self.ingest["single_rss"] = max(r["rss_kib"] for r in ours)
 
+    def rate_limited_batches(self, port, rate, seconds):
+        """A wrk run of batch requests at about `rate` requests/s (`delay_ms` in the result)."""
+        delay = max(1, round(WRK_CONNECTIONS * 1000 / rate))
+        for _ in range(2):
+            # Each connection waits `delay` after every answer: its cycle is delay + service
+            # time. A second 2 s calibration corrects the first, whose service time came from
+            # a lighter load (the first guess can overshoot to `delay` 1, i.e. full load).
+            calibration = self.wrk(port, "/api/analytics/batch", self.batch_files, 2, delay_ms=delay)
+            service_ms = WRK_CONNECTIONS * 1000 / max(1, calibration["ok_per_s"]) - delay
+            delay = max(1, round(WRK_CONNECTIONS * 1000 / rate - max(0.0, service_ms)))
+        run = self.wrk(port, "/api/analytics/batch", self.batch_files, seconds, delay_ms=delay)
+        run["delay_ms"] = delay
+        return run
+
     def half_peak_latency(self):
         """p99 at half of our peak batch rate, from a rate-limited closed loop (wrk + delay())."""
         if not self.ingest.get("ours_req"):
@@ -377,16 +391,7 @@ class Bench:
             else:
                 process, port = self.start_nginx("collector.conf.template", "nginx-halfpeak")
             try:
-                delay = max(1, round(WRK_CONNECTIONS * 1000 / rate))
-                for _ in range(2):
-                    # Each connection waits `delay` after every answer: its cycle is delay + service
-                    # time. A second 2 s calibration corrects the first, whose service time came from
-                    # a lighter load (the first guess can overshoot to `delay` 1, i.e. full load).
-                    calibration = self.wrk(port, "/api/analytics/batch", self.batch_files, 2, delay_ms=delay)
-                    service_ms = WRK_CONNECTIONS * 1000 / max(1, calibration["ok_per_s"]) - delay
-                    delay = max(1, round(WRK_CONNECTIONS * 1000 / rate - max(0.0, service_ms)))
-                results[side] = self.wrk(port, "/api/analytics/batch", self.batch_files, seconds, delay_ms=delay)
-                results[side]["delay_ms"] = delay
+                results[side] = self.rate_limited_batches(port, rate, seconds)
             finally:
                 self.procs.stop(process, timeout=3)
         o, b = results["ours"], results["nginx"]
