@@ -15,8 +15,9 @@ import Observability
 /// that many sync threads while the committer writes the next group, and groups are acknowledged
 /// strictly in write order (interval durability: the committer syncs when due). So the next frames
 /// are compressed (and, with sync threads, written) while the previous ones are synced, and an
-/// append still returns only after a sync covering its frame and every earlier one. Pending bytes are bounded (`maxPendingBytes`): a full queue blocks
-/// appends up to `enqueueTimeout`, then fails them with `.unavailable`.
+/// append still returns only after a sync covering its frame and every earlier one. Pending bytes
+/// are bounded (`maxPendingBytes`): a full queue blocks appends up to `enqueueTimeout`, then fails
+/// them with `.unavailable`.
 package final class LogWriter: Sendable {
     /// State shared by appenders and the pipeline threads; only touched under the monitor's lock.
     final class Shared {
