@@ -69,7 +69,9 @@ let package = Package(
         .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "EventModel", "Locking"], swiftSettings: strict),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["Ingest", "Aggregator", "Reports", "Simulator", "EventLog", "Postgres", "TestSupport"],
+            dependencies: [
+                "Ingest", "Aggregator", "Reports", "Simulator", "EventLog", "Postgres", "TestSupport", "detour-analytics",
+            ],
             swiftSettings: strict),
         // Crash, outage, disk-full, hostile-input and isolation tests against the real binary (issue 9).
         .testTarget(

@@ -1,6 +1,7 @@
 import Foundation
 import TestSupport
 import Testing
+@testable import detour_analytics
 
 /// What an operator sees at a terminal: help for every command, clear refusals of bad flags.
 @Suite
@@ -85,6 +86,23 @@ struct CommandLineTests {
             #expect(result.errors.contains("--segment-bytes must be 64KiB...64GiB"), "\(size): \(result.errors)")
             #expect(!FileManager.default.fileExists(atPath: data + "/segments"), "\(size)")
         }
+    }
+
+    @Test("a duration keeps fractions of a millisecond (250us and 0.25ms were once cut to 0); a bad one names the units")
+    func durationParsing() throws {
+        #expect(try parseDuration("250us", flag: "--commit-delay") == .microseconds(250))
+        #expect(try parseDuration("0.25ms", flag: "--commit-delay") == .microseconds(250))
+        #expect(try parseDuration("2s", flag: "--x") == .seconds(2))
+        #expect(try parseDuration("1.5", flag: "--x") == .milliseconds(1500))
+        #expect(try parseDuration("5m", flag: "--x") == .seconds(300))
+        #expect(try parseDuration("7d", flag: "--x") == .seconds(7 * 86400))
+        for bad in ["250 parsecs", "-1s", "", "1e12s"] {
+            #expect(throws: UsageError.self, "\(bad)") { try parseDuration(bad, flag: "--x") }
+        }
+        // Through the binary: refused with the usage status, naming the flag and the units.
+        let refused = try PipelineProcess.runToEnd(["serve", "--commit-delay", "250 parsecs", "--data-dir", "/nonexistent"])
+        #expect(refused.status == 64)
+        #expect(refused.errors.contains("--commit-delay must be a duration such as 200us"), "\(refused.errors)")
     }
 
     @Test("an unknown command is refused with exit status 64")

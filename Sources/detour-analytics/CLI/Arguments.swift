@@ -68,16 +68,19 @@ struct Arguments {
     }
 }
 
-/// Parses a duration such as `500ms`, `2s`, `5m`, `1h`, `7d`; a bare number is seconds.
+/// Parses a duration such as `200us`, `500ms`, `2s`, `5m`, `1h`, `7d` (to the microsecond); a bare
+/// number is seconds.
 func parseDuration(_ text: String, flag: String) throws -> Duration {
-    let units: [(String, Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600), ("d", 86400)]
+    // Longest suffix first ("ms" and "us" before "s"). Kept to the microsecond: `--commit-delay
+    // 200us` (or 0.2ms) is a useful setting, and whole milliseconds made it 0.
+    let units: [(String, Double)] = [("us", 1e-6), ("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600), ("d", 86400)]
     for (suffix, scale) in units where text.hasSuffix(suffix) {
-        if let number = Double(text.dropLast(suffix.count)), number >= 0 {
-            return .milliseconds(Int64(number * scale * 1000))
+        if let number = Double(text.dropLast(suffix.count)), number >= 0, number * scale < 1e9 {
+            return .microseconds(Int64((number * scale * 1e6).rounded()))
         }
     }
-    if let number = Double(text), number >= 0 { return .milliseconds(Int64(number * 1000)) }
-    throw UsageError(description: "\(flag) must be a duration such as 500ms, 2s, 5m, 1h or 7d, got \(text)")
+    if let number = Double(text), number >= 0, number < 1e9 { return .microseconds(Int64((number * 1e6).rounded())) }
+    throw UsageError(description: "\(flag) must be a duration such as 200us, 500ms, 2s, 5m, 1h or 7d, got \(text)")
 }
 
 /// Parses a byte size such as `128MiB`, `512KiB`, `2GiB` or a bare byte count.
