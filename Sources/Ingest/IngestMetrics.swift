@@ -1,75 +1,91 @@
 import Observability
 import Locking
 
-/// Ingest's metric handles, created once per label set and cached so the hot path does one
-/// dictionary lookup instead of building label strings in the registry.
+/// Ingest's metric handles, created once per label set and cached by route, so a request costs
+/// one lock and one lookup of its route name, not label strings built in the registry (nor a key
+/// string and a lookup per metric: that was three locked lookups per request).
 final class IngestMetrics: Sendable {
     let registry: MetricsRegistry
-    private let requests = HandleCache<Counter>()
-    private let latency = HandleCache<Histogram>()
-    private let bytesIn = HandleCache<Counter>()
-    private let accepted = HandleCache<Counter>()
-    private let rejected = HandleCache<Counter>()
+    private let routes = Locked<[String: RouteHandles]>([:])
 
     init(registry: MetricsRegistry) { self.registry = registry }
 
     func request(route: String, status: Int, bytes: Int, started: ContinuousClock.Instant) {
-        let key = "\(route) \(status)"
-        let counter = requests.handle(key) {
-            registry.counter(
-                "ingest_requests_total", help: "HTTP requests answered, by route and status",
-                labels: ["route": route, "status": String(status)])
-        }
-        counter.increment()
-        let histogram = latency.handle(route) {
-            registry.histogram(
-                "ingest_request_duration_seconds", help: "Time from request head to answer, by route",
-                labels: ["route": route])
-        }
-        histogram.observe(since: started)
-        if bytes > 0 {
-            let byteCounter = bytesIn.handle(route) {
-                registry.counter(
+        let (latency, counter, byteCounter) = routes.withLock { (routes) -> (Histogram, Counter, Counter?) in
+            let handles = self.handles(route, in: &routes)
+            let counter: Counter
+            if let found = handles.requests.first(where: { $0.status == status }) {
+                counter = found.counter
+            } else {
+                counter = registry.counter(
+                    "ingest_requests_total", help: "HTTP requests answered, by route and status",
+                    labels: ["route": route, "status": String(status)])
+                handles.requests.append((status, counter))
+            }
+            guard bytes > 0 else { return (handles.latency, counter, nil) }
+            if handles.bytesIn == nil {
+                handles.bytesIn = registry.counter(
                     "ingest_bytes_in_total", help: "Request body bytes received on the wire, by route",
                     labels: ["route": route])
             }
-            byteCounter.increment(by: bytes)
+            return (handles.latency, counter, handles.bytesIn)
         }
+        counter.increment()
+        latency.observe(since: started)
+        byteCounter?.increment(by: bytes)
     }
 
     func eventsAccepted(route: String, count: Int) {
         guard count > 0 else { return }
-        let counter = accepted.handle(route) {
-            registry.counter(
+        let counter = routes.withLock { (routes) -> Counter in
+            let handles = self.handles(route, in: &routes)
+            if let found = handles.accepted { return found }
+            let made = registry.counter(
                 "ingest_events_accepted_total", help: "Events made durable in the event log, by route",
                 labels: ["route": route])
+            handles.accepted = made
+            return made
         }
         counter.increment(by: count)
     }
 
     func eventRejected(route: String, code: String, count: Int = 1) {
-        let key = "\(route) \(code)"
-        let counter = rejected.handle(key) {
-            registry.counter(
+        let counter = routes.withLock { (routes) -> Counter in
+            let handles = self.handles(route, in: &routes)
+            if let found = handles.rejected.first(where: { $0.code == code }) { return found.counter }
+            let made = registry.counter(
                 "ingest_events_rejected_total",
                 help: "Events or whole requests refused, by route and code (written to the dead-letter log)",
                 labels: ["route": route, "code": code])
+            handles.rejected.append((code, made))
+            return made
         }
         counter.increment(by: count)
     }
+
+    /// Under the lock: `route`'s handles, made on its first use (the latency histogram with them;
+    /// the other series when first counted, so a route shows only what it has seen).
+    private func handles(_ route: String, in routes: inout [String: RouteHandles]) -> RouteHandles {
+        if let found = routes[route] { return found }
+        let made = RouteHandles(
+            latency: registry.histogram(
+                "ingest_request_duration_seconds", help: "Time from request head to answer, by route",
+                labels: ["route": route]))
+        routes[route] = made
+        return made
+    }
 }
 
-/// Metric handles by label key, each created once through the registry.
-private final class HandleCache<Handle: Sendable>: Sendable {
-    private let handles = Locked<[String: Handle]>([:])
+/// One route's metric handles. `@unchecked Sendable`: the `var`s change only under
+/// `IngestMetrics.routes`' lock; the handles themselves are thread-safe.
+private final class RouteHandles: @unchecked Sendable {
+    let latency: Histogram
+    /// By status, in order of first use (a route answers with a handful of statuses).
+    var requests: [(status: Int, counter: Counter)] = []
+    var bytesIn: Counter?
+    var accepted: Counter?
+    /// By rejection code, in order of first use.
+    var rejected: [(code: String, counter: Counter)] = []
 
-    /// The handle for `key`, made by `make` on first use.
-    func handle(_ key: String, make: () -> Handle) -> Handle {
-        handles.withLock { handles in
-            if let found = handles[key] { return found }
-            let made = make()
-            handles[key] = made
-            return made
-        }
-    }
+    init(latency: Histogram) { self.latency = latency }
 }

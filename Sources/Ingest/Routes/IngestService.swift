@@ -6,13 +6,23 @@ import Synchronization
 /// The ingest application behind `HTTPServer`: routing, auth, content checks, limits,
 /// normalisation, then a durable append before the answer.
 final class IngestService: HTTPHandler {
-    /// What `begin` learned, carried to `finish`.
-    struct RequestInfo: Sendable {
-        var route: Route
-        var appID: String
-        var sdkHeader: String?
-        var encoding: ContentEncoding
-        var receivedAt: Timestamp
+    /// What `begin` learned, carried to `finish`. A class: the request's context existential holds
+    /// the reference itself (a struct this size went into a box of its own), and handing it on
+    /// retains one object instead of each of its strings.
+    final class RequestInfo: Sendable {
+        let route: Route
+        let appID: String
+        let sdkHeader: String?
+        let encoding: ContentEncoding
+        let receivedAt: Timestamp
+
+        init(route: Route, appID: String, sdkHeader: String?, encoding: ContentEncoding, receivedAt: Timestamp) {
+            self.route = route
+            self.appID = appID
+            self.sdkHeader = sdkHeader
+            self.encoding = encoding
+            self.receivedAt = receivedAt
+        }
     }
 
     let configuration: IngestConfiguration
@@ -95,8 +105,9 @@ final class IngestService: HTTPHandler {
     }
 
     func finish(context: any Sendable, body: [UInt8]) -> RequestFinish {
-        if let report = context as? ReportRequest { return runReport(report) }
-        let info = context as! RequestInfo
+        // The class cast first: it is the common case, and casting a class instance to a struct
+        // type (a report request) takes the runtime's slow path.
+        guard let info = context as? RequestInfo else { return runReport(context as! ReportRequest) }
         let decoded: [UInt8]
         do {
             decoded = try Decompressor.decode(body, encoding: info.encoding, limit: configuration.maxDecompressedBytes)
@@ -146,8 +157,7 @@ final class IngestService: HTTPHandler {
     }
 
     func bodyTooLarge(context: any Sendable, limit: Int) -> HTTPResponse {
-        if context is ReportRequest { return HTTPResponse(error: .bodyTooLarge(limit: limit)) }
-        let info = context as! RequestInfo
+        guard let info = context as? RequestInfo else { return HTTPResponse(error: .bodyTooLarge(limit: limit)) }
         metrics.eventRejected(route: info.route.name, code: "body_too_large")
         return HTTPResponse(error: .bodyTooLarge(limit: limit))
     }
@@ -172,7 +182,7 @@ final class IngestService: HTTPHandler {
 
     /// The key and app from `Authorization: Bearer` and `X-App-ID`, checked against the key store.
     func authenticate(_ head: RequestHead) throws(IngestError) -> (appID: String, kind: KeyKind) {
-        guard let authorization = head.header("Authorization"), let key = Self.bearerToken(authorization) else {
+        guard let key = head.withHeader("Authorization", { $0.flatMap(Self.bearerToken(bytes:)) }) else {
             throw .missingKey
         }
         guard let appID = head.header("X-App-ID"), !appID.isEmpty else { throw .missingAppID }
@@ -193,9 +203,9 @@ final class IngestService: HTTPHandler {
         if let limiter = rateLimiter, let retryAfter = limiter.acquire(app: appID) {
             throw .rateLimited(retryAfter: retryAfter)
         }
-        try Self.checkContentType(head.header("Content-Type"))
+        try head.withHeader("Content-Type") { (bytes) throws(IngestError) in try Self.checkContentType(bytes: bytes) }
         let encoding = try ContentEncoding(header: head.header("Content-Encoding"))
-        if let length = head.header("Content-Length").flatMap({ Int($0) }), length > configuration.maxBodyBytes {
+        if let length = head.contentLength, length > configuration.maxBodyBytes {
             throw .bodyTooLarge(limit: configuration.maxBodyBytes)
         }
         return RequestInfo(
@@ -204,27 +214,52 @@ final class IngestService: HTTPHandler {
 
     /// The key from `Bearer <key>` (scheme case-insensitive), or nil.
     static func bearerToken(_ header: String) -> String? {
-        // What clients send: `Bearer <key>`, nothing around it. Matched as bytes; the token starts
-        // with an ASCII byte other than a blank, so the general path below would return the same.
-        let bytes = header.utf8
-        if bytes.count > 7, bytes.starts(with: "Bearer ".utf8), let last = bytes.last, last != 32, last != 9 {
-            let first = bytes[bytes.index(bytes.startIndex, offsetBy: 7)]
-            if first < 0x80, first != 32, first != 9 { return String(Substring(header.utf8.dropFirst(7))) }
+        var header = header
+        return header.withUTF8 { bearerToken(bytes: $0) }
+    }
+
+    /// `bearerToken(_:)` of a header's bytes as received: what clients send, `Bearer <key>` with
+    /// nothing around it, becomes the key without a String of the whole header first.
+    static func bearerToken(bytes: UnsafeBufferPointer<UInt8>) -> String? {
+        // Matched as bytes; the token starts with an ASCII byte other than a blank, so the general
+        // path below would return the same.
+        let prefix: StaticString = "Bearer "
+        if bytes.count > 7, memcmp(bytes.baseAddress!, prefix.utf8Start, 7) == 0, bytes[7] < 0x80, bytes[7] != 32,
+            bytes[7] != 9, bytes[bytes.count - 1] != 32, bytes[bytes.count - 1] != 9
+        {
+            return String(decoding: UnsafeBufferPointer(rebasing: bytes[7...]), as: UTF8.self)
         }
+        return generalBearerToken(String(decoding: bytes, as: UTF8.self))
+    }
+
+    /// `bearerToken(_:)` for any spacing and case of the scheme.
+    private static func generalBearerToken(_ header: String) -> String? {
         let trimmed = header.trimmingWhitespace()
         guard trimmed.count > 7, trimmed.prefix(7).lowercased() == "bearer " else { return nil }
         let token = trimmed.dropFirst(7).drop(while: { $0 == " " })
         return token.isEmpty ? nil : String(token)
     }
 
-    private static let jsonUTF8 = "application/json; charset=utf-8"
+    /// `checkContentType(_:)` of a header's bytes as received: the forms SDKs send are matched
+    /// without a String of the header.
+    static func checkContentType(bytes: UnsafeBufferPointer<UInt8>?) throws(IngestError) {
+        guard let bytes else { return }
+        func equals(_ form: StaticString) -> Bool {
+            bytes.count == form.utf8CodeUnitCount && memcmp(bytes.baseAddress!, form.utf8Start, bytes.count) == 0
+        }
+        if equals(jsonType) || equals(jsonUTF8Type) { return }
+        try checkContentType(String(decoding: bytes, as: UTF8.self))
+    }
+
+    private static let jsonType: StaticString = "application/json"
+    private static let jsonUTF8Type: StaticString = "application/json; charset=utf-8"
 
     /// JSON only: `application/json`, optionally with `charset=utf-8`. A missing Content-Type is
     /// accepted, because some SDK HTTP clients omit it; the body must still be JSON.
     static func checkContentType(_ header: String?) throws(IngestError) {
         guard let header else { return }
         // The forms SDKs send, without splitting and lowercasing.
-        if header.utf8.elementsEqual("application/json".utf8) || header.utf8.elementsEqual(jsonUTF8.utf8) { return }
+        if header == jsonType.description || header == jsonUTF8Type.description { return }
         let parts = header.split(separator: ";", omittingEmptySubsequences: false)
         let mediaType = String(parts[0]).trimmingWhitespace().lowercased()
         guard mediaType == "application/json" else { throw .unsupportedMediaType(String(header.prefix(100))) }

@@ -49,17 +49,19 @@ package enum RequestFinish: Sendable {
     case later(start: @Sendable (_ complete: @escaping @Sendable (HTTPResponse) -> Void) -> Void)
 }
 
-/// The request head as seen on the first callback; `header` is valid only during `begin`.
+/// The request head as seen on the first callback; `header` and `arguments` read the connection,
+/// so a head is valid only during `begin`.
 package struct RequestHead {
     /// `GET`, `POST`, ...
     package var method: String
     /// The path without the query string.
     package var path: String
-    /// Looks up a request header by name, case-insensitively.
-    package var header: (String) -> String?
-    /// The query-string arguments in order (percent-decoded by libmicrohttpd; a name without `=`
-    /// has an empty value), or nil when there are more than `limit` of them. Valid only during `begin`.
-    package var arguments: (_ limit: Int) -> [(name: String, value: String)]? = { _ in [] }
+    /// `Content-Length` as a number, when the request has a readable one (read once per request).
+    package var contentLength: Int?
+    /// The libmicrohttpd connection the headers and arguments are read from (`HTTPServer`'s
+    /// `header(_:)` and `arguments(_:)`; a pointer, not two closures capturing it: those were two
+    /// allocations per request).
+    let connection: OpaquePointer
 }
 
 /// The application side of `HTTPServer`: decides on the head, then on the full body.

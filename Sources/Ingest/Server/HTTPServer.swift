@@ -212,7 +212,7 @@ private let accessHandler: MHD_AccessHandlerCallback = {
     let state = Unmanaged<RequestState>.fromOpaque(existing).takeUnretainedValue()
     if state.isAnswered {
         // Resumed after a deferred answer.
-        guard let response = state.pending.withLock({ $0.take() }) else { return .YES }
+        guard let response = state.takeAnswer() else { return .YES }
         return queue(response, on: connection, state: state, core: core)
     }
     if uploadSize.pointee > 0, let uploadData {
@@ -243,7 +243,7 @@ private let accessHandler: MHD_AccessHandlerCallback = {
         MHD_suspend_connection(connection)
         let suspended = SuspendedConnection(pointer: connection)
         start { response in
-            state.pending.withLock { $0 = response }
+            state.setAnswer(response)
             MHD_resume_connection(suspended.pointer)
             core.suspended.wrappingSubtract(1, ordering: .releasing)
         }
@@ -259,15 +259,10 @@ private func begin(
     conCls: UnsafeMutablePointer<UnsafeMutableRawPointer?>
 ) -> MHD_Result {
     let started = ContinuousClock.now
-    let head = RequestHead(
-        method: method.map { String(cString: $0) } ?? "",
-        path: url.map { String(cString: $0) } ?? "/",
-        header: { name in
-            // withCString: a literal name is passed as it is stored (passing the String itself
-            // made an array copy of it for every lookup).
-            name.withCString { MHD_lookup_connection_value(connection, .HEADER_KIND, $0) }.map { String(cString: $0) }
-        },
-        arguments: { limit in queryArguments(of: connection, limit: limit) })
+    var head = RequestHead(
+        method: method.map { String(cString: $0) } ?? "", path: url.map { String(cString: $0) } ?? "/",
+        connection: connection)
+    head.contentLength = head.header("Content-Length").flatMap { Int($0) }
     core.inFlight.wrappingAdd(1, ordering: .relaxed)
     let state: RequestState
     var early: HTTPResponse?
@@ -279,7 +274,7 @@ private func begin(
         state = RequestState(route: route, started: started, limit: limit, context: context)
         // The body arrives in chunks of the connection's read buffer: sized once from
         // Content-Length (within the limit), it is not regrown and copied on the way.
-        if let declared = head.header("Content-Length").flatMap({ Int($0) }), declared > 0, declared <= limit {
+        if let declared = head.contentLength, declared > 0, declared <= limit {
             state.body.reserveCapacity(declared)
         }
     }
@@ -289,7 +284,7 @@ private func begin(
         // fully received. Small bodies are read and dropped so the connection stays alive; large
         // or chunked ones are cut off right away.
         let chunked = head.header("Transfer-Encoding") != nil
-        let declared = head.header("Content-Length").flatMap { Int($0) } ?? 0
+        let declared = head.contentLength ?? 0
         if !chunked, declared <= smallBodyDiscardLimit, early.status != 413 {
             state.earlyResponse = early
             return .YES
@@ -298,6 +293,37 @@ private func begin(
         return queue(early, on: connection, state: state, core: core)
     }
     return .YES
+}
+
+extension RequestHead {
+    /// Looks up a request header by name, case-insensitively.
+    package func header(_ name: String) -> String? {
+        // withCString: a literal name is passed as it is stored (passing the String itself made an
+        // array copy of it for every lookup).
+        name.withCString { MHD_lookup_connection_value(connection, .HEADER_KIND, $0) }.map { String(cString: $0) }
+    }
+
+    /// Runs `body` with a request header's value as bytes (nil when absent), found as `header(_:)`
+    /// finds it but without making a String of it (for values compared or cut, not kept).
+    package func withHeader<Result, Failure: Error>(
+        _ name: String, _ body: (UnsafeBufferPointer<UInt8>?) throws(Failure) -> Result
+    ) throws(Failure) -> Result {
+        var value: UnsafePointer<CChar>?
+        var length = 0
+        let found = name.withCString { key in
+            MHD_lookup_connection_value_n(connection, .HEADER_KIND, key, strlen(key), &value, &length)
+        }
+        guard found == .YES, let value else { return try body(nil) }
+        return try value.withMemoryRebound(to: UInt8.self, capacity: length) { (bytes) throws(Failure) in
+            try body(UnsafeBufferPointer(start: bytes, count: length))
+        }
+    }
+
+    /// The query-string arguments in order (percent-decoded by libmicrohttpd; a name without `=`
+    /// has an empty value), or nil when there are more than `limit` of them.
+    package func arguments(_ limit: Int) -> [(name: String, value: String)]? {
+        queryArguments(of: connection, limit: limit)
+    }
 }
 
 /// Collects query-string arguments for `queryArguments`; reached through the iterator's `cls`.

@@ -1,11 +1,14 @@
-import Locking
+import Synchronization
 
 /// Per-request state that libmicrohttpd keeps for us in `*con_cls` between callbacks.
 ///
 /// `@unchecked Sendable` invariant: libmicrohttpd calls every callback of one connection from the
-/// one worker thread that owns it, so all stored properties except `pending` are touched by that
-/// thread only. `pending` is the hand-over from the thread that finishes a suspended request; it
-/// sits in a `Locked`, and `MHD_resume_connection` happens after it is set.
+/// one worker thread that owns it, so all stored properties except `answer` are touched by that
+/// thread only. `answer` is the hand-over from the thread that finishes a suspended request: it is
+/// written once, then published with a releasing store to `hasAnswer`, then the connection is
+/// resumed; the worker reads it only after an acquiring load sees `hasAnswer`. (An atomic flag in
+/// the object, not a lock object beside it: that was two allocations per request, the lock and its
+/// pthread mutex; ThreadSanitizer checks atomics as it checks locks.)
 final class RequestState: @unchecked Sendable {
     let route: String
     let started: ContinuousClock.Instant
@@ -19,13 +22,27 @@ final class RequestState: @unchecked Sendable {
     var isAnswered = false
     /// An answer decided from the head, sent once the (small) body has been read and dropped.
     var earlyResponse: HTTPResponse?
-    let pending = Locked<HTTPResponse?>(nil)
+    private var answer: HTTPResponse?
+    private let hasAnswer = Atomic<Bool>(false)
 
     init(route: String, started: ContinuousClock.Instant, limit: Int, context: any Sendable) {
         self.route = route
         self.started = started
         self.limit = limit
         self.context = context
+    }
+
+    /// From the finishing thread, once, before the connection is resumed: the deferred answer.
+    func setAnswer(_ response: HTTPResponse) {
+        answer = response
+        hasAnswer.store(true, ordering: .releasing)
+    }
+
+    /// On the worker, once resumed: the deferred answer, or nil when none was set (or it was taken).
+    func takeAnswer() -> HTTPResponse? {
+        guard hasAnswer.load(ordering: .acquiring) else { return nil }
+        defer { answer = nil }
+        return answer
     }
 
     /// What to do with one chunk of body.
