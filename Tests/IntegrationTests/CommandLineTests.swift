@@ -96,6 +96,7 @@ struct CommandLineTests {
         #expect(try parseDuration("1.5", flag: "--x") == .milliseconds(1500))
         #expect(try parseDuration("5m", flag: "--x") == .seconds(300))
         #expect(try parseDuration("7d", flag: "--x") == .seconds(7 * 86400))
+        #expect(try parseDuration("36500d", flag: "--retention") == .seconds(36500 * 86400))  // "keep for a century"
         for bad in ["250 parsecs", "-1s", "", "1e12s"] {
             #expect(throws: UsageError.self, "\(bad)") { try parseDuration(bad, flag: "--x") }
         }

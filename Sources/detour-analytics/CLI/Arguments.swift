@@ -72,14 +72,15 @@ struct Arguments {
 /// number is seconds.
 func parseDuration(_ text: String, flag: String) throws -> Duration {
     // Longest suffix first ("ms" and "us" before "s"). Kept to the microsecond: `--commit-delay
-    // 200us` (or 0.2ms) is a useful setting, and whole milliseconds made it 0.
+    // 200us` (or 0.2ms) is a useful setting, and whole milliseconds made it 0. Below 1e12 s, so
+    // the microseconds fit in an Int64.
     let units: [(String, Double)] = [("us", 1e-6), ("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600), ("d", 86400)]
     for (suffix, scale) in units where text.hasSuffix(suffix) {
-        if let number = Double(text.dropLast(suffix.count)), number >= 0, number * scale < 1e9 {
+        if let number = Double(text.dropLast(suffix.count)), number >= 0, number * scale < 1e12 {
             return .microseconds(Int64((number * scale * 1e6).rounded()))
         }
     }
-    if let number = Double(text), number >= 0, number < 1e9 { return .microseconds(Int64((number * 1e6).rounded())) }
+    if let number = Double(text), number >= 0, number < 1e12 { return .microseconds(Int64((number * 1e6).rounded())) }
     throw UsageError(description: "\(flag) must be a duration such as 200us, 500ms, 2s, 5m, 1h or 7d, got \(text)")
 }
 
