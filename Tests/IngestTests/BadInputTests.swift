@@ -153,16 +153,23 @@ struct BadInputTests {
         #expect(rejected.first?["index"] as? Int == 1)
     }
 
-    @Test("rejections are counted in metrics by route and code")
+    @Test("rejections are counted in metrics by route and code, answers by route and status")
     func rejectionMetrics() throws {
         let server = try TestServer()
-        _ = try server.client().request(
-            "POST", "/api/analytics/event", headers: TestServer.sdkHeaders(), body: Array("nope".utf8))
-        _ = try server.client().request(
-            "POST", "/api/analytics/event", headers: TestServer.sdkHeaders(), body: Self.event)
-        let text = try server.client().request("GET", "/metrics").text
-        #expect(text.contains(#"ingest_events_rejected_total{code="invalid_json",route="event"} 1"#))
+        let client = try server.client()
+        for _ in 0..<2 {
+            _ = try client.request("POST", "/api/analytics/event", headers: TestServer.sdkHeaders(), body: Array("nope".utf8))
+        }
+        _ = try client.request("POST", "/api/analytics/event", headers: TestServer.sdkHeaders(), body: Self.event)
+        _ = try client.request("POST", "/api/analytics/event", headers: TestServer.sdkHeaders(), body: Array("{}".utf8))
+        let text = try client.request("GET", "/metrics").text
+        // Two codes and two statuses on one route, each its own series with its own count.
+        #expect(text.contains(#"ingest_events_rejected_total{code="invalid_json",route="event"} 2"#))
+        #expect(text.contains(#"ingest_events_rejected_total{code="missing_field",route="event"} 1"#))
         #expect(text.contains(#"ingest_events_accepted_total{route="event"} 1"#))
+        #expect(text.contains(#"ingest_requests_total{route="event",status="400"} 3"#))
+        #expect(text.contains(#"ingest_requests_total{route="event",status="200"} 1"#))
         #expect(text.contains(#"ingest_bytes_in_total{route="event"}"#))
+        #expect(text.contains(#"ingest_request_duration_seconds_count{route="event"} 4"#))
     }
 }
