@@ -358,8 +358,8 @@ class Bench:
         """Figure 2 at wrk's 64 connections (the issue's example settings), then the same at 256
         connections, both sides alike: with fsync durability every answer waits for a group's
         `fdatasync`, so at 64 connections part of our rate is bound by that round trip rather than
-        by CPU (docs/ingest.md, "Single events at 64 connections"); 256 shows the rate with more
-        clients in flight, as a collector facing many SDK installs has."""
+        by CPU (docs/ingest.md, ninth session, "Why 64 connections sit at the line"); 256 shows the
+        rate with more clients in flight, as a collector facing many SDK installs has."""
         seconds, rounds = (4, 2) if self.quick else (10, 3)
         rss = 0
         for connections, key, label in ((WRK_CONNECTIONS, "ingest_single", "single"),
