@@ -50,12 +50,7 @@ extension BenchCommand {
         }
         configuration.compressionThreads = try arguments.integer(
             "--compressors", default: configuration.compressionThreads, in: 1...8)
-        if let mode = try arguments.option("--durability"), mode != "fsync" {
-            guard mode.hasPrefix("interval:") else {
-                throw UsageError(description: "--durability must be fsync or interval:DUR")
-            }
-            configuration.durability = .interval(try parseDuration(String(mode.dropFirst(9)), flag: "--durability"))
-        }
+        if let durability = try arguments.durability() { configuration.durability = durability }
         try arguments.finish()
 
         let pool = try envelopePool(bodies: bodies)
