@@ -296,20 +296,20 @@ private func begin(
 }
 
 extension RequestHead {
-    /// Looks up a request header by name, case-insensitively.
+    /// Looks up a request header by name, case-insensitively (invalid UTF-8 is repaired).
     package func header(_ name: String) -> String? {
-        // withCString: a literal name is passed as it is stored (passing the String itself made an
-        // array copy of it for every lookup).
-        name.withCString { MHD_lookup_connection_value(connection, .HEADER_KIND, $0) }.map { String(cString: $0) }
+        withHeader(name) { $0.map { String(decoding: $0, as: UTF8.self) } }
     }
 
-    /// Runs `body` with a request header's value as bytes (nil when absent), found as `header(_:)`
-    /// finds it but without making a String of it (for values compared or cut, not kept).
+    /// Runs `body` with a request header's value as bytes (nil when absent), without making a
+    /// String of it (for values compared or cut, not kept).
     package func withHeader<Result, Failure: Error>(
         _ name: String, _ body: (UnsafeBufferPointer<UInt8>?) throws(Failure) -> Result
     ) throws(Failure) -> Result {
         var value: UnsafePointer<CChar>?
         var length = 0
+        // withCString: a literal name is passed as it is stored (passing the String itself made an
+        // array copy of it for every lookup).
         let found = name.withCString { key in
             MHD_lookup_connection_value_n(connection, .HEADER_KIND, key, strlen(key), &value, &length)
         }
