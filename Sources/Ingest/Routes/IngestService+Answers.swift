@@ -31,17 +31,21 @@ extension IngestService {
         }
     }
 
-    /// The answer for a normalised request once its append finished (or failed). `accepted` is
-    /// `acceptedResponse(outcome)` when the caller built it ahead (off the log's syncing thread).
+    /// The answer for a request on `route` with `records` accepted events once its append finished
+    /// (or failed); `accepted` is its answer when the append succeeded (`acceptedResponse`, which
+    /// the fast path builds ahead, off the log's syncing thread). It takes the count and the route
+    /// name rather than the request and its info: the log's committer runs this and then drops
+    /// what the completion holds, and the request's objects are better freed by the thread that
+    /// allocated them (a free from another thread takes that thread's malloc arena lock).
     func answer(
-        _ outcome: EncodedRequest, info: RequestInfo, error: (any Error)?, accepted: HTTPResponse? = nil
+        route: String, records: Int, error: (any Error)?, accepted: @autoclosure () -> HTTPResponse
     ) -> HTTPResponse {
         if let error {
             if let ingestError = error as? IngestError { return HTTPResponse(error: ingestError) }
             return HTTPResponse(error: .logUnavailable(reason: "\(error)"))
         }
-        metrics.eventsAccepted(route: info.route.name, count: outcome.recordCount)
-        return accepted ?? acceptedResponse(outcome)
+        metrics.eventsAccepted(route: route, count: records)
+        return accepted()
     }
 
     /// The answer once every accepted event of `outcome` is durable: counts and per-event

@@ -138,19 +138,23 @@ final class IngestService: HTTPHandler {
             // that thread, which completes a whole group between two syncs, only hands it over.
             let records = outcome.lines.lines
             let accepted = acceptedResponse(outcome)
+            let route = info.route.name
             return .later { complete in
                 outcome.lines.withUnsafeBytes { ndjson in
                     log.append(ndjson: ndjson, records: records) { error in
                         self.commits.noteAppend(error: error, records: records)
-                        complete(self.answer(outcome, info: info, error: error, accepted: accepted))
+                        complete(self.answer(route: route, records: records, error: error, accepted: accepted))
                     }
                 }
             }
         }
-        let job = { @Sendable (complete: @escaping @Sendable (HTTPResponse) -> Void) in
+        let job = { @Sendable (complete: Completion) in
             self.commits.enqueue(
                 CommitQueue.Job(ndjson: outcome.lines, deadLetters: deadLetters) { error in
-                    complete(self.answer(outcome, info: info, error: error))
+                    complete(
+                        self.answer(
+                            route: info.route.name, records: outcome.recordCount, error: error,
+                            accepted: self.acceptedResponse(outcome)))
                 })
         }
         return .later(start: job)

@@ -46,7 +46,7 @@ package enum RequestFinish: Sendable {
     case respond(HTTPResponse)
     /// The answer comes later: the server suspends the connection, then calls `start` with a
     /// completion that must be called exactly once, from any thread.
-    case later(start: @Sendable (_ complete: @escaping @Sendable (HTTPResponse) -> Void) -> Void)
+    case later(start: @Sendable (_ complete: Completion) -> Void)
 }
 
 /// The request head as seen on the first callback; `header` and `arguments` read the connection,
