@@ -278,12 +278,17 @@ class Bench:
         return total / os.sysconf("SC_CLK_TCK")
 
     def wrk_cpu(self, process, port, path, files, seconds, events_per_request):
-        """A measured wrk run plus the server's CPU microseconds per event (a figure the machine's
-        other load barely moves, unlike the rates: see docs/benchmarks.md)."""
+        """A measured wrk run plus the server's CPU microseconds per event (`cpu_us`, a figure the
+        machine's other load barely moves, unlike the rates: see docs/benchmarks.md) and wrk's own
+        (`wrk_us`: both share the two cores, so the pair bounds the rate a side can reach)."""
         before = self.cpu_seconds(process.pid)
+        wrk_before = os.times()
         run = self.wrk(port, path, files, seconds)
+        wrk_after = os.times()
         events = max(1, (run["requests"] - run["non2xx"]) * events_per_request)
         run["cpu_us"] = (self.cpu_seconds(process.pid) - before) * 1e6 / events
+        run["wrk_us"] = ((wrk_after.children_user + wrk_after.children_system)
+                         - (wrk_before.children_user + wrk_before.children_system)) * 1e6 / events
         return run
 
     def settle(self):
@@ -350,9 +355,15 @@ class Bench:
 
     @staticmethod
     def cpu_note(ours, base, unit):
+        """Median CPU per event of each server, and with wrk's added the ratio the two sides would
+        reach if both kept the cores fully busy: the ceiling of the measured ratio, which the wait
+        for each group's `fdatasync` can only lower (docs/ingest.md, "tenth session")."""
         o = statistics.median(r["cpu_us"] for r in ours)
         b = statistics.median(r["cpu_us"] for r in base)
-        return f"server CPU per {unit}: {o:.2f} us vs nginx {b:.2f} us"
+        ow = statistics.median(r["wrk_us"] for r in ours)
+        bw = statistics.median(r["wrk_us"] for r in base)
+        return (f"server CPU per {unit}: {o:.2f} us vs nginx {b:.2f} us; with wrk's: {o + ow:.2f} vs {b + bw:.2f} us, "
+                f"CPU-bound ratio {(b + bw) / (o + ow):.2f}x")
 
     def ingest_singles(self):
         """Figure 2 at wrk's 64 connections (the issue's example settings), then the same at 256
