@@ -244,26 +244,29 @@ final class IngestService: HTTPHandler {
         return token.isEmpty ? nil : String(token)
     }
 
+    /// JSON only: `application/json`, optionally with `charset=utf-8`. A missing Content-Type is
+    /// accepted, because some SDK HTTP clients omit it; the body must still be JSON.
+    static func checkContentType(_ header: String?) throws(IngestError) {
+        guard var header else { return }
+        try header.withUTF8 { bytes in Result { () throws(IngestError) in try checkContentType(bytes: bytes) } }.get()
+    }
+
     /// `checkContentType(_:)` of a header's bytes as received: the forms SDKs send are matched
-    /// without a String of the header.
+    /// without a String of the header (and without splitting and lowercasing).
     static func checkContentType(bytes: UnsafeBufferPointer<UInt8>?) throws(IngestError) {
         guard let bytes else { return }
         func equals(_ form: StaticString) -> Bool {
             bytes.count == form.utf8CodeUnitCount && memcmp(bytes.baseAddress!, form.utf8Start, bytes.count) == 0
         }
         if equals(jsonType) || equals(jsonUTF8Type) { return }
-        try checkContentType(String(decoding: bytes, as: UTF8.self))
+        try checkGeneralContentType(String(decoding: bytes, as: UTF8.self))
     }
 
     private static let jsonType: StaticString = "application/json"
     private static let jsonUTF8Type: StaticString = "application/json; charset=utf-8"
 
-    /// JSON only: `application/json`, optionally with `charset=utf-8`. A missing Content-Type is
-    /// accepted, because some SDK HTTP clients omit it; the body must still be JSON.
-    static func checkContentType(_ header: String?) throws(IngestError) {
-        guard let header else { return }
-        // The forms SDKs send, without splitting and lowercasing.
-        if header == jsonType.description || header == jsonUTF8Type.description { return }
+    /// `checkContentType(_:)` for any case, spacing and parameters.
+    private static func checkGeneralContentType(_ header: String) throws(IngestError) {
         let parts = header.split(separator: ";", omittingEmptySubsequences: false)
         let mediaType = String(parts[0]).trimmingWhitespace().lowercased()
         guard mediaType == "application/json" else { throw .unsupportedMediaType(String(header.prefix(100))) }
