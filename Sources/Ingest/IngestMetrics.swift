@@ -10,17 +10,22 @@ final class IngestMetrics: Sendable {
 
     init(registry: MetricsRegistry) { self.registry = registry }
 
-    func request(route: String, status: Int, bytes: Int, started: ContinuousClock.Instant) {
+    /// Counts an answered request: by route and status, and for an error answer also by its code
+    /// (`code` label; absent on answers without one, such as 200s and the 400 whose every event was
+    /// rejected, whose codes are in `ingest_events_rejected_total`).
+    func request(route: String, status: Int, code: String?, bytes: Int, started: ContinuousClock.Instant) {
         let (latency, counter, byteCounter) = routes.withLock { (routes) -> (Histogram, Counter, Counter?) in
             let handles = self.handles(route, in: &routes)
             let counter: Counter
-            if let found = handles.requests.first(where: { $0.status == status }) {
+            if let found = handles.requests.first(where: { $0.status == status && $0.code == code }) {
                 counter = found.counter
             } else {
+                var labels = ["route": route, "status": String(status)]
+                if let code { labels["code"] = code }
                 counter = registry.counter(
-                    "ingest_requests_total", help: "HTTP requests answered, by route and status",
-                    labels: ["route": route, "status": String(status)])
-                handles.requests.append((status, counter))
+                    "ingest_requests_total", help: "HTTP requests answered, by route, status and error code",
+                    labels: labels)
+                handles.requests.append((status, code, counter))
             }
             guard bytes > 0 else { return (handles.latency, counter, nil) }
             if handles.bytesIn == nil {
@@ -55,7 +60,7 @@ final class IngestMetrics: Sendable {
             if let found = handles.rejected.first(where: { $0.code == code }) { return found.counter }
             let made = registry.counter(
                 "ingest_events_rejected_total",
-                help: "Events or whole requests refused, by route and code (written to the dead-letter log)",
+                help: "Events or whole requests refused after their body was read (each dead-lettered), by route and code",
                 labels: ["route": route, "code": code])
             handles.rejected.append((code, made))
             return made
@@ -80,8 +85,8 @@ final class IngestMetrics: Sendable {
 /// `IngestMetrics.routes`' lock; the handles themselves are thread-safe.
 private final class RouteHandles: @unchecked Sendable {
     let latency: Histogram
-    /// By status, in order of first use (a route answers with a handful of statuses).
-    var requests: [(status: Int, counter: Counter)] = []
+    /// By status and error code, in order of first use (a route answers with a handful of them).
+    var requests: [(status: Int, code: String?, counter: Counter)] = []
     var bytesIn: Counter?
     var accepted: Counter?
     /// By rejection code, in order of first use.

@@ -153,7 +153,7 @@ struct BadInputTests {
         #expect(rejected.first?["index"] as? Int == 1)
     }
 
-    @Test("rejections are counted in metrics by route and code, answers by route and status")
+    @Test("rejections are counted in metrics by route and code, answers by route, status and error code")
     func rejectionMetrics() throws {
         let server = try TestServer()
         let client = try server.client()
@@ -162,14 +162,28 @@ struct BadInputTests {
         }
         _ = try client.request("POST", "/api/analytics/event", headers: TestServer.sdkHeaders(), body: Self.event)
         _ = try client.request("POST", "/api/analytics/event", headers: TestServer.sdkHeaders(), body: Array("{}".utf8))
+        // Refused from the head alone: two 401s an operator must tell apart, and a 415.
+        _ = try client.request("POST", "/api/analytics/event", headers: TestServer.sdkHeaders(key: "nope"), body: Self.event)
+        _ = try client.request(
+            "POST", "/api/analytics/event", headers: [("Authorization", "Bearer \(TestServer.publishableKey)")], body: Self.event)
+        _ = try client.request(
+            "POST", "/api/analytics/event", headers: [("Content-Type", "text/plain")] + TestServer.sdkHeaders().dropFirst(),
+            body: Self.event)
         let text = try client.request("GET", "/metrics").text
         // Two codes and two statuses on one route, each its own series with its own count.
         #expect(text.contains(#"ingest_events_rejected_total{code="invalid_json",route="event"} 2"#))
         #expect(text.contains(#"ingest_events_rejected_total{code="missing_field",route="event"} 1"#))
         #expect(text.contains(#"ingest_events_accepted_total{route="event"} 1"#))
-        #expect(text.contains(#"ingest_requests_total{route="event",status="400"} 3"#))
+        // Error answers carry their code; the 400 whose one event was rejected has no single code.
+        #expect(text.contains(#"ingest_requests_total{code="invalid_json",route="event",status="400"} 2"#))
+        #expect(text.contains(#"ingest_requests_total{route="event",status="400"} 1"#))
         #expect(text.contains(#"ingest_requests_total{route="event",status="200"} 1"#))
+        #expect(text.contains(#"ingest_requests_total{code="invalid_key",route="event",status="401"} 1"#))
+        #expect(text.contains(#"ingest_requests_total{code="missing_app_id",route="event",status="401"} 1"#))
+        #expect(text.contains(#"ingest_requests_total{code="unsupported_media_type",route="event",status="415"} 1"#))
+        // Nothing was read or dead-lettered for those.
+        #expect(!text.contains(#"ingest_events_rejected_total{code="invalid_key""#))
         #expect(text.contains(#"ingest_bytes_in_total{route="event"}"#))
-        #expect(text.contains(#"ingest_request_duration_seconds_count{route="event"} 4"#))
+        #expect(text.contains(#"ingest_request_duration_seconds_count{route="event"} 7"#))
     }
 }

@@ -136,7 +136,7 @@ struct HTTPEdgeTests {
         let response = try server.client().request("GET", "/metrics")
         #expect(response.status == 200)
         #expect(response.header("Content-Type")?.hasPrefix("text/plain") == true)
-        #expect(response.text.contains(#"ingest_requests_total{route="unmatched",status="404"} 1"#))
+        #expect(response.text.contains(#"ingest_requests_total{code="not_found",route="unmatched",status="404"} 1"#))
         #expect(response.text.contains(#"ingest_requests_total{route="healthz",status="200"} 1"#))
         #expect(response.text.contains("ingest_request_duration_seconds_bucket"))
     }

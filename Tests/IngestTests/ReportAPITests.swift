@@ -177,7 +177,7 @@ struct ReportAPITests {
                 + "X-App-ID: \(TestServer.app)\r\n\r\n").utf8)
     }
 
-    @Test("report requests are counted by route and status, with a latency histogram")
+    @Test("report requests are counted by route, status and error code, with a latency histogram")
     func metrics() throws {
         let server = try TestServer(reportProvider: EchoReportProvider())
         let client = try server.client()
@@ -185,7 +185,7 @@ struct ReportAPITests {
         _ = try client.request("GET", "/api/reports/links")
         let text = try client.request("GET", "/metrics").text
         #expect(text.contains(#"ingest_requests_total{route="reports_links",status="200"} 1"#))
-        #expect(text.contains(#"ingest_requests_total{route="reports_links",status="401"} 1"#))
+        #expect(text.contains(#"ingest_requests_total{code="missing_key",route="reports_links",status="401"} 1"#))
         #expect(text.contains(#"ingest_request_duration_seconds_count{route="reports_links"} 2"#))
     }
 

@@ -160,14 +160,14 @@ final class IngestService: HTTPHandler {
         return .later(start: job)
     }
 
+    /// Counted by `completed` like a declared size over the limit (`ingest_requests_total` with
+    /// code `body_too_large`); the body is not kept, so there is no dead letter.
     func bodyTooLarge(context: any Sendable, limit: Int) -> HTTPResponse {
-        guard let info = context as? RequestInfo else { return HTTPResponse(error: .bodyTooLarge(limit: limit)) }
-        metrics.eventRejected(route: info.route.name, code: "body_too_large")
-        return HTTPResponse(error: .bodyTooLarge(limit: limit))
+        HTTPResponse(error: .bodyTooLarge(limit: limit))
     }
 
-    func completed(route: String, status: Int, bytesIn: Int, started: ContinuousClock.Instant) {
-        metrics.request(route: route, status: status, bytes: bytesIn, started: started)
+    func completed(route: String, status: Int, code: String?, bytesIn: Int, started: ContinuousClock.Instant) {
+        metrics.request(route: route, status: status, code: code, bytes: bytesIn, started: started)
     }
 
     // MARK: Steps

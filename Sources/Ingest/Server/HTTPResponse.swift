@@ -8,6 +8,9 @@ package struct HTTPResponse: Sendable {
     package var headers: [(String, String)]
     /// The body bytes.
     package var body: [UInt8]
+    /// The stable code of an `{"error":{"code":...}}` answer (`init(error:)`), for metrics; nil for
+    /// every other answer.
+    package var errorCode: String?
 
     /// Creates a response; `contentType` defaults to JSON.
     package init(
@@ -29,6 +32,7 @@ package struct HTTPResponse: Sendable {
         writer.string(answer.message)
         writer.raw("}}")
         self.init(status: answer.status, body: writer.bytes, headers: answer.headers)
+        errorCode = answer.code
     }
 }
 
@@ -72,8 +76,8 @@ package protocol HTTPHandler: Sendable {
     func finish(context: any Sendable, body: [UInt8]) -> RequestFinish
     /// The answer when the body exceeds the `readBody` limit while streaming.
     func bodyTooLarge(context: any Sendable, limit: Int) -> HTTPResponse
-    /// Called once per answered request, for metrics.
-    func completed(route: String, status: Int, bytesIn: Int, started: ContinuousClock.Instant)
+    /// Called once per answered request, for metrics (`code`: the answer's `errorCode`).
+    func completed(route: String, status: Int, code: String?, bytesIn: Int, started: ContinuousClock.Instant)
     /// Answers given often enough to be built once: the server prepares these at start and sends
     /// the prepared one whenever an answer equals one of them (status, content type, body, no
     /// other headers).

@@ -382,7 +382,9 @@ private func queue(_ response: HTTPResponse, on connection: OpaquePointer, state
         result = MHD_queue_response(connection, UInt32(response.status), made)
         MHD_destroy_response(made)
     }
-    core.handler.completed(route: state.route, status: response.status, bytesIn: state.bytesIn, started: state.started)
+    core.handler.completed(
+        route: state.route, status: response.status, code: response.errorCode, bytesIn: state.bytesIn,
+        started: state.started)
     return result
 }
 
