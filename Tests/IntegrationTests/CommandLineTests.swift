@@ -27,7 +27,8 @@ struct CommandLineTests {
                 "serve",
                 [
                     "--http-addr", "DETOUR_HTTP_ADDR", "--data-dir", "DETOUR_DATA_DIR", "--durability", "--max-body",
-                    "--preallocate",
+                    "--preallocate", "--max-name-length", "--max-depth", "--per-ip-connection-limit",
+                    "--rate-limit-burst",
                 ]
             ),
             ("run", ["--http-addr", "DETOUR_HTTP_ADDR", "--load-interval", "DATABASE_URL", "DETOUR_DATA_DIR"]),
@@ -104,6 +105,22 @@ struct CommandLineTests {
         let refused = try PipelineProcess.runToEnd(["serve", "--commit-delay", "250 parsecs", "--data-dir", "/nonexistent"])
         #expect(refused.status == 64)
         #expect(refused.errors.contains("--commit-delay must be a duration such as 200us"), "\(refused.errors)")
+    }
+
+    @Test("a limit flag out of range, or a burst without a rate, is refused with exit status 64 and a reason")
+    func limitFlagRefusals() throws {
+        let cases: [([String], String)] = [
+            (["--max-depth", "1"], "--max-depth must be an integer in 2...1024, got 1"),
+            (["--max-name-length", "0"], "--max-name-length must be an integer in 1...65536, got 0"),
+            (["--per-ip-connection-limit", "-1"], "--per-ip-connection-limit must be an integer in 0...1000000"),
+            (["--rate-limit-burst", "5"], "--rate-limit-burst needs --rate-limit"),
+            (["--rate-limit", "10", "--rate-limit-burst", "0.5"], "--rate-limit-burst must be a number of requests"),
+        ]
+        for (flags, message) in cases {
+            let result = try PipelineProcess.runToEnd(["serve", "--data-dir", "/nonexistent"] + flags)
+            #expect(result.status == 64, "\(flags)")
+            #expect(result.errors.contains(message), "\(flags): \(result.errors)")
+        }
     }
 
     @Test("an unknown command is refused with exit status 64")

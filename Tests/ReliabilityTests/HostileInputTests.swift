@@ -119,6 +119,70 @@ struct HostileInputTests {
         #expect(fixture.normalRequest() == 200)
     }
 
+    @Test("limits given on the command line are enforced with their codes, and normal traffic is served after each")
+    func commandLineLimits() throws {
+        let fixture = try Fixture(extraArguments: [
+            "--max-name-length", "16", "--max-depth", "4", "--max-batch-events", "3", "--max-event", "1KiB",
+            "--max-body", "8KiB", "--max-decompressed", "16KiB", "--per-ip-connection-limit", "3",
+        ])
+        let port = fixture.pipeline.port
+        func post(_ body: String, _ path: String = "/api/analytics/event") -> (Int, String?) {
+            guard let response = RawHTTP.post(
+                port: port, path, key: fixture.app.publishable, app: fixture.app.id, body: Array(body.utf8))
+            else { return (0, nil) }
+            let code = response.errorCode
+                ?? ((response.json?["rejected"] as? [[String: Any]])?.first?["code"] as? String)
+            return (response.status, code)
+        }
+        let nested = HostileCorpus.event(name: "deep", extra: #","data":{"a":{"b":{"c":{"d":1}}}}"#)
+        let padded = HostileCorpus.event(name: "big", extra: #","data":{"pad":"\#(String(repeating: "x", count: 1100))"}"#)
+        let four = "{\"batch\":[" + Array(repeating: HostileCorpus.event(name: "b"), count: 4).joined(separator: ",") + "]}"
+        let cases: [(String, (Int, String?), (Int, String?))] = [
+            ("a name of 17 characters", post(HostileCorpus.event(name: String(repeating: "n", count: 17))), (400, "name_too_long")),
+            ("a name of 16 characters", post(HostileCorpus.event(name: String(repeating: "n", count: 16))), (200, nil)),
+            ("nesting 5 deep", post(nested), (400, "too_deep")),
+            ("an event over 1 KiB", post(padded), (400, "event_too_large")),
+            ("a batch of 4", post(four, "/api/analytics/batch"), (400, "too_many_events")),
+            ("a body over 8 KiB", post("{\"batch\":[\"" + String(repeating: "y", count: 9000) + "\"]}", "/api/analytics/batch"), (413, "body_too_large")),
+        ]
+        for (name, got, expected) in cases {
+            #expect(got.0 == expected.0 && got.1 == expected.1, "\(name): expected \(expected), got \(got)")
+            #expect(fixture.normalRequest() == 200, "normal traffic after \(name)")
+        }
+        // Three kept-alive connections from this address use up the per-IP limit; a fourth is not served.
+        var idle: [Int32] = []
+        defer { idle.forEach { close($0) } }
+        for _ in 0..<3 {
+            guard let fd = RawHTTP.connect(port: port, timeout: 10) else { break }
+            RawHTTP.send(fd, Array("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8))
+            #expect(RawHTTP.receive(fd)?.status == 200)
+            idle.append(fd)
+        }
+        #expect(idle.count == 3)
+        #expect(RawHTTP.exchange(port: port, RawHTTP.request("GET", "/healthz"), timeout: 2)?.status != 200)
+        idle.forEach { close($0) }
+        idle.removeAll()
+        var served = false
+        for _ in 0..<50 where !served {
+            served = fixture.normalRequest() == 200
+            if !served { Thread.sleep(forTimeInterval: 0.1) }
+        }
+        #expect(served, "normal traffic once the idle connections close")
+    }
+
+    @Test("the per-app rate limit from the command line answers 429 with Retry-After beyond its burst")
+    func commandLineRateLimit() throws {
+        let fixture = try Fixture(extraArguments: ["--rate-limit", "0.2", "--rate-limit-burst", "3"])
+        // One token every 5 s: the burst of 3 goes through, the next request within a second does not.
+        let statuses = (0..<4).map { _ in fixture.normalRequest() }
+        #expect(statuses == [200, 200, 200, 429])
+        let limited = RawHTTP.post(
+            port: fixture.pipeline.port, "/api/analytics/event", key: fixture.app.publishable, app: fixture.app.id,
+            body: Array(HostileCorpus.event(name: "normal").utf8))
+        #expect(limited?.errorCode == "rate_limited")
+        #expect(limited?.headers["retry-after"] != nil)
+    }
+
     @Test("hundreds of idle connections do not stop normal traffic, during or after")
     func idleConnections() throws {
         let wanted = Scale.idleConnections

@@ -18,10 +18,14 @@ struct PipelineOptions {
           --max-decompressed SIZE largest body after gzip/zstd decoding (default 10MiB)
           --max-event SIZE        largest single event (default 32KiB)
           --max-batch-events N    most events per batch request (default 2000)
+          --max-name-length N     longest event name in characters (default 128)
+          --max-depth N           deepest JSON nesting in a body (default 32)
           --connection-limit N    most open connections (default 4096)
+          --per-ip-connection-limit N  most open connections from one client address (default 0 = none)
           --idle-timeout DUR      close connections idle this long (default 30s)
           --connection-memory SIZE HTTP memory per connection: request head and read buffer (default 16KiB)
           --rate-limit N          per-app requests per second, 429 beyond it (default off)
+          --rate-limit-burst N    requests an app may send at once above the rate (default: one second's worth)
         """
 
     static let logHelp = """
@@ -103,8 +107,12 @@ struct PipelineOptions {
         }
         ingest.maxBatchEvents = try arguments.integer(
             "--max-batch-events", default: ingest.maxBatchEvents, in: 1...100_000)
+        ingest.maxNameLength = try arguments.integer("--max-name-length", default: ingest.maxNameLength, in: 1...65_536)
+        ingest.maxDepth = try arguments.integer("--max-depth", default: ingest.maxDepth, in: 2...1024)
         ingest.connectionLimit = try arguments.integer(
             "--connection-limit", default: ingest.connectionLimit, in: 1...1_000_000)
+        ingest.perIPConnectionLimit = try arguments.integer(
+            "--per-ip-connection-limit", default: ingest.perIPConnectionLimit, in: 0...1_000_000)
         if let text = try arguments.option("--idle-timeout") {
             ingest.connectionTimeoutSeconds = max(
                 1, Int(try parseDuration(text, flag: "--idle-timeout").components.seconds))
@@ -117,6 +125,13 @@ struct PipelineOptions {
                 throw UsageError(description: "--rate-limit must be a positive number")
             }
             ingest.rateLimitPerSecond = rate
+        }
+        if let text = try arguments.option("--rate-limit-burst") {
+            guard ingest.rateLimitPerSecond != nil else { throw UsageError(description: "--rate-limit-burst needs --rate-limit") }
+            guard let burst = Double(text), burst >= 1 else {
+                throw UsageError(description: "--rate-limit-burst must be a number of requests, at least 1")
+            }
+            ingest.rateLimitBurst = burst
         }
         do {
             try ingest.validate()
