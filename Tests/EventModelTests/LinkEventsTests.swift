@@ -104,6 +104,14 @@ import Testing
         #expect(result.accepted.first?.path == "/")
     }
 
+    @Test("each platform the link service sends is kept as sent", arguments: ["ios", "android", "desktop", "unknown"])
+    func clickPlatforms(platform: String) throws {
+        let body = #"{"clicks":[{"click_id":"c","url":"https://a.godetour.link/H/x","timestamp":"2026-06-01T10:20:30.123Z","kind":"web","platform":"\#(platform)"}]}"#
+        let result = try Normalizer.linkEvents(body: Array(body.utf8), context: Self.context)
+        #expect(result.rejected.isEmpty)
+        #expect(result.accepted.first?.platform?.rawValue == platform)
+    }
+
     static let bodyErrors: [(String, String)] = [
         (#"{}"#, "invalid_batch"),
         (#"{"clicks":{}}"#, "invalid_batch"),

@@ -50,4 +50,32 @@ struct ConnectionLimitTests {
         #expect(throws: (any Error).self) { try third.request("GET", "/healthz") }
         #expect(try first.request("GET", "/healthz").status == 200)
     }
+
+    @Test("connections beyond the total limit are not served while the first ones are, and are once those close")
+    func totalLimit() throws {
+        let server = try TestServer {
+            $0.connectionLimit = 2
+            $0.threads = 1
+        }
+        var first: RawHTTPClient? = try server.client()
+        let second = try server.client()
+        #expect(try first?.request("GET", "/healthz").status == 200)
+        #expect(try second.request("GET", "/healthz").status == 200)
+        // The kernel completes the handshake, but libmicrohttpd takes no third connection: it is
+        // left in the listen queue or closed, so its request gets no answer.
+        do {
+            let third = try RawHTTPClient(port: server.server.port, timeoutSeconds: 2)
+            #expect(throws: (any Error).self) { try third.request("GET", "/healthz") }
+        }
+        #expect(try second.request("GET", "/healthz").status == 200)
+        // A slot frees when a connection closes; new connections are served again.
+        first = nil
+        var served = false
+        for _ in 0..<50 where !served {
+            served = server.isServing()
+            if !served { Thread.sleep(forTimeInterval: 0.1) }
+        }
+        #expect(served)
+        #expect(try second.request("GET", "/healthz").status == 200)
+    }
 }

@@ -94,37 +94,88 @@ struct UnitTests {
 
 @Suite("Shutdown")
 struct ShutdownTests {
-    @Test("shutdown finishes in-flight requests, then refuses connections")
-    func quiesce() throws {
+    /// A server whose sink blocks its first append until released, and the event request stuck in
+    /// that append once `startRequest` returns (its status lands in `result`).
+    final class Fixture {
+        static let headers = [("Authorization", "Bearer k"), ("X-App-ID", "a")]
         let slow = SlowSink()
         let keys = KeyStore(
             source: StaticKeySource([APIKeyRecord(appID: "a", kind: .publishable, key: "k")]), cacheFile: nil)
-        keys.start()
-        defer { keys.stop() }
-        var configuration = IngestConfiguration()
-        configuration.port = 0
-        configuration.threads = 2
-        let server = try IngestServer(
-            configuration: configuration, keys: keys, sink: slow, deadLetterSink: MemorySink())
-        let port = server.port
+        let server: IngestServer
         let result = ResultBox()
-        let request = Thread {
-            let response = try? RawHTTPClient(port: port).request(
-                "POST", "/api/analytics/event",
-                headers: [("Authorization", "Bearer k"), ("X-App-ID", "a")], body: BadInputTests.event)
-            result.set(response?.status)
+
+        init() throws {
+            keys.start()
+            var configuration = IngestConfiguration()
+            configuration.port = 0
+            configuration.threads = 2
+            server = try IngestServer(
+                configuration: configuration, keys: keys, sink: slow, deadLetterSink: MemorySink())
         }
-        request.start()
-        slow.waitUntilAppending()
+
+        func startRequest() {
+            let (port, result) = (server.port, result)
+            Thread {
+                let response = try? RawHTTPClient(port: port).request(
+                    "POST", "/api/analytics/event", headers: Self.headers, body: BadInputTests.event)
+                result.set(response?.status)
+            }.start()
+            slow.waitUntilAppending()
+        }
+
+        /// Releases the stuck append and waits (bounded) for its answer.
+        func finishRequest() -> Int? {
+            slow.release()
+            for _ in 0..<500 where result.get() == nil { Thread.sleep(forTimeInterval: 0.01) }
+            return result.get()
+        }
+
+        deinit { keys.stop() }
+    }
+
+    @Test("shutdown finishes in-flight requests, then refuses connections")
+    func quiesce() throws {
+        let fixture = try Fixture()
+        let (server, port) = (fixture.server, fixture.server.port)
+        fixture.startRequest()
         let stopper = Thread { server.shutdown() }
         stopper.start()
         Thread.sleep(forTimeInterval: 0.2)
-        slow.release()
-        for _ in 0..<500 where result.get() == nil { Thread.sleep(forTimeInterval: 0.01) }
-        #expect(result.get() == 200)
-        #expect(slow.count == 1)
+        #expect(fixture.finishRequest() == 200)
+        #expect(fixture.slow.count == 1)
         server.shutdown()
         #expect((try? RawHTTPClient(port: port)) == nil)
+    }
+
+    @Test("while shutting down, /readyz and new events answer 503 shutting_down with Retry-After, /healthz 200")
+    func refusesDuringShutdown() throws {
+        let fixture = try Fixture()
+        let server = fixture.server
+        // A keep-alive connection opened before the shutdown: the daemon stops accepting new ones.
+        let other = try RawHTTPClient(port: server.port)
+        #expect(try other.request("GET", "/readyz").status == 200)
+        // The stuck request holds the shutdown in its grace period until the sink is released.
+        fixture.startRequest()
+        let stopper = Thread { server.shutdown() }
+        stopper.start()
+        var ready = try other.request("GET", "/readyz")
+        for _ in 0..<500 where ready.status == 200 {
+            Thread.sleep(forTimeInterval: 0.01)
+            ready = try other.request("GET", "/readyz")
+        }
+        #expect(ready.status == 503)
+        #expect(ready.json["status"] as? String == "shutting_down")
+        #expect(ready.header("Retry-After") == "1")
+        let refused = try other.request(
+            "POST", "/api/analytics/event", headers: Fixture.headers, body: BadInputTests.event)
+        #expect(refused.status == 503)
+        #expect(refused.errorCode == "shutting_down")
+        #expect(refused.header("Retry-After") != nil)
+        #expect(try other.request("GET", "/healthz").status == 200)
+        #expect(fixture.finishRequest() == 200)
+        // Only the request admitted before the shutdown reached the sink.
+        #expect(fixture.slow.count == 1)
+        server.shutdown()
     }
 }
 

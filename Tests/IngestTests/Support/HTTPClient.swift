@@ -28,10 +28,11 @@ final class RawHTTPClient {
     private let fd: Int32
     private var buffer: [UInt8] = []
 
-    init(port: UInt16) throws {
+    /// Connects to 127.0.0.1:`port`; sends and receives give up after `timeoutSeconds`.
+    init(port: UInt16, timeoutSeconds: Int = 10) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure(description: "socket failed") }
-        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var address = sockaddr_in()
