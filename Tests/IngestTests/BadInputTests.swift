@@ -151,6 +151,7 @@ struct BadInputTests {
         let rejected = response.json["rejected"] as? [[String: Any]] ?? []
         #expect(rejected.first?["code"] as? String == "event_too_large")
         #expect(rejected.first?["index"] as? Int == 1)
+        #expect(server.isServing())
     }
 
     @Test("rejections are counted in metrics by route and code, answers by route, status and error code")
