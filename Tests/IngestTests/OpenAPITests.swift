@@ -1,12 +1,13 @@
 import Foundation
 import Testing
 
+@testable import EventModel
 @testable import Ingest
 
 /// The server against `docs/openapi.yaml`: every answer to a table of requests (status, error
 /// code, required headers, Content-Type and body) is the one declared for its route, the request
 /// bodies the table sends are valid or invalid under the request schemas as intended, and every
-/// error code the server can produce is listed.
+/// error and rejection code the server can produce is listed.
 @Suite("OpenAPI file matches the server")
 struct OpenAPITests {
     struct Probe: Sendable, CustomTestStringConvertible {
@@ -212,5 +213,26 @@ struct OpenAPITests {
                 }
             }
         }
+    }
+
+    @Test("the per-event rejection code enum lists every Rejection.Code, and only those")
+    func rejectionCodesMatch() throws {
+        let spec = try OpenAPISpec.load()
+        let codes: [Rejection.Code] = [
+            .missingField, .invalidType, .invalidTimestamp, .invalidName, .nameTooLong, .eventTooLarge,
+            .invalidPlatform, .invalidDeviceID, .invalidEventID, .invalidKind, .invalidURL, .invalidClickID,
+            .invalidClickKind, .invalidMethod, .tooDeep, .duplicateKey, .invalidEvent,
+        ]
+        // Exhaustive, so a new case does not compile until it is in `codes` above.
+        for code in codes {
+            switch code {
+            case .missingField, .invalidType, .invalidTimestamp, .invalidName, .nameTooLong, .eventTooLarge,
+                .invalidPlatform, .invalidDeviceID, .invalidEventID, .invalidKind, .invalidURL, .invalidClickID,
+                .invalidClickKind, .invalidMethod, .tooDeep, .duplicateKey, .invalidEvent:
+                break
+            }
+        }
+        #expect(Set(codes.map(\.rawValue)) == spec.rejectionCodes)
+        #expect(spec.rejectionCodes.count == codes.count)
     }
 }
