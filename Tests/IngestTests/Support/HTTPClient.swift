@@ -78,11 +78,12 @@ final class RawHTTPClient {
         if !hasLength && (method == "POST" || !body.isEmpty) { head += "Content-Length: \(body.count)\r\n" }
         head += "\r\n"
         send(Array(head.utf8) + body)
-        return try readResponse()
+        return try readResponse(hasBody: method != "HEAD")
     }
 
-    /// Reads one response (Content-Length framed, as libmicrohttpd sends for buffer responses).
-    func readResponse() throws -> Response {
+    /// Reads one response (Content-Length framed, as libmicrohttpd sends for buffer responses);
+    /// without `hasBody` (the answer to HEAD) the Content-Length describes a body that is not sent.
+    func readResponse(hasBody: Bool = true) throws -> Response {
         while true {
             if let end = headerEnd() {
                 let headText = String(decoding: buffer[..<end], as: UTF8.self)
@@ -97,7 +98,7 @@ final class RawHTTPClient {
                     headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(
                         in: .whitespaces)
                 }
-                let length = Int(headers["content-length"] ?? "0") ?? 0
+                let length = hasBody ? Int(headers["content-length"] ?? "0") ?? 0 : 0
                 while buffer.count < end + 4 + length {
                     guard try fill() else { throw Failure(description: "closed mid-body") }
                 }

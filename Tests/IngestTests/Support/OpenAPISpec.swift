@@ -1,74 +1,85 @@
 import Foundation
 import TestSupport
 
-/// The statuses and error codes `docs/openapi.yaml` declares, read with a small line-based
-/// reader that understands exactly the layout that file uses (paths → method → responses →
-/// status → `x-error-codes` or a `$ref` to `components/responses`).
+/// `docs/openapi.yaml` as a tree (`YAMLReader`), with the statuses and error codes it declares per
+/// operation, the schemas to check bodies against (`JSONSchema`), and `problems(with:)` to check
+/// an answer of the server against the response declared for it.
 struct OpenAPISpec {
     struct Key: Hashable {
         var method: String
         var path: String
     }
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// The whole file.
+    let document: YAML
+    /// Validates against the file's schemas, following its `$ref`s.
+    let validator: JSONSchema
     /// Declared statuses per operation, each with its error codes (empty when none are listed).
-    var operations: [Key: [Int: Set<String>]] = [:]
+    private(set) var operations: [Key: [Int: Set<String>]] = [:]
     /// Codes for unknown paths.
-    var unmatched: [Int: Set<String>] = [:]
+    private(set) var unmatched: [Int: Set<String>] = [:]
     /// Every code in `components.schemas.Error`.
-    var allErrorCodes: Set<String> = []
+    private(set) var allErrorCodes: Set<String> = []
+    /// Every per-event code in `components.schemas.Rejection`.
+    private(set) var rejectionCodes: Set<String> = []
+
+    /// The keys of a path item that name operations (the others are `parameters`, `summary`, ...).
+    static let methods: Set<String> = ["get", "put", "post", "delete", "options", "head", "patch", "trace"]
 
     static func load() throws -> OpenAPISpec {
-        let text = try String(contentsOfFile: RepositoryRoot.path + "/docs/openapi.yaml", encoding: .utf8)
-        return OpenAPISpec(text: text)
+        try OpenAPISpec(text: String(contentsOfFile: RepositoryRoot.path + "/docs/openapi.yaml", encoding: .utf8))
     }
 
-    init(text: String) {
-        var componentResponses: [String: Set<String>] = [:]
-        var refs: [(Key, Int, String)] = []
-        var top = "", path = "", method = "", status = 0, componentSection = "", componentName = ""
-        for raw in text.split(separator: "\n", omittingEmptySubsequences: true) {
-            let line = String(raw)
-            let indent = line.prefix(while: { $0 == " " }).count
-            let content = line.trimmingCharacters(in: .whitespaces)
-            if content.hasPrefix("#") { continue }
-            switch indent {
-            case 0: top = String(content.dropLast())
-            case 2 where top == "paths": path = String(content.dropLast())
-            case 2 where top == "components": componentSection = String(content.dropLast())
-            case 2 where top == "x-unmatched-path": status = Self.status(content) ?? 0
-            case 4 where top == "paths": method = String(content.dropLast()).uppercased()
-            case 4 where top == "components": componentName = String(content.dropLast())
-            case 4 where top == "x-unmatched-path":
-                if let codes = Self.list(content, key: "x-error-codes") { unmatched[status] = codes }
-            case 6 where top == "components" && componentSection == "responses":
-                if let codes = Self.list(content, key: "x-error-codes") { componentResponses[componentName] = codes }
-            case 8 where top == "paths":
-                if let code = Self.status(content) {
-                    status = code
-                    operations[Key(method: method, path: path), default: [:]][code] = []
-                }
-            case 10 where top == "paths":
-                let key = Key(method: method, path: path)
-                if let codes = Self.list(content, key: "x-error-codes") { operations[key]![status] = codes }
-                if content.hasPrefix("$ref: '#/components/responses/") {
-                    refs.append((key, status, String(content.dropFirst(30).dropLast())))
-                }
-            default: break
-            }
-            if top == "components", content.hasPrefix("enum: [not_found") {
-                allErrorCodes = Self.list(content, key: "enum") ?? []
+    init(text: String) throws {
+        document = try YAMLReader.read(text)
+        validator = JSONSchema(document: document)
+        for (path, item) in document["paths"]?.pairs ?? [] {
+            for (method, operation) in item.pairs where Self.methods.contains(method) {
+                let key = Key(method: method.uppercased(), path: path)
+                operations[key] = try statuses(operation["responses"], at: "\(method) \(path)")
             }
         }
-        for (key, status, name) in refs { operations[key]![status] = componentResponses[name] ?? [] }
+        unmatched = try statuses(document["x-unmatched-path"], at: "x-unmatched-path")
+        let schemas = document["components"]?["schemas"]
+        allErrorCodes = Self.texts(schemas?["Error"]?["properties"]?["error"]?["properties"]?["code"]?["enum"])
+        rejectionCodes = Self.texts(schemas?["Rejection"]?["properties"]?["code"]?["enum"])
     }
 
-    private static func status(_ content: String) -> Int? {
-        guard content.hasPrefix("'"), content.hasSuffix("':") else { return nil }
-        return Int(content.dropFirst().dropLast(2))
+    private func statuses(_ responses: YAML?, at place: String) throws -> [Int: Set<String>] {
+        var statuses: [Int: Set<String>] = [:]
+        for (status, response) in responses?.pairs ?? [] {
+            guard let code = Int(status) else { throw Failure(description: "\(place): status \(status)") }
+            guard let response = validator.resolve(response) else {
+                throw Failure(description: "\(place) \(status): unresolvable $ref")
+            }
+            statuses[code] = Self.texts(response["x-error-codes"])
+        }
+        return statuses
     }
 
-    private static func list(_ content: String, key: String) -> Set<String>? {
-        guard content.hasPrefix(key + ": [") else { return nil }
-        let inner = content.dropFirst(key.count + 3).dropLast()
-        return Set(inner.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
+    private static func texts(_ node: YAML?) -> Set<String> { Set(node?.items.compactMap(\.text) ?? []) }
+
+    /// The operation for `key`, resolved.
+    func operation(_ key: Key) -> YAML? {
+        document["paths"]?[key.path]?[key.method.lowercased()]
+    }
+
+    /// The response declared for `status` on `key`, or on unknown paths when `key` is nil; resolved.
+    func response(_ key: Key?, status: Int) -> YAML? {
+        let responses = key.map { operation($0)?["responses"] } ?? document["x-unmatched-path"]
+        return responses?["\(status)"].flatMap(validator.resolve)
+    }
+
+    /// The JSON request body schema of `key`.
+    func requestSchema(_ key: Key) -> YAML? {
+        operation(key)?["requestBody"]?["content"]?["application/json"]?["schema"]
+    }
+
+    /// A named schema of `components/schemas`.
+    func schema(_ name: String) -> YAML? {
+        document["components"]?["schemas"]?[name]
     }
 }
