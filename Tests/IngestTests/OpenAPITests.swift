@@ -37,6 +37,7 @@ struct OpenAPITests {
         "/api/link/events": [
             link,
             #"{"sent_at":"2026-06-01T10:20:31.000Z","matches":[{"click_id":"clk_1","timestamp":"2026-06-01T10:20:30.123Z","method":"deterministic","score":0.9}]}"#,
+            #"{"batch":[{"type":"click","click_id":"clk_2","url":"https://acme.godetour.link/VnAqasAabE/b","timestamp":"2026-06-01T10:20:30.123Z","platform":"android","kind":"web"},{"type":"match","click_id":"clk_2","timestamp":"2026-06-01T10:21:30.123Z","method":"probabilistic","score":0.7}]}"#,
         ],
     ]
     /// Bodies each route refuses (as a whole or every event in them).
