@@ -60,7 +60,8 @@ final class IngestMetrics: Sendable {
             if let found = handles.rejected.first(where: { $0.code == code }) { return found.counter }
             let made = registry.counter(
                 "ingest_events_rejected_total",
-                help: "Events or whole requests refused after their body was read (each dead-lettered), by route and code",
+                help:
+                    "Events and whole requests refused after their body was read (each dead-lettered), by route and code",
                 labels: ["route": route, "code": code])
             handles.rejected.append((code, made))
             return made

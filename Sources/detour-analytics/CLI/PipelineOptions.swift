@@ -127,7 +127,9 @@ struct PipelineOptions {
             ingest.rateLimitPerSecond = rate
         }
         if let text = try arguments.option("--rate-limit-burst") {
-            guard ingest.rateLimitPerSecond != nil else { throw UsageError(description: "--rate-limit-burst needs --rate-limit") }
+            guard ingest.rateLimitPerSecond != nil else {
+                throw UsageError(description: "--rate-limit-burst needs --rate-limit")
+            }
             guard let burst = Double(text), burst >= 1 else {
                 throw UsageError(description: "--rate-limit-burst must be a number of requests, at least 1")
             }
