@@ -86,6 +86,10 @@ struct ReportOpenAPITests {
                     let body = (try? JSONSerialization.jsonObject(with: answer.body) as? [String: Any]) ?? [:]
                     let tables = body["tables"] as? [String: [Any]] ?? [:]
                     #expect(tables.values.contains { !$0.isEmpty }, "\(query) has no rows: \(answer.text.prefix(300))")
+                    // The kind's own schema too: the `Report` oneOf only says that no kind matched, this says why.
+                    let schema = try #require(spec.schema(kind.capitalized + "Report"), "no schema for \(kind)")
+                    let instance = try #require(JSONSchema.Instance.parse(Array(answer.body)))
+                    for problem in spec.validator.problems(instance, schema) { Issue.record("\(query): \(problem)") }
                 }
                 Self.check(spec, try Self.send("HEAD", base + query, headers: secret), "HEAD", query)
             }
