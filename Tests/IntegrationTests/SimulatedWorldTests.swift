@@ -15,6 +15,8 @@ struct SimulatedWorldTests {
         let data: TemporaryDirectory
         let truth: [String: Any]
         let simulateOutput: String
+        /// The secret key of app `sim` (reports read with it).
+        let secretKey: String
 
         func connect() throws -> Connection { try database.connect() }
     }
@@ -57,7 +59,9 @@ struct SimulatedWorldTests {
         guard drained.output.split(separator: "\n").contains(where: { $0.wholeMatch(of: summary) != nil }) else {
             throw TestFailure("aggregate --once printed no summary line with its times: \(drained.output)")
         }
-        return World(database: database, data: data, truth: truth, simulateOutput: simulated.output)
+        return World(
+            database: database, data: data, truth: truth, simulateOutput: simulated.output,
+            secretKey: keys["secret_key"] ?? "")
     }
 
     @Test(

@@ -1,39 +1,55 @@
 import Foundation
-import TestSupport
 
 /// `docs/openapi.yaml` as a tree (`YAMLReader`), with the statuses and error codes it declares per
 /// operation, the schemas to check bodies against (`JSONSchema`), and `problems(with:)` to check
 /// an answer of the server against the response declared for it.
-struct OpenAPISpec {
-    struct Key: Hashable {
-        var method: String
-        var path: String
+package struct OpenAPISpec: Sendable {
+    /// An operation: upper-case method and path template as written in `paths`.
+    package struct Key: Hashable, Sendable {
+        /// `GET`, `POST`, ...
+        package var method: String
+        /// The path as written in `paths`, e.g. `/api/reports/links`.
+        package var path: String
+
+        /// Names the operation `method path`.
+        package init(method: String, path: String) {
+            self.method = method
+            self.path = path
+        }
     }
-    struct Failure: Error, CustomStringConvertible {
-        var description: String
+    /// A status that is not a number or a `$ref` that leads nowhere.
+    package struct Failure: Error, CustomStringConvertible {
+        /// What and where.
+        package var description: String
     }
 
     /// The whole file.
-    let document: YAML
+    package let document: YAML
     /// Validates against the file's schemas, following its `$ref`s.
-    let validator: JSONSchema
+    package let validator: JSONSchema
     /// Declared statuses per operation, each with its error codes (empty when none are listed).
-    private(set) var operations: [Key: [Int: Set<String>]] = [:]
+    package private(set) var operations: [Key: [Int: Set<String>]] = [:]
     /// Codes for unknown paths.
-    private(set) var unmatched: [Int: Set<String>] = [:]
+    package private(set) var unmatched: [Int: Set<String>] = [:]
     /// Every code in `components.schemas.Error`.
-    private(set) var allErrorCodes: Set<String> = []
+    package private(set) var allErrorCodes: Set<String> = []
     /// Every per-event code in `components.schemas.Rejection`.
-    private(set) var rejectionCodes: Set<String> = []
+    package private(set) var rejectionCodes: Set<String> = []
 
     /// The keys of a path item that name operations (the others are `parameters`, `summary`, ...).
-    static let methods: Set<String> = ["get", "put", "post", "delete", "options", "head", "patch", "trace"]
+    package static let methods: Set<String> = ["get", "put", "post", "delete", "options", "head", "patch", "trace"]
 
-    static func load() throws -> OpenAPISpec {
+    /// Reads `docs/openapi.yaml` of the repository the tests were built from.
+    ///
+    /// - Throws: when the file cannot be read, or `YAMLReader.Failure` / `Failure` for its content.
+    package static func load() throws -> OpenAPISpec {
         try OpenAPISpec(text: String(contentsOfFile: RepositoryRoot.path + "/docs/openapi.yaml", encoding: .utf8))
     }
 
-    init(text: String) throws {
+    /// Reads a spec from its text (tests edit a copy of the file to see the checks fail).
+    ///
+    /// - Throws: `YAMLReader.Failure` or `Failure`.
+    package init(text: String) throws {
         document = try YAMLReader.read(text)
         validator = JSONSchema(document: document)
         for (path, item) in document["paths"]?.pairs ?? [] {
@@ -63,23 +79,23 @@ struct OpenAPISpec {
     private static func texts(_ node: YAML?) -> Set<String> { Set(node?.items.compactMap(\.text) ?? []) }
 
     /// The operation for `key`, resolved.
-    func operation(_ key: Key) -> YAML? {
+    package func operation(_ key: Key) -> YAML? {
         document["paths"]?[key.path]?[key.method.lowercased()]
     }
 
     /// The response declared for `status` on `key`, or on unknown paths when `key` is nil; resolved.
-    func response(_ key: Key?, status: Int) -> YAML? {
+    package func response(_ key: Key?, status: Int) -> YAML? {
         let responses = key.map { operation($0)?["responses"] } ?? document["x-unmatched-path"]
         return responses?["\(status)"].flatMap(validator.resolve)
     }
 
     /// The JSON request body schema of `key`.
-    func requestSchema(_ key: Key) -> YAML? {
+    package func requestSchema(_ key: Key) -> YAML? {
         operation(key)?["requestBody"]?["content"]?["application/json"]?["schema"]
     }
 
     /// A named schema of `components/schemas`.
-    func schema(_ name: String) -> YAML? {
+    package func schema(_ name: String) -> YAML? {
         document["components"]?["schemas"]?[name]
     }
 }

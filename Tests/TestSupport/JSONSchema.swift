@@ -4,9 +4,9 @@ import Foundation
 /// that file uses, each implemented. A keyword or format the validator does not know is itself a
 /// problem, so a schema that grows a new constraint fails the tests until the validator checks it,
 /// rather than passing unchecked.
-struct JSONSchema {
+package struct JSONSchema: Sendable {
     /// A JSON value, decoded with integers, numbers and Booleans kept apart.
-    enum Instance: Decodable, Equatable {
+    package enum Instance: Decodable, Equatable, Sendable {
         case null
         case bool(Bool)
         case integer(Int)
@@ -15,7 +15,8 @@ struct JSONSchema {
         case array([Instance])
         case object([String: Instance])
 
-        init(from decoder: any Decoder) throws {
+        /// Decodes any JSON value.
+        package init(from decoder: any Decoder) throws {
             let container = try decoder.singleValueContainer()
             if container.decodeNil() {
                 self = .null
@@ -35,7 +36,7 @@ struct JSONSchema {
         }
 
         /// The JSON Schema type name.
-        var type: String {
+        package var type: String {
             switch self {
             case .null: "null"
             case .bool: "boolean"
@@ -48,35 +49,35 @@ struct JSONSchema {
         }
 
         /// Parses `bytes`; nil when they are not JSON.
-        static func parse(_ bytes: [UInt8]) -> Instance? {
+        package static func parse(_ bytes: [UInt8]) -> Instance? {
             try? JSONDecoder().decode(Instance.self, from: Data(bytes))
         }
     }
 
     /// Keywords with no effect on validity.
-    static let annotations: Set<String> = ["description", "default", "example", "title"]
+    package static let annotations: Set<String> = ["description", "default", "example", "title"]
     /// Keywords `validate` checks.
-    static let checked: Set<String> = [
+    package static let checked: Set<String> = [
         "$ref", "type", "nullable", "enum", "format", "properties", "required", "additionalProperties", "items",
         "minItems", "maxItems", "minLength", "maxLength", "minimum", "maximum", "allOf", "oneOf", "anyOf",
     ]
 
     /// The `type`s `validate` knows.
-    static let types: Set<String> = ["object", "array", "string", "boolean", "integer", "number"]
+    package static let types: Set<String> = ["object", "array", "string", "boolean", "integer", "number"]
     /// The `format`s `validate` checks, each as the pattern a string must match (RFC 3339).
-    static let formats = [
+    package static let formats = [
         "date": #"^\d{4}-\d{2}-\d{2}$"#,
         "date-time": #"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$"#,
     ]
 
     /// The whole document, for `$ref`s.
-    let document: YAML
+    package let document: YAML
     /// When true, an object whose schema lists `properties` and says nothing of
     /// `additionalProperties` may hold no other member: the spec must describe every field.
-    var isStrict = true
+    package var isStrict = true
 
     /// The problems of `instance` against `schema`, each with its JSON path; empty when valid.
-    func problems(_ instance: Instance, _ schema: YAML, at path: String = "$") -> [String] {
+    package func problems(_ instance: Instance, _ schema: YAML, at path: String = "$") -> [String] {
         var problems: [String] = []
         validate(instance, schema, at: path, checksMembers: isStrict, into: &problems)
         return problems
@@ -84,7 +85,7 @@ struct JSONSchema {
 
     /// Every keyword, type and format in the document's schemas (`components/schemas` and every
     /// `schema:`) that `problems` would not check, as `place: keyword`; empty when all are checked.
-    func unsupportedKeywords() -> [String] {
+    package func unsupportedKeywords() -> [String] {
         var found: [String] = []
         func walk(_ node: YAML, at place: String) {
             for (key, value) in node.pairs {
@@ -122,7 +123,7 @@ struct JSONSchema {
     }
 
     /// Follows `$ref: '#/a/b'` (repeatedly) to the node it names.
-    func resolve(_ node: YAML) -> YAML? {
+    package func resolve(_ node: YAML) -> YAML? {
         var node = node
         for _ in 0..<16 {
             guard let ref = node["$ref"]?.text else { return node }

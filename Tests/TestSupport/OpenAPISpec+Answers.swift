@@ -1,10 +1,23 @@
+import Foundation
+
 /// Checking one answer of the server against the response `docs/openapi.yaml` declares for it.
 extension OpenAPISpec {
-    /// What is wrong with `answer` to `method path` (query string removed): an undeclared status,
-    /// a missing required header or a header off its schema, a Content-Type the response does not
-    /// list, a body off the schema for that Content-Type, an error code not in `x-error-codes`.
-    /// A HEAD answer must have no body. Empty when the answer is as declared.
-    func problems(with answer: RawHTTPClient.Response, to method: String, _ path: String) -> [String] {
+    /// What is wrong with an answer to `method path` (a query string is ignored): an undeclared
+    /// status, a missing required header or a header off its schema, a Content-Type the response
+    /// does not list, a body off the schema for that Content-Type, an error code not in
+    /// `x-error-codes`. A HEAD answer must have no body. Empty when the answer is as declared.
+    ///
+    /// - Parameters:
+    ///   - status: the answer's status code.
+    ///   - headers: its headers; names are compared case-insensitively.
+    ///   - body: its body as received (empty after HEAD).
+    ///   - method: the request's method, e.g. `GET`.
+    ///   - path: the request's path, e.g. `/api/reports/links?from=2026-06-01`.
+    package func problems(
+        status: Int, headers: [String: String], body: [UInt8], to method: String, _ path: String
+    ) -> [String] {
+        let answer = Answer(status: status, headers: headers, body: body)
+        let path = String(path.prefix(while: { $0 != "?" }))
         let key = operationKey(method: method, path: path, status: answer.status)
         guard let response = response(key, status: answer.status) else {
             let place = key.map { "\($0.method) \($0.path)" } ?? "unknown paths"
@@ -51,7 +64,7 @@ extension OpenAPISpec {
         return ["GET", "POST"].map { Key(method: $0, path: path) }.first { operations[$0] != nil }
     }
 
-    private func headerProblems(_ answer: RawHTTPClient.Response, _ response: YAML) -> [String] {
+    private func headerProblems(_ answer: Answer, _ response: YAML) -> [String] {
         var problems: [String] = []
         for (name, header) in response["headers"]?.pairs ?? [] {
             guard let header = validator.resolve(header) else {
@@ -75,5 +88,34 @@ extension OpenAPISpec {
             problems += validator.problems(instance, schema).map { "header \(name) \($0)" }
         }
         return problems
+    }
+
+    /// An answer with its header names lower-cased and its error code read from the body.
+    private struct Answer {
+        var status: Int
+        var headers: [String: String]
+        var body: [UInt8]
+        /// The `error.code` of a JSON error body, or nil.
+        var errorCode: String?
+
+        init(status: Int, headers: [String: String], body: [UInt8]) {
+            self.status = status
+            self.headers = Dictionary(headers.map { ($0.key.lowercased(), $0.value) }) { first, _ in first }
+            self.body = body
+            if case .object(let object) = JSONSchema.Instance.parse(body), case .object(let error)? = object["error"],
+                case .string(let code)? = error["code"]
+            {
+                errorCode = code
+            }
+        }
+
+        func header(_ name: String) -> String? { headers[name.lowercased()] }
+    }
+}
+
+extension OpenAPISpec {
+    /// `problems(status:headers:body:to:_:)` for an answer `HTTP` received.
+    package func problems(with answer: HTTP.Response, to method: String, _ path: String) -> [String] {
+        problems(status: answer.status, headers: answer.headers, body: Array(answer.body), to: method, path)
     }
 }

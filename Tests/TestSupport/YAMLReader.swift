@@ -1,28 +1,30 @@
 /// A YAML node: what `YAMLReader` makes of a document.
-enum YAML {
+package enum YAML: Sendable {
     /// A scalar's text; `isQuoted` tells `'1.0'` (a string) from `1.0` (a plain scalar).
     case scalar(String, isQuoted: Bool)
+    /// Items in document order.
     case sequence([YAML])
     /// Keys in document order.
     case mapping([(key: String, value: YAML)])
 
-    subscript(key: String) -> YAML? {
+    /// The value of `key` in a mapping; nil for a missing key or anything else.
+    package subscript(key: String) -> YAML? {
         guard case .mapping(let pairs) = self else { return nil }
         return pairs.first { $0.key == key }?.value
     }
 
     /// The pairs of a mapping; empty for anything else.
-    var pairs: [(key: String, value: YAML)] {
+    package var pairs: [(key: String, value: YAML)] {
         if case .mapping(let pairs) = self { pairs } else { [] }
     }
 
     /// The items of a sequence; empty for anything else.
-    var items: [YAML] {
+    package var items: [YAML] {
         if case .sequence(let items) = self { items } else { [] }
     }
 
     /// The text of a scalar.
-    var text: String? {
+    package var text: String? {
         if case .scalar(let text, _) = self { text } else { nil }
     }
 }
@@ -32,9 +34,11 @@ enum YAML {
 /// plain, single- and double-quoted scalars, `|` literal blocks, and `#` comment lines. Anything
 /// else (anchors, tags, flow mappings, folded blocks, tabs) is an error rather than a guess, so
 /// the tests built on the tree cannot read a construct they do not understand.
-struct YAMLReader {
-    struct Failure: Error, CustomStringConvertible {
-        var description: String
+package struct YAMLReader {
+    /// A construct the reader does not read, with its line.
+    package struct Failure: Error, CustomStringConvertible {
+        /// What and where.
+        package var description: String
     }
 
     private struct Line {
@@ -49,7 +53,9 @@ struct YAMLReader {
     private let raw: [Substring]
 
     /// Reads one document.
-    static func read(_ text: String) throws -> YAML {
+    ///
+    /// - Throws: `Failure` naming the first line the reader does not understand.
+    package static func read(_ text: String) throws -> YAML {
         var reader = YAMLReader(text: text)
         guard !reader.lines.isEmpty else { return .mapping([]) }
         let node = try reader.block(indent: reader.lines[0].indent)

@@ -1,0 +1,120 @@
+import Foundation
+import Ingest
+import Postgres
+import TestSupport
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Real report answers against `docs/openapi.yaml`: the shipped binary (`detour-analytics run`
+/// with its production report provider) over a simulated world loaded into PostgreSQL. IngestTests
+/// check the report routes with a fake provider; here every report kind, in every format the spec
+/// offers and after HEAD, and the provider's own refusals are checked with `OpenAPISpec.problems`.
+@Suite(.serialized)
+struct ReportOpenAPITests {
+    /// An app with a live secret key but no `apps` row: what the key cache holds for up to
+    /// `keyRefreshInterval` after an app is deleted. The provider answers 404 `unknown_app`.
+    static let ghostApp = "ghost"
+    static let ghostKey = "sk_ghost_4444"
+
+    /// The values of a report route's `format` parameter, as the spec lists them.
+    static func formats(_ spec: OpenAPISpec, _ path: String) -> [String] {
+        let parameters = spec.document["paths"]?[path]?["parameters"]?.items.compactMap(spec.validator.resolve) ?? []
+        let format = parameters.first { $0["name"]?.text == "format" }
+        return format?["schema"]?["enum"]?.items.compactMap(\.text) ?? []
+    }
+
+    /// Sends `method url` with `headers` and returns what came back.
+    static func send(_ method: String, _ url: String, headers: [String: String]) throws -> HTTP.Response {
+        var request = URLRequest(url: URL(string: url)!)
+        request.httpMethod = method
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+        return try HTTP.send(request)
+    }
+
+    /// Records every way `answer` to `method path` departs from `spec`.
+    static func check(
+        _ spec: OpenAPISpec, _ answer: HTTP.Response, _ method: String, _ path: String,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        for problem in spec.problems(with: answer, to: method, path) {
+            Issue.record("\(method) \(path) → \(answer.status): \(problem)", sourceLocation: sourceLocation)
+        }
+    }
+
+    @Test("every report kind's answers over real data (each format, HEAD) and the provider's refusals are declared")
+    func realReportsAreDeclared() throws {
+        let spec = try OpenAPISpec.load()
+        let world = try SimulatedWorldTests.play(seed: 5, devices: 120, links: 3, days: 10)
+        defer { world.database.drop() }
+        let connection = try world.connect()
+        defer { connection.close() }
+        _ = try connection.query("SELECT process_rollups()")
+        let range = try connection.query(
+            "SELECT min(day)::text AS first, max(day)::text AS last FROM report_link_daily WHERE app_id = 'sim'")[0]
+        let days = "from=\(try range["first", as: String.self])&to=\(try range["last", as: String.self])"
+        // The key outlives its app only in a key cache; dropping the foreign key makes that state lasting.
+        try connection.execute("ALTER TABLE api_keys DROP CONSTRAINT api_keys_app_id_fkey")
+        try connection.execute(
+            """
+            INSERT INTO api_keys (app_id, key_hash, kind, prefix)
+            VALUES (\(Self.ghostApp), \(apiKeyHash(Self.ghostKey)), 'secret', 'sk_gh')
+            """)
+
+        let environment = ["DATABASE_URL": world.database.url, "DETOUR_DATA_DIR": world.data.path]
+        let pipeline = try PipelineProcess(["run", "--http-addr", "127.0.0.1:0"], environment: environment)
+        defer { pipeline.signal(SIGTERM); _ = pipeline.waitForExit(timeout: .seconds(20)) }
+        let base = try #require(
+            pipeline.waitForLine(startingWith: "listening on "), "no listening line; log: \(pipeline.standardError)")
+        let secret = ["Authorization": "Bearer \(world.secretKey)", "X-App-ID": "sim"]
+
+        for kind in ["links", "funnel", "retention", "attribution"] {
+            let path = "/api/reports/" + kind
+            let formats = Self.formats(spec, path)
+            #expect(formats.contains("json") && formats.count > 1, "\(path) offers \(formats)")
+            var mediaTypes: Set<String> = []
+            for format in formats {
+                let query = path + "?" + days + "&format=" + format
+                let answer = try Self.send("GET", base + query, headers: secret)
+                #expect(answer.status == 200, "\(query): \(answer.text)")
+                Self.check(spec, answer, "GET", query)
+                mediaTypes.insert(String(answer.headers["content-type"]?.prefix { $0 != ";" } ?? ""))
+                if format == "json" {
+                    // Real rows, so the row schemas see data and not only empty arrays.
+                    let body = (try? JSONSerialization.jsonObject(with: answer.body) as? [String: Any]) ?? [:]
+                    let tables = body["tables"] as? [String: [Any]] ?? [:]
+                    #expect(tables.values.contains { !$0.isEmpty }, "\(query) has no rows: \(answer.text.prefix(300))")
+                    // The kind's own schema too: the `Report` oneOf only says that no kind matched, this says why.
+                    let schema = try #require(spec.schema(kind.capitalized + "Report"), "no schema for \(kind)")
+                    let instance = try #require(JSONSchema.Instance.parse(Array(answer.body)))
+                    for problem in spec.validator.problems(instance, schema) { Issue.record("\(query): \(problem)") }
+                }
+                Self.check(spec, try Self.send("HEAD", base + query, headers: secret), "HEAD", query)
+            }
+            let ok = spec.response(OpenAPISpec.Key(method: "GET", path: path), status: 200)
+            let declared = Set(ok?["content"]?.pairs.map(\.key) ?? [])
+            #expect(mediaTypes == declared, "\(path): the formats give \(mediaTypes), the 200 declares \(declared)")
+
+            // The provider's refusals (and the defaults: no range, no format).
+            for (method, query, headers, status) in [
+                ("GET", path, secret, 200),
+                ("HEAD", path, secret, 200),
+                ("GET", path, ["Authorization": "Bearer \(Self.ghostKey)", "X-App-ID": Self.ghostApp], 404),
+                ("HEAD", path, ["Authorization": "Bearer \(Self.ghostKey)", "X-App-ID": Self.ghostApp], 404),
+                ("GET", path + "?from=2026-13-01", secret, 400),
+                ("GET", path + "?from=2026-06-30&to=2026-06-01", secret, 400),
+                ("GET", path + "?from=2024-01-01&to=2026-06-30", secret, 400),
+                ("GET", path + "?format=table", secret, 400),
+                ("GET", path + "?form=2026-06-01", secret, 400),
+                ("HEAD", path + "?format=xml", secret, 400),
+                ("GET", path + "?app=other", secret, 403),
+            ] {
+                let answer = try Self.send(method, base + query, headers: headers)
+                #expect(answer.status == status, "\(method) \(query): \(answer.text)")
+                Self.check(spec, answer, method, query)
+            }
+        }
+    }
+}
