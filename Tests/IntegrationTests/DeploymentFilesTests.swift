@@ -11,21 +11,28 @@ struct DeploymentFilesTests {
 
     @Test("docker-compose.yml parses into postgres, a one-shot migrate and the pipeline")
     func composeServices() throws {
-        let compose = try ComposeFile(path: root + "/docker-compose.yml")
-        #expect(Set(compose.services.keys) == ["postgres", "migrate", "pipeline"])
-        #expect(compose.services["postgres"]?["image"]?.hasPrefix("postgres:15") == true)
-        #expect(compose.services["migrate"]?["command"] == #"["migrate"]"#)
-        #expect(compose.services["pipeline"]?["command"] == #"["run"]"#)
+        let compose = try YAMLReader.read(String(contentsOfFile: root + "/docker-compose.yml", encoding: .utf8))
+        let services = try #require(compose["services"])
+        #expect(Set(services.pairs.map(\.key)) == ["postgres", "migrate", "pipeline"])
+        #expect(services["postgres"]?["image"]?.text?.hasPrefix("postgres:15") == true)
+        #expect(services["postgres"]?["healthcheck"]?["test"]?.items.first?.text == "CMD-SHELL")
+        #expect(services["migrate"]?["command"]?.items.compactMap(\.text) == ["migrate"])
+        #expect(services["pipeline"]?["command"]?.items.compactMap(\.text) == ["run"])
         for name in ["migrate", "pipeline"] {
-            let build = try #require(compose.services[name]?["build"])
+            let build = try #require(services[name]?["build"]?.text)
             #expect(
                 FileManager.default.fileExists(atPath: root + "/" + build + "/Dockerfile"),
                 "\(name) builds from \(build)/Dockerfile")
-            #expect(compose.services[name]?["environment.DATABASE_URL"]?.contains("@postgres:5432/") == true)
+            #expect(services[name]?["environment"]?["DATABASE_URL"]?.text?.contains("@postgres:5432/") == true)
         }
-        #expect(compose.services["pipeline"]?["environment.DETOUR_HTTP_ADDR"] == "0.0.0.0:8080")
-        #expect(compose.services["pipeline"]?["depends_on.migrate.condition"] == "service_completed_successfully")
-        #expect(compose.services["migrate"]?["depends_on.postgres.condition"] == "service_healthy")
+        let pipeline = services["pipeline"]
+        #expect(pipeline?["environment"]?["DETOUR_HTTP_ADDR"]?.text == "0.0.0.0:8080")
+        #expect(pipeline?["depends_on"]?["migrate"]?["condition"]?.text == "service_completed_successfully")
+        #expect(services["migrate"]?["depends_on"]?["postgres"]?["condition"]?.text == "service_healthy")
+        // The event log is on a named volume of its own, mounted where DETOUR_DATA_DIR points.
+        let dataDir = try #require(pipeline?["environment"]?["DETOUR_DATA_DIR"]?.text)
+        #expect(pipeline?["volumes"]?.items.compactMap(\.text).contains("eventlog:" + dataDir) == true)
+        #expect(compose["volumes"]?.pairs.map(\.key).contains("eventlog") == true)
     }
 
     @Test("the Dockerfile copies files that exist and runs commands the binary has")
@@ -64,44 +71,4 @@ struct DeploymentFilesTests {
             #expect(runHelp.contains(variable), "run reads \(variable), which compose sets")
         }
     }
-}
-
-/// The subset of YAML docker-compose.yml uses: nested maps by indentation, scalars, flow lists
-/// kept as text, `- item` lists. Keys are flattened with dots below each service.
-struct ComposeFile {
-    var services: [String: [String: String]] = [:]
-
-    init(path: String) throws {
-        let text = try String(contentsOfFile: path, encoding: .utf8)
-        var stack: [(indent: Int, key: String)] = []
-        for raw in text.split(separator: "\n", omittingEmptySubsequences: true) {
-            let line = String(raw)
-            let trimmed = line.trimmingCharacters(in: .whitespaces)
-            if trimmed.isEmpty || trimmed.hasPrefix("#") { continue }
-            let indent = line.prefix { $0 == " " }.count
-            while let last = stack.last, last.indent >= indent { stack.removeLast() }
-            if trimmed.hasPrefix("- ") { continue }  // list items (ports, volumes, test) are not checked
-            guard let colon = trimmed.firstIndex(of: ":") else {
-                throw ComposeError(line: line, reason: "expected key: value")
-            }
-            let key = String(trimmed[..<colon])
-            let value = trimmed[trimmed.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-            let path = stack.map(\.key) + [key]
-            if path.count >= 3, path[0] == "services" {
-                let service = path[1]
-                let field = path.dropFirst(2).joined(separator: ".")
-                services[service, default: [:]][field] =
-                    value.isEmpty ? "" : value.trimmingCharacters(in: CharacterSet(charactersIn: "\""))
-            } else if path.count == 2, path[0] == "services" {
-                services[key, default: [:]] = services[key] ?? [:]
-            }
-            if value.isEmpty { stack.append((indent, key)) }
-        }
-    }
-}
-
-struct ComposeError: Error, CustomStringConvertible {
-    let line: String
-    let reason: String
-    var description: String { "docker-compose.yml: \(reason): \(line)" }
 }
