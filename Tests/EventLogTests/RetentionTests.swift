@@ -48,4 +48,34 @@ import Testing
             #expect(batch.records.map { String(decoding: $0, as: UTF8.self) } == [String(decoding: envelope(2), as: UTF8.self)])
         }
     }
+
+    @Test("prune deletes sealed segments by age, then oldest first down to a size, never the open one")
+    func pruneByAgeAndSize() throws {
+        try withTemporaryDirectory { dir in
+            let configuration = testConfiguration(dir)
+            try threeSegments(configuration)
+            let reader = try LogReader(directory: configuration.directory, node: "node-1")
+            let sizes = try reader.segments().map(\.bytes)
+            // Young and within the size: nothing goes.
+            #expect(
+                try LogRetention.prune(
+                    directory: configuration.directory, node: "node-1", olderThan: .seconds(3600),
+                    keepBytes: sizes.reduce(0, +)
+                ).isEmpty)
+            // One byte over: the oldest sealed segment goes, and that is enough.
+            let one = try LogRetention.prune(
+                directory: configuration.directory, node: "node-1", olderThan: nil, keepBytes: sizes.reduce(0, +) - 1)
+            #expect(one.map { $0.hasSuffix(SegmentFormat.fileName(segment: 1)) } == [true])
+            // Two hours later, with no size bound, age takes the other sealed one; the open one stays.
+            let later = LogClock { LogClock.system.now() + 7_200_000_000 }
+            let aged = try LogRetention.prune(
+                directory: configuration.directory, node: "node-1", olderThan: .seconds(3600), keepBytes: nil,
+                clock: later)
+            #expect(aged.map { $0.hasSuffix(SegmentFormat.fileName(segment: 2)) } == [true])
+            #expect(
+                try LogRetention.prune(directory: configuration.directory, node: "node-1", olderThan: .zero, keepBytes: 0)
+                    .isEmpty)
+            #expect(try reader.segments().map(\.id) == [3])
+        }
+    }
 }

@@ -28,7 +28,7 @@ struct CommandLineTests {
                 [
                     "--http-addr", "DETOUR_HTTP_ADDR", "--data-dir", "DETOUR_DATA_DIR", "--durability", "--max-body",
                     "--preallocate", "--max-name-length", "--max-depth", "--per-ip-connection-limit",
-                    "--rate-limit-burst",
+                    "--rate-limit-burst", "--dead-letter-retention", "--dead-letter-max-disk",
                 ]
             ),
             ("run", ["--http-addr", "DETOUR_HTTP_ADDR", "--load-interval", "DATABASE_URL", "DETOUR_DATA_DIR"]),
@@ -107,7 +107,7 @@ struct CommandLineTests {
         #expect(refused.errors.contains("--commit-delay must be a duration such as 200us"), "\(refused.errors)")
     }
 
-    @Test("a limit flag out of range, or a burst without a rate, is refused with exit status 64 and a reason")
+    @Test("a limit flag out of range, a burst without a rate, or a dead-letter cap too small is refused with exit status 64")
     func limitFlagRefusals() throws {
         let cases: [([String], String)] = [
             (["--max-depth", "1"], "--max-depth must be an integer in 2...1024, got 1"),
@@ -115,6 +115,8 @@ struct CommandLineTests {
             (["--per-ip-connection-limit", "-1"], "--per-ip-connection-limit must be an integer in 0...1000000"),
             (["--rate-limit-burst", "5"], "--rate-limit-burst needs --rate-limit"),
             (["--rate-limit", "10", "--rate-limit-burst", "0.5"], "--rate-limit-burst must be a number of requests"),
+            (["--dead-letter-max-disk", "100MiB"], "--dead-letter-max-disk must be at least 4x --segment-bytes or 0"),
+            (["--dead-letter-retention", "soon"], "--dead-letter-retention must be a duration"),
         ]
         for (flags, message) in cases {
             let result = try PipelineProcess.runToEnd(["serve", "--data-dir", "/nonexistent"] + flags)

@@ -69,6 +69,7 @@ final class CommitQueue: Sendable {
     private let deadLetterFailures: Counter
     private let appendFailures: Counter
     private let isFailing = Atomic<Bool>(false)
+    private let isDeadLetterFailing = Atomic<Bool>(false)
 
     /// `committers`: threads blocked in `append` at once. More than two keeps the next group
     /// entering the log while the current one is in fsync, even when the log waits
@@ -153,11 +154,21 @@ final class CommitQueue: Sendable {
         for job in group { queueWait.observe(Double((start - job.queuedAt) / .microseconds(1)) / 1e6) }
         let deadLetters = group.flatMap(\.deadLetters)
         if !deadLetters.isEmpty {
+            // Counted always, logged once per outage (as the event log's failures): at its disk
+            // cap, under a flood of bad bodies, the dead-letter log refuses every group.
             do {
                 try deadLetterSink.append(deadLetters)
+                if isDeadLetterFailing.load(ordering: .relaxed),
+                    isDeadLetterFailing.exchange(false, ordering: .relaxed)
+                {
+                    logger.notice("deadletter.append_recovered", [:])
+                }
             } catch {
                 deadLetterFailures.increment(by: deadLetters.count)
-                logger.error("deadletter.append_failed", ["records": String(deadLetters.count), "error": "\(error)"])
+                if !isDeadLetterFailing.exchange(true, ordering: .relaxed) {
+                    logger.error(
+                        "deadletter.append_failed", ["records": String(deadLetters.count), "error": "\(error)"])
+                }
             }
         }
         var failures: [(any Error)?] = Array(repeating: nil, count: group.count)

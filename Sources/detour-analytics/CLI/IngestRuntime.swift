@@ -11,6 +11,7 @@ final class IngestRuntime {
     private let log: LogWriter
     private let deadLetters: LogWriter
     private let keys: KeyStore
+    private let deadLetterPruner: DispatchSourceTimer?
 
     /// Starts every part; `databaseURL` is where the API keys come from (cached on disk, so a
     /// PostgreSQL outage does not stop ingest from accepting known keys).
@@ -27,10 +28,38 @@ final class IngestRuntime {
         reports = .reports(databaseURL: databaseURL, poolSize: options.ingest.reportThreads)
         server = try IngestServer(
             configuration: options.ingest, keys: keys, sink: log, deadLetterSink: deadLetters, reportProvider: reports)
+        deadLetterPruner = Self.startPruning(options)
+    }
+
+    /// Every 10 s, deletes dead letters past `--dead-letter-retention` and, oldest first, beyond half
+    /// of `--dead-letter-max-disk`: the writer refuses dead letters at the cap itself, so a flood
+    /// between two passes is bounded, and the passes make room again. Nil when neither bound is set.
+    private static func startPruning(_ options: PipelineOptions) -> DispatchSourceTimer? {
+        guard options.deadLetterRetention != nil || options.deadLetterMaxBytes != nil else { return nil }
+        let logger = Logger(label: "ingest")
+        let configuration = options.deadLetter
+        let (age, keep) = (options.deadLetterRetention, options.deadLetterMaxBytes.map { $0 / 2 })
+        let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "ingest.deadletter-pruning"))
+        var failing = false
+        timer.setEventHandler {
+            do {
+                try LogRetention.prune(
+                    directory: configuration.directory, node: configuration.node, olderThan: age, keepBytes: keep)
+                failing = false
+            } catch {
+                // Once per outage, like the logs' own failures.
+                if !failing { logger.error("deadletter.prune_failed", ["error": "\(error)"]) }
+                failing = true
+            }
+        }
+        timer.schedule(deadline: .now(), repeating: .seconds(10))
+        timer.resume()
+        return timer
     }
 
     /// Stops accepting, lets in-flight requests become durable, then closes the logs.
     func stop() {
+        deadLetterPruner?.cancel()
         server.shutdown()
         reports.close()
         keys.stop()

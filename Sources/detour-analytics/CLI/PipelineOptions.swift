@@ -8,6 +8,11 @@ struct PipelineOptions {
     var databaseURL: String?
     var log: LogConfiguration
     var deadLetter: LogConfiguration
+    /// Dead letters are deleted at this age (nil: kept whatever their age).
+    var deadLetterRetention: Duration?
+    /// Dead letters never use more than this; the oldest are deleted to keep them under half of it
+    /// (nil: no cap).
+    var deadLetterMaxBytes: Int64?
     var ingest: IngestConfiguration
 
     static let ingestHelp = """
@@ -44,6 +49,9 @@ struct PipelineOptions {
           --max-disk SIZE         stop accepting (503) when segments use this much disk (default off)
           --preallocate SIZE      extend the open segment with written zeros this much at a time, so
                                   small frames' fsyncs write no inode (default 4MiB; 0 = off)
+          --dead-letter-retention DUR  delete dead letters (rejected input) this old (default 7d; 0 keeps all)
+          --dead-letter-max-disk SIZE  dead letters never use more than this; the oldest are deleted to
+                                  keep them under half of it (default 1GiB; 0 = no cap; at least 4x --segment-bytes)
         """
 
     /// Parses the flags both components share.
@@ -87,6 +95,25 @@ struct PipelineOptions {
         }
         var deadLetter = log
         deadLetter.directory = data + "/deadletter"
+        // Nothing loads dead letters, so nothing else would ever delete them: without these bounds a
+        // client sending bad bodies (a publishable key ships inside every app) could fill the disk.
+        var deadLetterRetention: Duration? = .seconds(7 * 86400)
+        if let text = try arguments.option("--dead-letter-retention") {
+            let age = try parseDuration(text, flag: "--dead-letter-retention")
+            deadLetterRetention = age == .zero ? nil : age
+        }
+        var deadLetterMaxBytes: Int64? = 1 << 30
+        if let text = try arguments.option("--dead-letter-max-disk") {
+            let bytes = try parseBytes(text, flag: "--dead-letter-max-disk")
+            deadLetterMaxBytes = bytes == 0 ? nil : bytes
+        }
+        if let cap = deadLetterMaxBytes {
+            // The open segment cannot be deleted: a cap of a few segments leaves room to prune.
+            guard cap >= 4 * deadLetter.maxSegmentBytes else {
+                throw UsageError(description: "--dead-letter-max-disk must be at least 4x --segment-bytes or 0")
+            }
+            deadLetter.maxDiskBytes = min(cap, deadLetter.maxDiskBytes ?? cap)
+        }
 
         var ingest = IngestConfiguration()
         let address = try arguments.option("--http-addr", default: environment["DETOUR_HTTP_ADDR"]) ?? "127.0.0.1:8080"
@@ -140,7 +167,9 @@ struct PipelineOptions {
         } catch {
             throw UsageError(description: error.description)
         }
-        return PipelineOptions(dataDirectory: data, databaseURL: url, log: log, deadLetter: deadLetter, ingest: ingest)
+        return PipelineOptions(
+            dataDirectory: data, databaseURL: url, log: log, deadLetter: deadLetter,
+            deadLetterRetention: deadLetterRetention, deadLetterMaxBytes: deadLetterMaxBytes, ingest: ingest)
     }
 }
 
