@@ -23,6 +23,10 @@ package struct IngestConfiguration: Sendable {
     package var maxNameLength: Int = 128
     /// Deepest JSON nesting accepted in a body. Default 32.
     package var maxDepth: Int = 32
+    /// Request body bytes the server holds at once across all connections (received and not yet
+    /// answered); a body that would cross it is answered 503 `overloaded`. Bounds memory against
+    /// many concurrent large uploads (4,096 connections x 1 MiB would be 4 GiB). Default 256 MiB.
+    package var maxBufferedBodyBytes: Int = 256 << 20
     /// Most open HTTP connections across all threads; further connections are refused. Default 4,096.
     package var connectionLimit: Int = 4096
     /// Most open connections from one client IP address; 0 means no per-IP limit. Default 0
@@ -71,6 +75,7 @@ package struct IngestConfiguration: Sendable {
         try check(maxBodyBytes >= 1024, "maxBodyBytes", "must be at least 1024 bytes")
         try check(maxDecompressedBytes >= maxBodyBytes, "maxDecompressedBytes", "must be at least maxBodyBytes")
         try check(maxEventBytes >= 256, "maxEventBytes", "must be at least 256 bytes")
+        try check(maxBufferedBodyBytes >= maxBodyBytes, "maxBufferedBodyBytes", "must be at least maxBodyBytes")
         try check(maxBatchEvents >= 1, "maxBatchEvents", "must be at least 1")
         try check(maxNameLength >= 1, "maxNameLength", "must be at least 1")
         try check(maxDepth >= 2, "maxDepth", "must be at least 2")

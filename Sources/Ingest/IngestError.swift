@@ -36,6 +36,8 @@ package enum IngestError: Error, Sendable, Equatable {
     case logUnavailable(reason: String)
     /// The server is shutting down and takes no new events.
     case shuttingDown
+    /// The server holds as many request bodies as `maxBufferedBodyBytes` allows; retry shortly.
+    case overloaded
     /// A report query parameter is malformed, repeated, too long, or one too many.
     case invalidParameter(name: String, message: String)
     /// The server was started without a report provider (no database for reports).
@@ -87,6 +89,8 @@ package enum IngestError: Error, Sendable, Equatable {
             (503, "log_unavailable", "events could not be stored durably; retry later", [("Retry-After", "1")])
         case .shuttingDown:
             (503, "shutting_down", "the server is shutting down; retry later", [("Retry-After", "1")])
+        case .overloaded:
+            (503, "overloaded", "the server holds too many request bodies at once; retry later", [("Retry-After", "1")])
         case .invalidParameter(let name, let message):
             (400, "invalid_parameter", "invalid parameter \(name): \(message)", [])
         case .reportsUnavailable:

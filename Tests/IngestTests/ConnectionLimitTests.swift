@@ -78,4 +78,41 @@ struct ConnectionLimitTests {
         #expect(served)
         #expect(try second.request("GET", "/healthz").status == 200)
     }
+
+    @Test("bodies beyond the server's body budget get 503 overloaded with Retry-After, and are served once it frees")
+    func bodyBudget() throws {
+        let server = try TestServer {
+            $0.maxBodyBytes = 64 * 1024
+            $0.maxBufferedBodyBytes = 64 * 1024
+        }
+        func batch(paddedTo size: Int) -> [UInt8] {
+            let json = Array("{\"batch\":[\(String(decoding: BadInputTests.event, as: UTF8.self))]}".utf8)
+            return json + [UInt8](repeating: 0x20, count: size - json.count)
+        }
+        // An upload of 60 KiB that stops 100 bytes short: the server holds what it received.
+        let held = batch(paddedTo: 60 * 1024)
+        let slow = try server.client()
+        var head = "POST /api/analytics/batch HTTP/1.1\r\nHost: x\r\nContent-Length: \(held.count)\r\n"
+        for (name, value) in TestServer.sdkHeaders() { head += "\(name): \(value)\r\n" }
+        slow.send(Array((head + "\r\n").utf8) + held.dropLast(100))
+        // Once those bytes are held (59.9 KiB of the 64 KiB budget), another upload of 20 KiB crosses it.
+        for _ in 0..<500 where server.server.bufferedBodyBytes < held.count - 100 {
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        #expect(server.server.bufferedBodyBytes == held.count - 100)
+        let refused = try server.client().request(
+            "POST", "/api/analytics/batch", headers: TestServer.sdkHeaders(), body: batch(paddedTo: 20 * 1024))
+        #expect(refused.status == 503)
+        #expect(refused.errorCode == "overloaded")
+        #expect(refused.header("Retry-After") == "1")
+        // The held upload completes and is accepted; its bytes leave the budget, and the next is served.
+        slow.send(Array(held.suffix(100)))
+        #expect(try slow.readResponse().status == 200)
+        for _ in 0..<500 where server.server.bufferedBodyBytes > 0 { Thread.sleep(forTimeInterval: 0.01) }
+        #expect(server.server.bufferedBodyBytes == 0)
+        let after = try server.client().request(
+            "POST", "/api/analytics/batch", headers: TestServer.sdkHeaders(), body: batch(paddedTo: 20 * 1024))
+        #expect(after.status == 200)
+        #expect(server.isServing())
+    }
 }

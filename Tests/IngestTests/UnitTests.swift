@@ -32,17 +32,45 @@ struct UnitTests {
         }
     }
 
+    /// A handler that is never called: `ServerCore` needs one to exist.
+    struct UnusedHandler: HTTPHandler {
+        static let empty = HTTPResponse(status: 204, body: [])
+        func begin(_ head: RequestHead) -> RequestStart { .respond(Self.empty, route: "x") }
+        func finish(context: any Sendable, body: [UInt8]) -> RequestFinish { .respond(Self.empty) }
+        func bodyTooLarge(context: any Sendable, limit: Int) -> HTTPResponse { Self.empty }
+        func completed(route: String, status: Int, code: String?, bytesIn: Int, started: ContinuousClock.Instant) {}
+    }
+
     @Test("the body state machine keeps bytes up to the limit, then discards, then closes")
     func bodyLimit() {
+        let core = ServerCore(handler: UnusedHandler(), maxBufferedBodyBytes: 1 << 20)
         let state = RequestState(route: "event", started: .now, limit: 10, context: ())
         let six = [UInt8](repeating: 1, count: 6)
-        six.withUnsafeBytes { #expect(state.receive($0) == .keep) }
+        six.withUnsafeBytes { #expect(state.receive($0, core: core) == .keep) }
         #expect(state.body.count == 6)
-        six.withUnsafeBytes { #expect(state.receive($0) == .discard) }
+        #expect(core.bufferedBodyBytes.load(ordering: .relaxed) == 6)
+        six.withUnsafeBytes { #expect(state.receive($0, core: core) == .discard) }
         #expect(state.body.isEmpty)
-        #expect(state.isOverLimit)
-        six.withUnsafeBytes { #expect(state.receive($0) == .close) }
+        #expect(state.isOverLimit && !state.isOverBudget)
+        // The dropped body leaves the server's budget at once.
+        #expect(core.bufferedBodyBytes.load(ordering: .relaxed) == 0)
+        six.withUnsafeBytes { #expect(state.receive($0, core: core) == .close) }
         #expect(state.bytesIn == 18)
+    }
+
+    @Test("bodies held at once are charged to the server's budget; a chunk that would cross it drops its body")
+    func bodyBudget() {
+        let core = ServerCore(handler: UnusedHandler(), maxBufferedBodyBytes: 16)
+        let six = [UInt8](repeating: 1, count: 6)
+        let first = RequestState(route: "batch", started: .now, limit: 100, context: ())
+        six.withUnsafeBytes { #expect(first.receive($0, core: core) == .keep) }
+        six.withUnsafeBytes { #expect(first.receive($0, core: core) == .keep) }
+        let second = RequestState(route: "batch", started: .now, limit: 100, context: ())
+        six.withUnsafeBytes { #expect(second.receive($0, core: core) == .discard) }
+        #expect(second.isOverBudget && second.body.isEmpty && second.charged == 0)
+        // The first keeps its 12 bytes (and its charge, given back when it completes).
+        #expect(first.body.count == 12 && first.charged == 12)
+        #expect(core.bufferedBodyBytes.load(ordering: .relaxed) == 12)
     }
 
     @Test("decompression rejects truncated and corrupt streams and respects the limit exactly")

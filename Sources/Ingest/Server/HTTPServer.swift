@@ -21,6 +21,8 @@ package struct HTTPServerSettings: Sendable {
     package var connectionMemoryBytes: Int
     /// Seconds `shutdown()` waits for in-flight requests.
     package var shutdownGraceSeconds: Int
+    /// Body bytes held at once across all requests (`IngestConfiguration.maxBufferedBodyBytes`).
+    package var maxBufferedBodyBytes: Int
 
     /// Takes the HTTP settings from an ingest configuration.
     package init(_ configuration: IngestConfiguration) {
@@ -32,6 +34,7 @@ package struct HTTPServerSettings: Sendable {
         connectionTimeoutSeconds = configuration.connectionTimeoutSeconds
         connectionMemoryBytes = configuration.connectionMemoryBytes
         shutdownGraceSeconds = configuration.shutdownGraceSeconds
+        maxBufferedBodyBytes = configuration.maxBufferedBodyBytes
     }
 }
 
@@ -50,7 +53,7 @@ package final class HTTPServer: Sendable {
     /// Binds and starts serving `handler` on the settings' address.
     package init(settings: HTTPServerSettings, handler: any HTTPHandler) throws(HTTPServerError) {
         let (fd, boundPort) = try ListeningSocket.open(host: settings.host, port: settings.port, backlog: 1024)
-        let core = ServerCore(handler: handler)
+        let core = ServerCore(handler: handler, maxBufferedBodyBytes: settings.maxBufferedBodyBytes)
         let cls = Unmanaged.passUnretained(core).toOpaque()
         var options: [MHD_OptionItem] = [
             MHD_OptionItem(option: .LISTEN_SOCKET, value: Int(fd), ptr_value: nil),
@@ -120,6 +123,9 @@ package final class HTTPServer: Sendable {
     /// Requests that have started and not yet completed.
     package var inFlightRequests: Int { core.inFlight.load(ordering: .relaxed) }
 
+    /// Body bytes held by requests not yet completed (charged to `maxBufferedBodyBytes`).
+    package var bufferedBodyBytes: Int { core.bufferedBodyBytes.load(ordering: .relaxed) }
+
     deinit { shutdown() }
 }
 
@@ -139,10 +145,22 @@ final class ServerCore: Sendable {
     let suspended = Atomic<Int>(0)
     /// The handler's `sharedResponses`, built once; destroyed with the core, after the daemon.
     let shared: [SharedResponse]
+    /// Body bytes received and held by requests not yet completed, and the most allowed.
+    let bufferedBodyBytes = Atomic<Int>(0)
+    let maxBufferedBodyBytes: Int
 
-    init(handler: any HTTPHandler) {
+    init(handler: any HTTPHandler, maxBufferedBodyBytes: Int) {
         self.handler = handler
         self.shared = handler.sharedResponses.compactMap(SharedResponse.init)
+        self.maxBufferedBodyBytes = maxBufferedBodyBytes
+    }
+
+    /// Charges `bytes` of body to the budget; false (and nothing charged) when they would cross it.
+    func chargeBody(_ bytes: Int) -> Bool {
+        let total = bufferedBodyBytes.wrappingAdd(bytes, ordering: .relaxed).newValue
+        guard total > maxBufferedBodyBytes else { return true }
+        bufferedBodyBytes.wrappingSubtract(bytes, ordering: .relaxed)
+        return false
     }
 
     /// The prebuilt libmicrohttpd response for `response`, if it is one of the shared ones.
@@ -240,11 +258,14 @@ private let accessHandler: MHD_AccessHandlerCallback = {
             state.bytesIn += chunk.count
             return .YES
         }
-        return state.receive(chunk) == .close ? .NO : .YES
+        return state.receive(chunk, core: core) == .close ? .NO : .YES
     }
     state.isAnswered = true
     if let early = state.earlyResponse {
         return queue(early, on: connection, state: state, core: core)
+    }
+    if state.isOverBudget {
+        return queue(HTTPResponse(error: .overloaded), on: connection, state: state, core: core)
     }
     if state.isOverLimit {
         return queue(
@@ -391,7 +412,12 @@ private func queue(_ response: HTTPResponse, on connection: OpaquePointer, state
 private let requestCompleted: MHD_RequestCompletedCallback = { cls, _, conCls, _ in
     guard let cls, let conCls, let pointer = conCls.pointee else { return }
     let core = Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue()
-    Unmanaged<RequestState>.fromOpaque(pointer).release()
+    let state = Unmanaged<RequestState>.fromOpaque(pointer)
+    // The body's bytes leave the budget when the request is over, whichever way it ended.
+    if state.takeUnretainedValue().charged > 0 {
+        core.bufferedBodyBytes.wrappingSubtract(state.takeUnretainedValue().charged, ordering: .relaxed)
+    }
+    state.release()
     conCls.pointee = nil
     core.inFlight.wrappingSubtract(1, ordering: .relaxed)
 }

@@ -17,8 +17,13 @@ final class RequestState: @unchecked Sendable {
     var body: [UInt8] = []
     /// Bytes received on the wire, including discarded ones.
     var bytesIn = 0
-    /// Bytes thrown away after the limit was crossed.
+    /// Bytes thrown away after the limit (or the server's body budget) was crossed.
     var discarded = 0
+    /// Bytes of body charged to the server's budget (`ServerCore.chargeBody`), given back when
+    /// the request completes.
+    var charged = 0
+    /// The server's body budget was full when a chunk came: the body is dropped, the answer is 503.
+    var isOverBudget = false
     var isAnswered = false
     /// An answer decided from the head, sent once the (small) body has been read and dropped.
     var earlyResponse: HTTPResponse?
@@ -54,14 +59,23 @@ final class RequestState: @unchecked Sendable {
         case close
     }
 
-    /// The body-limit state machine: keeps bytes until `limit`, then only counts them.
-    func receive(_ chunk: UnsafeRawBufferPointer) -> ChunkAction {
+    /// The body-limit state machine: keeps bytes until `limit` (each chunk charged to `core`'s
+    /// budget first), then only counts them.
+    func receive(_ chunk: UnsafeRawBufferPointer, core: ServerCore) -> ChunkAction {
         bytesIn += chunk.count
         if discarded == 0, body.count + chunk.count <= limit {
-            body.append(contentsOf: chunk)
-            return .keep
+            if core.chargeBody(chunk.count) {
+                charged += chunk.count
+                body.append(contentsOf: chunk)
+                return .keep
+            }
+            isOverBudget = true
         }
-        if discarded == 0 { body = [] }
+        if discarded == 0 {
+            body = []
+            core.bufferedBodyBytes.wrappingSubtract(charged, ordering: .relaxed)
+            charged = 0
+        }
         discarded += chunk.count
         return discarded > limit ? .close : .discard
     }

@@ -23,6 +23,8 @@ struct PipelineOptions {
           --max-decompressed SIZE largest body after gzip/zstd decoding (default 10MiB)
           --max-event SIZE        largest single event (default 32KiB)
           --max-batch-events N    most events per batch request (default 2000)
+          --max-buffered-bodies SIZE  request body bytes held at once across all connections; more is
+                                  503 overloaded (default 256MiB; at least --max-body)
           --max-name-length N     longest event name in characters (default 128)
           --max-depth N           deepest JSON nesting in a body (default 32)
           --connection-limit N    most open connections (default 4096)
@@ -128,6 +130,9 @@ struct PipelineOptions {
         }
         if let text = try arguments.option("--max-decompressed") {
             ingest.maxDecompressedBytes = Int(try parseBytes(text, flag: "--max-decompressed"))
+        }
+        if let text = try arguments.option("--max-buffered-bodies") {
+            ingest.maxBufferedBodyBytes = Int(try parseBytes(text, flag: "--max-buffered-bodies"))
         }
         if let text = try arguments.option("--max-event") {
             ingest.maxEventBytes = Int(try parseBytes(text, flag: "--max-event"))
