@@ -29,6 +29,7 @@ struct CommandLineTests {
                     "--http-addr", "DETOUR_HTTP_ADDR", "--data-dir", "DETOUR_DATA_DIR", "--durability", "--max-body",
                     "--preallocate", "--max-name-length", "--max-depth", "--per-ip-connection-limit",
                     "--rate-limit-burst", "--dead-letter-retention", "--dead-letter-max-disk",
+                    "--max-buffered-bodies",
                 ]
             ),
             ("run", ["--http-addr", "DETOUR_HTTP_ADDR", "--load-interval", "DATABASE_URL", "DETOUR_DATA_DIR"]),
