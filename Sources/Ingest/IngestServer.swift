@@ -12,9 +12,6 @@ import Synchronization
 /// Report requests are suspended the same way and run on the report workers (`ReportQueue`).
 package final class IngestServer: Sendable {
     private let server: HTTPServer
-
-    /// Body bytes the HTTP server holds for requests not yet completed (`maxBufferedBodyBytes`).
-    package var bufferedBodyBytes: Int { server.bufferedBodyBytes }
     private let service: IngestService
     private let logger = Logger(label: "ingest")
     /// Held for the whole of `shutdown()`, so a second caller returns only once the first has
@@ -75,6 +72,9 @@ package final class IngestServer: Sendable {
             logger.info("server.stopped", [:])
         }
     }
+
+    /// Body bytes the HTTP server holds for requests not yet completed (`maxBufferedBodyBytes`).
+    package var bufferedBodyBytes: Int { server.bufferedBodyBytes }
 
     deinit { shutdown() }
 }

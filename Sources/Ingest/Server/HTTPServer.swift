@@ -414,9 +414,8 @@ private let requestCompleted: MHD_RequestCompletedCallback = { cls, _, conCls, _
     let core = Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue()
     let state = Unmanaged<RequestState>.fromOpaque(pointer)
     // The body's bytes leave the budget when the request is over, whichever way it ended.
-    if state.takeUnretainedValue().charged > 0 {
-        core.bufferedBodyBytes.wrappingSubtract(state.takeUnretainedValue().charged, ordering: .relaxed)
-    }
+    let charged = state.takeUnretainedValue().charged
+    if charged > 0 { core.bufferedBodyBytes.wrappingSubtract(charged, ordering: .relaxed) }
     state.release()
     conCls.pointee = nil
     core.inFlight.wrappingSubtract(1, ordering: .relaxed)
