@@ -124,6 +124,11 @@ struct CommandLineTests {
             #expect(result.status == 64, "\(flags)")
             #expect(result.errors.contains(message), "\(flags): \(result.errors)")
         }
+        // Large segments alone do not trip the dead-letter cap's default (it grows with them).
+        var arguments = Arguments(["--segment-bytes", "1GiB"])
+        let options = try PipelineOptions.parse(&arguments, environment: Environment(variables: [:]))
+        #expect(options.deadLetterMaxBytes == 4 << 30)
+        #expect(options.deadLetter.maxDiskBytes == 4 << 30)
     }
 
     @Test("an unknown command is refused with exit status 64")

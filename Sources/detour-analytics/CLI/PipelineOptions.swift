@@ -53,7 +53,8 @@ struct PipelineOptions {
                                   small frames' fsyncs write no inode (default 4MiB; 0 = off)
           --dead-letter-retention DUR  delete dead letters (rejected input) this old (default 7d; 0 keeps all)
           --dead-letter-max-disk SIZE  dead letters never use more than this; the oldest are deleted to
-                                  keep them under half of it (default 1GiB; 0 = no cap; at least 4x --segment-bytes)
+                                  keep them under half of it (default 1GiB or 4x --segment-bytes if more;
+                                  0 = no cap; at least 4x --segment-bytes)
         """
 
     /// Parses the flags both components share.
@@ -104,18 +105,17 @@ struct PipelineOptions {
             let age = try parseDuration(text, flag: "--dead-letter-retention")
             deadLetterRetention = age == .zero ? nil : age
         }
-        var deadLetterMaxBytes: Int64? = 1 << 30
+        // The open segment cannot be deleted: a cap of a few segments leaves room to prune. The
+        // default grows with large segments; a cap given explicitly must leave that room itself.
+        var deadLetterMaxBytes: Int64? = max(1 << 30, 4 * deadLetter.maxSegmentBytes)
         if let text = try arguments.option("--dead-letter-max-disk") {
             let bytes = try parseBytes(text, flag: "--dead-letter-max-disk")
-            deadLetterMaxBytes = bytes == 0 ? nil : bytes
-        }
-        if let cap = deadLetterMaxBytes {
-            // The open segment cannot be deleted: a cap of a few segments leaves room to prune.
-            guard cap >= 4 * deadLetter.maxSegmentBytes else {
+            guard bytes == 0 || bytes >= 4 * deadLetter.maxSegmentBytes else {
                 throw UsageError(description: "--dead-letter-max-disk must be at least 4x --segment-bytes or 0")
             }
-            deadLetter.maxDiskBytes = min(cap, deadLetter.maxDiskBytes ?? cap)
+            deadLetterMaxBytes = bytes == 0 ? nil : bytes
         }
+        if let cap = deadLetterMaxBytes { deadLetter.maxDiskBytes = min(cap, deadLetter.maxDiskBytes ?? cap) }
 
         var ingest = IngestConfiguration()
         let address = try arguments.option("--http-addr", default: environment["DETOUR_HTTP_ADDR"]) ?? "127.0.0.1:8080"
