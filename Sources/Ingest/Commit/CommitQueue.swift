@@ -158,14 +158,12 @@ final class CommitQueue: Sendable {
             // cap, under a flood of bad bodies, the dead-letter log refuses every group.
             do {
                 try deadLetterSink.append(deadLetters)
-                if isDeadLetterFailing.load(ordering: .relaxed),
-                    isDeadLetterFailing.exchange(false, ordering: .relaxed)
-                {
+                if Self.outageChanged(isDeadLetterFailing, failed: false) {
                     logger.notice("deadletter.append_recovered", [:])
                 }
             } catch {
                 deadLetterFailures.increment(by: deadLetters.count)
-                if !isDeadLetterFailing.exchange(true, ordering: .relaxed) {
+                if Self.outageChanged(isDeadLetterFailing, failed: true) {
                     logger.error(
                         "deadletter.append_failed", ["records": String(deadLetters.count), "error": "\(error)"])
                 }
@@ -218,12 +216,20 @@ final class CommitQueue: Sendable {
     func noteAppend(error: (any Error)?, records: Int) {
         if let error {
             appendFailures.increment(by: records)
-            if !isFailing.exchange(true, ordering: .relaxed) {
+            if Self.outageChanged(isFailing, failed: true) {
                 logger.error("log.append_failed", ["records": String(records), "error": "\(error)"])
             }
-        } else if isFailing.load(ordering: .relaxed), isFailing.exchange(false, ordering: .relaxed) {
+        } else if Self.outageChanged(isFailing, failed: false) {
             logger.notice("log.append_recovered", [:])
         }
+    }
+
+    /// Records an outcome in an outage flag; true when it starts an outage (the first failure) or
+    /// ends one (the first success after failures), the two moments worth a log line. A success
+    /// with no outage costs one load, no read-modify-write.
+    private static func outageChanged(_ isFailing: borrowing Atomic<Bool>, failed: Bool) -> Bool {
+        if failed { return !isFailing.exchange(true, ordering: .relaxed) }
+        return isFailing.load(ordering: .relaxed) && isFailing.exchange(false, ordering: .relaxed)
     }
 
     /// Errors caused by the records themselves rather than by the log's state.

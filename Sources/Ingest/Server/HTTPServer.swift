@@ -163,6 +163,11 @@ final class ServerCore: Sendable {
         return false
     }
 
+    /// Gives `bytes` charged by `chargeBody` back to the budget.
+    func releaseBody(_ bytes: Int) {
+        if bytes > 0 { bufferedBodyBytes.wrappingSubtract(bytes, ordering: .relaxed) }
+    }
+
     /// The prebuilt libmicrohttpd response for `response`, if it is one of the shared ones.
     func sharedResponse(for response: HTTPResponse) -> OpaquePointer? {
         guard response.headers.isEmpty else { return nil }
@@ -414,8 +419,7 @@ private let requestCompleted: MHD_RequestCompletedCallback = { cls, _, conCls, _
     let core = Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue()
     let state = Unmanaged<RequestState>.fromOpaque(pointer)
     // The body's bytes leave the budget when the request is over, whichever way it ended.
-    let charged = state.takeUnretainedValue().charged
-    if charged > 0 { core.bufferedBodyBytes.wrappingSubtract(charged, ordering: .relaxed) }
+    core.releaseBody(state.takeUnretainedValue().charged)
     state.release()
     conCls.pointee = nil
     core.inFlight.wrappingSubtract(1, ordering: .relaxed)

@@ -73,7 +73,7 @@ final class RequestState: @unchecked Sendable {
         }
         if discarded == 0 {
             body = []
-            core.bufferedBodyBytes.wrappingSubtract(charged, ordering: .relaxed)
+            core.releaseBody(charged)
             charged = 0
         }
         discarded += chunk.count
