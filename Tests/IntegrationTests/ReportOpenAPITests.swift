@@ -26,6 +26,52 @@ struct ReportOpenAPITests {
         return format?["schema"]?["enum"]?.items.compactMap(\.text) ?? []
     }
 
+    /// The main (first) section of report `kind`: the first table its schema requires, which CSV renders.
+    static func mainSection(_ spec: OpenAPISpec, _ kind: String) throws -> String {
+        let schema = try #require(spec.schema(kind.capitalized + "Report"), "no schema for \(kind)")
+        let tables = schema["allOf"]?.items.compactMap { $0["properties"]?["tables"] }.first
+        return try #require(tables?["required"]?.items.first?.text, "\(kind): no required tables")
+    }
+
+    /// The columns of report `kind`'s main section, in the order its row schema requires them.
+    static func mainColumns(_ spec: OpenAPISpec, _ kind: String) throws -> [String] {
+        let schema = try #require(spec.schema(kind.capitalized + "Report"), "no schema for \(kind)")
+        let section = try mainSection(spec, kind)
+        let tables = schema["allOf"]?.items.compactMap { $0["properties"]?["tables"] }.first
+        let items = tables?["properties"]?[section]?["items"].flatMap(spec.validator.resolve)
+        return items?["required"]?.items.compactMap(\.text) ?? []
+    }
+
+    /// The records of an RFC 4180 text (CRLF or LF line ends, `"` quoting with `""` inside).
+    static func csvRecords(_ text: String) -> [[String]] {
+        var records: [[String]] = [], fields: [String] = [], field = ""
+        var quoted = false, closing = false  // inside quotes; the last character closed them
+        for character in text {
+            let afterClosing = closing
+            closing = false
+            if quoted {
+                if character == "\"" { (quoted, closing) = (false, true) } else { field.append(character) }
+                continue
+            }
+            switch character {
+            case "\"":
+                if afterClosing { field.append("\"") }  // `""` inside a quoted field
+                quoted = true
+            case ",":
+                fields.append(field)
+                field = ""
+            case "\r\n", "\n":
+                records.append(fields + [field])
+                fields = []
+                field = ""
+            default:
+                field.append(character)
+            }
+        }
+        if !field.isEmpty || !fields.isEmpty { records.append(fields + [field]) }
+        return records
+    }
+
     /// Sends `method url` with `headers` and returns what came back.
     static func send(_ method: String, _ url: String, headers: [String: String]) throws -> HTTP.Response {
         var request = URLRequest(url: URL(string: url)!)
@@ -42,6 +88,14 @@ struct ReportOpenAPITests {
         for problem in spec.problems(with: answer, to: method, path) {
             Issue.record("\(method) \(path) → \(answer.status): \(problem)", sourceLocation: sourceLocation)
         }
+    }
+
+    @Test("the CSV reader splits quoted fields, doubled quotes and both line ends as RFC 4180 says")
+    func csvReader() {
+        #expect(Self.csvRecords("a,b\r\n\"x,y\",\"say \"\"hi\"\"\"\n,\"\"\"\"\r\n") == [
+            ["a", "b"], ["x,y", "say \"hi\""], ["", "\""],
+        ])
+        #expect(Self.csvRecords("last,line") == [["last", "line"]])
     }
 
     @Test("every report kind's answers over real data (each format, HEAD) and the provider's refusals are declared")
@@ -75,6 +129,7 @@ struct ReportOpenAPITests {
             let formats = Self.formats(spec, path)
             #expect(formats.contains("json") && formats.count > 1, "\(path) offers \(formats)")
             var mediaTypes: Set<String> = []
+            var mainRows: Int?, csv: String?
             for format in formats {
                 let query = path + "?" + days + "&format=" + format
                 let answer = try Self.send("GET", base + query, headers: secret)
@@ -86,12 +141,22 @@ struct ReportOpenAPITests {
                     let body = (try? JSONSerialization.jsonObject(with: answer.body) as? [String: Any]) ?? [:]
                     let tables = body["tables"] as? [String: [Any]] ?? [:]
                     #expect(tables.values.contains { !$0.isEmpty }, "\(query) has no rows: \(answer.text.prefix(300))")
+                    mainRows = tables[try Self.mainSection(spec, kind)]?.count
                     // The kind's own schema too: the `Report` oneOf only says that no kind matched, this says why.
                     let schema = try #require(spec.schema(kind.capitalized + "Report"), "no schema for \(kind)")
                     let instance = try #require(JSONSchema.Instance.parse(Array(answer.body)))
                     for problem in spec.validator.problems(instance, schema) { Issue.record("\(query): \(problem)") }
                 }
+                if format == "csv" { csv = answer.text }
                 Self.check(spec, try Self.send("HEAD", base + query, headers: secret), "HEAD", query)
+            }
+            // The CSV is the main section: its header is the row schema's columns, one line per JSON row.
+            let lines = Self.csvRecords(try #require(csv, "\(path) offers no csv"))
+            let columns = try Self.mainColumns(spec, kind)
+            #expect(lines.first == columns, "\(path) CSV header \(lines.first ?? []) vs the spec's \(columns)")
+            #expect(lines.count - 1 == mainRows, "\(path): \(lines.count - 1) CSV rows, \(mainRows ?? -1) in JSON")
+            for (number, fields) in lines.enumerated() where fields.count != columns.count {
+                Issue.record("\(path) CSV line \(number + 1) has \(fields.count) fields, not \(columns.count)")
             }
             let ok = spec.response(OpenAPISpec.Key(method: "GET", path: path), status: 200)
             let declared = Set(ok?["content"]?.pairs.map(\.key) ?? [])
