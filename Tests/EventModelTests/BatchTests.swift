@@ -36,6 +36,11 @@ import Testing
             #expect(result.accepted.first?.sentAt == Timestamp(iso8601: "2026-06-01T10:20:30.500Z"))
             #expect(result.accepted.first?.clock == .ok)
         }
+        // A null sent_at counts as absent, so Segment's sentAt beside it is read.
+        let null = #"{"sent_at":null,"sentAt":"2026-06-01T10:20:30.500Z","batch":[\#(Self.event())]}"#
+        let withNull = try Normalizer.batch(body: Array(null.utf8), context: Self.context)
+        #expect(withNull.accepted.first?.sentAt == Timestamp(iso8601: "2026-06-01T10:20:30.500Z"))
+        #expect(withNull.warnings.isEmpty)
         let bad = #"{"sent_at":"yesterday","batch":[\#(Self.event())]}"#
         let result = try Normalizer.batch(body: Array(bad.utf8), context: Self.context)
         #expect(result.accepted.count == 1)

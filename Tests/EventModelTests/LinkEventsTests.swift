@@ -112,15 +112,25 @@ import Testing
         #expect(result.accepted.first?.platform?.rawValue == platform)
     }
 
+    @Test("the batch form beside a null or empty clicks or matches member is read as the batch form")
+    func batchFormWithEmptyLists() throws {
+        let body = #"{"clicks":null,"batch":[\#(Self.match.dropLast()),"type":"match"}],"matches":[]}"#
+        let result = try Normalizer.linkEvents(body: Array(body.utf8), context: Self.context)
+        #expect(result.accepted.map(\.kind) == [.match])
+    }
+
     static let bodyErrors: [(String, String)] = [
         (#"{}"#, "invalid_batch"),
         (#"{"clicks":{}}"#, "invalid_batch"),
         (#"{"clicks":[],"matches":[]}"#, "empty_batch"),
         (#"{"batch":[]}"#, "empty_batch"),
         (#"[]"#, "not_an_object"),
+        // Both forms at once: reading one list would drop the other's events without a trace.
+        (#"{"batch":[\#(match.dropLast()),"type":"match"}],"clicks":[\#(click)]}"#, "invalid_batch"),
+        (#"{"matches":[\#(match)],"batch":[\#(match.dropLast()),"type":"match"}]}"#, "invalid_batch"),
     ]
 
-    @Test("link bodies without events refuse the request", arguments: bodyErrors)
+    @Test("link bodies without events, or with both forms, refuse the request", arguments: bodyErrors)
     func bodyError(_ body: String, _ code: String) {
         #expect {
             _ = try Normalizer.linkEvents(body: Array(body.utf8), context: Self.context)

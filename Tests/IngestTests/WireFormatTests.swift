@@ -85,6 +85,11 @@ struct WireFormatTests {
 
     @Test("SDK literal is accepted with 200 and stored durably with its fields", arguments: cases)
     func literal(_ testCase: Case) throws {
+        try Self.expectStored(testCase)
+    }
+
+    /// Posts the case to a server with a real event log and checks the one envelope it stored.
+    static func expectStored(_ testCase: Case) throws {
         let server = try TestServer(useLog: true)
         let response = try server.client().request(
             "POST", testCase.path, headers: testCase.headers, body: Array(testCase.body.utf8))

@@ -32,9 +32,11 @@ struct EventNormalizer {
         isSDKHeaderValid = header.withUTF8 { DeviceID.isValidIdentifier($0) }
     }
 
-    /// Reads `sent_at` (or Segment's `sentAt`); an unreadable one is ignored with a warning.
+    /// Reads `sent_at` (or Segment's `sentAt`; a `null` counts as absent); an unreadable one is
+    /// ignored with a warning.
     mutating func readSentAt(_ root: JSONValue) -> Timestamp? {
-        guard let value = root["sent_at"] ?? root["sentAt"], !value.isNull else { return nil }
+        let present = { (key: String) in root[key].flatMap { $0.isNull ? nil : $0 } }
+        guard let value = present("sent_at") ?? present("sentAt") else { return nil }
         if let bytes = value.stringBytes, let time = Timestamp(iso8601: bytes) { return time }
         result.warnings.append("sent_at is not an ISO-8601 timestamp and was ignored; no clock correction applied")
         return nil

@@ -89,6 +89,12 @@ package enum Normalizer {
         normalizer.sentAt = normalizer.readSentAt(root)
         if let events = root["batch"] {
             guard events.kind == .array else { throw .invalidBatch(message: "\"batch\" must be an array") }
+            // Reading one form and ignoring the other would drop events without a trace (null or
+            // an empty list beside `batch` drops nothing).
+            for name in ["clicks", "matches"] {
+                guard let list = root[name], !list.isNull, list.kind != .array || list.count > 0 else { continue }
+                throw .invalidBatch(message: "send either \"batch\" or \"clicks\"/\"matches\", not both")
+            }
             let count = events.count
             try checkCount(count, limits: limits)
             normalizer.result.accepted.reserveCapacity(count)

@@ -1,0 +1,115 @@
+import EventModel
+import Foundation
+import Testing
+
+@testable import Ingest
+
+// What the SDKs' HTTP and JSON libraries really put on the wire besides the doc's literals
+// (docs/wire-format.md §1): header names in lower case, charset spellings, timestamp forms, escapes,
+// members in any order, unknown and null members. Each is stored with the right envelope fields.
+extension WireFormatTests {
+    static let event = #""event_name":"purchase","platform":"ios","device_id":"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b""#
+
+    static let variants: [Case] = [
+        Case(
+            label: "Flutter: dart:io lower-cases header names, microsecond timestamp",
+            path: "/api/analytics/event",
+            headers: [
+                ("authorization", "Bearer \(TestServer.publishableKey)"), ("x-app-id", TestServer.app),
+                ("content-type", "application/json; charset=utf-8"), ("x-sdk", "flutter/1.0.0"),
+            ],
+            body: #"{\#(event),"timestamp":"2026-06-01T10:20:30.123456Z","#
+                + #""data":{"revenue":30.0,"currency":"EUR"}}"#,
+            check: {
+                $0.sdk == "flutter/1.0.0" && $0.clientTimestamp?.iso8601 == "2026-06-01T10:20:30.123Z"
+                    && $0.time.iso8601 == "2026-06-01T10:20:30.123Z" && $0.clock == .ok
+                    && $0.data == Array(#"{"revenue":30.0,"currency":"EUR"}"#.utf8)
+            }),
+        Case(
+            label: "Android (Retrofit/Gson): charset=UTF-8, HTML-safe escapes, every attribution member dropped",
+            path: "/api/analytics/event",
+            headers: auth + [("Content-Type", "application/json; charset=UTF-8"), ("X-SDK", "android/2.2.0")],
+            body: #"{"event_name":"a\u003db","timestamp":"2026-06-01T10:20:30.123Z","platform":"android","#
+                + #""device_id":"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b","data":{"q":"x\u003d1\u0026y"},"#
+                + #""attribution":{}}"#,
+            check: {
+                $0.name == "a=b" && $0.platform == .android && $0.data == Array(#"{"q":"x\u003d1\u0026y"}"#.utf8)
+                    && $0.attribution == Attribution(installClickID: nil, openClickID: nil, openType: nil)
+            }),
+        Case(
+            label: "iOS (JSONSerialization): escaped slashes, members in another order, IDFV in upper case",
+            path: "/api/analytics/event",
+            headers: auth + [("Content-Type", "application/json;charset=UTF-8"), ("X-SDK", "ios/1.0.2")],
+            body: #"{"click_id":"clk\/9","data":{"url":"https:\/\/acme.godetour.link\/H\/a","#
+                + #""revenue":29.989999999999998},"platform":"iOS","device_id":"3F2B8C1E-9A4D-4E2B-8F1A-2C3D4E5F6A7B","#
+                + #""timestamp":"2026-06-01T10:20:30.123Z","event_name":"purchase"}"#,
+            check: {
+                $0.clickID == "clk/9" && $0.platform == .ios && $0.device == device && $0.name == "purchase"
+                    && $0.data
+                        == Array(#"{"url":"https:\/\/acme.godetour.link\/H\/a","revenue":29.989999999999998}"#.utf8)
+            }),
+        Case(
+            label: "Java Instant: no fraction when the milliseconds are zero",
+            path: "/api/analytics/retention",
+            headers: auth + [("Content-Type", "application/json; charset=utf-8")],
+            body: #"{"event_name":"app_open","timestamp":"2026-06-01T10:20:30Z","platform":"android","#
+                + #""device_id":"d-1"}"#,
+            check: {
+                $0.kind == .retention && $0.clientTimestamp?.iso8601 == "2026-06-01T10:20:30.000Z" && $0.device == "d-1"
+            }),
+        Case(
+            label: "a timestamp with a zone offset is stored in UTC",
+            path: "/api/analytics/event",
+            headers: auth,
+            body: #"{\#(event),"timestamp":"2026-06-01T12:20:30.123+02:00"}"#,
+            check: {
+                $0.clientTimestamp?.iso8601 == "2026-06-01T10:20:30.123Z"
+                    && $0.time.iso8601 == "2026-06-01T10:20:30.123Z"
+            }),
+        Case(
+            label: "unknown members are ignored and null optional members are absent",
+            path: "/api/analytics/event",
+            headers: auth + [("Content-Type", "application/json")],
+            body: #"{"app_version":"1.2.3",\#(event),"session":{"id":1},"timestamp":"2026-06-01T10:20:30.123Z","#
+                + #""data":null,"metadata":null,"attribution":null,"click_id":null,"sdk":null,"user_id":null}"#,
+            check: {
+                $0.data == nil && $0.metadata == nil && $0.attribution == nil && $0.clickID == nil && $0.sdk == nil
+                    && $0.name == "purchase"
+            }),
+        Case(
+            label: "empty data and metadata objects are kept; an empty click_id is absent",
+            path: "/api/analytics/event",
+            headers: auth,
+            body: #"{\#(event),"timestamp":"2026-06-01T10:20:30.123Z","data":{},"metadata":{},"click_id":""}"#,
+            check: { $0.data == Array("{}".utf8) && $0.metadata == Array("{}".utf8) && $0.clickID == nil }),
+        Case(
+            label: "a Unicode event name, escaped as a surrogate pair, is stored as UTF-8",
+            path: "/api/analytics/event",
+            headers: auth,
+            body: #"{"event_name":"caf\u00e9 \ud83d\ude00","timestamp":"2026-06-01T10:20:30.123Z","platform":"ios","#
+                + #""device_id":"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b"}"#,
+            check: { $0.name == "café 😀" }),
+    ]
+
+    @Test("what SDK HTTP and JSON libraries really send is accepted and stored with its fields", arguments: variants)
+    func variant(_ testCase: Case) throws {
+        try Self.expectStored(testCase)
+    }
+
+    @Test("a link body with both the batch form and clicks is refused whole and dead-lettered, not half read")
+    func linkBothForms() throws {
+        let server = try TestServer(useLog: true)
+        let body =
+            #"{"batch":[{"type":"match","click_id":"clk_1","timestamp":"2026-06-01T10:25:00Z","#
+            + #""method":"deterministic"}],"clicks":[{"click_id":"clk_2","url":"https://acme.godetour.link/H/a","#
+            + #""timestamp":"2026-06-01T10:20:30Z","kind":"web"}]}"#
+        let response = try server.client().request(
+            "POST", "/api/link/events", headers: TestServer.sdkHeaders(key: TestServer.secretKey),
+            body: Array(body.utf8))
+        #expect(response.status == 400)
+        #expect(response.errorCode == "invalid_batch")
+        #expect(try server.storedLines().isEmpty)
+        let deadLetters = try server.deadLetterLines()
+        #expect(deadLetters.count == 1 && deadLetters[0].contains("clk_2"))
+    }
+}
