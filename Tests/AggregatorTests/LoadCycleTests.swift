@@ -210,14 +210,16 @@ import Testing
             event("good-1"),
             event("huge-number", data: #"{"big":1e999999}"#),  // valid JSON, beyond jsonb's numeric
             event("nul-name", name: "bad\u{0}name"),
-            event("surrogate", data: #"{"a":"\ud800"}"#),  // refused by the envelope decoder: skipped, counted
+            event("surrogate", data: #"{"a":"\ud800"}"#),  // jsonb refuses a lone surrogate: read as U+FFFD
             event("good-2"),
+            event("broken", data: #"{"a":"#),  // not JSON: refused by the envelope decoder, skipped, counted
         ])
         let aggregator = try world.aggregator()
         let summary = try aggregator.runOnce()
-        #expect(summary.records == 5)
-        #expect(summary.events == 4 && summary.undecodable == 1)
+        #expect(summary.records == 6)
+        #expect(summary.events == 5 && summary.undecodable == 1)
         #expect(try world.count("select count(*) from events where event_id like 'good-%'") == 2)
+        #expect(try world.rows("select data->>'a' from events where event_id = 'surrogate'") == [["\u{FFFD}"]])
         #expect(try world.rows("select data->>'_invalid_json' from events where event_id = 'huge-number'") == [[#"{"big":1e999999}"#]])
         #expect(try world.rows("select name from events where event_id = 'nul-name'") == [["bad\u{FFFD}name"]])
         // The next batch takes the fast path again.

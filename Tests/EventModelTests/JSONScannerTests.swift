@@ -36,9 +36,9 @@ import Testing
         ("\"a\u{1}b\"", .controlCharacter, 2),
         (#""\x""#, .invalidEscape, 1),
         (#""\u12""#, .invalidEscape, 5),
-        (#""\ud800""#, .invalidEscape, 1),
-        (#""\udc00""#, .invalidEscape, 1),
-        (#""\ud800\u0041""#, .invalidEscape, 1),
+        (#""\ud800\u004G""#, .invalidEscape, 12),
+        (#""\ud800\x""#, .invalidEscape, 7),
+        (#""\ud800"#, .unexpectedEnd, 7),
         ("[1 2]", .unexpectedByte, 3),
         ("'a'", .unexpectedByte, 0),
         ("NaN", .unexpectedByte, 0),
@@ -57,6 +57,43 @@ import Testing
         ("\u{FEFF}{}", .unexpectedByte, 0),
         ("{}\u{0}", .trailingGarbage, 2),
     ]
+
+    /// Lone surrogate escapes (grammatical JSON, not Unicode) and what each string decodes to.
+    static let loneSurrogates: [(String, String)] = [
+        (#""\ud800""#, "\u{FFFD}"),
+        (#""\udc00""#, "\u{FFFD}"),
+        (#""\ud800\u0041""#, "\u{FFFD}A"),
+        (#""caf\u00e9 \ud83d""#, "café \u{FFFD}"),
+        (#""\ud83d\ud83d\ude00x""#, "\u{FFFD}😀x"),
+        (#""\ude00\ud83d""#, "\u{FFFD}\u{FFFD}"),
+        (#""\ud83d\n""#, "\u{FFFD}\n"),
+    ]
+
+    @Test("a lone surrogate escape is accepted, flagged, and decodes as U+FFFD", arguments: loneSurrogates)
+    func loneSurrogate(_ text: String, _ decoded: String) throws {
+        let document = try JSONDocument(parsing: Array(text.utf8))
+        #expect(document.hasLoneSurrogates)
+        #expect(document.root.string == decoded)
+        #expect(document.root.stringBytes == Array(decoded.utf8))
+        // The raw text with `\ufffd` for each lone one is a Unicode string with the same value.
+        let replaced = replacingLoneSurrogateEscapes(Array(text.utf8))
+        #expect(replaced.count == text.utf8.count)
+        let clean = try JSONDocument(parsing: replaced)
+        #expect(!clean.hasLoneSurrogates && clean.root.string == decoded)
+    }
+
+    @Test("pairs, escaped backslashes and other escapes are not lone surrogates, and are left as they are")
+    func notLoneSurrogates() throws {
+        for text in [#""\ud83d\ude00""#, #""\\ud800""#, #""\\\ud83d\ude00\u00e9""#, #"{"a":"\/\"\\"}"#, "\"😀\""] {
+            let document = try JSONDocument(parsing: Array(text.utf8))
+            #expect(!document.hasLoneSurrogates, "\(text)")
+            #expect(replacingLoneSurrogateEscapes(Array(text.utf8)) == Array(text.utf8), "\(text)")
+        }
+        let nested = #"{"t":"a\ud83d","ok":"\ud83d\ude00","k\udfff":["\\ud800","\udbff"]}"#
+        #expect(
+            String(decoding: replacingLoneSurrogateEscapes(Array(nested.utf8)), as: UTF8.self)
+                == #"{"t":"a\ufffd","ok":"\ud83d\ude00","k\ufffd":["\\ud800","\ufffd"]}"#)
+    }
 
     @Test("valid documents are accepted", arguments: valid)
     func acceptsValid(_ text: String) throws {

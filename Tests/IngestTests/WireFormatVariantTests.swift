@@ -96,6 +96,30 @@ extension WireFormatTests {
         try Self.expectStored(testCase)
     }
 
+    @Test("a string cut inside an emoji (a lone surrogate escape, as JSON.stringify writes it) is kept as U+FFFD")
+    func loneSurrogate() throws {
+        let server = try TestServer(useLog: true)
+        // React Native: `title.slice(0, 12)` cut "😀" in half, and JSON.stringify escaped the half.
+        let body =
+            #"{"event_name":"share \ud83d","timestamp":"2026-06-01T10:20:30.123Z","platform":"ios","#
+            + #""device_id":"d-1","data":{"title":"Summer sale \ud83d","ok":"\ud83d\ude00"},"#
+            + #""metadata":{"\ude00k":1}}"#
+        let response = try server.client().request(
+            "POST", "/api/analytics/event", headers: TestServer.sdkHeaders(), body: Array(body.utf8))
+        #expect(response.status == 200, "\(response.text)")
+        #expect(response.json["accepted"] as? Int == 1)
+        let warnings = response.json["warnings"] as? [String] ?? []
+        #expect(warnings.contains { $0.contains("lone UTF-16 surrogate") }, "\(warnings)")
+        let lines = try server.storedLines()
+        try #require(lines.count == 1)
+        // The stored line is Unicode (jsonb takes it): the half is U+FFFD, the whole emoji is kept.
+        #expect(lines[0].contains(#""data":{"title":"Summer sale \ufffd","ok":"\ud83d\ude00"}"#), "\(lines[0])")
+        #expect(lines[0].contains(#""metadata":{"\ufffdk":1}"#), "\(lines[0])")
+        #expect(!lines[0].lowercased().contains(#"\ud83d""#) && !lines[0].contains(#"\ude00k"#))
+        let envelope = try Envelope(decoding: Array(lines[0].utf8))
+        #expect(envelope.name == "share \u{FFFD}")
+    }
+
     @Test("a link body with both the batch form and clicks is refused whole and dead-lettered, not half read")
     func linkBothForms() throws {
         let server = try TestServer(useLog: true)

@@ -53,6 +53,8 @@ package struct JSONDocument: Sendable {
     /// The document's bytes.
     package let bytes: [UInt8]
     let tape: [Token]
+    /// Whether a string holds a lone UTF-16 surrogate escape (decoded as U+FFFD; LoneSurrogates.swift).
+    package let hasLoneSurrogates: Bool
 
     /// Scans and validates `bytes` as one RFC 8259 JSON text.
     ///
@@ -62,7 +64,7 @@ package struct JSONDocument: Sendable {
     /// - Throws: `JSONError` with the offset of the first offending byte.
     package init(parsing bytes: [UInt8], maxDepth: Int = 512) throws(JSONError) {
         self.bytes = bytes
-        self.tape = try JSONScanner.scan(bytes, maxDepth: maxDepth)
+        (tape, hasLoneSurrogates) = try JSONScanner.scan(bytes, maxDepth: maxDepth)
     }
 
     /// The top-level value.

@@ -77,11 +77,15 @@ extension EventNormalizer {
             }
             if let data = event.data {
                 w.raw(#","data":"#)
-                data.document.bytes.withUnsafeBufferPointer { w.rawJSON(bytes: UnsafeBufferPointer(rebasing: $0[data.byteRange])) }
+                data.document.bytes.withUnsafeBufferPointer {
+                    w.rawJSON(bytes: UnsafeBufferPointer(rebasing: $0[data.byteRange]), loneSurrogates: loneSurrogates)
+                }
             }
             if let metadata = event.metadata {
                 w.raw(#","metadata":"#)
-                metadata.document.bytes.withUnsafeBufferPointer { w.rawJSON(bytes: UnsafeBufferPointer(rebasing: $0[metadata.byteRange])) }
+                metadata.document.bytes.withUnsafeBufferPointer {
+                    w.rawJSON(bytes: UnsafeBufferPointer(rebasing: $0[metadata.byteRange]), loneSurrogates: loneSurrogates)
+                }
             }
             w.byte(UInt8(ascii: "}"))
         }

@@ -23,13 +23,22 @@ struct EventNormalizer {
     /// `sentAt` as a quoted JSON timestamp, formatted once per request.
     var sentAtJSON: (time: Timestamp, json: [UInt8])?
 
-    init(context: RequestContext, limits: IngestLimits, sentAt: Timestamp?) {
+    /// Whether the body holds a lone surrogate escape: raw `data`/`metadata` get `\ufffd` for it.
+    let loneSurrogates: Bool
+
+    /// A normaliser for the events of `document`.
+    init(_ document: JSONDocument, context: RequestContext, limits: IngestLimits) {
         self.context = context
         self.limits = limits
-        self.sentAt = sentAt
         receivedAtJSON = JSONWriter.timestampBytes(context.receivedAt)
         var header = context.sdkHeader ?? ""
         isSDKHeaderValid = header.withUTF8 { DeviceID.isValidIdentifier($0) }
+        loneSurrogates = document.hasLoneSurrogates
+        if loneSurrogates {
+            result.warnings.append(
+                "a string held a lone UTF-16 surrogate escape (\\uD800-\\uDFFF without its other half); "
+                    + "it was stored as U+FFFD")
+        }
     }
 
     /// Reads `sent_at` (or Segment's `sentAt`; a `null` counts as absent); an unreadable one is
@@ -111,9 +120,14 @@ struct EventNormalizer {
         envelope.sentAt = sentAt
         envelope.attribution = event.attribution?.strings
         envelope.clickID = event.clickID?.string
-        envelope.data = event.data.map { Array($0.rawBytes) }
-        envelope.metadata = event.metadata.map { Array($0.rawBytes) }
+        envelope.data = event.data.map(rawJSON)
+        envelope.metadata = event.metadata.map(rawJSON)
         return envelope
+    }
+
+    /// The raw JSON of `value` as the envelope keeps it.
+    func rawJSON(_ value: JSONValue) -> [UInt8] {
+        loneSurrogates ? replacingLoneSurrogateEscapes(Array(value.rawBytes)) : Array(value.rawBytes)
     }
 
     // MARK: Link events

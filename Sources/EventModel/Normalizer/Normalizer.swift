@@ -28,7 +28,7 @@ package enum Normalizer {
         let document = try parse(body, limits: limits)
         let root = document.root
         guard root.kind == .object else { throw .notAnObject }
-        var normalizer = EventNormalizer(context: context, limits: limits, sentAt: nil)
+        var normalizer = EventNormalizer(document, context: context, limits: limits)
         if encode { normalizer.lines = LineBuffer(capacity: body.count * 2 + 512) }
         normalizer.sdkEvent(root, index: 0, kind: kind == .retention ? .retention : .event, allowsType: false, encode: encode)
         return normalizer
@@ -57,7 +57,7 @@ package enum Normalizer {
         guard events.kind == .array else { throw .invalidBatch(message: "\"batch\" must be an array") }
         let count = events.count
         try checkCount(count, limits: limits)
-        var normalizer = EventNormalizer(context: context, limits: limits, sentAt: nil)
+        var normalizer = EventNormalizer(document, context: context, limits: limits)
         if encode {
             // Envelope lines run about 1.45x their events' JSON (ids, times, app, clock), and each
             // line reserves its bound (~1-2 KiB) before it is written.
@@ -85,7 +85,7 @@ package enum Normalizer {
         let document = try parse(body, limits: limits)
         let root = document.root
         guard root.kind == .object else { throw .notAnObject }
-        var normalizer = EventNormalizer(context: context, limits: limits, sentAt: nil)
+        var normalizer = EventNormalizer(document, context: context, limits: limits)
         normalizer.sentAt = normalizer.readSentAt(root)
         if let events = root["batch"] {
             guard events.kind == .array else { throw .invalidBatch(message: "\"batch\" must be an array") }
