@@ -12,7 +12,7 @@ struct CommandLineTests {
         #expect(result.status == 0)
         for word in [
             "run", "serve", "aggregate", "migrate", "apps", "segments", "report", "simulate",
-            "DATABASE_URL", "DETOUR_DATA_DIR", "DETOUR_HTTP_ADDR",
+            "DATABASE_URL", "DETOUR_DATA_DIR", "DETOUR_HTTP_ADDR", "DETOUR_NODE", "DETOUR_SQL_DIR",
         ] {
             #expect(result.output.contains(word), "top-level help does not mention \(word)")
         }
