@@ -3,9 +3,14 @@ import Glibc
 extension SegmentInspector {
     /// `segments list` output: a header and one line per segment.
     package static func renderList(_ reports: [SegmentReport]) -> String {
-        var out = "segment                                               state   frames   records       bytes  ratio  received_at range  damage\n"
+        // Columns padded to their widths (they were single-space runs under a padded header, so
+        // nothing lined up); still split by runs of spaces for awk.
+        let width = max("segment".count, reports.map(\.path.count).max() ?? 0)
+        var out = leftAligned("segment", width) + "  state   " + rightAligned("frames", 7) + "  "
+            + rightAligned("records", 9) + "  " + rightAligned("bytes", 16) + "  " + rightAligned("ratio", 6)
+            + "  " + leftAligned("received_at range", 52) + "  damage\n"
         for report in reports {
-            out += report.renderedLine() + "\n"
+            out += report.renderedLine(pathWidth: width) + "\n"
         }
         let records = reports.reduce(0) { $0 + $1.records }
         let bytes = reports.reduce(Int64(0)) { $0 + $1.bytes }
@@ -19,27 +24,37 @@ extension SegmentInspector {
 extension SegmentReport {
     /// One line: path, open/sealed, frames, records, bytes (of data; an open segment's preallocated
     /// zeros after them as `+N`), compression ratio, time range, damage.
-    package func renderedLine() -> String {
+    package func renderedLine(pathWidth: Int = 0) -> String {
         let dataBytes = bytes - zeroTailBytes
         let ratio = dataBytes > 0 ? Double(uncompressedBytes) / Double(dataBytes) : 0
         let range = receivedAtRange.map { "\($0.first) .. \($0.last)" } ?? "-"
         let size = zeroTailBytes > 0 ? "\(dataBytes)+\(zeroTailBytes)" : "\(bytes)"
-        return "\(path)  \(isOpen ? "open  " : "sealed")  \(goodFrames)  \(records)  \(size)  "
-            + formatRatio(ratio) + "  \(range)  \(damage.isEmpty ? "ok" : "\(damage.count) damaged")"
+        return leftAligned(path, pathWidth) + "  \(isOpen ? "open  " : "sealed")  " + rightAligned("\(goodFrames)", 7)
+            + "  " + rightAligned("\(records)", 9) + "  " + rightAligned(size, 16) + "  "
+            + rightAligned(formatRatio(ratio), 6) + "  " + leftAligned(range, 52) + "  "
+            + (damage.isEmpty ? "ok" : "\(damage.count) damaged")
     }
 
     /// `segments inspect FILE` output: the summary line and one line per frame.
     package func rendered() -> String {
         var out = renderedLine() + "\n"
-        out += "offset        codec  records  frame_bytes  ndjson_bytes  first_seq    committed_at              status\n"
+        let widths = [12, 5, 8, 12, 13, 12, 24]
+        let header = ["offset", "codec", "records", "frame_bytes", "ndjson_bytes", "first_seq", "committed_at"]
+        out += zip(header, widths).map { rightAligned($0, $1) }.joined(separator: "  ") + "  status\n"
         for frame in frames {
             let codec = frame.codec?.rawValue ?? "-"
             let sequence = frame.firstSequence.map(String.init) ?? "-"
             let committed = frame.committedAt.map(formatMicros) ?? "-"
-            out += "\(frame.offset)  \(codec)  \(frame.records)  \(frame.frameBytes)  \(frame.uncompressedBytes)  \(sequence)  \(committed)  \(frame.problem.map { "DAMAGED: \($0)" } ?? "ok")\n"
+            let cells = [
+                "\(frame.offset)", codec, "\(frame.records)", "\(frame.frameBytes)", "\(frame.uncompressedBytes)",
+                sequence, committed,
+            ]
+            out += zip(cells, widths).map { rightAligned($0, $1) }.joined(separator: "  ")
+                + "  \(frame.problem.map { "DAMAGED: \($0)" } ?? "ok")\n"
         }
         if zeroTailBytes > 0 {
-            out += "\(bytes - zeroTailBytes)  zero tail: \(zeroTailBytes) bytes preallocated by the writer (not data)\n"
+            out += rightAligned("\(bytes - zeroTailBytes)", 12)
+                + "  zero tail: \(zeroTailBytes) bytes preallocated by the writer (not data)\n"
         }
         return out
     }
@@ -62,6 +77,14 @@ extension VerifyReport {
             : "FAILED: \(damaged) damaged regions in \(segments.count) segments (\(frames) good frames, \(records) records)\n"
         return out
     }
+}
+
+private func leftAligned(_ text: String, _ width: Int) -> String {
+    text + String(repeating: " ", count: max(0, width - text.count))
+}
+
+private func rightAligned(_ text: String, _ width: Int) -> String {
+    String(repeating: " ", count: max(0, width - text.count)) + text
 }
 
 private func formatRatio(_ ratio: Double) -> String {

@@ -67,6 +67,8 @@ enum DetourAnalytics {
               DATABASE_URL         PostgreSQL connection URL
               DETOUR_DATA_DIR      data directory (segments, dead letters, key cache); default ./data
               DETOUR_HTTP_ADDR     ingest listen address; default 127.0.0.1:8080
+              DETOUR_NODE          this ingest node's segment directory (run, serve); default node-1
+              DETOUR_SQL_DIR       migration files (migrate); default: sql/ beside the binary or source tree
               DETOUR_LOG_LEVEL     trace|debug|info|notice|warning|error|critical; default info
             """
     }

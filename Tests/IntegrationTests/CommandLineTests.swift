@@ -12,7 +12,7 @@ struct CommandLineTests {
         #expect(result.status == 0)
         for word in [
             "run", "serve", "aggregate", "migrate", "apps", "segments", "report", "simulate",
-            "DATABASE_URL", "DETOUR_DATA_DIR", "DETOUR_HTTP_ADDR",
+            "DATABASE_URL", "DETOUR_DATA_DIR", "DETOUR_HTTP_ADDR", "DETOUR_NODE", "DETOUR_SQL_DIR",
         ] {
             #expect(result.output.contains(word), "top-level help does not mention \(word)")
         }
@@ -129,6 +129,49 @@ struct CommandLineTests {
         let options = try PipelineOptions.parse(&arguments, environment: Environment(variables: [:]))
         #expect(options.deadLetterMaxBytes == 4 << 30)
         #expect(options.deadLetter.maxDiskBytes == 4 << 30)
+    }
+
+    @Test(
+        "a malformed, overflowing or out-of-range value is refused with exit status 64 naming the flag, not the field",
+        arguments: [
+            (["--max-body", "99999999999999TiB"], "--max-body is too large"),
+            (["--commit-bytes", "0"], "--commit-bytes must be 1B...64MiB"),
+            (["--commit-bytes", "65MiB"], "--commit-bytes must be 1B...64MiB"),
+            (["--max-disk", "1KiB"], "--max-disk must be at least 64KiB, or 0 for no cap"),
+            (["--idle-timeout", "0"], "--idle-timeout must be whole seconds, at least 1s"),
+            (["--idle-timeout", "1500ms"], "--idle-timeout must be whole seconds, at least 1s"),
+            (["--rate-limit", "inf"], "--rate-limit must be a positive number"),
+            (["--max-body", "1000"], "--max-body must be at least 1024 bytes"),
+            (["--max-decompressed", "1KiB"], "--max-decompressed must be at least --max-body"),
+            (["--max-buffered-bodies", "1KiB"], "--max-buffered-bodies must be at least --max-body"),
+            (["--connection-memory", "1"], "--connection-memory must be between 4KiB and 1MiB"),
+            (["--http-addr", "localhost:8080"], "--http-addr must be an IPv4 address and a port"),
+        ])
+    func flagRefusalsNameTheFlag(flags: [String], message: String) throws {
+        let data = NSTemporaryDirectory() + "/detour-flag-refusal-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: data) }
+        let result = try PipelineProcess.runToEnd(["serve", "--data-dir", data] + flags)
+        #expect(result.status == 64, "\(flags): \(result.errors)")
+        #expect(result.errors.hasPrefix("error: " + message), "\(flags): \(result.errors)")
+        #expect(!FileManager.default.fileExists(atPath: data), "\(flags) created the data directory")
+    }
+
+    @Test("an aggregator value out of range names its flag")
+    func aggregatorRefusalNamesTheFlag() throws {
+        let result = try PipelineProcess.runToEnd(
+            ["aggregate", "--once", "--load-interval", "1ms", "--database-url", "postgresql://127.0.0.1:1/x"])
+        #expect(result.status == 64)
+        #expect(result.errors.hasPrefix("error: --load-interval must be at least 10 ms"), "\(result.errors)")
+    }
+
+    @Test("--max-disk 0 means no cap, like the other size limits' 0, instead of refusing every event")
+    func maxDiskZeroIsNoCap() throws {
+        var arguments = Arguments(["--max-disk", "0"])
+        let options = try PipelineOptions.parse(&arguments, environment: Environment(variables: [:]))
+        #expect(options.log.maxDiskBytes == nil)
+        var capped = Arguments(["--max-disk", "64KiB"])
+        let cappedOptions = try PipelineOptions.parse(&capped, environment: Environment(variables: [:]))
+        #expect(cappedOptions.log.maxDiskBytes == 64 << 10)
     }
 
     @Test("an unknown command is refused with exit status 64")

@@ -21,6 +21,9 @@ package struct Replay: Sendable {
         package var rows = 0
         /// Transactions committed.
         package var batches = 0
+        /// Damaged frames the reader skipped (each logged as `log.frame_damaged`): their records are
+        /// not in `records`, and `segments verify` names them.
+        package var damagedFrames = 0
     }
 
     private let configuration: AggregatorConfiguration
@@ -48,11 +51,20 @@ package struct Replay: Sendable {
         var positions: [String: LogPosition] = [:]
         for name in names { positions[name] = LogPosition(segment: segment, offset: 0) }
         var summary = Summary()
+        let logger = Logger(label: "aggregator")
         for _ in 0..<maxBatches {
             guard let report = try loader.runCycle(mode: .replay(positions), waitForLock: true) else { break }
             summary.batches += 1
             summary.records += report.records
             summary.rows += report.inserted.total
+            // Skipped frames were once skipped silently here ("5 records read", exit 0), unlike in the
+            // aggregator's cycles: an operator replaying to recover data must see what was not read.
+            summary.damagedFrames += report.damaged.count
+            for damage in report.damaged {
+                logger.warning(
+                    "log.frame_damaged",
+                    ["segment.path": damage.path, "segment.offset": "\(damage.offset)", "reason": damage.reason])
+            }
             var moved = false
             for (node, next) in report.positions where positions[node] != next {
                 positions[node] = next
@@ -62,8 +74,12 @@ package struct Replay: Sendable {
         }
         // The batches queued their rollups; apply them so the reports include what was replayed.
         _ = try loader.processRollups()
-        Logger(label: "aggregator").info(
-            "replay.done", ["from.segment": "\(segment)", "records": "\(summary.records)", "rows": "\(summary.rows)"])
+        logger.info(
+            "replay.done",
+            [
+                "from.segment": "\(segment)", "records": "\(summary.records)", "rows": "\(summary.rows)",
+                "damaged_frames": "\(summary.damagedFrames)",
+            ])
         return summary
     }
 

@@ -8,7 +8,10 @@ enum ListeningSocket {
     /// Returns the listening descriptor and the port it is bound to.
     static func open(host: String, port: UInt16, backlog: Int32) throws(HTTPServerError) -> (fd: Int32, port: UInt16) {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw .socket(call: "socket", errno: errno) }
+        guard fd >= 0 else {
+            let code = errno
+            throw .socket(call: "socket", address: "\(host):\(port)", errno: code)
+        }
         var yes: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
         var address = sockaddr_in()
@@ -16,7 +19,7 @@ enum ListeningSocket {
         address.sin_port = port.bigEndian
         guard inet_pton(AF_INET, host, &address.sin_addr) == 1 else {
             close(fd)
-            throw .socket(call: "inet_pton", errno: EINVAL)
+            throw .socket(call: "inet_pton", address: "\(host):\(port)", errno: EINVAL)
         }
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
@@ -26,12 +29,12 @@ enum ListeningSocket {
         guard bound == 0 else {
             let code = errno
             close(fd)
-            throw .socket(call: "bind", errno: code)
+            throw .socket(call: "bind", address: "\(host):\(port)", errno: code)
         }
         guard listen(fd, backlog) == 0 else {
             let code = errno
             close(fd)
-            throw .socket(call: "listen", errno: code)
+            throw .socket(call: "listen", address: "\(host):\(port)", errno: code)
         }
         var actual = sockaddr_in()
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
@@ -44,15 +47,17 @@ enum ListeningSocket {
 
 /// Why the HTTP server could not start.
 package enum HTTPServerError: Error, CustomStringConvertible {
-    /// A socket call failed with `errno`.
-    case socket(call: String, errno: Int32)
+    /// A socket call for `address` (`host:port`) failed with `errno`.
+    case socket(call: String, address: String, errno: Int32)
     /// libmicrohttpd refused to start (bad option combination or resources).
     case daemonStartFailed
 
     /// A message naming the problem, safe to log.
     package var description: String {
         switch self {
-        case .socket(let call, let code): "http server: \(call) failed: \(String(cString: strerror(code)))"
+        case .socket(let call, let address, let code):
+            // The address, so "Address already in use" says which one (another instance, or a typo).
+            "http server: \(call) \(address) failed: \(String(cString: strerror(code)))"
         case .daemonStartFailed: "http server: libmicrohttpd did not start"
         }
     }

@@ -32,10 +32,20 @@ enum AggregatorOptions {
         do {
             try configuration.validate()
         } catch {
-            throw UsageError(description: error.description)
+            // Name the flag, not the configuration field ("loadInterval must be at least 10 ms").
+            guard case .invalidConfiguration(let field, let reason) = error, let flag = flags[field] else {
+                throw UsageError(description: error.description)
+            }
+            throw UsageError(description: "\(flag) \(reason)")
         }
         return configuration
     }
+
+    /// The flags that set `AggregatorConfiguration` fields.
+    private static let flags = [
+        "loadInterval": "--load-interval", "rollupInterval": "--rollup-interval",
+        "maxEventsPerCycle": "--max-cycle-events",
+    ]
 
     /// The event log's retention, handed to the aggregator so it runs after successful cycles.
     static func retention(segmentsDirectory: String) -> Aggregator.RetentionHook {

@@ -88,7 +88,12 @@ func parseDuration(_ text: String, flag: String) throws -> Duration {
 func parseBytes(_ text: String, flag: String) throws -> Int64 {
     let units: [(String, Int64)] = [("KiB", 1 << 10), ("MiB", 1 << 20), ("GiB", 1 << 30), ("TiB", 1 << 40), ("B", 1)]
     for (suffix, scale) in units where text.hasSuffix(suffix) {
-        if let number = Int64(text.dropLast(suffix.count)), number >= 0 { return number * scale }
+        if let number = Int64(text.dropLast(suffix.count)), number >= 0 {
+            // `99999999999999TiB` overflowed the multiplication and trapped (exit 132, no message).
+            let (bytes, overflow) = number.multipliedReportingOverflow(by: scale)
+            guard !overflow else { throw UsageError(description: "\(flag) is too large, got \(text)") }
+            return bytes
+        }
     }
     if let number = Int64(text), number >= 0 { return number }
     throw UsageError(description: "\(flag) must be a size such as 512KiB, 128MiB or 2GiB, got \(text)")

@@ -11,12 +11,12 @@ final class IngestRuntime {
     private let log: LogWriter
     private let deadLetters: LogWriter
     private let keys: KeyStore
-    private let deadLetterPruner: DispatchSourceTimer?
+    private let deadLetterPruner: (any DispatchSourceTimer)?
 
     /// Starts every part; `databaseURL` is where the API keys come from (cached on disk, so a
     /// PostgreSQL outage does not stop ingest from accepting known keys).
     init(options: PipelineOptions, databaseURL: String) throws {
-        try FileManager.default.createDirectory(atPath: options.dataDirectory, withIntermediateDirectories: true)
+        try DataDirectory.prepare(options.dataDirectory)
         log = try LogWriter(configuration: options.log)
         deadLetters = try LogWriter(configuration: options.deadLetter)
         keys = KeyStore(
@@ -34,7 +34,7 @@ final class IngestRuntime {
     /// Every 10 s, deletes dead letters past `--dead-letter-retention` and, oldest first, beyond half
     /// of `--dead-letter-max-disk`: the writer refuses dead letters at the cap itself, so a flood
     /// between two passes is bounded, and the passes make room again. Nil when neither bound is set.
-    private static func startPruning(_ options: PipelineOptions) -> DispatchSourceTimer? {
+    private static func startPruning(_ options: PipelineOptions) -> (any DispatchSourceTimer)? {
         guard options.deadLetterRetention != nil || options.deadLetterMaxBytes != nil else { return nil }
         let logger = Logger(label: "ingest")
         let configuration = options.deadLetter
@@ -65,5 +65,35 @@ final class IngestRuntime {
         keys.stop()
         log.close()
         deadLetters.close()
+    }
+}
+
+/// The data directory, created (with its parents) or refused with a reason an operator can act on.
+/// Foundation's error read `Error Domain=NSCocoaErrorDomain Code=516 "A file with the same name
+/// already exists." UserInfo={...}` for a file in the way.
+enum DataDirectory {
+    /// Why the data directory cannot be used.
+    struct Unusable: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// Creates `path` and its parents as needed; it must end up a directory this process can write.
+    /// - Throws: `Unusable` naming the path and the reason.
+    static func prepare(_ path: String) throws(Unusable) {
+        var prefix = path.hasPrefix("/") ? "" : "."
+        for component in path.split(separator: "/") {
+            prefix += "/" + component
+            if mkdir(prefix, 0o755) != 0, errno != EEXIST {
+                let reason = String(cString: strerror(errno))
+                throw Unusable(description: "data directory \(path): cannot create \(prefix): \(reason)")
+            }
+        }
+        var status = stat()
+        guard stat(path, &status) == 0, status.st_mode & S_IFMT == S_IFDIR else {
+            throw Unusable(description: "data directory \(path) exists and is not a directory")
+        }
+        guard access(path, W_OK | X_OK) == 0 else {
+            throw Unusable(description: "data directory \(path) is not writable: \(String(cString: strerror(errno)))")
+        }
     }
 }

@@ -29,7 +29,7 @@ struct PipelineOptions {
           --max-depth N           deepest JSON nesting in a body (default 32)
           --connection-limit N    most open connections (default 4096)
           --per-ip-connection-limit N  most open connections from one client address (default 0 = none)
-          --idle-timeout DUR      close connections idle this long (default 30s)
+          --idle-timeout DUR      close connections idle this long (default 30s; whole seconds, at least 1s)
           --connection-memory SIZE HTTP memory per connection: request head and read buffer (default 16KiB)
           --rate-limit N          per-app requests per second, 429 beyond it (default off)
           --rate-limit-burst N    requests an app may send at once above the rate (default: one second's worth)
@@ -45,10 +45,11 @@ struct PipelineOptions {
           --syncs-in-flight N     fsync durability: fdatasync calls in flight at once (default 1, 1-8)
           --commit-delay DUR      extra wait to gather a group commit (default 0ms: requests that arrive
                                   during a write and fsync already form the next frame)
-          --commit-bytes SIZE     group commit size that triggers a write at once (default 256KiB)
+          --commit-bytes SIZE     group commit size that triggers a write at once (default 256KiB; 1B...64MiB)
           --segment-bytes SIZE    roll a segment at this size (default 128MiB; 64KiB...64GiB)
           --segment-age DUR       roll a segment at this age (default 5m)
-          --max-disk SIZE         stop accepting (503) when segments use this much disk (default off)
+          --max-disk SIZE         stop accepting (503) when segments use this much disk (default 0 = no cap;
+                                  at least 64KiB)
           --preallocate SIZE      extend the open segment with written zeros this much at a time, so
                                   small frames' fsyncs write no inode (default 4MiB; 0 = off)
           --dead-letter-retention DUR  delete dead letters (rejected input) this old (default 7d; 0 keeps all)
@@ -79,6 +80,11 @@ struct PipelineOptions {
         }
         if let text = try arguments.option("--commit-bytes") {
             log.groupCommitBytes = Int(try parseBytes(text, flag: "--commit-bytes"))
+            // 0 was refused only when the log opened (exit 1, "sizes must be positive", no flag named);
+            // beyond a frame's hard maximum a group could never be written.
+            guard (1...SegmentFormat.maxFrameBytes).contains(log.groupCommitBytes) else {
+                throw UsageError(description: "--commit-bytes must be 1B...64MiB, got \(text)")
+            }
         }
         if let text = try arguments.option("--segment-bytes") {
             log.maxSegmentBytes = try parseBytes(text, flag: "--segment-bytes")
@@ -91,7 +97,15 @@ struct PipelineOptions {
         if let text = try arguments.option("--segment-age") {
             log.maxSegmentAge = try parseDuration(text, flag: "--segment-age")
         }
-        if let text = try arguments.option("--max-disk") { log.maxDiskBytes = try parseBytes(text, flag: "--max-disk") }
+        if let text = try arguments.option("--max-disk") {
+            // 0 is "off", as for --dead-letter-max-disk, --retention and --preallocate: taken as a cap
+            // of 0 bytes it answered every event 503 log_unavailable. A cap below a frame's worth would too.
+            let bytes = try parseBytes(text, flag: "--max-disk")
+            guard bytes == 0 || bytes >= 64 << 10 else {
+                throw UsageError(description: "--max-disk must be at least 64KiB, or 0 for no cap, got \(text)")
+            }
+            log.maxDiskBytes = bytes == 0 ? nil : bytes
+        }
         if let text = try arguments.option("--preallocate") {
             log.preallocationBytes = try parseBytes(text, flag: "--preallocate")
             guard log.preallocationBytes <= 1 << 30 else { throw UsageError(description: "--preallocate must be 0...1GiB") }
@@ -124,6 +138,11 @@ struct PipelineOptions {
         }
         ingest.host = String(address[..<colon])
         ingest.port = port
+        var parsed = in_addr()
+        guard inet_pton(AF_INET, ingest.host, &parsed) == 1 else {
+            throw UsageError(
+                description: "--http-addr must be an IPv4 address and a port such as 0.0.0.0:8080, got \(address)")
+        }
         ingest.threads = try arguments.integer("--threads", default: ingest.threads, in: 1...1024)
         if let text = try arguments.option("--max-body") {
             ingest.maxBodyBytes = Int(try parseBytes(text, flag: "--max-body"))
@@ -146,14 +165,18 @@ struct PipelineOptions {
         ingest.perIPConnectionLimit = try arguments.integer(
             "--per-ip-connection-limit", default: ingest.perIPConnectionLimit, in: 0...1_000_000)
         if let text = try arguments.option("--idle-timeout") {
-            ingest.connectionTimeoutSeconds = max(
-                1, Int(try parseDuration(text, flag: "--idle-timeout").components.seconds))
+            // libmicrohttpd counts whole seconds, and 0 would mean "never": 0 and 0.5s were silently 1 s.
+            let timeout = try parseDuration(text, flag: "--idle-timeout")
+            guard timeout >= .seconds(1), timeout.components.attoseconds == 0 else {
+                throw UsageError(description: "--idle-timeout must be whole seconds, at least 1s, got \(text)")
+            }
+            ingest.connectionTimeoutSeconds = Int(timeout.components.seconds)
         }
         if let text = try arguments.option("--connection-memory") {
             ingest.connectionMemoryBytes = Int(try parseBytes(text, flag: "--connection-memory"))
         }
         if let text = try arguments.option("--rate-limit") {
-            guard let rate = Double(text), rate > 0 else {
+            guard let rate = Double(text), rate > 0, rate.isFinite else {
                 throw UsageError(description: "--rate-limit must be a positive number")
             }
             ingest.rateLimitPerSecond = rate
@@ -162,7 +185,7 @@ struct PipelineOptions {
             guard ingest.rateLimitPerSecond != nil else {
                 throw UsageError(description: "--rate-limit-burst needs --rate-limit")
             }
-            guard let burst = Double(text), burst >= 1 else {
+            guard let burst = Double(text), burst >= 1, burst.isFinite else {
                 throw UsageError(description: "--rate-limit-burst must be a number of requests, at least 1")
             }
             ingest.rateLimitBurst = burst
@@ -170,11 +193,35 @@ struct PipelineOptions {
         do {
             try ingest.validate()
         } catch {
-            throw UsageError(description: error.description)
+            throw UsageError(description: Self.naming(error))
         }
         return PipelineOptions(
             dataDirectory: data, databaseURL: url, log: log, deadLetter: deadLetter,
             deadLetterRetention: deadLetterRetention, deadLetterMaxBytes: deadLetterMaxBytes, ingest: ingest)
+    }
+}
+
+extension PipelineOptions {
+    /// The flag that sets each `IngestConfiguration` field, so a refusal names what the operator typed
+    /// (it said "ingest configuration: maxBodyBytes must be at least 1024 bytes" for `--max-body 1000`).
+    static let ingestFlags: [(field: String, flag: String)] = [
+        ("maxDecompressedBytes", "--max-decompressed"), ("maxBufferedBodyBytes", "--max-buffered-bodies"),
+        ("maxBodyBytes", "--max-body"), ("maxEventBytes", "--max-event"), ("maxBatchEvents", "--max-batch-events"),
+        ("maxNameLength", "--max-name-length"), ("maxDepth", "--max-depth"),
+        ("perIPConnectionLimit", "--per-ip-connection-limit"), ("connectionLimit", "--connection-limit"),
+        ("connectionMemoryBytes", "--connection-memory"), ("connectionTimeoutSeconds", "--idle-timeout"),
+        ("rateLimitPerSecond", "--rate-limit"), ("rateLimitBurst", "--rate-limit-burst"), ("threads", "--threads"),
+        ("host", "--http-addr"),
+    ]
+
+    /// `error`'s reason with the configuration's field names replaced by their flags.
+    static func naming(_ error: IngestConfigurationError) -> String {
+        guard case .invalid(let field, let reason) = error,
+            let flag = ingestFlags.first(where: { $0.field == field })?.flag
+        else { return error.description }
+        // Longer names first in the table, so "maxBodyBytes" does not match inside "maxBufferedBodyBytes".
+        let text = ingestFlags.reduce(reason) { $0.replacingOccurrences(of: $1.field, with: $1.flag) }
+        return "\(flag) \(text)"
     }
 }
 

@@ -14,7 +14,12 @@ enum ReplayCommand {
         let replay = try Replay(
             configuration: AggregatorConfiguration(databaseURL: try requireDatabase(url), dataDirectory: data))
         let summary = try replay.replay(fromSegment: segment, nodes: node.map { [$0] })
-        say("replay: \(summary.records) records read, \(summary.rows) new rows, \(summary.batches) transactions")
+        let damaged =
+            summary.damagedFrames == 0
+            ? "" : ", \(summary.damagedFrames) damaged frames skipped (see segments verify)"
+        say(
+            "replay: \(summary.records) records read, \(summary.rows) new rows, \(summary.batches) transactions"
+                + damaged)
         return 0
     }
 }

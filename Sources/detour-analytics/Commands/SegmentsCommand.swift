@@ -17,7 +17,8 @@ enum SegmentsCommand: Command {
         verify   checks every frame's checksum under DIR (default <data-dir>/segments); exits 1 on damage,
                  naming each damaged frame's file and byte offset
         replay   loads segments from SEG onwards into PostgreSQL again; events already loaded are
-                 skipped by (app_id, event_id), so a replay never duplicates; the checkpoint never moves back
+                 skipped by (app_id, event_id), so a replay never duplicates; the checkpoint never moves back;
+                 damaged frames are skipped, logged and counted on the summary line
 
         Options:
           --node NODE          ingest node directory under segments/ (default: every node)
@@ -26,8 +27,10 @@ enum SegmentsCommand: Command {
         """
 
     static func run(_ arguments: inout Arguments, environment: Environment) throws -> Int32 {
-        guard let verb = arguments.popPositional() else {
-            throw UsageError(description: "expected list, inspect, verify or replay")
+        // The verb comes first: a positional found later may be an option's value (`--node n1 list`).
+        let verb = arguments.popPositional()
+        guard let verb, ["list", "inspect", "verify", "replay"].contains(verb) else {
+            throw UsageError(description: "expected list, inspect, verify or replay first, got \(verb ?? "nothing")")
         }
         switch verb {
         case "list":
@@ -39,13 +42,18 @@ enum SegmentsCommand: Command {
                 terminator: "")
             return 0
         case "inspect":
-            guard let file = arguments.popPositional() else { throw UsageError(description: "inspect needs a FILE") }
+            guard let file = arguments.popPositional() else {
+                throw UsageError(
+                    description: "inspect needs a FILE (a segment: <data-dir>/segments/node-1/<number>.seg)")
+            }
             try arguments.finish()
             print(try SegmentInspector.inspect(path: file).rendered(), terminator: "")
             return 0
         case "verify":
-            let given = arguments.popPositional()
+            // Options first: taking the positional first took `--data-dir`'s value for DIR
+            // ("--data-dir needs a value", exit 64, for `segments verify --data-dir /var/lib/detour`).
             let data = try arguments.dataDirectory(environment)
+            let given = arguments.popPositional()
             try arguments.finish()
             let report = try SegmentInspector.verify(path: given ?? data + "/segments")
             print(report.rendered(), terminator: "")

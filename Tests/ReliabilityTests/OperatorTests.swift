@@ -1,0 +1,144 @@
+import Foundation
+import Postgres
+import TestSupport
+import Testing
+
+/// What an operator meets running the binary: refusals at start-up that say what is wrong, and the
+/// `segments` tools on a real damaged segment.
+@Suite(.serialized)
+struct OperatorTests {
+    @Test(
+        "a data directory that is a file, a port in use and a second instance on one data directory are refused plainly"
+    )
+    func startupRefusals() throws {
+        let database = try TestDatabase.make()
+        defer { database.drop() }
+        let data = try TemporaryDirectory(prefix: "detour-ops-start")
+        let environment = ["DATABASE_URL": database.url]
+        let app = try AppKeys.create(id: "ops-start", environment: environment)
+
+        // A file where the data directory should be: one line naming it (was Foundation's NSError dump).
+        let file = data.path + "/not-a-directory"
+        #expect(FileManager.default.createFile(atPath: file, contents: Data("x".utf8)))
+        let onFile = try Binary.run(
+            ["serve", "--data-dir", file, "--http-addr", "127.0.0.1:0"], environment: environment)
+        #expect(onFile.status == 1)
+        #expect(
+            onFile.errors.contains("error: data directory \(file) exists and is not a directory"), "\(onFile.errors)")
+        #expect(!onFile.errors.contains("NSCocoaErrorDomain"))
+
+        // --max-disk 0 is "no cap" (it was a cap of 0 bytes: every event 503 log_unavailable).
+        let first = try ServeProcess(
+            environment: environment, arguments: ["--data-dir", data.path + "/one", "--max-disk", "0"])
+        let accepted = RawHTTP.post(
+            port: first.port, "/api/analytics/event", key: app.publishable, app: app.id,
+            body: Array(Self.event("ops-1").utf8))
+        #expect(accepted?.status == 200, "\(accepted?.text ?? "no answer")")
+
+        // The same port: the error names the address.
+        let samePort = try Binary.run(
+            ["serve", "--data-dir", data.path + "/two", "--http-addr", "127.0.0.1:\(first.port)"],
+            environment: environment)
+        #expect(samePort.status == 1)
+        #expect(
+            samePort.errors.contains("bind 127.0.0.1:\(first.port) failed: Address already in use"),
+            "\(samePort.errors)")
+
+        // The same data directory: refused before it touches the log; the first instance serves on.
+        let sameData = try Binary.run(
+            ["serve", "--data-dir", data.path + "/one", "--http-addr", "127.0.0.1:0"], environment: environment)
+        #expect(sameData.status == 1)
+        #expect(
+            sameData.errors.contains("another process is writing to \(data.path)/one/segments/node-1"),
+            "\(sameData.errors)")
+        let after = RawHTTP.post(
+            port: first.port, "/api/analytics/event", key: app.publishable, app: app.id,
+            body: Array(Self.event("ops-2").utf8))
+        #expect(after?.status == 200, "\(after?.text ?? "no answer")")
+        #expect(first.stop() == 0)
+
+        let verified = try Binary.run(
+            ["segments", "verify", "--data-dir", data.path + "/one"], environment: environment)
+        #expect(verified.status == 0, "\(verified.output)")
+        #expect(verified.output.contains("2 records verified"), "\(verified.output)")
+    }
+
+    @Test("segments list, inspect, verify --data-dir and replay name a damaged frame in a real segment")
+    func damagedSegment() throws {
+        let database = try TestDatabase.make()
+        defer { database.drop() }
+        let data = try TemporaryDirectory(prefix: "detour-ops-damaged")
+        let environment = ["DATABASE_URL": database.url, "DETOUR_DATA_DIR": data.path]
+        let app = try AppKeys.create(id: "ops-damaged", environment: environment)
+
+        // Three requests one after another: three frames in one segment.
+        let serve = try ServeProcess(environment: environment, arguments: [])
+        for id in ["dmg-1", "dmg-2", "dmg-3"] {
+            let answer = RawHTTP.post(
+                port: serve.port, "/api/analytics/event", key: app.publishable, app: app.id,
+                body: Array(Self.event(id).utf8))
+            #expect(answer?.status == 200, "\(answer?.text ?? "no answer")")
+        }
+        #expect(serve.stop() == 0)
+
+        let segment = data.path + "/segments/node-1/00000000000000000001.seg"
+        let handle = try #require(FileHandle(forUpdatingAtPath: segment))
+        try handle.seek(toOffset: 100)  // inside the first frame's compressed body
+        try handle.write(contentsOf: Data([0xFF, 0xFF, 0xFF]))
+        try handle.close()
+
+        let verify = try Binary.run(["segments", "verify", "--data-dir", data.path], environment: [:])
+        #expect(verify.status == 1, "\(verify.output) \(verify.errors)")
+        #expect(verify.output.contains("DAMAGED \(segment) offset 0"), "\(verify.output)")
+        let list = try Binary.run(["segments", "list"], environment: environment)
+        #expect(list.status == 0)
+        #expect(list.output.contains("1 damaged"), "\(list.output)")
+        let inspect = try Binary.run(["segments", "inspect", segment], environment: [:])
+        #expect(inspect.output.contains("DAMAGED: body checksum mismatch"), "\(inspect.output)")
+
+        // Replay loads the good frames and says it skipped one (it used to report only "2 records read").
+        let replay = try Binary.run(["segments", "replay", "--from", "1"], environment: environment)
+        #expect(replay.status == 0, "\(replay.errors)")
+        #expect(replay.output.contains("2 records read"), "\(replay.output)")
+        #expect(replay.output.contains("1 damaged frames skipped"), "\(replay.output)")
+        #expect(
+            replay.errors.contains("log.frame_damaged segment.path=\(segment) segment.offset=0"), "\(replay.errors)")
+        let connection = try database.connect()
+        defer { connection.close() }
+        let rows = try connection.query("SELECT event_id FROM events WHERE app_id = \(app.id) ORDER BY event_id")
+        #expect(try rows.map { try $0["event_id", as: String.self] } == ["dmg-2", "dmg-3"])
+    }
+
+    static func event(_ id: String) -> String {
+        #"{"event_name":"ops","event_id":"\#(id)","timestamp":"2026-06-01T10:20:30.123Z","platform":"ios","#
+            + #""device_id":"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b"}"#
+    }
+}
+
+/// `detour-analytics serve` on an ephemeral port, stopped with SIGTERM.
+private final class ServeProcess {
+    let process: ChildProcess
+    let port: Int
+
+    init(environment: [String: String], arguments: [String]) throws {
+        process = try ChildProcess(
+            PipelineProcess.binaryPath, ["serve", "--http-addr", "127.0.0.1:0"] + arguments, environment: environment)
+        guard let address = process.waitForLine(startingWith: "listening on ", timeout: .seconds(60)),
+            let port = address.split(separator: ":").last.flatMap({ Int($0) })
+        else {
+            process.signal(SIGKILL)
+            _ = process.wait(timeout: .seconds(10))
+            throw ChaosError("serve did not start: \(process.errors.suffix(2000))")
+        }
+        self.port = port
+    }
+
+    /// SIGTERM; the exit status, or nil when it had to be killed.
+    func stop() -> Int32? {
+        process.signal(SIGTERM)
+        if let status = process.wait(timeout: .seconds(30)) { return status }
+        process.signal(SIGKILL)
+        _ = process.wait(timeout: .seconds(10))
+        return nil
+    }
+}
