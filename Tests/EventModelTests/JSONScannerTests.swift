@@ -39,6 +39,7 @@ import Testing
         (#""\ud800\u004G""#, .invalidEscape, 12),
         (#""\ud800\x""#, .invalidEscape, 7),
         (#""\ud800"#, .unexpectedEnd, 7),
+        (#"["\ud800",01]"#, .invalidNumber, 11),  // a real error after a lone surrogate keeps its offset
         ("[1 2]", .unexpectedByte, 3),
         ("'a'", .unexpectedByte, 0),
         ("NaN", .unexpectedByte, 0),

@@ -165,11 +165,9 @@ private struct EnvelopeFields {
         return value
     }
 
-    /// The member's raw JSON (a lone surrogate escape, which jsonb refuses, written as `\ufffd`).
     func raw(_ key: Key) -> [UInt8]? {
         guard let value = self[key] else { return nil }
-        let bytes = Array(value.rawBytes)
-        return value.document.hasLoneSurrogates ? replacingLoneSurrogateEscapes(bytes) : bytes
+        return Array(value.rawBytes)
     }
 
     func attribution() throws(EnvelopeError) -> Attribution? {

@@ -53,7 +53,8 @@ package struct JSONDocument: Sendable {
     /// The document's bytes.
     package let bytes: [UInt8]
     let tape: [Token]
-    /// Whether a string holds a lone UTF-16 surrogate escape (decoded as U+FFFD; LoneSurrogates.swift).
+    /// Whether the text had a lone UTF-16 surrogate escape: `bytes` then has `\ufffd` in its place
+    /// (LoneSurrogates.swift).
     package let hasLoneSurrogates: Bool
 
     /// Scans and validates `bytes` as one RFC 8259 JSON text.
@@ -63,8 +64,22 @@ package struct JSONDocument: Sendable {
     ///   - maxDepth: the deepest nesting of objects and arrays allowed (the root container is 1).
     /// - Throws: `JSONError` with the offset of the first offending byte.
     package init(parsing bytes: [UInt8], maxDepth: Int = 512) throws(JSONError) {
-        self.bytes = bytes
-        (tape, hasLoneSurrogates) = try JSONScanner.scan(bytes, maxDepth: maxDepth)
+        do throws(JSONError) {
+            tape = try JSONScanner.scan(bytes, maxDepth: maxDepth)
+            self.bytes = bytes
+            hasLoneSurrogates = false
+        } catch where error.reason == .loneSurrogate {
+            // Rare, so the strict scan stays as fast as it was: scan a copy with `\ufffd` for each
+            // lone surrogate escape (the same length, so any other error keeps its offset).
+            let repaired = replacingLoneSurrogateEscapes(bytes)
+            do throws(JSONError) {
+                tape = try JSONScanner.scan(repaired, maxDepth: maxDepth)
+            } catch {
+                throw error.reason == .loneSurrogate ? JSONError(.invalidEscape, at: error.byteOffset) : error
+            }
+            self.bytes = repaired
+            hasLoneSurrogates = true
+        }
     }
 
     /// The top-level value.

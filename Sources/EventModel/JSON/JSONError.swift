@@ -10,8 +10,11 @@ package struct JSONError: Error, Equatable, Sendable, CustomStringConvertible {
         case trailingGarbage = "unexpected data after the JSON value"
         /// A string holds bytes that are not UTF-8.
         case invalidUTF8 = "invalid UTF-8 in string"
-        /// A string holds an unknown escape or a lone surrogate.
+        /// A string holds an unknown escape.
         case invalidEscape = "invalid escape in string"
+        /// A string holds a surrogate escape without its other half. `JSONDocument` reads the text
+        /// again with U+FFFD for it (LoneSurrogates.swift), so callers never see this reason.
+        case loneSurrogate = "lone surrogate escape in string"
         /// A string holds a raw control character.
         case controlCharacter = "control character in string"
         /// A number that RFC 8259 does not allow (leading zero, missing digits).

@@ -1,10 +1,10 @@
 // The single-pass validating scanner behind JSONDocument.
 //
 // Strict RFC 8259: one value, optional whitespace around it; strings must be valid UTF-8 without
-// raw control characters, escapes must be one of \" \\ \/ \b \f \n \r \t \uXXXX; numbers must
-// not have leading zeros and need digits before and after `.`/`e`. The first error stops the scan
-// with its byte offset. A `\u` surrogate without its other half is grammatical JSON that is not
-// Unicode: it is accepted and the document says it has one (LoneSurrogates.swift).
+// raw control characters, escapes must be one of \" \\ \/ \b \f \n \r \t \uXXXX and a \u high
+// surrogate must be followed by a \u low surrogate; numbers must not have leading zeros and need
+// digits before and after `.`/`e`. The first error stops the scan with its byte offset. (A lone
+// surrogate stops it with `.loneSurrogate`, and `JSONDocument` scans a repaired copy instead.)
 //
 // Speed: the scan runs over an UnsafeBufferPointer without bounds checks, strings are skimmed
 // eight bytes at a time (SWAR) until a quote, backslash, control or non-ASCII byte, and tokens go
@@ -12,28 +12,25 @@
 // depth is bounded only by `maxDepth`.
 
 enum JSONScanner {
-    /// The tape, and whether a string holds a lone surrogate escape.
-    static func scan(_ bytes: [UInt8], maxDepth: Int) throws(JSONError) -> (tape: [Token], loneSurrogates: Bool) {
+    static func scan(_ bytes: [UInt8], maxDepth: Int) throws(JSONError) -> [Token] {
         guard bytes.count < Int(UInt32.max) else { throw JSONError(.tooLarge, at: 0) }
         var tape: [Token] = []
         // SDK JSON has about one value per 12 bytes; the array grows if a body is denser. (Sizing
         // for the worst case, one value per 2 bytes, would cost 8x the body in memory.)
         tape.reserveCapacity(bytes.count / 12 + 16)
         guard !bytes.isEmpty else { throw JSONError(.unexpectedEnd, at: 0) }
-        var loneSurrogates = false
         let result = bytes.withUnsafeBufferPointer { (buffer) -> JSONError? in
             // Token depths are 16-bit.
             var scanner = Scanner(p: buffer, maxDepth: min(maxDepth, Int(UInt16.max)))
             do throws(JSONError) {
                 try scanner.run(&tape)
-                loneSurrogates = scanner.loneSurrogates
                 return nil
             } catch {
                 return error
             }
         }
         if let result { throw result }
-        return (tape, loneSurrogates)
+        return tape
     }
 }
 
@@ -43,8 +40,6 @@ private struct Scanner {
     let n: Int
     let maxDepth: Int
     var stack: [UInt32] = []
-    /// Whether a string held a lone surrogate escape.
-    var loneSurrogates = false
 
     init(p: UnsafeBufferPointer<UInt8>, maxDepth: Int) {
         self.p = p
@@ -138,7 +133,7 @@ private struct Scanner {
     }
 
     /// Scans `"key" :` and returns the offset after the colon.
-    @inline(__always) mutating func key(_ tape: inout [Token], at start: Int, depth: UInt16) throws(JSONError) -> Int {
+    @inline(__always) func key(_ tape: inout [Token], at start: Int, depth: UInt16) throws(JSONError) -> Int {
         guard byte(start) == UInt8(ascii: "\"") else { throw JSONError(.unexpectedByte, at: start) }
         var i = try string(&tape, at: start, depth: depth)
         i = skipWhitespace(i)
@@ -198,7 +193,7 @@ private struct Scanner {
     }
 
     /// Scans a string starting at its opening quote; returns the offset after the closing quote.
-    mutating func string(_ tape: inout [Token], at quote: Int, depth: UInt16) throws(JSONError) -> Int {
+    func string(_ tape: inout [Token], at quote: Int, depth: UInt16) throws(JSONError) -> Int {
         var i = quote &+ 1
         var flags: UInt8 = 0
         let raw = UnsafeRawPointer(base)
@@ -243,7 +238,7 @@ private struct Scanner {
     }
 
     /// Validates one escape starting at the backslash; returns the offset after it.
-    mutating func escape(at start: Int) throws(JSONError) -> Int {
+    func escape(at start: Int) throws(JSONError) -> Int {
         var i = start &+ 1
         guard i < n else { throw JSONError(.unexpectedEnd, at: n) }
         switch byte(i) {
@@ -253,10 +248,15 @@ private struct Scanner {
         case UInt8(ascii: "u"):
             let unit = try hex4(at: i &+ 1)
             i &+= 5
-            guard isSurrogate(unit) else { return i }
-            if lowHalf(of: unit, base, count: n, at: i) != nil { return i &+ 6 }
-            loneSurrogates = true  // what follows is scanned on its own
-            return i
+            if unit >= 0xDC00 && unit <= 0xDFFF { throw JSONError(.loneSurrogate, at: start) }
+            guard unit >= 0xD800 && unit <= 0xDBFF else { return i }
+            guard i < n else { throw JSONError(.unexpectedEnd, at: n) }
+            guard byte(i) == UInt8(ascii: "\\") else { throw JSONError(.loneSurrogate, at: start) }
+            guard i &+ 1 < n else { throw JSONError(.unexpectedEnd, at: n) }
+            guard byte(i &+ 1) == UInt8(ascii: "u") else { throw JSONError(.loneSurrogate, at: start) }
+            let low = try hex4(at: i &+ 2)
+            guard low >= 0xDC00 && low <= 0xDFFF else { throw JSONError(.loneSurrogate, at: start) }
+            return i &+ 6
         default:
             throw JSONError(.invalidEscape, at: start)
         }

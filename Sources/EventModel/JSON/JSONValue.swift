@@ -198,7 +198,7 @@ extension JSONValue {
         stringEquals(UnsafeBufferPointer(start: other.utf8Start, count: other.utf8CodeUnitCount))
     }
 
-    /// Decodes the escapes of a scanned (hence valid) string body; a lone surrogate becomes U+FFFD.
+    /// Decodes the escapes of a scanned (hence valid) string body.
     static func unescape(_ raw: UnsafeBufferPointer<UInt8>) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(raw.count)
@@ -227,13 +227,10 @@ extension JSONValue {
             case UInt8(ascii: "u"):
                 var scalar = hex4(i)
                 i += 4
-                if isSurrogate(scalar) {
-                    if let low = lowHalf(of: scalar, raw.baseAddress!, count: n, at: i) {
-                        i += 6
-                        scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
-                    } else {
-                        scalar = 0xFFFD  // a lone surrogate
-                    }
+                if scalar >= 0xD800 && scalar <= 0xDBFF {
+                    let low = hex4(i + 2)
+                    i += 6
+                    scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
                 }
                 appendUTF8(scalar, to: &out)
             default: out.append(e)  // " \ /

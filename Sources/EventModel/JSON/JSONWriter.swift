@@ -49,14 +49,12 @@ struct JSONWriter {
     /// Writes a value the scanner validated, as one line: outside strings CR and LF can only be
     /// whitespace (the scanner refuses them raw inside strings), so they become spaces, and an
     /// envelope is always exactly one NDJSON line even when the client sent pretty-printed data.
-    /// With `loneSurrogates` (the document has some), each lone surrogate escape becomes `\ufffd`.
-    mutating func rawJSON(bytes: UnsafeBufferPointer<UInt8>, loneSurrogates: Bool = false) {
+    mutating func rawJSON(bytes: UnsafeBufferPointer<UInt8>) {
         let start = cursor
         raw(bytes: bytes)
-        let count = cursor - start
-        if loneSurrogates { replaceLoneSurrogateEscapes(UnsafeMutableBufferPointer(start: start, count: count)) }
         // Compact JSON has no line breaks: two vectorised searches, and the byte loop only when
         // one is found.
+        let count = cursor - start
         guard memchr(start, 0x0A, count) != nil || memchr(start, 0x0D, count) != nil else { return }
         var position = start
         while position < cursor {
@@ -65,9 +63,9 @@ struct JSONWriter {
         }
     }
 
-    /// `rawJSON(bytes:loneSurrogates:)` for an array.
-    mutating func rawJSON(_ bytes: [UInt8], loneSurrogates: Bool = false) {
-        bytes.withUnsafeBufferPointer { rawJSON(bytes: $0, loneSurrogates: loneSurrogates) }
+    /// `rawJSON(bytes:)` for an array.
+    mutating func rawJSON(_ bytes: [UInt8]) {
+        bytes.withUnsafeBufferPointer { rawJSON(bytes: $0) }
     }
 
     /// Moves past `count` bytes written directly at `cursor`.

@@ -4,9 +4,10 @@
 // not a Unicode string (§8.2). JavaScript engines write one for a string cut inside a surrogate
 // pair (`JSON.stringify` escapes lone surrogates since ES2019): a React Native app that truncates
 // a title sends it. Refusing the request would lose the event, since SDKs never retry; PostgreSQL's
-// jsonb refuses it too. So the scanner accepts lone surrogates, decoding reads each as U+FFFD, and
-// the raw JSON copied into an envelope has each one rewritten as `\ufffd` (the same six bytes), with
-// a warning in the answer. Pairs are kept.
+// jsonb refuses it too. So when the scanner meets one (`JSONError.Reason.loneSurrogate`),
+// `JSONDocument` rewrites each lone surrogate escape of a copy as `\ufffd` (the same six bytes)
+// and scans that: strings read U+FFFD, raw `data` copied into an envelope is Unicode, and the
+// normaliser adds a warning. Pairs are kept. The common path pays nothing.
 
 /// The UTF-16 code unit of a `\uXXXX` escape starting at `i`, or nil when there is none there.
 @inline(__always) func escapedUnit(_ base: UnsafePointer<UInt8>, count n: Int, at i: Int) -> UInt32? {
@@ -29,7 +30,8 @@
     return low
 }
 
-/// Rewrites, in place, each lone surrogate escape in valid JSON text as `\ufffd` (same length).
+/// Rewrites, in place, each lone surrogate escape in JSON text as `\ufffd` (same length). The text
+/// need not be valid: only whole `\uXXXX` escapes inside it are read and rewritten.
 func replaceLoneSurrogateEscapes(_ text: UnsafeMutableBufferPointer<UInt8>) {
     guard let base = text.baseAddress else { return }
     let n = text.count
@@ -55,7 +57,7 @@ func replaceLoneSurrogateEscapes(_ text: UnsafeMutableBufferPointer<UInt8>) {
     }
 }
 
-/// `bytes` (valid JSON text) with each lone surrogate escape rewritten as `\ufffd`.
+/// `bytes` with each lone surrogate escape rewritten as `\ufffd`.
 func replacingLoneSurrogateEscapes(_ bytes: [UInt8]) -> [UInt8] {
     var copy = bytes
     copy.withUnsafeMutableBufferPointer { replaceLoneSurrogateEscapes($0) }

@@ -77,15 +77,11 @@ extension EventNormalizer {
             }
             if let data = event.data {
                 w.raw(#","data":"#)
-                data.document.bytes.withUnsafeBufferPointer {
-                    w.rawJSON(bytes: UnsafeBufferPointer(rebasing: $0[data.byteRange]), loneSurrogates: loneSurrogates)
-                }
+                data.document.bytes.withUnsafeBufferPointer { w.rawJSON(bytes: UnsafeBufferPointer(rebasing: $0[data.byteRange])) }
             }
             if let metadata = event.metadata {
                 w.raw(#","metadata":"#)
-                metadata.document.bytes.withUnsafeBufferPointer {
-                    w.rawJSON(bytes: UnsafeBufferPointer(rebasing: $0[metadata.byteRange]), loneSurrogates: loneSurrogates)
-                }
+                metadata.document.bytes.withUnsafeBufferPointer { w.rawJSON(bytes: UnsafeBufferPointer(rebasing: $0[metadata.byteRange])) }
             }
             w.byte(UInt8(ascii: "}"))
         }

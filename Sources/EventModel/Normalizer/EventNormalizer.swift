@@ -23,9 +23,6 @@ struct EventNormalizer {
     /// `sentAt` as a quoted JSON timestamp, formatted once per request.
     var sentAtJSON: (time: Timestamp, json: [UInt8])?
 
-    /// Whether the body holds a lone surrogate escape: raw `data`/`metadata` get `\ufffd` for it.
-    let loneSurrogates: Bool
-
     /// A normaliser for the events of `document`.
     init(_ document: JSONDocument, context: RequestContext, limits: IngestLimits) {
         self.context = context
@@ -33,8 +30,7 @@ struct EventNormalizer {
         receivedAtJSON = JSONWriter.timestampBytes(context.receivedAt)
         var header = context.sdkHeader ?? ""
         isSDKHeaderValid = header.withUTF8 { DeviceID.isValidIdentifier($0) }
-        loneSurrogates = document.hasLoneSurrogates
-        if loneSurrogates {
+        if document.hasLoneSurrogates {
             result.warnings.append(
                 "a string held a lone UTF-16 surrogate escape (\\uD800-\\uDFFF without its other half); "
                     + "it was stored as U+FFFD")
@@ -120,14 +116,9 @@ struct EventNormalizer {
         envelope.sentAt = sentAt
         envelope.attribution = event.attribution?.strings
         envelope.clickID = event.clickID?.string
-        envelope.data = event.data.map(rawJSON)
-        envelope.metadata = event.metadata.map(rawJSON)
+        envelope.data = event.data.map { Array($0.rawBytes) }
+        envelope.metadata = event.metadata.map { Array($0.rawBytes) }
         return envelope
-    }
-
-    /// The raw JSON of `value` as the envelope keeps it.
-    func rawJSON(_ value: JSONValue) -> [UInt8] {
-        loneSurrogates ? replacingLoneSurrogateEscapes(Array(value.rawBytes)) : Array(value.rawBytes)
     }
 
     // MARK: Link events
