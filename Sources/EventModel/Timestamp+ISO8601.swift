@@ -1,12 +1,12 @@
 import CivilTime
 // ISO-8601 parsing and formatting without Foundation.
 //
-// Accepted: `YYYY-MM-DDTHH:MM:SS[.f{0,9}](Z|±hh:mm|±hhmm)`; `T` may be `t`, `Z` may be `z`. A
+// Accepted: `YYYY-MM-DDTHH:MM:SS[.f{0,9}](Z|±hh:mm|±hhmm|±hh)`; `T` may be `t`, `Z` may be `z`. A
 // zone is required (a local time means nothing to a server). Fractions beyond microseconds are
 // truncated. Formatted: always UTC with milliseconds, `YYYY-MM-DDTHH:MM:SS.mmmZ`.
 
 extension Timestamp {
-    /// Parses an ISO-8601 date-time with a zone (`Z`, `+hh:mm`, `+hhmm`) and 0-9 fraction digits.
+    /// Parses an ISO-8601 date-time with a zone (`Z`, `+hh:mm`, `+hhmm`, `+hh`) and 0-9 fraction digits.
     ///
     /// - Parameter bytes: the UTF-8 text, without quotes.
     /// - Returns: nil when the text is not such a date-time or names an impossible date.
@@ -158,11 +158,15 @@ extension Timestamp {
         case UInt8(ascii: "+"), UInt8(ascii: "-"):
             let sign: Int64 = p[i] == UInt8(ascii: "+") ? 1 : -1
             i += 1
-            guard n - i >= 4, let oh = number(i, 2) else { return nil }
+            guard n - i >= 2, let oh = number(i, 2), oh <= 23 else { return nil }
             i += 2
-            if p[i] == UInt8(ascii: ":") { i += 1 }
-            guard n - i >= 2, let om = number(i, 2), oh <= 23, om <= 59 else { return nil }
-            i += 2
+            var om: Int64 = 0  // `±hh` alone (Java's `X` pattern writes whole-hour offsets so)
+            if i < n {
+                if p[i] == UInt8(ascii: ":") { i += 1 }
+                guard n - i >= 2, let minutes = number(i, 2), minutes <= 59 else { return nil }
+                om = minutes
+                i += 2
+            }
             offsetSeconds = sign * (oh * 3600 + om * 60)
         default:
             return nil
