@@ -199,6 +199,19 @@ struct CommandLineTests {
         #expect(second.errors.contains("already exists"))
     }
 
+    @Test("aggregate --once with a data directory that holds no event log says so instead of quietly loading nothing")
+    func aggregateWithoutEventLog() throws {
+        let database = try TestDatabase.make()
+        defer { database.drop() }
+        let typo = NSTemporaryDirectory() + "/detour-no-log-" + UUID().uuidString
+        let result = try PipelineProcess.runToEnd(
+            ["aggregate", "--once", "--data-dir", typo], environment: ["DATABASE_URL": database.url])
+        #expect(result.status == 0, "\(result.errors)")
+        #expect(result.output.contains("aggregate: warning: no event log at \(typo)/segments"), "\(result.output)")
+        #expect(result.errors.contains("segments.missing"), "\(result.errors)")
+        #expect(!FileManager.default.fileExists(atPath: typo), "the aggregator created the mistyped directory")
+    }
+
     @Test("migrate through the binary is idempotent")
     func migrateTwice() throws {
         let database = try TestDatabase.make(migrate: false)

@@ -30,6 +30,7 @@ enum AggregateCommand: Command {
         let configuration = try AggregatorOptions.parse(
             &arguments, databaseURL: try requireDatabase(url), dataDirectory: data)
         try arguments.finish()
+        warnIfNoEventLog(configuration.segmentsDirectory, once: once)
         let aggregator = try Aggregator(
             configuration: configuration,
             retention: AggregatorOptions.retention(segmentsDirectory: configuration.segmentsDirectory))
@@ -59,6 +60,17 @@ enum AggregateCommand: Command {
         Logger(label: "detour").notice("shutdown.begin", ["signal": signal])
         aggregator.stop()
         return 0
+    }
+
+    /// A mistyped `--data-dir` loads nothing, quietly, run after run: say so once. Not an error, since
+    /// the aggregator may start before ingest has written anything (docker-compose starts both at once).
+    static func warnIfNoEventLog(_ segments: String, once: Bool) {
+        var isDirectory: ObjCBool = false
+        guard !FileManager.default.fileExists(atPath: segments, isDirectory: &isDirectory) || !isDirectory.boolValue
+        else { return }
+        Logger(label: "aggregator").warning(
+            "segments.missing", ["segments.path": segments, "hint": "is the data directory the one ingest writes?"])
+        if once { say("aggregate: warning: no event log at \(segments); nothing to load (check --data-dir)") }
     }
 
     /// Seconds with three decimals, for the summary line.
