@@ -150,8 +150,11 @@ struct ReportOpenAPITests {
                 if format == "csv" { csv = answer.text }
                 Self.check(spec, try Self.send("HEAD", base + query, headers: secret), "HEAD", query)
             }
-            // The CSV is the main section: its header is the row schema's columns, one line per JSON row.
-            let lines = Self.csvRecords(try #require(csv, "\(path) offers no csv"))
+            // The CSV is the main section: its header is the row schema's columns, one line per JSON row,
+            // every line ended by CRLF as the spec says.
+            let text = try #require(csv, "\(path) offers no csv")
+            #expect(text.hasSuffix("\r\n") && !text.utf8.split(separator: 0x0A).dropLast().contains { $0.last != 0x0D })
+            let lines = Self.csvRecords(text)
             let columns = try Self.mainColumns(spec, kind)
             #expect(lines.first == columns, "\(path) CSV header \(lines.first ?? []) vs the spec's \(columns)")
             #expect(lines.count - 1 == mainRows, "\(path): \(lines.count - 1) CSV rows, \(mainRows ?? -1) in JSON")

@@ -74,4 +74,15 @@ import Testing
         #expect(table.contains("load watermark: none"))
         #expect(table.contains("(no rows)"))  // the empty utm section
     }
+
+    @Test("a CSV field holding CRLF, CR or LF is quoted (Swift reads \"\\r\\n\" as one character)")
+    func csvLineBreaksInFields() {
+        for path in ["/a\r\nb", "/a\rb", "/a\nb"] {
+            let report = LinkReport(
+                app: "acme", from: day("2026-06-01"), to: day("2026-06-01"), watermark: nil,
+                rows: [LinkDayRow(path: path, day: day("2026-06-01"))], utm: [])
+            let csv = ReportRenderer.render(report, as: .csv)
+            #expect(csv.contains("\r\n\"" + path + "\",2026-06-01,"), "\(csv.debugDescription)")
+        }
+    }
 }

@@ -60,7 +60,8 @@ package enum ReportRenderer {
     /// comma, quote, CR or LF.
     package static func csv(_ table: ReportTable) -> String {
         func field(_ text: String) -> String {
-            if text.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) {
+            // By bytes: "\r\n" is one Character in Swift, equal to neither "\r" nor "\n".
+            if text.utf8.contains(where: { $0 == 0x2C || $0 == 0x22 || $0 == 0x0A || $0 == 0x0D }) {
                 return "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\""
             }
             return text
