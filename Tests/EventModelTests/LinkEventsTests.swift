@@ -112,11 +112,15 @@ import Testing
         #expect(result.accepted.first?.platform?.rawValue == platform)
     }
 
-    @Test("the batch form beside a null or empty clicks or matches member is read as the batch form")
+    @Test("beside a null or empty clicks or matches member the batch form is read, and beside a null batch the lists")
     func batchFormWithEmptyLists() throws {
         let body = #"{"clicks":null,"batch":[\#(Self.match.dropLast()),"type":"match"}],"matches":[]}"#
         let result = try Normalizer.linkEvents(body: Array(body.utf8), context: Self.context)
         #expect(result.accepted.map(\.kind) == [.match])
+        // And the other way round: a null batch beside clicks and matches is absent too.
+        let lists = #"{"batch":null,"clicks":[\#(Self.click)],"matches":[\#(Self.match)]}"#
+        let read = try Normalizer.linkEvents(body: Array(lists.utf8), context: Self.context)
+        #expect(read.accepted.map(\.kind) == [.click, .match])
     }
 
     static let bodyErrors: [(String, String)] = [
@@ -124,6 +128,7 @@ import Testing
         (#"{"clicks":{}}"#, "invalid_batch"),
         (#"{"clicks":[],"matches":[]}"#, "empty_batch"),
         (#"{"batch":[]}"#, "empty_batch"),
+        (#"{"batch":null}"#, "invalid_batch"),
         (#"[]"#, "not_an_object"),
         // Both forms at once: reading one list would drop the other's events without a trace.
         (#"{"batch":[\#(match.dropLast()),"type":"match"}],"clicks":[\#(click)]}"#, "invalid_batch"),

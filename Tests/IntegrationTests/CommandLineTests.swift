@@ -145,7 +145,7 @@ struct CommandLineTests {
             (["--max-decompressed", "1KiB"], "--max-decompressed must be at least --max-body"),
             (["--max-buffered-bodies", "1KiB"], "--max-buffered-bodies must be at least --max-body"),
             (["--connection-memory", "1"], "--connection-memory must be between 4KiB and 1MiB"),
-            (["--http-addr", "localhost:8080"], "--http-addr must be an IPv4 address and a port"),
+            (["--http-addr", "localhost:8080"], "--http-addr must be an IPv4 address"),
         ])
     func flagRefusalsNameTheFlag(flags: [String], message: String) throws {
         let data = NSTemporaryDirectory() + "/detour-flag-refusal-" + UUID().uuidString

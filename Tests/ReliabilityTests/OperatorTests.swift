@@ -100,7 +100,7 @@ struct OperatorTests {
         let replay = try Binary.run(["segments", "replay", "--from", "1"], environment: environment)
         #expect(replay.status == 0, "\(replay.errors)")
         #expect(replay.output.contains("2 records read"), "\(replay.output)")
-        #expect(replay.output.contains("1 damaged frames skipped"), "\(replay.output)")
+        #expect(replay.output.contains("1 damaged frame skipped"), "\(replay.output)")
         #expect(
             replay.errors.contains("log.frame_damaged segment.path=\(segment) segment.offset=0"), "\(replay.errors)")
         let connection = try database.connect()

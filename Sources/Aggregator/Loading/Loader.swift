@@ -457,3 +457,10 @@ struct LoaderHooks: Sendable {
     /// After everything, just before COMMIT.
     var beforeCommit: (@Sendable (Connection) throws -> Void)?
 }
+
+extension FrameDamage {
+    /// The one warning per damaged frame a cycle or a replay skipped (`segments verify` names it too).
+    func log(to logger: Logger) {
+        logger.warning("log.frame_damaged", ["segment.path": path, "segment.offset": "\(offset)", "reason": reason])
+    }
+}

@@ -60,11 +60,7 @@ package struct Replay: Sendable {
             // Skipped frames were once skipped silently here ("5 records read", exit 0), unlike in the
             // aggregator's cycles: an operator replaying to recover data must see what was not read.
             summary.damagedFrames += report.damaged.count
-            for damage in report.damaged {
-                logger.warning(
-                    "log.frame_damaged",
-                    ["segment.path": damage.path, "segment.offset": "\(damage.offset)", "reason": damage.reason])
-            }
+            for damage in report.damaged { damage.log(to: logger) }
             var moved = false
             for (node, next) in report.positions where positions[node] != next {
                 positions[node] = next

@@ -255,9 +255,7 @@ package final class Aggregator: @unchecked Sendable {
         metrics.recordsRead.increment(by: report.records)
         metrics.recordsUndecodable.increment(by: report.undecodable)
         metrics.damagedFrames.increment(by: report.damaged.count)
-        for damage in report.damaged {
-            logger.warning("log.frame_damaged", ["segment.path": damage.path, "segment.offset": "\(damage.offset)", "reason": damage.reason])
-        }
+        for damage in report.damaged { damage.log(to: logger) }
         if let newest = report.newestReceivedAt, lastNewestLoaded.map({ $0 < newest }) ?? true {
             lastNewestLoaded = newest
             metrics.newestLoaded.set(Double(newest.microseconds) / 1e6)

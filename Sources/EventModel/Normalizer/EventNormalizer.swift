@@ -33,7 +33,7 @@ struct EventNormalizer {
         if document.hasLoneSurrogates {
             result.warnings.append(
                 "a string held a lone UTF-16 surrogate escape (\\uD800-\\uDFFF without its other half); "
-                    + "it was stored as U+FFFD")
+                    + "it was read as U+FFFD")
         }
     }
 

@@ -87,7 +87,7 @@ package enum Normalizer {
         guard root.kind == .object else { throw .notAnObject }
         var normalizer = EventNormalizer(document, context: context, limits: limits)
         normalizer.sentAt = normalizer.readSentAt(root)
-        if let events = root["batch"] {
+        if let events = root["batch"], !events.isNull {  // null is absent, as beside it
             guard events.kind == .array else { throw .invalidBatch(message: "\"batch\" must be an array") }
             // Reading one form and ignoring the other would drop events without a trace (null or
             // an empty list beside `batch` drops nothing).

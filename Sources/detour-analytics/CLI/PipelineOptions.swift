@@ -137,12 +137,7 @@ struct PipelineOptions {
             throw UsageError(description: "--http-addr must be HOST:PORT, got \(address)")
         }
         ingest.host = String(address[..<colon])
-        ingest.port = port
-        var parsed = in_addr()
-        guard inet_pton(AF_INET, ingest.host, &parsed) == 1 else {
-            throw UsageError(
-                description: "--http-addr must be an IPv4 address and a port such as 0.0.0.0:8080, got \(address)")
-        }
+        ingest.port = port  // the host is checked by IngestConfiguration.validate()
         ingest.threads = try arguments.integer("--threads", default: ingest.threads, in: 1...1024)
         if let text = try arguments.option("--max-body") {
             ingest.maxBodyBytes = Int(try parseBytes(text, flag: "--max-body"))
@@ -219,7 +214,6 @@ extension PipelineOptions {
         guard case .invalid(let field, let reason) = error,
             let flag = ingestFlags.first(where: { $0.field == field })?.flag
         else { return error.description }
-        // Longer names first in the table, so "maxBodyBytes" does not match inside "maxBufferedBodyBytes".
         let text = ingestFlags.reduce(reason) { $0.replacingOccurrences(of: $1.field, with: $1.flag) }
         return "\(flag) \(text)"
     }

@@ -16,7 +16,7 @@ enum ReplayCommand {
         let summary = try replay.replay(fromSegment: segment, nodes: node.map { [$0] })
         let damaged =
             summary.damagedFrames == 0
-            ? "" : ", \(summary.damagedFrames) damaged frames skipped (see segments verify)"
+            ? "" : ", \(summary.damagedFrames) damaged frame\(summary.damagedFrames == 1 ? "" : "s") skipped (see segments verify)"
         say(
             "replay: \(summary.records) records read, \(summary.rows) new rows, \(summary.batches) transactions"
                 + damaged)
