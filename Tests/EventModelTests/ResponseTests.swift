@@ -14,6 +14,14 @@ import Testing
         _ = try JSONDocument(parsing: result.encodedResponse())
     }
 
+    @Test("an sdk member of another type is ignored with a warning, never a rejection", arguments: ["true", "7", "{}", "[\"ios\"]"])
+    func sdkOfAnotherType(_ sdk: String) throws {
+        let body = #"{"event_name":"a","timestamp":"2026-06-01T10:20:30.123Z","platform":"ios","device_id":"d","sdk":\#(sdk)}"#
+        let result = try Normalizer.single(body: Array(body.utf8), kind: .event, context: Self.context)
+        #expect(result.accepted.count == 1 && result.accepted[0].sdk == nil)
+        #expect(result.warnings == ["event 0: \"sdk\" is not a string of 1 to 128 printable bytes and was ignored"])
+    }
+
     @Test("a rejection keeps the event's raw bytes for the dead-letter log")
     func rawEvent() throws {
         let body = #"{"batch":[ {"event_name" : 1} ,7]}"#
