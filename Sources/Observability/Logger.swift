@@ -30,9 +30,18 @@ package struct Logger: Sendable {
         set { sharedState.withLock { $0.level = newValue } }
     }
 
-    /// Sends every line to `sink` instead of standard error (tests read what was logged).
-    package static func redirect(to sink: (@Sendable (String) -> Void)?) {
-        sharedState.withLock { $0.sink = sink }
+    /// Runs `body` with every line logged meanwhile kept for it (and not written to standard error);
+    /// `lines()` returns those so far. Tests read what was logged this way; captures running at the
+    /// same time (suites in parallel) each get every line.
+    package static func capture<R>(_ body: (_ lines: () -> [String]) throws -> R) rethrows -> R {
+        let lines = Locked<[String]>([])
+        let id = sharedState.withLock { state in
+            state.nextSink += 1
+            state.sinks[state.nextSink] = { line in lines.withLock { $0.append(line) } }
+            return state.nextSink
+        }
+        defer { _ = sharedState.withLock { $0.sinks.removeValue(forKey: id) } }
+        return try body { lines.withLock { $0 } }
     }
 
     package func trace(_ message: StaticString, _ metadata: KeyValuePairs<String, String> = [:]) {
@@ -59,14 +68,14 @@ package struct Logger: Sendable {
 
     /// Writes one record if `level` is at or above the minimum level.
     package func log(_ level: Level, _ message: StaticString, _ metadata: KeyValuePairs<String, String>) {
-        let (minimum, sink) = Logger.sharedState.withLock { ($0.level, $0.sink) }
+        let (minimum, sinks) = Logger.sharedState.withLock { ($0.level, $0.sinks) }
         guard level >= minimum else { return }
         var line = "\(Logger.timestamp()) \(level) \(label): \(message)"
         for (key, value) in metadata {
             line += " \(key)=\(Logger.quoted(value))"
         }
-        if let sink {
-            sink(line)
+        if !sinks.isEmpty {
+            for sink in sinks.values { sink(line) }
         } else {
             line += "\n"
             FileHandle.standardError.write(Data(line.utf8))
@@ -75,7 +84,8 @@ package struct Logger: Sendable {
 
     private struct State {
         var level: Level = .info
-        var sink: (@Sendable (String) -> Void)?
+        var sinks: [Int: @Sendable (String) -> Void] = [:]
+        var nextSink = 0
     }
     private static let sharedState = Locked(State())
 

@@ -61,13 +61,9 @@ import Testing
 }
 
 @Suite(.serialized) struct ObservabilityOfLogTests {
-    /// Runs `body` with every log line captured; `lines()` returns those so far. (The suite is
-    /// serialized: the logger is process-wide.)
+    /// Runs `body` with every log line captured; `lines()` returns those so far.
     private func withLogLines(_ body: (_ lines: () -> [String]) throws -> Void) throws {
-        let lines = Locked<[String]>([])
-        Logger.redirect { line in lines.withLock { $0.append(line) } }
-        defer { Logger.redirect(to: nil) }
-        try body { lines.withLock { $0 } }
+        try Logger.capture(body)
     }
 
     @Test("recovery of a segment with a zero tail (a crash while preallocated) cuts it without logging a cut")

@@ -1,4 +1,5 @@
 import Foundation
+import Observability
 import Postgres
 import TestSupport
 import Testing
@@ -143,6 +144,20 @@ struct KeyStoreTests {
     @Test("a running server keeps its keys when the source fails and picks up new ones when it is back")
     func refreshFailureKeepsKeys() throws {
         let server = try TestServer()
+        let logged = try Logger.capture { lines in
+            server.keySource.setReachable(false)
+            #expect(!server.keys.refresh() && !server.keys.refresh())
+            server.keySource.setReachable(true)
+            #expect(server.keys.refresh() && server.keys.refresh())
+            // This store's lines: its source fails with `Unreachable()`, and it recovers after 2 failures
+            // (other suites may log meanwhile).
+            return lines().filter {
+                $0.contains("keys.refresh_failed error=Unreachable()") || $0.contains("failed.refreshes=2")
+            }
+        }
+        // One line when the outage begins and one when it ends (operators see both), none per retry.
+        #expect(logged.count == 2 && logged[0].contains("warning ingest: keys.refresh_failed"), "\(logged)")
+        #expect(logged.last?.contains("notice ingest: keys.refresh_recovered") == true, "\(logged)")
         server.keySource.setReachable(false)
         #expect(!server.keys.refresh())
         #expect(

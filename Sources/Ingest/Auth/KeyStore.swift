@@ -38,6 +38,8 @@ package final class KeyStore: Sendable {
     private let snapshot = Locked(Snapshot())
     private let timer = Locked<TimerBox?>(nil)
     private let lastRefreshOK = Atomic<Bool>(false)
+    /// Refreshes failed since the last success, which logs `keys.refresh_recovered` with the count.
+    private let failedRefreshes = Atomic<Int>(0)
     private let logger = Logger(label: "ingest")
     /// Memo of presented key → its SHA-256 hex, so the hot path hashes each distinct key once.
     /// Bounded: cleared when it reaches `maxMemo` entries (garbage keys cannot grow it).
@@ -92,7 +94,13 @@ package final class KeyStore: Sendable {
             if lastRefreshOK.exchange(false, ordering: .relaxed) || snapshot.withLock({ $0.count }) == 0 {
                 logger.warning("keys.refresh_failed", ["error": "\(error)"])
             }
+            failedRefreshes.add(1, ordering: .relaxed)
             return false
+        }
+        let failed = failedRefreshes.exchange(0, ordering: .relaxed)
+        if failed > 0 {
+            logger.notice(
+                "keys.refresh_recovered", ["keys.count": String(records.count), "failed.refreshes": String(failed)])
         }
         let changed = snapshot.withLock { current in
             let next = Snapshot(records)
