@@ -54,11 +54,11 @@ import Testing
 
     @Test("a JSON \\u0000 escape, which jsonb refuses, becomes U+FFFD; an escaped backslash before u0000 does not")
     func nullEscape() {
-        #expect(StagingEncoder.containsNullEscape(Array(#"{"a":"\u0000"}"#.utf8)))
-        #expect(!StagingEncoder.containsNullEscape(Array(#"{"a":"\\u0000"}"#.utf8)))
+        #expect(repairingEscapes(Array(#"{"a":"\\u0000"}"#.utf8), .nul) == nil)
+        #expect(repairingEscapes(Array(#"{"a":"\ud83d"}"#.utf8), .nul) == nil)  // only what was asked for
         #expect(
-            String(decoding: StagingEncoder.replacingNullEscapes(Array(#"{"a":"x\u0000y"}"#.utf8)), as: UTF8.self)
-                == #"{"a":"x\ufffdy"}"#)
+            repairingEscapes(Array(#"{"a":"x\u0000y","b":"\u0000"}"#.utf8), .nul).map { String(decoding: $0, as: UTF8.self) }
+                == #"{"a":"x\ufffdy","b":"\ufffd"}"#)
     }
 
     @Test("derived rows in COPY binary: field count, dates as days since 2000-01-01, timestamps, NULLs")

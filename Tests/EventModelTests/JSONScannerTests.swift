@@ -77,7 +77,7 @@ import Testing
         #expect(document.root.string == decoded)
         #expect(document.root.stringBytes == Array(decoded.utf8))
         // The raw text with `\ufffd` for each lone one is a Unicode string with the same value.
-        let replaced = replacingLoneSurrogateEscapes(Array(text.utf8))
+        let replaced = try #require(repairingEscapes(Array(text.utf8), .loneSurrogates))
         #expect(replaced.count == text.utf8.count)
         let clean = try JSONDocument(parsing: replaced)
         #expect(!clean.hasLoneSurrogates && clean.root.string == decoded)
@@ -85,14 +85,14 @@ import Testing
 
     @Test("pairs, escaped backslashes and other escapes are not lone surrogates, and are left as they are")
     func notLoneSurrogates() throws {
-        for text in [#""\ud83d\ude00""#, #""\\ud800""#, #""\\\ud83d\ude00\u00e9""#, #"{"a":"\/\"\\"}"#, "\"😀\""] {
+        for text in [#""\ud83d\ude00""#, #""\\ud800""#, #""\\\ud83d\ude00\u00e9""#, #"{"a":"\/\"\\"}"#, "\"😀\"", #""\u0000""#] {
             let document = try JSONDocument(parsing: Array(text.utf8))
             #expect(!document.hasLoneSurrogates, "\(text)")
-            #expect(replacingLoneSurrogateEscapes(Array(text.utf8)) == Array(text.utf8), "\(text)")
+            #expect(repairingEscapes(Array(text.utf8), .loneSurrogates) == nil, "\(text)")
         }
         let nested = #"{"t":"a\ud83d","ok":"\ud83d\ude00","k\udfff":["\\ud800","\udbff"]}"#
         #expect(
-            String(decoding: replacingLoneSurrogateEscapes(Array(nested.utf8)), as: UTF8.self)
+            repairingEscapes(Array(nested.utf8), .loneSurrogates).map { String(decoding: $0, as: UTF8.self) }
                 == #"{"t":"a\ufffd","ok":"\ud83d\ude00","k\ufffd":["\\ud800","\ufffd"]}"#)
     }
 

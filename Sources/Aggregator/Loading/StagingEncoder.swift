@@ -148,7 +148,7 @@ struct StagingEncoder {
         let start = out.count
         int32(0, &out)
         out.append(1)  // jsonb binary format version
-        if containsNullEscape(value) { withoutNUL(replacingNullEscapes(value), &out) } else { withoutNUL(value, &out) }
+        withoutNUL(repairingEscapes(value, .nul) ?? value, &out)
         patchLength(at: start, &out)
     }
 
@@ -261,8 +261,8 @@ struct StagingEncoder {
             out.append(tab)
             return
         }
-        if containsNullEscape(value) {
-            escaped(replacingNullEscapes(value)[...], &out)
+        if let repaired = repairingEscapes(value, .nul) {
+            escaped(repaired[...], &out)
         } else {
             value.withUnsafeBufferPointer { escaped($0, &out) }
         }
@@ -323,48 +323,6 @@ struct StagingEncoder {
             default: out.append(byte)
             }
         }
-    }
-
-    private static let nullEscape = Array("\\u0000".utf8)
-
-    static func containsNullEscape(_ bytes: [UInt8]) -> Bool {
-        guard bytes.count >= 6 else { return false }
-        var index = 0
-        while index <= bytes.count - 6 {
-            if bytes[index] == backslash {
-                if bytes[index + 1] == UInt8(ascii: "u"), bytes[index + 2] == 0x30, bytes[index + 3] == 0x30,
-                    bytes[index + 4] == 0x30, bytes[index + 5] == 0x30
-                {
-                    return true
-                }
-                index += 2  // skip the escaped character, so `\\u0000` is not a match
-                continue
-            }
-            index += 1
-        }
-        return false
-    }
-
-    static func replacingNullEscapes(_ bytes: [UInt8]) -> [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.count)
-        var index = 0
-        while index < bytes.count {
-            if bytes[index] == backslash, index + 1 < bytes.count {
-                if index + 5 < bytes.count, Array(bytes[index..<index + 6]) == nullEscape {
-                    out.append(contentsOf: Array("\\ufffd".utf8))
-                    index += 6
-                    continue
-                }
-                out.append(bytes[index])
-                out.append(bytes[index + 1])
-                index += 2
-                continue
-            }
-            out.append(bytes[index])
-            index += 1
-        }
-        return out
     }
 }
 

@@ -54,7 +54,7 @@ package struct JSONDocument: Sendable {
     package let bytes: [UInt8]
     let tape: [Token]
     /// Whether the text had a lone UTF-16 surrogate escape: `bytes` then has `\ufffd` in its place
-    /// (LoneSurrogates.swift).
+    /// (EscapeRepairs.swift).
     package let hasLoneSurrogates: Bool
 
     /// Scans and validates `bytes` as one RFC 8259 JSON text.
@@ -71,7 +71,7 @@ package struct JSONDocument: Sendable {
         } catch where error.reason == .loneSurrogate {
             // Rare, so the strict scan stays as fast as it was: scan a copy with `\ufffd` for each
             // lone surrogate escape (the same length, so any other error keeps its offset).
-            let repaired = replacingLoneSurrogateEscapes(bytes)
+            let repaired = repairingEscapes(bytes, .loneSurrogates) ?? bytes
             do throws(JSONError) {
                 tape = try JSONScanner.scan(repaired, maxDepth: maxDepth)
             } catch {

@@ -13,7 +13,7 @@ package struct JSONError: Error, Equatable, Sendable, CustomStringConvertible {
         /// A string holds an unknown escape.
         case invalidEscape = "invalid escape in string"
         /// A string holds a surrogate escape without its other half. `JSONDocument` reads the text
-        /// again with U+FFFD for it (LoneSurrogates.swift), so callers never see this reason.
+        /// again with U+FFFD for it (EscapeRepairs.swift), so callers never see this reason.
         case loneSurrogate = "lone surrogate escape in string"
         /// A string holds a raw control character.
         case controlCharacter = "control character in string"
