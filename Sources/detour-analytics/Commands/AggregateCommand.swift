@@ -31,6 +31,8 @@ enum AggregateCommand: Command {
             &arguments, databaseURL: try requireDatabase(url), dataDirectory: data)
         try arguments.finish()
         warnIfNoEventLog(configuration.segmentsDirectory, once: once)
+        // Before start-up, which can wait for PostgreSQL; `--once` (cron) keeps the default action.
+        let termination = once ? nil : Termination.watch()
         let aggregator = try Aggregator(
             configuration: configuration,
             retention: AggregatorOptions.retention(segmentsDirectory: configuration.segmentsDirectory))
@@ -56,7 +58,7 @@ enum AggregateCommand: Command {
             return 0
         }
         aggregator.start()
-        let signal = Termination.wait()
+        let signal = termination?.wait() ?? "none"
         Logger(label: "detour").notice("shutdown.begin", ["signal": signal])
         aggregator.stop()
         return 0

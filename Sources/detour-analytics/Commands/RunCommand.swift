@@ -28,6 +28,7 @@ enum RunCommand: Command {
         let configuration = try AggregatorOptions.parse(
             &arguments, databaseURL: url, dataDirectory: options.dataDirectory)
         try arguments.finish()
+        let termination = Termination.watch()  // before start-up, which can wait for PostgreSQL
 
         let ingest = try IngestRuntime(options: options, databaseURL: url)
         let aggregator = try Aggregator(
@@ -35,7 +36,7 @@ enum RunCommand: Command {
             retention: AggregatorOptions.retention(segmentsDirectory: options.log.directory))
         aggregator.start()
         ServeCommand.announce(ingest, options: options)
-        let signal = Termination.wait()
+        let signal = termination.wait()
         Logger(label: "detour").notice("shutdown.begin", ["signal": signal])
         ingest.stop()
         aggregator.stop()

@@ -23,9 +23,10 @@ enum ServeCommand: Command {
     static func run(_ arguments: inout Arguments, environment: Environment) throws -> Int32 {
         let options = try PipelineOptions.parse(&arguments, environment: environment)
         try arguments.finish()
+        let termination = Termination.watch()  // before start-up, which can wait for PostgreSQL
         let ingest = try IngestRuntime(options: options, databaseURL: try requireDatabase(options.databaseURL))
         announce(ingest, options: options)
-        let signal = Termination.wait()
+        let signal = termination.wait()
         Logger(label: "detour").notice("shutdown.begin", ["signal": signal])
         ingest.stop()
         return 0
