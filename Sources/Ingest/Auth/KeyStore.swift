@@ -37,8 +37,8 @@ package final class KeyStore: Sendable {
     private let refreshInterval: Duration
     private let snapshot = Locked(Snapshot())
     private let timer = Locked<TimerBox?>(nil)
-    private let lastRefreshOK = Atomic<Bool>(false)
-    /// Refreshes failed since the last success, which logs `keys.refresh_recovered` with the count.
+    /// Refreshes failed since the last success: the first failure logs `keys.refresh_failed`, the
+    /// next success `keys.refresh_recovered` with the count.
     private let failedRefreshes = Atomic<Int>(0)
     private let logger = Logger(label: "ingest")
     /// Memo of presented key → its SHA-256 hex, so the hot path hashes each distinct key once.
@@ -91,10 +91,10 @@ package final class KeyStore: Sendable {
         do {
             records = try source.loadKeys()
         } catch {
-            if lastRefreshOK.exchange(false, ordering: .relaxed) || snapshot.withLock({ $0.count }) == 0 {
+            let failedBefore = failedRefreshes.add(1, ordering: .relaxed).oldValue
+            if failedBefore == 0 || snapshot.withLock({ $0.count }) == 0 {
                 logger.warning("keys.refresh_failed", ["error": "\(error)"])
             }
-            failedRefreshes.add(1, ordering: .relaxed)
             return false
         }
         let failed = failedRefreshes.exchange(0, ordering: .relaxed)
@@ -108,7 +108,6 @@ package final class KeyStore: Sendable {
             current = next
             return changed
         }
-        lastRefreshOK.store(true, ordering: .relaxed)
         if changed {
             logger.info("keys.loaded", ["keys.count": String(records.count), "keys.source": "database"])
             writeCache(records)
