@@ -36,31 +36,34 @@ enum AggregateCommand: Command {
         let aggregator = try Aggregator(
             configuration: configuration,
             retention: AggregatorOptions.retention(segmentsDirectory: configuration.segmentsDirectory))
-        if once {
-            let cycles = try aggregator.runUntilCaughtUp()
-            if cycles.allSatisfy({ !$0.ran }) {
-                say("aggregate: another aggregator holds the load lock and is loading; nothing done")
-                return 0
-            }
-            let events = cycles.reduce(0) { $0 + $1.events }
-            let clicks = cycles.reduce(0) { $0 + $1.clicks }
-            let matches = cycles.reduce(0) { $0 + $1.matches }
-            // The load (segments to committed rows) and the rollup pass separately: cron users see
-            // which one a slow run spent its time on (bench/run reads the two figures too).
-            let load = cycles.reduce(Duration.zero) { $0 + $1.duration }
-            let rollups = cycles.last?.rollupDuration ?? .zero
-            say(
-                "aggregate: \(cycles.count) cycles, \(events) events, \(clicks) clicks, \(matches) matches loaded"
-                    + " in \(Self.seconds(load)) s, rollups \(Self.seconds(rollups)) s")
-            // Where the load's time went, summed over the cycles (docs/aggregator.md, "The cycle").
-            let phases = CycleSummary.phaseTotals(cycles, decimals: 3)
-            if !phases.isEmpty { say("aggregate: load phases " + phases) }
-            return 0
-        }
+        guard let termination else { return try loadOnce(aggregator) }
         aggregator.start()
-        let signal = termination?.wait() ?? "none"
+        let signal = termination.wait()
         Logger(label: "detour").notice("shutdown.begin", ["signal": signal])
         aggregator.stop()
+        return 0
+    }
+
+    /// `--once`: loads until caught up, prints the summary line cron users read, and returns 0.
+    static func loadOnce(_ aggregator: Aggregator) throws -> Int32 {
+        let cycles = try aggregator.runUntilCaughtUp()
+        if cycles.allSatisfy({ !$0.ran }) {
+            say("aggregate: another aggregator holds the load lock and is loading; nothing done")
+            return 0
+        }
+        let events = cycles.reduce(0) { $0 + $1.events }
+        let clicks = cycles.reduce(0) { $0 + $1.clicks }
+        let matches = cycles.reduce(0) { $0 + $1.matches }
+        // The load (segments to committed rows) and the rollup pass separately: cron users see
+        // which one a slow run spent its time on (bench/run reads the two figures too).
+        let load = cycles.reduce(Duration.zero) { $0 + $1.duration }
+        let rollups = cycles.last?.rollupDuration ?? .zero
+        say(
+            "aggregate: \(cycles.count) cycles, \(events) events, \(clicks) clicks, \(matches) matches loaded"
+                + " in \(Self.seconds(load)) s, rollups \(Self.seconds(rollups)) s")
+        // Where the load's time went, summed over the cycles (docs/aggregator.md, "The cycle").
+        let phases = CycleSummary.phaseTotals(cycles, decimals: 3)
+        if !phases.isEmpty { say("aggregate: load phases " + phases) }
         return 0
     }
 
