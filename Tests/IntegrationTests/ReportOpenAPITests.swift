@@ -26,20 +26,14 @@ struct ReportOpenAPITests {
         return format?["schema"]?["enum"]?.items.compactMap(\.text) ?? []
     }
 
-    /// The main (first) section of report `kind`: the first table its schema requires, which CSV renders.
-    static func mainSection(_ spec: OpenAPISpec, _ kind: String) throws -> String {
+    /// Report `kind`'s main (first) section, the first table its schema requires, which CSV renders;
+    /// and its columns, in the order its row schema requires them.
+    static func mainTable(_ spec: OpenAPISpec, _ kind: String) throws -> (section: String, columns: [String]) {
         let schema = try #require(spec.schema(kind.capitalized + "Report"), "no schema for \(kind)")
         let tables = schema["allOf"]?.items.compactMap { $0["properties"]?["tables"] }.first
-        return try #require(tables?["required"]?.items.first?.text, "\(kind): no required tables")
-    }
-
-    /// The columns of report `kind`'s main section, in the order its row schema requires them.
-    static func mainColumns(_ spec: OpenAPISpec, _ kind: String) throws -> [String] {
-        let schema = try #require(spec.schema(kind.capitalized + "Report"), "no schema for \(kind)")
-        let section = try mainSection(spec, kind)
-        let tables = schema["allOf"]?.items.compactMap { $0["properties"]?["tables"] }.first
+        let section = try #require(tables?["required"]?.items.first?.text, "\(kind): no required tables")
         let items = tables?["properties"]?[section]?["items"].flatMap(spec.validator.resolve)
-        return items?["required"]?.items.compactMap(\.text) ?? []
+        return (section, items?["required"]?.items.compactMap(\.text) ?? [])
     }
 
     /// The records of an RFC 4180 text (CRLF or LF line ends, `"` quoting with `""` inside).
@@ -130,6 +124,7 @@ struct ReportOpenAPITests {
             #expect(formats.contains("json") && formats.count > 1, "\(path) offers \(formats)")
             var mediaTypes: Set<String> = []
             var mainRows: Int?, csv: String?
+            let main = try Self.mainTable(spec, kind)
             for format in formats {
                 let query = path + "?" + days + "&format=" + format
                 let answer = try Self.send("GET", base + query, headers: secret)
@@ -141,7 +136,7 @@ struct ReportOpenAPITests {
                     let body = (try? JSONSerialization.jsonObject(with: answer.body) as? [String: Any]) ?? [:]
                     let tables = body["tables"] as? [String: [Any]] ?? [:]
                     #expect(tables.values.contains { !$0.isEmpty }, "\(query) has no rows: \(answer.text.prefix(300))")
-                    mainRows = tables[try Self.mainSection(spec, kind)]?.count
+                    mainRows = tables[main.section]?.count
                     // The kind's own schema too: the `Report` oneOf only says that no kind matched, this says why.
                     let schema = try #require(spec.schema(kind.capitalized + "Report"), "no schema for \(kind)")
                     let instance = try #require(JSONSchema.Instance.parse(Array(answer.body)))
@@ -155,7 +150,7 @@ struct ReportOpenAPITests {
             let text = try #require(csv, "\(path) offers no csv")
             #expect(text.hasSuffix("\r\n") && !text.utf8.split(separator: 0x0A).dropLast().contains { $0.last != 0x0D })
             let lines = Self.csvRecords(text)
-            let columns = try Self.mainColumns(spec, kind)
+            let columns = main.columns
             #expect(lines.first == columns, "\(path) CSV header \(lines.first ?? []) vs the spec's \(columns)")
             #expect(lines.count - 1 == mainRows, "\(path): \(lines.count - 1) CSV rows, \(mainRows ?? -1) in JSON")
             for (number, fields) in lines.enumerated() where fields.count != columns.count {
