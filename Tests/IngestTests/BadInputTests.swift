@@ -1,3 +1,4 @@
+import EventModel
 import Foundation
 import Testing
 
@@ -60,6 +61,35 @@ struct BadInputTests {
             body: body)
         #expect(response.status == 200, "\(response.text)")
         #expect(server.sink.records.count == 1)
+    }
+
+    @Test("a body of several gzip members or zstd frames is read whole", arguments: ["gzip", "zstd"])
+    func concatenated(encoding: String) throws {
+        let server = try TestServer()
+        // `cat a.gz b.gz`: the event cut in two, each half compressed on its own.
+        let halves = [Array(Self.event.prefix(40)), Array(Self.event.dropFirst(40))]
+        let body = halves.flatMap { encoding == "gzip" ? Compression.gzip($0) : Compression.zstd($0) }
+        let response = try server.client().request(
+            "POST", "/api/analytics/event", headers: TestServer.sdkHeaders() + [("Content-Encoding", encoding)],
+            body: body)
+        #expect(response.status == 200, "\(response.text)")
+        let stored = try server.storedLines().map { try Envelope(decoding: Array($0.utf8)) }
+        #expect(stored.map(\.name) == ["purchase"])
+        #expect(stored.map(\.device) == ["3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b"])
+    }
+
+    @Test("bytes after the last gzip member are 400 invalid_encoding, not ignored")
+    func gzipTrailingBytes() throws {
+        let server = try TestServer()
+        for trailer: [UInt8] in [[0x00], Array("{}".utf8), [0x1f, 0x8b, 0x08]] {
+            let response = try server.client().request(
+                "POST", "/api/analytics/event", headers: TestServer.sdkHeaders() + [("Content-Encoding", "gzip")],
+                body: Compression.gzip(Self.event) + trailer)
+            #expect(response.status == 400, "\(trailer)")
+            #expect(response.errorCode == "invalid_encoding", "\(trailer)")
+        }
+        #expect(server.sink.records.isEmpty)
+        #expect(server.isServing())
     }
 
     @Test("a decompression bomb stops at the limit with 413 decompressed_too_large", arguments: ["gzip", "zstd"])

@@ -144,7 +144,7 @@ struct KeyStoreTests {
     @Test("a running server keeps its keys when the source fails and picks up new ones when it is back")
     func refreshFailureKeepsKeys() throws {
         let server = try TestServer()
-        let logged = try Logger.capture { lines in
+        let logged = Logger.capture { lines in
             server.keySource.setReachable(false)
             #expect(!server.keys.refresh() && !server.keys.refresh())
             server.keySource.setReachable(true)

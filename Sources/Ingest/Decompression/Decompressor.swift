@@ -25,7 +25,8 @@ package enum ContentEncoding: Sendable, Equatable {
 /// output would pass `limit`, having never held more than `limit` bytes.
 package enum Decompressor {
     /// Decodes `body` per `encoding`, returning at most `limit` bytes or throwing
-    /// `decompressedTooLarge` / `invalidEncoding`.
+    /// `decompressedTooLarge` / `invalidEncoding`. gzip and zstd bodies may hold several members or
+    /// frames, one after another; they decode to their concatenation, under the same limit.
     package static func decode(_ body: [UInt8], encoding: ContentEncoding, limit: Int) throws(IngestError) -> [UInt8] {
         switch encoding {
         case .identity:
@@ -66,6 +67,13 @@ package enum Decompressor {
                     return
                 }
                 output.append(contentsOf: UnsafeBufferPointer(start: scratch, count: produced))
+                if status == Z_STREAM_END, stream.avail_in >= 2, stream.next_in[0] == 0x1f, stream.next_in[1] == 0x8b {
+                    // Another member (RFC 1952 2.2: a gzip file is a series of members; `cat a.gz b.gz`
+                    // and some streaming writers make them): inflate it onto the same output.
+                    status = inflateReset(&stream)
+                    if status != Z_OK { return }
+                    continue
+                }
                 if status != Z_OK { return }
                 if stream.avail_in == 0, produced < stepBytes {
                     status = Z_DATA_ERROR  // input ended before the gzip trailer
