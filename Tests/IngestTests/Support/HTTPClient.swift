@@ -30,7 +30,12 @@ final class RawHTTPClient {
 
     /// Connects to 127.0.0.1:`port`; sends and receives give up after `timeoutSeconds`.
     init(port: UInt16, timeoutSeconds: Int = 10) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        // A local until connected: were `self.fd` set before a failure, the object would be whole
+        // and its deinit would close the descriptor a second time. Between the two closes another
+        // thread can be given the same number (a test server's libmicrohttpd eventfd), and the
+        // second close takes it from under it: that server later aborted the test process with
+        // "Failed to signal quiesce via inter-thread communication channel".
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw Failure(description: "socket failed") }
         var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
@@ -45,9 +50,11 @@ final class RawHTTPClient {
             }
         }
         guard result == 0 else {
+            let code = errno
             close(fd)
-            throw Failure(description: "connect failed: \(errno)")
+            throw Failure(description: "connect failed: \(code)")
         }
+        self.fd = fd
     }
 
     deinit { close(fd) }
