@@ -21,10 +21,12 @@ let package = Package(
         .systemLibrary(name: "CZstd", pkgConfig: "libzstd", providers: [.apt(["libzstd-dev"])]),
         .systemLibrary(
             name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
+        // glibc's <malloc.h> (mallinfo2, for the heap metrics), part of libc6-dev.
+        .systemLibrary(name: "CMalloc"),
 
         // Shared libraries.
         .target(name: "Locking", swiftSettings: strict),
-        .target(name: "Observability", dependencies: ["Locking"], swiftSettings: strict),
+        .target(name: "Observability", dependencies: ["CMalloc", "Locking"], swiftSettings: strict),
         .target(name: "CivilTime", swiftSettings: strict),
         .target(name: "EventModel", dependencies: ["CivilTime"], swiftSettings: strict),
         .target(name: "EventLog", dependencies: ["CZlib", "CZstd", "Observability"], swiftSettings: strict),

@@ -25,9 +25,10 @@ let package = Package(
     targets: [
         .systemLibrary(name: "CZlib", pkgConfig: "zlib"),
         .systemLibrary(name: "CZstd", pkgConfig: "libzstd"),
+        .systemLibrary(name: "CMalloc"),
         .target(name: "Locking", swiftSettings: strict),
         .target(name: "CivilTime", swiftSettings: strict),
-        .target(name: "Observability", dependencies: ["Locking"], swiftSettings: strict),
+        .target(name: "Observability", dependencies: ["CMalloc", "Locking"], swiftSettings: strict),
         .target(name: "EventModel", dependencies: ["CivilTime"], swiftSettings: strict),
         .target(name: "EventLog", dependencies: ["CZlib", "CZstd", "Observability"], swiftSettings: strict),
         .executableTarget(name: "FuzzJSON", dependencies: ["EventModel"], swiftSettings: fuzzSettings),

@@ -24,6 +24,7 @@ import sys
 import threading
 import time
 import urllib.parse
+import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCH = os.path.join(ROOT, "bench")
@@ -84,6 +85,18 @@ def peak_rss_kib(pid):
     except OSError:
         pass
     return 0
+
+
+def scrape(port, names):
+    """The values of the unlabelled series `names` on the server's /metrics (absent ones left out)."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+        text = response.read().decode()
+    values = {}
+    for line in text.splitlines():
+        parts = line.split(" ")
+        if len(parts) == 2 and parts[0] in names:
+            values[parts[0]] = float(parts[1])
+    return values
 
 
 class Processes:
@@ -437,6 +450,33 @@ class Bench:
             f"delay() of {o['delay_ms']} ms (ours) / {b['delay_ms']} ms (nginx) after each answer, calibrated by two 2s runs. "
             f"This is a rate-limited closed loop (wrk2 is not in Debian): latency is measured from each request's "
             f"send, so a stall delays later sends instead of queueing them (coordinated omission is not corrected).")
+
+    def soak(self):
+        """One server kept running through alternating single-event and batch loads, its memory read
+        from its own /metrics whenever it is idle between them. Idle, a server holds the same objects
+        whatever it served before, once its buffers have grown to the load's size (measured: they do
+        within two cycles, then stay within ~1 %), so the C heap in use (`malloc_in_use_bytes`) at
+        the end is compared with the same figure halfway: a leak grows both halves alike, about 1
+        MiB per cycle for 5 bytes per request. Resident memory also holds what the allocator keeps
+        after a peak, and the peak-RSS row takes fresh servers of a few seconds each."""
+        cycles, seconds = (4, 3) if self.quick else (6, 5)
+        loads = (("/api/analytics/event", self.single_files), ("/api/analytics/batch", self.batch_files))
+        names = ("malloc_in_use_bytes", "process_resident_memory_bytes")
+        self.settle()
+        process, port = self.start_ours("ingest-soak")
+        try:
+            samples, requests = [], []
+            for _ in range(cycles):
+                served = 0
+                for path, files in loads:
+                    run = self.wrk(port, path, files, seconds)
+                    served += run["requests"] - run["non2xx"]
+                time.sleep(0.5)  # the last answers' connections close
+                samples.append(scrape(port, names))
+                requests.append(served)
+        finally:
+            self.procs.stop(process, timeout=3)
+        self.ingest["soak"] = dict(samples=samples, requests=requests, seconds=cycles * seconds * len(loads))
 
     # ---------- 3 and 4: components ----------
 
@@ -793,6 +833,24 @@ class Bench:
             mib = self.ingest["rss"] / 1024
             self.row("rss_server", "8. Memory: server peak RSS (VmHWM) during 1 (MiB)", f"{mib:.0f}", "100 MiB (target)",
                      mib / 100, "< 100 MiB", mib < 100, direction="lower")
+        if self.ingest.get("soak"):
+            soak = self.ingest["soak"]
+            heap = [sample.get("malloc_in_use_bytes", 0) for sample in soak["samples"]]
+            rss = [sample.get("process_resident_memory_bytes", 0) / 2**20 for sample in soak["samples"]]
+            half = len(heap) // 2 - 1  # the sample halfway: the second half of the cycles follows it
+            second = sum(soak["requests"][half + 1:])
+            if heap[half] and heap[-1] and second:
+                self.row("heap_soak", f"8. Memory: server heap in use when idle, after {second:,} more requests (MiB)",
+                         f"{heap[-1] / 2**20:.1f}", f"{heap[half] / 2**20:.1f} (the same server halfway)",
+                         heap[-1] / heap[half], "<= 1.02 (no leak)", heap[-1] / heap[half] <= 1.02, direction="lower",
+                         note=f"{(heap[-1] - heap[half]) / second:+.2f} bytes per request in the second half of "
+                              f"{soak['seconds']} s of alternating singles and batches "
+                              f"({sum(soak['requests']):,} requests); idle after each cycle: heap "
+                              + ", ".join(f"{v / 2**20:.1f}" for v in heap) + " MiB, resident "
+                              + ", ".join(f"{v:.1f}" for v in rss) + " MiB")
+            else:
+                self.unavailable("heap_soak", "8. Memory: server heap in use after a soak", "<= 1.02 (no leak)",
+                                 "no malloc_in_use_bytes on /metrics, or no request")
         if self.ingest.get("loader_rss"):
             mib = self.ingest["loader_rss"] / 1024
             self.row("rss_aggregator", "8. Memory: aggregator (`aggregate --once`) peak RSS during 5 (MiB)", f"{mib:.0f}",
@@ -890,7 +948,7 @@ class Bench:
     def run(self):
         started = time.time()
         self.setup()
-        sections = [self.ingest_batches, self.ingest_singles, self.half_peak_latency, self.log_writer, self.scanner,
+        sections = [self.ingest_batches, self.ingest_singles, self.half_peak_latency, self.soak, self.log_writer, self.scanner,
                     self.loader, self.freshness, self.reports, self.memory]
         for section in sections:
             log(f"-- {section.__name__}")

@@ -5,8 +5,13 @@ import Locking
 /// One registry of counters, gauges and histograms, rendered as Prometheus text at `/metrics`.
 /// Metric handles are cheap to keep and safe to update from any thread.
 package final class MetricsRegistry: Sendable {
-    /// The process-wide registry that `/metrics` renders.
-    package static let shared = MetricsRegistry()
+    /// The process-wide registry that `/metrics` renders, with the process metrics
+    /// (`ProcessMetrics`: CPU, memory, file descriptors, the C heap) sampled at each render.
+    package static let shared: MetricsRegistry = {
+        let registry = MetricsRegistry()
+        ProcessMetrics.install(on: registry)
+        return registry
+    }()
 
     private struct Family {
         var help: String
@@ -14,6 +19,7 @@ package final class MetricsRegistry: Sendable {
         var series: [String: any MetricSeries] = [:]
     }
     private let families = Locked<[String: Family]>([:])
+    private let collectors = Locked<[@Sendable () -> Void]>([])
 
     /// Creates an empty registry (tests use their own).
     package init() {}
@@ -36,8 +42,20 @@ package final class MetricsRegistry: Sendable {
         series(name, help: help, type: "histogram", labels: labels) { Histogram(buckets: buckets) }
     }
 
+    /// Returns a gauge `name` rendered as a counter: a total kept elsewhere (the kernel's CPU time)
+    /// and copied in by a collector, so it is set rather than incremented.
+    package func sampledCounter(_ name: String, help: String, labels: [String: String] = [:]) -> Gauge {
+        series(name, help: help, type: "counter", labels: labels) { Gauge() }
+    }
+
+    /// Adds `collect`, which `render()` calls first: it sets series whose values are read on demand.
+    package func addCollector(_ collect: @escaping @Sendable () -> Void) {
+        collectors.withLock { $0.append(collect) }
+    }
+
     /// The whole registry in the Prometheus text exposition format, version 0.0.4.
     package func render() -> String {
+        for collect in collectors.withLock({ $0 }) { collect() }
         let snapshot = families.withLock { $0 }
         var out = ""
         for name in snapshot.keys.sorted() {

@@ -109,6 +109,76 @@ struct OperatorTests {
         #expect(try rows.map { try $0["event_id", as: String.self] } == ["dmg-2", "dmg-3"])
     }
 
+    @Test("serve's /metrics carries the process metrics, and they agree with what the kernel says of the process")
+    func processMetrics() throws {
+        let database = try TestDatabase.make()
+        defer { database.drop() }
+        let data = try TemporaryDirectory(prefix: "detour-ops-metrics")
+        let environment = ["DATABASE_URL": database.url]
+        let serve = try ServeProcess(environment: environment, arguments: ["--data-dir", data.path])
+        defer { _ = serve.stop() }
+        let pid = serve.process.pid
+
+        func scrape() throws -> [String: Double] {
+            let answer = try #require(RawHTTP.exchange(port: serve.port, RawHTTP.request("GET", "/metrics")))
+            #expect(answer.status == 200)
+            var values: [String: Double] = [:]
+            for line in answer.text.split(separator: "\n") where !line.hasPrefix("#") {
+                let parts = line.split(separator: " ")
+                if parts.count == 2, let value = Double(parts[1]) { values[String(parts[0])] = value }
+            }
+            return values
+        }
+        /// A field of /proc/PID/status, in KiB or as a count.
+        func status(_ field: String) throws -> Double {
+            let text = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
+            let line = try #require(text.split(separator: "\n").first { $0.hasPrefix(field + ":") })
+            return try #require(Double(line.split(whereSeparator: { $0 == " " || $0 == "\t" })[1]))
+        }
+
+        let metrics = try scrape()
+        for name in [
+            "process_cpu_seconds_total", "process_resident_memory_bytes", "process_virtual_memory_bytes",
+            "process_start_time_seconds", "process_open_fds", "process_max_fds", "process_threads",
+            "malloc_in_use_bytes", "malloc_held_bytes",
+        ] {
+            #expect(metrics[name] != nil, "\(name) missing")
+        }
+        // The serve process is idle between the scrape and these reads, so its figures stand still.
+        let openFDs = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count
+        #expect(abs((metrics["process_open_fds"] ?? 0) - Double(openFDs)) <= 2, "\(openFDs) in /proc/\(pid)/fd")
+        #expect(metrics["process_threads"] == (try status("Threads")))
+        let resident = try status("VmRSS") * 1024
+        #expect(abs((metrics["process_resident_memory_bytes"] ?? 0) - resident) <= resident / 4, "VmRSS \(resident)")
+        #expect(metrics["process_virtual_memory_bytes"] == (try status("VmSize")) * 1024)
+        let inUse = try #require(metrics["malloc_in_use_bytes"])
+        let held = try #require(metrics["malloc_held_bytes"])
+        #expect(inUse > 0 && inUse <= held, "in use \(inUse), held \(held)")
+        // Started within the test's own lifetime, which is after the machine booted.
+        let started = try #require(metrics["process_start_time_seconds"])
+        let now = Date().timeIntervalSince1970
+        #expect(started <= now + 1 && started >= now - ProcessInfo.processInfo.systemUptime, "\(started) vs \(now)")
+        #expect((metrics["process_max_fds"] ?? 0) >= Double(openFDs))
+
+        // The CPU counter is the kernel's: between two reads of /proc/PID/stat taken around a scrape,
+        // after some work (each refused request costs the server a little CPU).
+        func kernelCPUSeconds() throws -> Double {
+            let stat = try String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)
+            let fields = stat[stat.index(after: try #require(stat.lastIndex(of: ")")))...].split(separator: " ")
+            return (Double(fields[11])! + Double(fields[12])!) / Double(sysconf(Int32(_SC_CLK_TCK)))
+        }
+        for index in 0..<300 {
+            _ = RawHTTP.post(
+                port: serve.port, "/api/analytics/event", key: "pk_unknown", app: "none",
+                body: Array(Self.event("cpu-\(index)").utf8))
+        }
+        let before = try kernelCPUSeconds()
+        let cpu = try #require(try scrape()["process_cpu_seconds_total"])
+        let after = try kernelCPUSeconds()
+        #expect(before <= cpu && cpu <= after, "kernel \(before)...\(after), metric \(cpu)")
+        #expect(cpu >= (metrics["process_cpu_seconds_total"] ?? .infinity), "a counter went down")
+    }
+
     static func event(_ id: String) -> String {
         #"{"event_name":"ops","event_id":"\#(id)","timestamp":"2026-06-01T10:20:30.123Z","platform":"ios","#
             + #""device_id":"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b"}"#
