@@ -32,9 +32,18 @@ struct CommandLineTests {
                     "--max-buffered-bodies",
                 ]
             ),
-            ("run", ["--http-addr", "DETOUR_HTTP_ADDR", "--load-interval", "DATABASE_URL", "DETOUR_DATA_DIR"]),
-            ("aggregate", ["--once", "--load-interval", "DATABASE_URL", "DETOUR_DATA_DIR"]),
-            ("segments", ["list", "inspect", "verify", "replay", "--from"]),
+            (
+                "run",
+                [
+                    "--http-addr", "DETOUR_HTTP_ADDR", "--load-interval", "--partition-max-lag-days", "DATABASE_URL",
+                    "DETOUR_DATA_DIR",
+                ]
+            ),
+            (
+                "aggregate",
+                ["--once", "--load-interval", "--partition-max-lag-days", "DATABASE_URL", "DETOUR_DATA_DIR"]
+            ),
+            ("segments", ["list", "inspect", "verify", "replay", "--from", "--partition-max-lag-days"]),
         ])
     func commandHelp(command: String, mentions: [String]) throws {
         let result = try PipelineProcess.runToEnd([command, "--help"])
@@ -162,6 +171,36 @@ struct CommandLineTests {
             ["aggregate", "--once", "--load-interval", "1ms", "--database-url", "postgresql://127.0.0.1:1/x"])
         #expect(result.status == 64)
         #expect(result.errors.hasPrefix("error: --load-interval must be at least 10 ms"), "\(result.errors)")
+    }
+
+    @Test(
+        "--partition-max-lag-days outside 0...3660 or not a number is refused with exit status 64 naming the flag",
+        arguments: [
+            ["aggregate", "--once", "--partition-max-lag-days", "3661"],
+            ["aggregate", "--once", "--partition-max-lag-days", "-1"],
+            ["run", "--partition-max-lag-days", "ninety"],
+            ["segments", "replay", "--from", "1", "--partition-max-lag-days", "99999"],
+        ])
+    func partitionMaxLagRefused(arguments: [String]) throws {
+        let data = NSTemporaryDirectory() + "/detour-lag-refusal-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: data) }
+        let result = try PipelineProcess.runToEnd(
+            arguments + ["--data-dir", data, "--database-url", "postgresql://127.0.0.1:1/x"])
+        #expect(result.status == 64, "\(arguments): \(result.errors)")
+        #expect(
+            result.errors.hasPrefix("error: --partition-max-lag-days must be an integer in 0...3660, got "),
+            "\(arguments): \(result.errors)")
+        #expect(!FileManager.default.fileExists(atPath: data), "\(arguments) created the data directory")
+    }
+
+    @Test("--partition-max-lag-days sets the aggregator's partition window; without it the window is 92 days")
+    func partitionMaxLagParsed() throws {
+        var given = Arguments(["--partition-max-lag-days", "3660"])
+        let set = try AggregatorOptions.parse(&given, databaseURL: "postgresql://x", dataDirectory: "/tmp/x")
+        #expect(set.partitionMaxLagDays == 3660)
+        var none = Arguments([])
+        let unset = try AggregatorOptions.parse(&none, databaseURL: "postgresql://x", dataDirectory: "/tmp/x")
+        #expect(unset.partitionMaxLagDays == 92)
     }
 
     @Test("--max-disk 0 means no cap, like the other size limits' 0, instead of refusing every event")

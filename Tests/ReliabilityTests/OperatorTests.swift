@@ -179,8 +179,43 @@ struct OperatorTests {
         #expect(cpu >= (metrics["process_cpu_seconds_total"] ?? .infinity), "a counter went down")
     }
 
-    static func event(_ id: String) -> String {
-        #"{"event_name":"ops","event_id":"\#(id)","timestamp":"2026-06-01T10:20:30.123Z","platform":"ios","#
+    @Test("an event from a device whose clock says 1970 is loaded without a 1970 partition, and aggregate says so")
+    func resetClockStaysInDefaultPartition() throws {
+        let database = try TestDatabase.make()
+        defer { database.drop() }
+        let data = try TemporaryDirectory(prefix: "detour-ops-clock")
+        let environment = ["DATABASE_URL": database.url, "DETOUR_DATA_DIR": data.path]
+        let app = try AppKeys.create(id: "ops-clock", environment: environment)
+        let serve = try ServeProcess(environment: environment, arguments: [])
+        let now = ISO8601DateFormatter().string(from: Date())
+        for (id, time) in [("reset", "1970-01-01T00:00:07.000Z"), ("fine", now)] {
+            let answer = RawHTTP.post(
+                port: serve.port, "/api/analytics/event", key: app.publishable, app: app.id,
+                body: Array(Self.event(id, timestamp: time).utf8))
+            #expect(answer?.status == 200, "\(answer?.text ?? "no answer")")
+        }
+        #expect(serve.stop() == 0)
+
+        let aggregate = try Binary.run(["aggregate", "--once"], environment: environment)
+        #expect(aggregate.status == 0, "\(aggregate.errors)")
+        #expect(aggregate.output.contains("2 events, "), "\(aggregate.output)")
+        #expect(
+            aggregate.output.contains(
+                "aggregate: 1 row left in the default partition (day outside the partition window)"),
+            "\(aggregate.output)")
+        let connection = try database.connect()
+        defer { connection.close() }
+        let placed = try connection.query(
+            "SELECT event_id, tableoid::regclass::text AS part FROM events WHERE app_id = \(app.id) ORDER BY 1")
+        #expect(try placed.map { try $0["event_id", as: String.self] } == ["fine", "reset"])
+        #expect(try placed[1]["part", as: String.self] == "events_default")
+        #expect(try placed[0]["part", as: String.self].hasPrefix("events_p20"))
+        let stray = try connection.query("SELECT to_regclass('events_p19700101')::text AS part")
+        #expect(try stray[0]["part", as: String?.self] == nil)
+    }
+
+    static func event(_ id: String, timestamp: String = "2026-06-01T10:20:30.123Z") -> String {
+        #"{"event_name":"ops","event_id":"\#(id)","timestamp":"\#(timestamp)","platform":"ios","#
             + #""device_id":"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b"}"#
     }
 }

@@ -34,6 +34,17 @@ package struct AggregatorConfiguration: Sendable {
     /// Day partitions kept ready ahead of today (UTC). Default 3 days.
     package var partitionsAheadDays: Int = 3
 
+    /// A row's UTC day gets a partition of its own only when it lies within
+    /// `[day(received_at) - partitionMaxLagDays, day(received_at) + 1]`; rows of other days (wrong
+    /// device clocks: 1970-01-01, 2000-01-01) stay in the default partition. Default 92 days (a
+    /// quarter: far beyond any queueing or recent backfill, far short of a reset clock); range
+    /// `partitionMaxLagDaysRange` (0...3660: ten years, `ensure_day_partitions`' own bound per call).
+    /// There is no "no limit": that would bring back a partition per wrong clock.
+    package var partitionMaxLagDays: Int = 92
+
+    /// The values `partitionMaxLagDays` accepts.
+    package static let partitionMaxLagDaysRange = 0...3660
+
     /// Segments that are loaded and older than this are deleted after a successful cycle
     /// (when the event log offers retention). Default 7 days; nil keeps every segment.
     package var retainLoadedSegmentsFor: Duration? = .seconds(7 * 86_400)
@@ -67,5 +78,9 @@ package struct AggregatorConfiguration: Sendable {
         if backoffBase <= .zero { throw fail("backoffBase", "must be positive") }
         if backoffCap < backoffBase { throw fail("backoffCap", "must be at least backoffBase") }
         if partitionsAheadDays < 0 || partitionsAheadDays > 366 { throw fail("partitionsAheadDays", "must be 0...366") }
+        let lagRange = Self.partitionMaxLagDaysRange
+        if !lagRange.contains(partitionMaxLagDays) {
+            throw fail("partitionMaxLagDays", "must be \(lagRange.lowerBound)...\(lagRange.upperBound)")
+        }
     }
 }

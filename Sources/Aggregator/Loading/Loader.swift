@@ -20,10 +20,13 @@ import Postgres
 /// 5. advance the checkpoints; COMMIT. Only then is the new position durable.
 ///
 /// Partitions (docs/schema.md, "Partitions"): the days ahead are created before the transaction, in
-/// a short statement of their own. A row whose day has no partition yet (a late or far-future
-/// event) lands in the default partition inside the load transaction; right after COMMIT its day is
-/// created in another short transaction, which moves the row into it. So the long load transaction
-/// never attaches a partition (that would lock the default partition until commit).
+/// a short statement of their own. A row whose day has no partition yet (a late event) lands in the
+/// default partition inside the load transaction; right after COMMIT its day is created in another
+/// short transaction, which moves the row into it, provided the day is inside the partition window
+/// of the row's `received_at` (`PartitionWindow`): a day claimed by a wrong device clock (1970-01-01)
+/// gets no partition and its rows stay in the default. So the long load transaction never attaches
+/// a partition (that would lock the default partition until commit), and the partitions are bounded
+/// by what the server saw happen.
 final class Loader {
     /// Where a cycle starts reading.
     enum Mode {
@@ -57,8 +60,11 @@ final class Loader {
         var phases: [(String, Duration)] = []
         /// When the body finished and COMMIT was sent.
         var startedCommitAt: ContinuousClock.Instant?
-        /// UTC days of the staged rows (their partitions are ensured after COMMIT).
+        /// UTC days of the staged rows inside the partition window (their partitions are ensured after COMMIT).
         var days = Set<Int64>()
+        /// New rows whose day is outside the partition window of their `received_at`: they stay in the
+        /// default partition unless their day has a partition anyway.
+        var outsidePartitionWindow = 0
         /// (app, day) keys whose rollups were queued.
         var touchedKeys = 0
     }
@@ -77,12 +83,15 @@ final class Loader {
     private let logger = Logger(label: "aggregator")
     private(set) var connection: Connection?
     private var partitions = PartitionCache()
+    /// Which rows' days get a partition (`partitionMaxLagDays`).
+    private let window: PartitionWindow
     /// The last cycle met a key loaded before: the next one deduplicates first instead of loading
     /// optimistically (until a cycle finds no duplicate).
     private var dedupFirstNext = false
 
     init(configuration: AggregatorConfiguration, hooks: LoaderHooks = LoaderHooks()) {
         self.configuration = configuration
+        self.window = PartitionWindow(maxLagDays: configuration.partitionMaxLagDays)
         self.source = LogSource(directory: configuration.segmentsDirectory)
         self.hooks = hooks
     }
@@ -192,7 +201,7 @@ final class Loader {
         case .checkpointed: optimistic = !safeCasts && !dedupFirstNext
         case .replay: optimistic = false
         }
-        var staging = StagingBatch()
+        var staging = StagingBatch(window: window)
         try hooks.beforeCopy?(connection)
         var clock = ContinuousClock.now
         func phase(_ name: String) {
@@ -238,7 +247,7 @@ final class Loader {
         if optimistic {
             try connection.unsafeSQL(LoadSQL.savepoint)
             var chunks: [(LogBatch, String)] = []
-            staging = StagingBatch(keepsEventRows: false, derivesAll: true)
+            staging = StagingBatch(window: window, keepsEventRows: false, derivesAll: true)
             _ = try connection.copyIn(LoadSQL.copyEvents) { buffer in
                 buffer.append(StagingEncoder.binaryHeader)
                 try read { chunk, node in
@@ -262,13 +271,13 @@ final class Loader {
                 try connection.unsafeSQL(LoadSQL.rollbackToSavepoint)
                 phase("copy+conflict")
                 dedupFirstNext = true
-                staging = StagingBatch()
+                staging = StagingBatch(window: window)
                 for (chunk, node) in chunks { staging.add(chunk, node: node) }
                 inserted = try dedupFirst(connection, staging, safeCasts: safeCasts)
                 phase("dedup+copy")
             }
         } else {
-            staging = StagingBatch(binaryEvents: !safeCasts)
+            staging = StagingBatch(window: window, binaryEvents: !safeCasts)
             try read { chunk, node in staging.add(chunk, node: node) }
             phase("read")
             inserted = try dedupFirst(connection, staging, safeCasts: safeCasts)
@@ -289,6 +298,7 @@ final class Loader {
                     DerivedRows(staging, inserted: inserted)
                 }
             report.inserted = derived.counts
+            report.outsidePartitionWindow = derived.outsidePartitionWindow
             phase("derive")
             try copy(connection, LoadSQL.copyDevices, derived.devices, binary: true)
             if !derived.devices.isEmpty { try connection.unsafeSQL(LoadSQL.upsertDevices) }

@@ -3,10 +3,12 @@ import Postgres
 
 /// Remembers which UTC day partitions this session has already ensured, so `ensure_day_partitions`
 /// (sql/001_core.sql) runs only for days not seen before: once a day for the days ahead, and for a
-/// late or far-future day the first time one arrives. Forgotten on any failure or reconnect.
+/// late day the first time one arrives. Forgotten on any failure or reconnect.
 ///
 /// Rows of a day without its partition would still land in the default partition; creating the
-/// partition first keeps them in their own day, where pruning finds them.
+/// partition first keeps them in their own day, where pruning finds them. Only days inside the
+/// `PartitionWindow` of a row's `received_at` are handed here: a wrong device clock's day stays in
+/// the default partition, so the partitions are bounded by what the server saw happen.
 struct PartitionCache {
     private var ensured = Set<Int64>()
     private var aheadEnsuredOn: Int64?

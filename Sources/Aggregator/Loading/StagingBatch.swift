@@ -4,8 +4,8 @@ import Postgres
 
 /// Decodes one cycle's records into COPY rows for the raw tables and the slim staging table, and
 /// remembers what the rest of the cycle needs: per row the facts that devices, links and the rollup
-/// queue are derived from, the UTC days present (partitions), per-node counts and newest
-/// `received_at`.
+/// queue are derived from, the UTC days that get a partition (those inside the `PartitionWindow` of
+/// a row's `received_at`), per-node counts and newest `received_at`.
 ///
 /// Event rows can be streamed to a COPY while they are decoded (`add(_:node:streamEvent:)`), so
 /// PostgreSQL ingests them while this process decodes the rest; a batch made with
@@ -22,7 +22,8 @@ struct StagingBatch {
     private(set) var undecodable = 0
     /// The first decoding error, for the log line.
     private(set) var firstError: String?
-    /// UTC days (days since 1970-01-01) of the rows' times.
+    /// UTC days (days since 1970-01-01) of the rows' times, of the rows whose day is inside the
+    /// partition window of their `received_at` (the days whose partitions the cycle ensures).
     private(set) var days = Set<Int64>()
     /// Records read per node (decodable or not).
     private(set) var recordsByNode: [String: Int] = [:]
@@ -58,6 +59,8 @@ struct StagingBatch {
     private var seen = Set<Key>()
     private var row: [UInt8] = []
     private let keepsEventRows: Bool
+    /// Which rows' days get a partition.
+    private let window: PartitionWindow
     /// Event rows in COPY binary format (`LoadSQL.copyEvents`) instead of text (the safe-cast table).
     let binaryEvents: Bool
     /// The derived rows of every row of the batch, accumulated while decoding (optimistic load).
@@ -69,7 +72,9 @@ struct StagingBatch {
     ///     load that expects every row to go in: that client work then overlaps the server's COPY.
     ///   - binaryEvents: encode event rows for `COPY events ... (FORMAT binary)`; false for the
     ///     safe-cast fallback's text table.
-    init(keepsEventRows: Bool = true, derivesAll: Bool = false, binaryEvents: Bool = true) {
+    ///   - window: which rows' days go into `days`.
+    init(window: PartitionWindow, keepsEventRows: Bool = true, derivesAll: Bool = false, binaryEvents: Bool = true) {
+        self.window = window
         self.keepsEventRows = keepsEventRows
         self.binaryEvents = binaryEvents
         derivedAll = derivesAll ? DerivedRows.Builder() : nil
@@ -100,6 +105,9 @@ struct StagingBatch {
         var id: String
         var time: Timestamp
         var path: String?
+        /// The row's day is inside the partition window of its `received_at` (false: it is left in the
+        /// default partition unless its day has a partition anyway).
+        var isInPartitionWindow = true
     }
 
     /// What the devices upsert needs of an event row.
@@ -166,9 +174,11 @@ struct StagingBatch {
                 continue
             }
             guard seen.insert(key).inserted else { continue }
-            days.insert(Self.day(of: envelope.time))
+            let isInWindow = window.contains(time: envelope.time, receivedAt: envelope.receivedAt)
+            if isInWindow { days.insert(Self.day(of: envelope.time)) }
             row.removeAll(keepingCapacity: true)
-            let facts = RowFacts(app: key.app, id: key.id, time: envelope.time, path: envelope.path)
+            let facts = RowFacts(
+                app: key.app, id: key.id, time: envelope.time, path: envelope.path, isInPartitionWindow: isInWindow)
             switch envelope.kind {
             case .event, .retention:
                 if binaryEvents {
@@ -264,6 +274,8 @@ struct DerivedRows {
     var touched: [UInt8] = []
     /// Rows inserted per raw table.
     var counts = Loader.RowCounts()
+    /// Rows inserted whose day is outside the partition window of their `received_at`.
+    var outsidePartitionWindow = 0
 
     /// The rows of `batch` that `inserted` holds.
     init(_ batch: StagingBatch, inserted: InsertedRows) {
@@ -309,14 +321,19 @@ struct DerivedRows {
         private var touched: [DayKey: Span] = [:]
         private var touchedOrder: [DayKey] = []
         private var counts = Loader.RowCounts()
+        private var outsidePartitionWindow = 0
 
         private static func earlier(_ a: StagingBatch.EventFacts, than b: StagingBatch.EventFacts) -> Bool {
             a.key.time < b.key.time
                 || (a.key.time == b.key.time && a.key.id.utf8.lexicographicallyPrecedes(b.key.id.utf8))
         }
 
-        private mutating func touch(_ app: String, _ time: Timestamp, event: Bool = false) {
-            let key = DayKey(app: app, day: StagingBatch.day(of: time))
+        /// Records an inserted row's (app, UTC day) and whether its day is outside the partition window
+        /// (once per row, whatever its table).
+        private mutating func touch(_ facts: StagingBatch.RowFacts, event: Bool = false) {
+            if !facts.isInPartitionWindow { outsidePartitionWindow += 1 }
+            let time = facts.time
+            let key = DayKey(app: facts.app, day: StagingBatch.day(of: time))
             guard var span = touched[key] else {
                 touched[key] = Span(first: time, last: time, lastEvent: event ? time : nil)
                 touchedOrder.append(key)
@@ -332,7 +349,7 @@ struct DerivedRows {
 
         mutating func addEvent(_ facts: StagingBatch.EventFacts) {
             counts.events += 1
-            touch(facts.key.app, facts.key.time, event: true)
+            touch(facts.key, event: true)
             let key = DeviceKey(app: facts.key.app, device: facts.device)
             guard var device = devices[key] else {
                 devices[key] = Device(first: facts, clicked: facts.installClickID == nil ? nil : facts)
@@ -353,7 +370,7 @@ struct DerivedRows {
 
         mutating func addClick(_ facts: StagingBatch.RowFacts) {
             counts.clicks += 1
-            touch(facts.app, facts.time)
+            touch(facts)
             let key = DeviceKey(app: facts.app, device: facts.path ?? "")
             if let first = links[key] {
                 if facts.time < first { links[key] = facts.time }
@@ -365,13 +382,14 @@ struct DerivedRows {
 
         mutating func addMatch(_ facts: StagingBatch.RowFacts) {
             counts.matches += 1
-            touch(facts.app, facts.time)
+            touch(facts)
         }
 
         /// The COPY rows.
         func rows() -> DerivedRows {
             var rows = DerivedRows()
             rows.counts = counts
+            rows.outsidePartitionWindow = outsidePartitionWindow
             for key in deviceOrder {
                 let device = devices[key]!
                 StagingEncoder.appendRowBinary(

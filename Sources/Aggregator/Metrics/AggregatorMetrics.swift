@@ -8,6 +8,7 @@ struct AggregatorMetrics: Sendable {
     let rowsEvents: Counter
     let rowsClicks: Counter
     let rowsMatches: Counter
+    let rowsOutsidePartitionWindow: Counter
     let recordsRead: Counter
     let recordsUndecodable: Counter
     let damagedFrames: Counter
@@ -33,6 +34,9 @@ struct AggregatorMetrics: Sendable {
         rowsEvents = registry.counter("aggregator_rows_loaded_total", help: rowsHelp, labels: ["table": "events"])
         rowsClicks = registry.counter("aggregator_rows_loaded_total", help: rowsHelp, labels: ["table": "clicks"])
         rowsMatches = registry.counter("aggregator_rows_loaded_total", help: rowsHelp, labels: ["table": "matches"])
+        rowsOutsidePartitionWindow = registry.counter(
+            "aggregator_rows_outside_partition_window_total",
+            help: "New raw rows whose day is outside the partition window of their received_at (default partition).")
         recordsRead = registry.counter(
             "aggregator_records_read_total", help: "Log records read by committed cycles (duplicates included).")
         recordsUndecodable = registry.counter(

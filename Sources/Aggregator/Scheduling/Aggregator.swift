@@ -252,6 +252,7 @@ package final class Aggregator: @unchecked Sendable {
         metrics.rowsEvents.increment(by: report.inserted.events)
         metrics.rowsClicks.increment(by: report.inserted.clicks)
         metrics.rowsMatches.increment(by: report.inserted.matches)
+        metrics.rowsOutsidePartitionWindow.increment(by: report.outsidePartitionWindow)
         metrics.recordsRead.increment(by: report.records)
         metrics.recordsUndecodable.increment(by: report.undecodable)
         metrics.damagedFrames.increment(by: report.damaged.count)
@@ -273,13 +274,15 @@ package final class Aggregator: @unchecked Sendable {
                 [
                     "records": "\(report.records)", "rows.events": "\(report.inserted.events)",
                     "rows.clicks": "\(report.inserted.clicks)", "rows.matches": "\(report.inserted.matches)",
+                    "rows.outside_partition_window": "\(report.outsidePartitionWindow)",
                     "rollup.keys": "\(report.touchedKeys)", "backlog": "\(report.backlog)",
                     "cycle.ms": "\(Int(duration.seconds * 1000))",
                 ])
         }
         return CycleSummary(
             ran: true, records: report.records, undecodable: report.undecodable, events: report.inserted.events,
-            clicks: report.inserted.clicks, matches: report.inserted.matches, touchedKeys: report.touchedKeys,
+            clicks: report.inserted.clicks, matches: report.inserted.matches,
+            outsidePartitionWindow: report.outsidePartitionWindow, touchedKeys: report.touchedKeys,
             backlog: report.backlog, duration: duration,
             phases: Dictionary(report.phases, uniquingKeysWith: +))
     }

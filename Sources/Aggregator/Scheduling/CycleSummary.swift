@@ -15,6 +15,9 @@ package struct CycleSummary: Sendable, Equatable {
     package var clicks: Int
     /// New rows in `matches`.
     package var matches: Int
+    /// New rows (any table) whose day is outside the partition window of their `received_at`: left
+    /// in the default partition (docs/aggregator.md, "Partitions").
+    package var outsidePartitionWindow = 0
     /// (app, day) keys whose rollups were queued (`process_rollups()` applies them later).
     package var touchedKeys: Int
     /// True when a batch bound was hit and more records are waiting.

@@ -9,6 +9,10 @@ enum AggregatorOptions {
           --rollup-interval DUR   longest time between rollup passes while new rows keep arriving
                                   (default 10s; at once when a cycle finds nothing new; 0: every cycle)
           --max-cycle-events N    most events loaded per transaction (default 50000)
+          --partition-max-lag-days N
+                                  a row's day gets its own partition only if at most N days before the
+                                  day it was received (default 92, 0...3660); older days (wrong device
+                                  clocks) stay in the default partition
           --retention DUR         delete segments loaded and older than this (default 7d; 0 keeps all)
         """
 
@@ -25,6 +29,8 @@ enum AggregatorOptions {
         }
         configuration.maxEventsPerCycle = try arguments.integer(
             "--max-cycle-events", default: configuration.maxEventsPerCycle, in: 1...10_000_000)
+        configuration.partitionMaxLagDays = try partitionMaxLagDays(
+            &arguments, default: configuration.partitionMaxLagDays)
         if let text = try arguments.option("--retention") {
             let age = try parseDuration(text, flag: "--retention")
             configuration.retainLoadedSegmentsFor = age == .zero ? nil : age
@@ -44,8 +50,15 @@ enum AggregatorOptions {
     /// The flags that set `AggregatorConfiguration` fields.
     private static let flags = [
         "loadInterval": "--load-interval", "rollupInterval": "--rollup-interval",
-        "maxEventsPerCycle": "--max-cycle-events",
+        "maxEventsPerCycle": "--max-cycle-events", "partitionMaxLagDays": "--partition-max-lag-days",
     ]
+
+    /// `--partition-max-lag-days N` (also taken by `segments replay`, so a replay can use the window
+    /// the aggregator used and create the same partitions).
+    static func partitionMaxLagDays(_ arguments: inout Arguments, default fallback: Int) throws -> Int {
+        try arguments.integer(
+            "--partition-max-lag-days", default: fallback, in: AggregatorConfiguration.partitionMaxLagDaysRange)
+    }
 
     /// The event log's retention, handed to the aggregator so it runs after successful cycles.
     static func retention(segmentsDirectory: String) -> Aggregator.RetentionHook {

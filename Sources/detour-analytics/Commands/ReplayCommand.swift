@@ -10,9 +10,11 @@ enum ReplayCommand {
         let node = try arguments.option("--node")
         let url = try arguments.databaseURL(environment)
         let data = try arguments.dataDirectory(environment)
+        var configuration = AggregatorConfiguration(databaseURL: try requireDatabase(url), dataDirectory: data)
+        configuration.partitionMaxLagDays = try AggregatorOptions.partitionMaxLagDays(
+            &arguments, default: configuration.partitionMaxLagDays)
         try arguments.finish()
-        let replay = try Replay(
-            configuration: AggregatorConfiguration(databaseURL: try requireDatabase(url), dataDirectory: data))
+        let replay = try Replay(configuration: configuration)
         let summary = try replay.replay(fromSegment: segment, nodes: node.map { [$0] })
         let damaged =
             summary.damagedFrames == 0

@@ -10,7 +10,8 @@ enum SegmentsCommand: Command {
           detour-analytics segments list [--node NODE] [--data-dir DIR]
           detour-analytics segments inspect FILE
           detour-analytics segments verify [DIR]
-          detour-analytics segments replay --from SEG [--node NODE] [--data-dir DIR] [--database-url URL]
+          detour-analytics segments replay --from SEG [--node NODE] [--partition-max-lag-days N]
+                                           [--data-dir DIR] [--database-url URL]
 
         list     every segment with its frames, events, bytes, received_at range and whether it is open
         inspect  one segment file frame by frame: offset, codec, events, checksum status
@@ -22,6 +23,9 @@ enum SegmentsCommand: Command {
 
         Options:
           --node NODE          ingest node directory under segments/ (default: every node)
+          --partition-max-lag-days N
+                               replay: as for aggregate (default 92); give the value the aggregator
+                               runs with, so the replay creates the same day partitions
         \(dataDirectoryHelp)
         \(databaseHelp)
         """
