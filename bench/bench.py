@@ -454,14 +454,16 @@ class Bench:
     def soak(self):
         """One server kept running through alternating single-event and batch loads, its memory read
         from its own /metrics whenever it is idle between them. Idle, a server holds the same objects
-        whatever it served before, once its buffers have grown to the load's size (measured: they do
-        within two cycles, then stay within ~1 %), so the C heap in use (`malloc_in_use_bytes`) at
-        the end is compared with the same figure halfway: a leak grows both halves alike, about 1
-        MiB per cycle for 5 bytes per request. Resident memory also holds what the allocator keeps
-        after a peak, and the peak-RSS row takes fresh servers of a few seconds each."""
+        whatever it served before, once its buffers have grown to the load's size, so the C heap in
+        use (`malloc_in_use_bytes`) at the end is compared with the same figure halfway. Buffers keep
+        their largest size, so the idle heap still steps up now and then (measured: 43.7 -> 46.0 MiB
+        over 12 cycles, flat for 1.2M requests in between; docs/benchmarks.md); a leaked object per
+        request (16 bytes or more) adds 14 MiB or more over the second half's ~900k requests.
+        Resident memory also holds what the allocator keeps after a peak, and the peak-RSS row takes
+        fresh servers of a few seconds each."""
         cycles, seconds = (4, 3) if self.quick else (6, 5)
         loads = (("/api/analytics/event", self.single_files), ("/api/analytics/batch", self.batch_files))
-        names = ("malloc_in_use_bytes", "process_resident_memory_bytes")
+        names = ("malloc_in_use_bytes", "process_resident_memory_bytes", "process_open_fds")
         self.settle()
         process, port = self.start_ours("ingest-soak")
         try:
@@ -842,14 +844,15 @@ class Bench:
             if heap[half] and heap[-1] and second:
                 self.row("heap_soak", f"8. Memory: server heap in use when idle, after {second:,} more requests (MiB)",
                          f"{heap[-1] / 2**20:.1f}", f"{heap[half] / 2**20:.1f} (the same server halfway)",
-                         heap[-1] / heap[half], "<= 1.02 (no leak)", heap[-1] / heap[half] <= 1.02, direction="lower",
+                         heap[-1] / heap[half], "<= 1.05 (no leak)", heap[-1] / heap[half] <= 1.05, direction="lower",
                          note=f"{(heap[-1] - heap[half]) / second:+.2f} bytes per request in the second half of "
                               f"{soak['seconds']} s of alternating singles and batches "
                               f"({sum(soak['requests']):,} requests); idle after each cycle: heap "
                               + ", ".join(f"{v / 2**20:.1f}" for v in heap) + " MiB, resident "
-                              + ", ".join(f"{v:.1f}" for v in rss) + " MiB")
+                              + ", ".join(f"{v:.1f}" for v in rss) + " MiB, open descriptors "
+                              + ", ".join(f"{sample.get('process_open_fds', 0):.0f}" for sample in soak["samples"]))
             else:
-                self.unavailable("heap_soak", "8. Memory: server heap in use after a soak", "<= 1.02 (no leak)",
+                self.unavailable("heap_soak", "8. Memory: server heap in use after a soak", "<= 1.05 (no leak)",
                                  "no malloc_in_use_bytes on /metrics, or no request")
         if self.ingest.get("loader_rss"):
             mib = self.ingest["loader_rss"] / 1024

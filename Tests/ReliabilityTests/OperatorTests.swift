@@ -214,6 +214,79 @@ struct OperatorTests {
         #expect(try stray[0]["part", as: String?.self] == nil)
     }
 
+    @Test("traffic of every kind leaves no descriptor open: a second round of it ends with as many as the first")
+    func noDescriptorLeak() throws {
+        let database = try TestDatabase.make()
+        defer { database.drop() }
+        let data = try TemporaryDirectory(prefix: "detour-ops-fds")
+        let environment = ["DATABASE_URL": database.url]
+        let app = try AppKeys.create(id: "ops-fds", environment: environment)
+        // Small segments, so each round rolls several (files opened, sealed, closed).
+        let serve = try ServeProcess(
+            environment: environment,
+            arguments: ["--data-dir", data.path, "--segment-bytes", "64KiB", "--max-body", "512KiB"])
+        defer { _ = serve.stop() }
+        let descriptors = "/proc/\(serve.process.pid)/fd"
+
+        func round(_ number: Int) {
+            // Random ids, so the frames do not compress to nothing and the segments roll.
+            let batch = (0..<1000).map { _ in Self.event(UUID().uuidString + UUID().uuidString) }.joined(separator: ",")
+            for index in 0..<40 {  // accepted events, one connection each; a batch every tenth
+                let body = index % 10 == 0 ? "{\"batch\":[\(batch)]}" : Self.event("fd-\(number)-single-\(index)")
+                let answer = RawHTTP.post(
+                    port: serve.port, index % 10 == 0 ? "/api/analytics/batch" : "/api/analytics/event",
+                    key: app.publishable, app: app.id, body: Array(body.utf8))
+                #expect(answer?.status == 200, "\(answer?.text ?? "no answer")")
+            }
+            for _ in 0..<10 {  // refused: a bad key, a body over --max-body, a body that is not JSON (dead-lettered)
+            let badKey = RawHTTP.post(port: serve.port, "/api/analytics/event", key: "pk_no", app: app.id, body: [])
+                #expect(badKey?.status == 401)
+                let large = RawHTTP.post(
+                    port: serve.port, "/api/analytics/event", key: app.publishable, app: app.id,
+                    body: [UInt8](repeating: UInt8(ascii: " "), count: 600 << 10))
+                #expect(large?.status == 413)
+                let notJSON = RawHTTP.post(
+                    port: serve.port, "/api/analytics/event", key: app.publishable, app: app.id, body: Array("{".utf8))
+                #expect(notJSON?.status == 400)
+            }
+            let headers = [
+                ("Authorization", "Bearer \(app.publishable)"), ("X-App-ID", app.id),
+                ("Content-Type", "application/json"), ("Content-Length", "500"),
+            ]
+            let cutHead = Array("POST /api/analytics/event HTTP/1.1\r\nHost: x".utf8)
+            let cutBody = RawHTTP.request(
+                "POST", "/api/analytics/event", headers: headers, body: Array("{\"event_name\":".utf8),
+                contentLength: false)
+            for _ in 0..<20 {  // clients that go away: mid-head, and mid-body
+                for bytes in [cutHead, cutBody] {
+                    if let fd = RawHTTP.connect(port: serve.port) {
+                        _ = RawHTTP.send(fd, bytes)
+                        close(fd)
+                    }
+                }
+            }
+        }
+        /// Open descriptors once the server has noticed every closed connection: the fewest seen in
+        /// up to 3 s of looking (a key refresh can hold a PostgreSQL socket for a moment), or the
+        /// first count at or below `target`.
+        func settled(target: Int = 0) throws -> Int {
+            var fewest = Int.max
+            for _ in 0..<30 where fewest > target {
+                fewest = min(fewest, try FileManager.default.contentsOfDirectory(atPath: descriptors).count)
+                Thread.sleep(forTimeInterval: 0.1)
+            }
+            return fewest
+        }
+
+        round(1)  // the first opens what is opened once: the dead-letter log, the segments seen so far
+        let first = try settled()
+        round(2)
+        let second = try settled(target: first)
+        #expect(second <= first, "open descriptors after round 1: \(first), after round 2: \(second)")
+        let segments = try FileManager.default.contentsOfDirectory(atPath: data.path + "/segments/node-1")
+        #expect(segments.filter { $0.hasSuffix(".seg") }.count >= 4, "segments rolled: \(segments)")
+    }
+
     static func event(_ id: String, timestamp: String = "2026-06-01T10:20:30.123Z") -> String {
         #"{"event_name":"ops","event_id":"\#(id)","timestamp":"\#(timestamp)","platform":"ios","#
             + #""device_id":"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b"}"#
