@@ -14,12 +14,19 @@ package final class PipelineProcess: Sendable {
     private let output = TextBuffer()
     private let errors = TextBuffer()
 
+    /// What a spawned binary inherits besides PATH: `scripts/sanitize descriptors`' preloaded
+    /// close(2) check and where it reports, so the binaries the tests start are checked too.
+    package static var passedOn: [String: String] {
+        ProcessInfo.processInfo.environment.filter { $0.key == "LD_PRELOAD" || $0.key == "DETOUR_CLOSE_REPORTS" }
+    }
+
     /// Starts `detour-analytics arguments...` with `environment` added to a minimal environment.
     package init(_ arguments: [String], environment: [String: String] = [:]) throws {
         process = Process()
         process.executableURL = URL(fileURLWithPath: Self.binaryPath)
         process.arguments = arguments
         var base = ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"]
+        base.merge(Self.passedOn) { $1 }
         base.merge(environment) { $1 }
         process.environment = base
         let out = Pipe()

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 
 /// A child process started with posix_spawn, its output going to files, reaped with waitpid.
 ///
@@ -15,12 +16,13 @@ final class ChildProcess: @unchecked Sendable {
     private let lock = NSLock()
     private var status: Int32?
 
-    /// Starts `executable arguments...` with exactly `environment` (plus PATH), stdin from /dev/null.
+    /// Starts `executable arguments...` with exactly `environment` (plus PATH and
+    /// `PipelineProcess.passedOn`), stdin from /dev/null.
     init(_ executable: String, _ arguments: [String], environment: [String: String]) throws {
         let scratch = FileManager.default.temporaryDirectory.path + "/detour-child-\(UUID().uuidString)"
         outputPath = scratch + ".out"
         errorPath = scratch + ".err"
-        var environment = environment
+        var environment = PipelineProcess.passedOn.merging(environment) { $1 }
         if environment["PATH"] == nil { environment["PATH"] = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin" }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
