@@ -37,7 +37,7 @@ import Testing
         let pid = try #require(pidText.split(separator: "\n").first.flatMap { Int32($0) })
         kill(pid, SIGKILL)
         for _ in 0..<100 where kill(pid, 0) == 0 { Thread.sleep(forTimeInterval: 0.05) }
-        Thread.sleep(forTimeInterval: 0.5)  // let the orphaned backends notice and exit
+        // No pause for the orphaned backends: pg_local_start waits for them itself.
         let recovered = try shell("pg_local_start \(directory) && echo \"$DATABASE_URL\"")
         #expect(recovered.status == 0, "\(recovered.output)")
         let newURL = try #require(recovered.output.split(separator: "\n").last.map(String.init))

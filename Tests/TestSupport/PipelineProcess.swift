@@ -33,23 +33,20 @@ package final class PipelineProcess: Sendable {
         let err = Pipe()
         process.standardOutput = out
         process.standardError = err
-        let output = self.output
-        let errors = self.errors
-        out.fileHandleForReading.readabilityHandler = { handle in
-            let data = handle.availableData
-            output.text.withLock { $0 += String(decoding: data, as: UTF8.self) }
-        }
-        err.fileHandleForReading.readabilityHandler = { handle in
-            let data = handle.availableData
-            errors.text.withLock { $0 += String(decoding: data, as: UTF8.self) }
+        for (pipe, buffer) in [(out, output), (err, errors)] {
+            pipe.fileHandleForReading.readabilityHandler = { handle in
+                let data = handle.availableData
+                buffer.append(data)
+                if data.isEmpty { handle.readabilityHandler = nil }  // end of file
+            }
         }
         try process.run()
     }
 
     /// Everything printed to standard output so far.
-    package var standardOutput: String { output.text.withLock { $0 } }
+    package var standardOutput: String { output.text }
     /// Everything printed to standard error so far (the structured log).
-    package var standardError: String { errors.text.withLock { $0 } }
+    package var standardError: String { errors.text }
     /// The process id.
     package var pid: Int32 { process.processIdentifier }
     /// Whether it still runs.
@@ -85,12 +82,15 @@ package final class PipelineProcess: Sendable {
     /// Sends `signal` (SIGTERM, SIGINT, SIGKILL).
     package func signal(_ signal: Int32) { kill(process.processIdentifier, signal) }
 
-    /// Waits for the exit status, at most `timeout`; nil if it is still running.
+    /// Waits for the exit status, at most `timeout`; nil if it is still running. Once it has
+    /// exited, also waits (at most 10 s more) until both pipes are read to their end, so the
+    /// output read afterwards is all of it, however late the readability handlers run.
     package func waitForExit(timeout: Duration = .seconds(30)) -> Int32? {
         let deadline = ContinuousClock.now + timeout
         while process.isRunning && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.02) }
         guard !process.isRunning else { return nil }
-        Thread.sleep(forTimeInterval: 0.05)  // let the pipes drain
+        let drained = ContinuousClock.now + .seconds(10)
+        while !(output.ended && errors.ended) && ContinuousClock.now < drained { Thread.sleep(forTimeInterval: 0.005) }
         return process.terminationStatus
     }
 
@@ -102,7 +102,20 @@ package final class PipelineProcess: Sendable {
     }
 }
 
-/// Text collected from a pipe by its readability handler and read by the test thread.
+/// Bytes collected from a pipe by its readability handler and read by the test thread: kept as
+/// bytes and decoded whole, so a character split between two reads stays one character.
 private final class TextBuffer: Sendable {
-    let text = Locked("")
+    private let state = Locked((bytes: Data(), ended: false))
+
+    /// Adds a read; an empty one is the end of the pipe.
+    func append(_ data: Data) {
+        state.withLock { state in
+            if data.isEmpty { state.ended = true } else { state.bytes.append(data) }
+        }
+    }
+
+    /// Everything read so far, as UTF-8 text.
+    var text: String { String(decoding: state.withLock { $0.bytes }, as: UTF8.self) }
+    /// Whether the pipe's end was read.
+    var ended: Bool { state.withLock { $0.ended } }
 }

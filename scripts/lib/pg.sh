@@ -44,6 +44,26 @@ _pg_free_port() {
     return 1
 }
 
+# After a postmaster crash (SIGKILL, OOM) its backends live on until they notice, still attached to
+# the shared memory; a new postmaster refuses to start beside them ("pre-existing shared memory
+# block is still in use"). Waits, at most 30 s, until no process works in DIR (every PostgreSQL
+# process's working directory is its data directory).
+_pg_wait_for_orphans() {
+    local dir proc tries=0
+    dir="$(cd "$1" && pwd -P)"
+    while [ $tries -lt 300 ]; do
+        local found=""
+        for proc in /proc/[0-9]*; do
+            if [ "$(readlink "$proc/cwd" 2>/dev/null)" = "$dir" ]; then found="${proc#/proc/}"; break; fi
+        done
+        [ -z "$found" ] && return 0
+        [ $tries -eq 0 ] && echo "pg.sh: waiting for the crashed cluster's process $found to exit" >&2
+        tries=$((tries + 1))
+        sleep 0.1
+    done
+    echo "pg.sh: processes of the crashed cluster still run in $dir after 30 s; starting anyway" >&2
+}
+
 # The port recorded in DIR/postmaster.pid (line 4), if any.
 _pg_pid_port() {
     sed -n '4p' "$1/postmaster.pid" 2>/dev/null
@@ -123,6 +143,7 @@ pg_local_start() {
             fi
             echo "pg.sh: removing a stale postmaster.pid in $dir" >&2
             rm -f "$dir/postmaster.pid"
+            _pg_wait_for_orphans "$dir"
         fi
         port="$(_pg_free_port)" || return 1
         # A unix socket path is limited to 107 bytes; with a deep DIR, listen on TCP only.
