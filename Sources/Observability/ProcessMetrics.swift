@@ -27,7 +27,7 @@ package enum ProcessMetrics {
         let inUse = registry.gauge(
             "malloc_in_use_bytes", help: "Bytes allocated with malloc and not yet freed (glibc mallinfo2).")
         let held = registry.gauge(
-            "malloc_held_bytes", help: "Bytes malloc holds from the system, in use or free for reuse (glibc mallinfo2).")
+            "malloc_held_bytes", help: "Bytes malloc took from the system, in use or kept for reuse (glibc mallinfo2).")
         registry.addCollector {
             if let stat = ProcStat.read() {
                 cpu.set(stat.cpuSeconds)
