@@ -5,7 +5,8 @@ internal import CMalloc
 /// `process_resident_memory_bytes`, `process_virtual_memory_bytes`, `process_start_time_seconds`,
 /// `process_open_fds`, `process_max_fds`), plus `process_threads` and the C heap as glibc's
 /// `mallinfo2()` counts it: `malloc_in_use_bytes` (allocated and not yet freed) and
-/// `malloc_held_bytes` (taken from the system, in use or kept free for reuse). Resident memory
+/// `malloc_held_bytes` (taken from the system, in use or kept free for reuse; both absent where
+/// another allocator replaces glibc's, as under a sanitizer). Resident memory
 /// alone cannot tell a leak from memory the allocator keeps after a peak; the in-use figure can:
 /// it returns to the same level whenever the same work is idle again.
 ///
@@ -24,10 +25,9 @@ package enum ProcessMetrics {
         let openFDs = registry.gauge("process_open_fds", help: "Number of open file descriptors.")
         let maxFDs = registry.gauge("process_max_fds", help: "Maximum number of open file descriptors.")
         let threads = registry.gauge("process_threads", help: "Number of threads of the process.")
-        let inUse = registry.gauge(
-            "malloc_in_use_bytes", help: "Bytes allocated with malloc and not yet freed (glibc mallinfo2).")
-        let held = registry.gauge(
-            "malloc_held_bytes", help: "Bytes malloc took from the system, in use or kept for reuse (glibc mallinfo2).")
+        // Only where glibc's allocator serves malloc: under a sanitizer's allocator (or jemalloc by
+        // LD_PRELOAD) mallinfo2 counts glibc's unused arenas, and a heap of 0 bytes would mislead.
+        let heap = mallocIsGlibc ? HeapGauges(registry) : nil
         registry.addCollector {
             if let stat = ProcStat.read() {
                 cpu.set(stat.cpuSeconds)
@@ -39,6 +39,33 @@ package enum ProcessMetrics {
             openFDs.set(Double(countOpenFileDescriptors()))
             var limit = rlimit()
             if getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 { maxFDs.set(Double(limit.rlim_cur)) }
+            heap?.sample()
+        }
+    }
+
+    /// Whether glibc's allocator serves `malloc` in this process: a 1 MiB block (above glibc's
+    /// mmap threshold) shows in `mallinfo2` while it is held. Probed once.
+    package static let mallocIsGlibc: Bool = {
+        let before = mallinfo2().hblkhd
+        guard let block = malloc(1 << 20) else { return false }
+        defer { free(block) }
+        return mallinfo2().hblkhd >= before + (1 << 20)
+    }()
+
+    /// `malloc_in_use_bytes` and `malloc_held_bytes`.
+    private struct HeapGauges {
+        let inUse: Gauge
+        let held: Gauge
+
+        init(_ registry: MetricsRegistry) {
+            inUse = registry.gauge(
+                "malloc_in_use_bytes", help: "Bytes allocated with malloc and not yet freed (glibc mallinfo2).")
+            held = registry.gauge(
+                "malloc_held_bytes",
+                help: "Bytes malloc took from the system, in use or kept for reuse (glibc mallinfo2).")
+        }
+
+        func sample() {
             let heap = mallinfo2()
             inUse.set(Double(heap.uordblks + heap.hblkhd))
             held.set(Double(heap.arena + heap.hblkhd))

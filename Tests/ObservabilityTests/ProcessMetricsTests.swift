@@ -36,7 +36,9 @@ struct ProcessMetricsTests {
         #expect(ProcStat.bootTime(procStat: ProcStat.readProcFile("/proc/stat") ?? "") ?? 0 > 0)
     }
 
-    @Test("malloc_in_use_bytes follows what the program holds, and falls back when it is freed")
+    @Test(
+        "malloc_in_use_bytes follows what the program holds, and falls back when it is freed",
+        .enabled(if: ProcessMetrics.mallocIsGlibc, "a sanitizer's allocator serves malloc"))
     func heapInUse() throws {
         let registry = MetricsRegistry()
         ProcessMetrics.install(on: registry)
