@@ -104,7 +104,9 @@ enum FileSystem {
         defer { closedir(dir) }
         var names: [String] = []
         while let entry = readdir(dir) {
-            let name = withUnsafePointer(to: entry.pointee.d_name) { pointer in
+            // In place (`&`): a copy of `d_name` would read all 256 bytes, past the end of a short
+            // last record in readdir's buffer.
+            let name = withUnsafePointer(to: &entry.pointee.d_name) { pointer in
                 pointer.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
             }
             if name != "." && name != ".." { names.append(name) }

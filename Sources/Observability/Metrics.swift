@@ -20,6 +20,9 @@ package final class MetricsRegistry: Sendable {
     }
     private let families = Locked<[String: Family]>([:])
     private let collectors = Locked<[@Sendable () -> Void]>([])
+    /// Held while a render samples and reads the series, so two overlapping scrapes cannot publish
+    /// an older sample after a newer one (a counter would seem to go backwards).
+    private let rendering = Locked(())
 
     /// Creates an empty registry (tests use their own).
     package init() {}
@@ -55,8 +58,10 @@ package final class MetricsRegistry: Sendable {
 
     /// The whole registry in the Prometheus text exposition format, version 0.0.4.
     package func render() -> String {
-        for collect in collectors.withLock({ $0 }) { collect() }
-        let snapshot = families.withLock { $0 }
+        let snapshot = rendering.withLock { _ in
+            for collect in collectors.withLock({ $0 }) { collect() }
+            return families.withLock { $0 }
+        }
         var out = ""
         for name in snapshot.keys.sorted() {
             let family = snapshot[name]!

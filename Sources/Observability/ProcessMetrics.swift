@@ -43,13 +43,18 @@ package enum ProcessMetrics {
         }
     }
 
-    /// Whether glibc's allocator serves `malloc` in this process: a 1 MiB block (above glibc's
-    /// mmap threshold) shows in `mallinfo2` while it is held. Probed once.
+    /// Whether glibc's allocator serves `malloc` in this process: a 64 MiB block shows in
+    /// `mallinfo2` while it is held. 64 MiB is above glibc's largest mmap threshold (32 MiB; the
+    /// threshold rises as mapped blocks are freed), so glibc maps it whatever ran before, and it is
+    /// never touched, so it costs address space, not memory. Probed once, when first asked (for
+    /// `MetricsRegistry.shared`, as the process sets up its metrics).
     package static let mallocIsGlibc: Bool = {
-        let before = mallinfo2().hblkhd
-        guard let block = malloc(1 << 20) else { return false }
+        func held() -> Int { let heap = mallinfo2(); return heap.uordblks + heap.hblkhd }
+        let size = 64 << 20
+        let before = held()
+        guard let block = malloc(size) else { return false }
         defer { free(block) }
-        return mallinfo2().hblkhd >= before + (1 << 20)
+        return held() - before >= size * 3 / 4  // other threads may free meanwhile
     }()
 
     /// `malloc_in_use_bytes` and `malloc_held_bytes`.
@@ -78,8 +83,12 @@ package enum ProcessMetrics {
         defer { closedir(directory) }
         var count = 0
         while let entry = readdir(directory) {
-            let isDot = withUnsafeBytes(of: entry.pointee.d_name) { name in
-                name[0] == UInt8(ascii: ".") && (name[1] == 0 || (name[1] == UInt8(ascii: ".") && name[2] == 0))
+            // In place (`&`): a copy of `d_name` would read all 256 bytes, past the end of a short
+            // last record in readdir's buffer (AddressSanitizer: heap-buffer-overflow).
+            let isDot = withUnsafePointer(to: &entry.pointee.d_name) { pointer in
+                pointer.withMemoryRebound(to: UInt8.self, capacity: 3) { name in
+                    name[0] == UInt8(ascii: ".") && (name[1] == 0 || (name[1] == UInt8(ascii: ".") && name[2] == 0))
+                }
             }
             if !isDot { count += 1 }
         }
@@ -98,8 +107,11 @@ struct ProcStat {
 
     static func read() -> ProcStat? {
         guard let text = readProcFile("/proc/self/stat") else { return nil }
-        return parse(stat: text, bootTime: readProcFile("/proc/stat").flatMap(bootTime(procStat:)))
+        return parse(stat: text, bootTime: bootSeconds)
     }
+
+    /// The machine's boot time, read once (it does not change).
+    static let bootSeconds = readProcFile("/proc/stat").flatMap(bootTime(procStat:))
 
     /// Parses a `/proc/PID/stat` line. The command name (field 2) is in parentheses and may hold
     /// spaces and parentheses itself, so the fields are counted from after its last `)`.

@@ -20,10 +20,19 @@ import Testing
         for start in stride(from: 0, to: 3000, by: 100) {
             try world.write(Array(envelopes[start..<start + 100]))
         }
+        // Named, so the test can tell when a killed child's PostgreSQL session has ended: a COMMIT it
+        // sent just before the kill still completes in its backend, after the child is gone.
+        let name = "killed-" + world.database.schema
         let arguments = [
-            "aggregate", "--database-url", world.database.url, "--data-dir", world.dataDirectory,
-            "--max-cycle-events", "150", "--load-interval", "10ms",
+            "aggregate", "--database-url", world.database.url + "&application_name=\(name)", "--data-dir",
+            world.dataDirectory, "--max-cycle-events", "150", "--load-interval", "10ms",
         ]
+        func waitForChildSessionsToEnd() throws {
+            for _ in 0..<200
+            where try world.count("select count(*)::int from pg_stat_activity where application_name = \(name)") > 0 {
+                Thread.sleep(forTimeInterval: 0.05)
+            }
+        }
         var generator = SystemRandomNumberGenerator()
         var loaded = 0
         for _ in 0..<5 {
@@ -36,8 +45,9 @@ import Testing
             }
             Thread.sleep(forTimeInterval: Double.random(in: 0...0.15, using: &generator))
             child.signal(SIGKILL)
-            loaded = try world.count("select count(*) from events")
             #expect(child.waitForExit(timeout: .seconds(10)) != nil)
+            try waitForChildSessionsToEnd()
+            loaded = try world.count("select count(*) from events")
         }
         let loadedBeforeFinish = try world.count("select count(*) from events")
         print("killed-process test: \(loadedBeforeFinish) of 3000 events loaded before the final run")

@@ -20,7 +20,7 @@ import Testing
             ("2024-06-30T00:00:00.000Z", "2024-06-30T23:59:59.999Z", 0, true),  // 0: the day received only
             ("2024-06-29T23:59:59.999Z", "2024-06-30T00:00:00.000Z", 0, false),
             ("1970-01-01T00:00:00.000Z", "2024-06-30T12:00:00.000Z", 3660, false),  // a reset clock
-            ("1969-12-31T23:59:59.999Z", "1970-01-01T00:00:00.000Z", 1, true),  // days before 1970 floor
+            ("1969-12-31T23:59:59.999Z", "1970-01-01T00:00:00.000Z", 0, false),  // days before 1970 floor
         ])
     func rule(time: String, receivedAt: String, maxLagDays: Int, expected: Bool) {
         let window = PartitionWindow(maxLagDays: maxLagDays)
@@ -45,7 +45,7 @@ import Testing
         let summary = try aggregator.runOnce()
         #expect(summary.events == 3 && summary.clicks == 1)
         #expect(summary.outsidePartitionWindow == 3)
-        #expect(world.registry.render().contains("aggregator_rows_outside_partition_window_total 3"))
+        #expect(world.registry.render().contains("aggregator_rows_outside_partition_window_total 3\n"))
 
         // Nothing lost: every row is in its table, the wrong days in the default partition.
         #expect(try world.count("select count(*) from events") == 3)
@@ -64,7 +64,7 @@ import Testing
         try world.write([event("epoch", device: "dev-1", time: "1970-01-01T00:00:00.000Z", receivedAt: now)])
         let retry = try aggregator.runOnce()
         #expect(retry.records == 1 && retry.events == 0 && retry.outsidePartitionWindow == 0)
-        #expect(world.registry.render().contains("aggregator_rows_outside_partition_window_total 3"))
+        #expect(world.registry.render().contains("aggregator_rows_outside_partition_window_total 3\n"))
         aggregator.stop()
     }
 

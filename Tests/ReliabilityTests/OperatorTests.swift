@@ -210,7 +210,8 @@ struct OperatorTests {
         #expect(aggregate.output.contains("2 events, "), "\(aggregate.output)")
         #expect(
             aggregate.output.contains(
-                "aggregate: 1 row left in the default partition (day outside the partition window)"),
+                "aggregate: 1 row dated outside the partition window"
+                    + " (in the default partition unless the day already had one)"),
             "\(aggregate.output)")
         let connection = try database.connect()
         defer { connection.close() }
@@ -266,6 +267,10 @@ struct OperatorTests {
             let cutBody = RawHTTP.request(
                 "POST", "/api/analytics/event", headers: headers, body: Array("{\"event_name\":".utf8),
                 contentLength: false)
+            for path in ["/metrics", "/readyz", "/healthz", "/metrics"] {  // /metrics reads /proc each time
+                let answer = RawHTTP.exchange(port: serve.port, RawHTTP.request("GET", path))
+                #expect(answer?.status == 200, "\(path): \(answer?.text.prefix(200) ?? "no answer")")
+            }
             for _ in 0..<20 {  // clients that go away: mid-head, and mid-body
                 for bytes in [cutHead, cutBody] {
                     if let fd = RawHTTP.connect(port: serve.port) {

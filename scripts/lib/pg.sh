@@ -49,16 +49,18 @@ _pg_free_port() {
 # block is still in use"). Waits, at most 30 s, until no process works in DIR (every PostgreSQL
 # process's working directory is its data directory).
 _pg_wait_for_orphans() {
-    local dir proc tries=0
-    dir="$(cd "$1" && pwd -P)"
-    while [ $tries -lt 300 ]; do
-        local found=""
+    local dir="$1" proc found said="" deadline=$((SECONDS + 30))
+    while [ $SECONDS -lt $deadline ]; do
+        found=""
         for proc in /proc/[0-9]*; do
-            if [ "$(readlink "$proc/cwd" 2>/dev/null)" = "$dir" ]; then found="${proc#/proc/}"; break; fi
+            # A postgres process (not the shell that runs this, whatever its directory) working in DIR.
+            if [ "$proc/cwd" -ef "$dir" ] && [ "$(cat "$proc/comm" 2>/dev/null)" = postgres ]; then
+                found="${proc#/proc/}"
+                break
+            fi
         done
         [ -z "$found" ] && return 0
-        [ $tries -eq 0 ] && echo "pg.sh: waiting for the crashed cluster's process $found to exit" >&2
-        tries=$((tries + 1))
+        [ -z "$said" ] && echo "pg.sh: waiting for the crashed cluster's process $found to exit" >&2 && said=1
         sleep 0.1
     done
     echo "pg.sh: processes of the crashed cluster still run in $dir after 30 s; starting anyway" >&2

@@ -36,7 +36,7 @@ struct AggregatorMetrics: Sendable {
         rowsMatches = registry.counter("aggregator_rows_loaded_total", help: rowsHelp, labels: ["table": "matches"])
         rowsOutsidePartitionWindow = registry.counter(
             "aggregator_rows_outside_partition_window_total",
-            help: "New raw rows whose day is outside the partition window of their received_at (default partition).")
+            help: "New raw rows dated outside the partition window of their received_at (no partition made for them).")
         recordsRead = registry.counter(
             "aggregator_records_read_total", help: "Log records read by committed cycles (duplicates included).")
         recordsUndecodable = registry.counter(

@@ -64,12 +64,12 @@ enum AggregateCommand: Command {
         // Where the load's time went, summed over the cycles (docs/aggregator.md, "The cycle").
         let phases = CycleSummary.phaseTotals(cycles, decimals: 3)
         if !phases.isEmpty { say("aggregate: load phases " + phases) }
-        // Rows whose day a device clock got wrong: loaded, but without a day partition of their own.
+        // Rows whose day a device clock got wrong: loaded, but no day partition is made for them.
         let outside = cycles.reduce(0) { $0 + $1.outsidePartitionWindow }
         if outside > 0 {
             say(
-                "aggregate: \(outside) row\(outside == 1 ? "" : "s") left in the default partition"
-                    + " (day outside the partition window)")
+                "aggregate: \(outside) row\(outside == 1 ? "" : "s") dated outside the partition window"
+                    + " (in the default partition unless the day already had one)")
         }
         return 0
     }
