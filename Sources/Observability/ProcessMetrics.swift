@@ -49,13 +49,15 @@ package enum ProcessMetrics {
     /// never touched, so it costs address space, not memory. Probed once, when first asked (for
     /// `MetricsRegistry.shared`, as the process sets up its metrics).
     package static let mallocIsGlibc: Bool = {
-        func held() -> Int { let heap = mallinfo2(); return heap.uordblks + heap.hblkhd }
         let size = 64 << 20
-        let before = held()
+        let before = heapInUseBytes(mallinfo2())
         guard let block = malloc(size) else { return false }
         defer { free(block) }
-        return held() - before >= size * 3 / 4  // other threads may free meanwhile
+        return heapInUseBytes(mallinfo2()) - before >= size * 3 / 4  // other threads may free meanwhile
     }()
+
+    /// `malloc_in_use_bytes`: chunks in use in the arenas plus blocks mapped on their own.
+    private static func heapInUseBytes(_ heap: mallinfo2) -> Int { heap.uordblks + heap.hblkhd }
 
     /// `malloc_in_use_bytes` and `malloc_held_bytes`.
     private struct HeapGauges {
@@ -72,7 +74,7 @@ package enum ProcessMetrics {
 
         func sample() {
             let heap = mallinfo2()
-            inUse.set(Double(heap.uordblks + heap.hblkhd))
+            inUse.set(Double(ProcessMetrics.heapInUseBytes(heap)))
             held.set(Double(heap.arena + heap.hblkhd))
         }
     }

@@ -18,9 +18,7 @@ struct DeadLetterBoundTests {
 
     /// The series `series` (name and labels, as /metrics prints them) from /metrics; 0 when absent.
     static func metric(_ series: String, port: Int) -> Int {
-        let text = RawHTTP.exchange(port: port, RawHTTP.request("GET", "/metrics"))?.text ?? ""
-        let line = text.split(separator: "\n").first { $0.hasPrefix(series + " ") }
-        return line.flatMap { Int($0.split(separator: " ").last ?? "") } ?? 0
+        RawHTTP.metrics(port: port)?[series].map { Int($0) } ?? 0
     }
 
     /// `ingest_dead_letter_failures_total` from /metrics.

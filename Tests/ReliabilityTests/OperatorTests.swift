@@ -120,16 +120,7 @@ struct OperatorTests {
         defer { _ = serve.stop() }
         let pid = serve.process.pid
 
-        func scrape() throws -> [String: Double] {
-            let answer = try #require(RawHTTP.exchange(port: serve.port, RawHTTP.request("GET", "/metrics")))
-            #expect(answer.status == 200)
-            var values: [String: Double] = [:]
-            for line in answer.text.split(separator: "\n") where !line.hasPrefix("#") {
-                let parts = line.split(separator: " ")
-                if parts.count == 2, let value = Double(parts[1]) { values[String(parts[0])] = value }
-            }
-            return values
-        }
+        func scrape() throws -> [String: Double] { try #require(RawHTTP.metrics(port: serve.port), "no 200 /metrics") }
         /// A field of /proc/PID/status, in KiB or as a count.
         func status(_ field: String) throws -> Double {
             let text = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)

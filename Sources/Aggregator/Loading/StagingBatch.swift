@@ -174,8 +174,9 @@ struct StagingBatch {
                 continue
             }
             guard seen.insert(key).inserted else { continue }
-            let isInWindow = window.contains(time: envelope.time, receivedAt: envelope.receivedAt)
-            if isInWindow { days.insert(Self.day(of: envelope.time)) }
+            let day = Self.day(of: envelope.time)
+            let isInWindow = window.contains(day: day, receivedDay: Self.day(of: envelope.receivedAt))
+            if isInWindow { days.insert(day) }
             row.removeAll(keepingCapacity: true)
             let facts = RowFacts(
                 app: key.app, id: key.id, time: envelope.time, path: envelope.path, isInPartitionWindow: isInWindow)

@@ -116,6 +116,20 @@ enum RawHTTP {
         return receive(fd)
     }
 
+    /// Every series of the server's `/metrics` (its name with labels, as printed) and its value; nil
+    /// without a 200 answer.
+    static func metrics(port: Int) -> [String: Double]? {
+        guard let answer = exchange(port: port, request("GET", "/metrics")), answer.status == 200 else { return nil }
+        var values: [String: Double] = [:]
+        for line in answer.text.split(separator: "\n") where !line.hasPrefix("#") {
+            guard let space = line.lastIndex(of: " "), let value = Double(line[line.index(after: space)...]) else {
+                continue
+            }
+            values[String(line[..<space])] = value
+        }
+        return values
+    }
+
     /// The bytes of a request: `method path HTTP/1.1`, Host, the given headers, Content-Length
     /// (unless a header already sets it or `contentLength` is false), Connection: close, body.
     static func request(
