@@ -57,7 +57,7 @@ let package = Package(
 
         // Tests mirror targets one to one; IntegrationTests run the whole pipeline.
         .target(name: "TestSupport", dependencies: ["Postgres", "Locking"], path: "Tests/TestSupport", swiftSettings: strict),
-        .testTarget(name: "ObservabilityTests", dependencies: ["Observability"], swiftSettings: strict),
+        .testTarget(name: "ObservabilityTests", dependencies: ["Observability", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "EventModelTests", dependencies: ["EventModel"], swiftSettings: strict),
         .testTarget(name: "EventLogTests", dependencies: ["EventLog", "EventModel", "Locking"], swiftSettings: strict),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport", "Locking"], swiftSettings: strict),
@@ -77,8 +77,7 @@ let package = Package(
             swiftSettings: strict),
         // Crash, outage, disk-full, hostile-input and isolation tests against the real binary (issue 9).
         .testTarget(
-            name: "ReliabilityTests",
-            dependencies: ["EventModel", "EventLog", "Postgres", "TestSupport", "Locking", "Observability"],
+            name: "ReliabilityTests", dependencies: ["EventModel", "EventLog", "Postgres", "TestSupport", "Locking"],
             swiftSettings: strict),
     ]
 )

@@ -1,4 +1,5 @@
 import Glibc
+import Synchronization
 internal import CMalloc
 
 /// The process metrics Prometheus client libraries export by default (`process_cpu_seconds_total`,
@@ -53,8 +54,14 @@ package enum ProcessMetrics {
         let before = heapInUseBytes(mallinfo2())
         guard let block = malloc(size) else { return false }
         defer { free(block) }
+        // The block escapes, so the optimiser cannot drop the malloc/free pair as unused (it did in
+        // release builds: the probe then said false and the heap metrics were never shown).
+        probeSink.store(UInt(bitPattern: block), ordering: .relaxed)
         return heapInUseBytes(mallinfo2()) - before >= size * 3 / 4  // other threads may free meanwhile
     }()
+
+    /// Where the probe's block escapes to.
+    private static let probeSink = Atomic<UInt>(0)
 
     /// `malloc_in_use_bytes`: chunks in use in the arenas plus blocks mapped on their own.
     private static func heapInUseBytes(_ heap: mallinfo2) -> Int { heap.uordblks + heap.hblkhd }

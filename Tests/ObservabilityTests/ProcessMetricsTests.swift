@@ -1,4 +1,5 @@
 import Glibc
+import TestSupport
 import Testing
 
 @testable import Observability
@@ -36,9 +37,14 @@ struct ProcessMetricsTests {
         #expect(ProcStat.bootTime(procStat: ProcStat.readProcFile("/proc/stat") ?? "") ?? 0 > 0)
     }
 
+    @Test("the heap probe says glibc exactly where malloc resolves to glibc's")
+    func probe() {
+        #expect(ProcessMetrics.mallocIsGlibc == Allocator.isGlibc)
+    }
+
     @Test(
         "malloc_in_use_bytes follows what the program holds, and falls back when it is freed",
-        .enabled(if: ProcessMetrics.mallocIsGlibc, "a sanitizer's allocator serves malloc"))
+        .enabled(if: Allocator.isGlibc, "a sanitizer's allocator serves malloc"))
     func heapInUse() throws {
         let registry = MetricsRegistry()
         ProcessMetrics.install(on: registry)

@@ -1,5 +1,4 @@
 import Foundation
-import Observability
 import Postgres
 import TestSupport
 import Testing
@@ -136,8 +135,8 @@ struct OperatorTests {
             #expect(metrics[name] != nil, "\(name) missing")
         }
         // The heap figures are glibc's: absent where a sanitizer's runtime serves malloc (the
-        // binary is built as this test process is, so its probe answers for both).
-        let glibc = ProcessMetrics.mallocIsGlibc
+        // binary is built as this test process is, so where malloc resolves here answers for both).
+        let glibc = Allocator.isGlibc
         #expect((metrics["malloc_in_use_bytes"] != nil) == glibc, "glibc malloc: \(glibc)")
         #expect((metrics["malloc_held_bytes"] != nil) == glibc, "glibc malloc: \(glibc)")
         // The serve process is idle between the scrape and these reads, but its timers run on
