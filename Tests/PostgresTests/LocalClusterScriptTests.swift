@@ -36,8 +36,10 @@ import Testing
         let pidText = try String(contentsOfFile: directory + "/postmaster.pid", encoding: .utf8)
         let pid = try #require(pidText.split(separator: "\n").first.flatMap { Int32($0) })
         kill(pid, SIGKILL)
-        for _ in 0..<100 where kill(pid, 0) == 0 { Thread.sleep(forTimeInterval: 0.05) }
-        // No pause for the orphaned backends: pg_local_start waits for them itself.
+        // No pause, neither for the postmaster to be gone nor for its orphaned backends: pg_local_start
+        // waits for both itself. The killed postmaster's PID still exists for a while (dying, then a
+        // zombie until its parent reaps it, which a container's PID 1 may never do), and `pg_ctl status`
+        // took it for a running cluster: the start "reused" it and could not create the database.
         let recovered = try shell("pg_local_start \(directory) && echo \"$DATABASE_URL\"")
         #expect(recovered.status == 0, "\(recovered.output)")
         let newURL = try #require(recovered.output.split(separator: "\n").last.map(String.init))
@@ -48,6 +50,16 @@ import Testing
         let stopped = try shell("pg_local_stop \(directory) && pg_local_stop \(directory)")
         #expect(stopped.status == 0)
         #expect(throws: PostgresError.self) { try Connection(url: newURL + "?connect_timeout=2") }
+
+        // A stop right after a crash has nothing to stop and says so with success (scripts/run's exit
+        // trap after PostgreSQL was killed); it used to wait for the dead postmaster, then fail.
+        let restarted = try shell("pg_local_start \(directory)")
+        #expect(restarted.status == 0, "\(restarted.output)")
+        let secondPIDText = try String(contentsOfFile: directory + "/postmaster.pid", encoding: .utf8)
+        let secondPID = try #require(secondPIDText.split(separator: "\n").first.flatMap { Int32($0) })
+        kill(secondPID, SIGKILL)
+        let stoppedAfterCrash = try shell("pg_local_stop \(directory)")
+        #expect(stoppedAfterCrash.status == 0, "\(stoppedAfterCrash.output)")
     }
 
     /// Runs `command` after sourcing pg.sh and returns its exit status and output.

@@ -66,6 +66,30 @@ _pg_wait_for_orphans() {
     echo "pg.sh: processes of the crashed cluster still run in $dir after 30 s; starting anyway" >&2
 }
 
+# Whether the postmaster recorded in DIR/postmaster.pid is a live postgres process. `pg_ctl status`
+# only asks kill(pid, 0), which also succeeds for a zombie: a postmaster killed by SIGKILL (the OOM
+# killer, a chaos test) stays one until its parent reaps it, and a container's PID 1 may never do so.
+_pg_postmaster_alive() {
+    local pid state
+    pid="$(head -1 "$1/postmaster.pid" 2>/dev/null)"
+    [ -n "$pid" ] || return 1
+    state="$(sed -n 's/^State:[[:space:]]*\([A-Z]\).*/\1/p' "/proc/$pid/status" 2>/dev/null)"
+    [ -n "$state" ] && [ "$state" != Z ] && [ "$state" != X ] \
+        && [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = postgres ]
+}
+
+# Waits, at most 60 s, for the live postmaster of DIR to accept connections on PORT (it may be starting
+# or recovering from a crash of a backend). Returns 0 when it does, 2 when it died meanwhile, 1 otherwise.
+_pg_wait_ready() {
+    local dir="$1" port="$2" deadline=$((SECONDS + 60))
+    while [ $SECONDS -lt $deadline ]; do
+        "$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$port" -t 5 && return 0
+        _pg_postmaster_alive "$dir" || return 2
+        sleep 0.1
+    done
+    return 1
+}
+
 # The port recorded in DIR/postmaster.pid (line 4), if any.
 _pg_pid_port() {
     sed -n '4p' "$1/postmaster.pid" 2>/dev/null
@@ -132,17 +156,22 @@ pg_local_start() {
     fi
 
     # Reuse a running cluster; clear a stale postmaster.pid left by a crash.
-    if _pg_as_owner "$PG_BIN/pg_ctl" -D "$dir" status >/dev/null 2>&1; then
+    local reuse=""
+    if _pg_postmaster_alive "$dir"; then
         port="$(_pg_pid_port "$dir")"
+        _pg_wait_ready "$dir" "$port"
+        case $? in
+            0) reuse=1 ;;
+            1) echo "pg.sh: a postmaster (pid $(head -1 "$dir/postmaster.pid")) owns $dir but has not" \
+                   "answered on port $port for 60 s; stop it first" >&2
+               return 1 ;;
+            *) ;; # it died while we waited: start a new one below
+        esac
+    fi
+    if [ -n "$reuse" ]; then
         echo "pg.sh: reusing the cluster running in $dir on port $port" >&2
     else
         if [ -f "$dir/postmaster.pid" ]; then
-            local pid
-            pid="$(head -1 "$dir/postmaster.pid")"
-            if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && grep -q postgres "/proc/$pid/comm" 2>/dev/null; then
-                echo "pg.sh: a postmaster (pid $pid) owns $dir but does not answer; stop it first" >&2
-                return 1
-            fi
             echo "pg.sh: removing a stale postmaster.pid in $dir" >&2
             rm -f "$dir/postmaster.pid"
             _pg_wait_for_orphans "$dir"
@@ -176,10 +205,12 @@ pg_local_start() {
 pg_local_stop() {
     local dir="${1:?usage: pg_local_stop DIR}"
     [ -f "$dir/postmaster.pid" ] || return 0
-    if _pg_as_owner "$PG_BIN/pg_ctl" -D "$dir" status >/dev/null 2>&1; then
-        _pg_as_owner "$PG_BIN/pg_ctl" -D "$dir" -m fast -w -t 60 stop >/dev/null \
-            || { echo "pg.sh: fast stop failed, trying immediate" >&2;
-                 _pg_as_owner "$PG_BIN/pg_ctl" -D "$dir" -m immediate -w stop >/dev/null; }
+    if _pg_postmaster_alive "$dir"; then
+        _pg_as_owner "$PG_BIN/pg_ctl" -D "$dir" -m fast -w -t 60 stop >/dev/null 2>&1 && return 0
+        # It may have died meanwhile (killed just before): then there is nothing left to stop.
+        _pg_postmaster_alive "$dir" || return 0
+        echo "pg.sh: fast stop failed, trying immediate" >&2
+        _pg_as_owner "$PG_BIN/pg_ctl" -D "$dir" -m immediate -w stop >/dev/null
     fi
 }
 
