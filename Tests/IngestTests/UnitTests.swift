@@ -161,14 +161,23 @@ struct ShutdownTests {
         deinit { keys.stop() }
     }
 
-    @Test("shutdown finishes in-flight requests, then refuses connections")
+    @Test("shutdown refuses new connections at once and still finishes the requests in flight")
     func quiesce() throws {
         let fixture = try Fixture()
         let (server, port) = (fixture.server, fixture.server.port)
         fixture.startRequest()
         let stopper = Thread { server.shutdown() }
         stopper.start()
-        Thread.sleep(forTimeInterval: 0.2)
+        // The shutdown has begun once the port refuses connections; the stuck request holds it there.
+        var refusing = false
+        for _ in 0..<500 {
+            if (try? RawHTTPClient(port: port)) == nil {
+                refusing = true
+                break
+            }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        #expect(refusing, "the listening socket stays open during the shutdown's grace period")
         #expect(fixture.finishRequest() == 200)
         #expect(fixture.slow.count == 1)
         server.shutdown()

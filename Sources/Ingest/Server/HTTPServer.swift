@@ -106,6 +106,11 @@ package final class HTTPServer: Sendable {
         // stop watching it asynchronously (microhttpd.h, MHD_quiesce_daemon), and a socket closed
         // under them could be reused by another open before they notice.
         let listen = MHD_quiesce_daemon(handle.pointer)
+        // Quiescing only stops libmicrohttpd accepting: the kernel would go on completing handshakes
+        // into the backlog, and those clients would wait out the grace period for a reset. Shutting
+        // the socket down stops the listener now (new connections are refused, which a load balancer
+        // retries elsewhere) and keeps the descriptor allocated, so it cannot be reused under a thread.
+        if listen >= 0 { _ = Glibc.shutdown(listen, Int32(SHUT_RDWR)) }
         let deadline = ContinuousClock.now + .seconds(handle.grace)
         while core.inFlight.load(ordering: .acquiring) > 0, ContinuousClock.now < deadline {
             usleep(2000)
