@@ -1,46 +1,168 @@
 import Foundation
 import Postgres
 
-/// `detour-analytics apps create`: registers an app and prints its keys once.
+/// `detour-analytics apps`: registers apps, lists them, and issues and revokes their keys.
 enum AppsCommand: Command {
     static let name = "apps"
-    static let summary = "create an app and its publishable and secret keys"
+    static let summary = "create and list apps; issue and revoke their keys"
     static let help = """
-        Usage: detour-analytics apps create --id ID --name NAME [--json] [--database-url URL]
+        Usage: detour-analytics apps create --id ID --name NAME [--time-zone ZONE] [--json] [--database-url URL]
+               detour-analytics apps list [--json] [--database-url URL]
+               detour-analytics apps keys create --app ID --kind publishable|secret [--json] [--database-url URL]
+               detour-analytics apps keys revoke --app ID (--key KEY | --prefix PREFIX) [--database-url URL]
 
-        Creates the app and two keys: a publishable key for the SDKs (analytics routes only) and a
-        secret key for the link service and the report API. Keys are printed once and stored only as
-        SHA-256 hashes. Creating an app that exists fails with a clear message.
+        apps create: the app and two keys, a publishable key for the SDKs (analytics routes only)
+        and a secret key for the link service and the report API. Creating an app that exists fails
+        with a clear message.
+        apps list: every app with its settings and its keys' kinds, prefixes, creation and revocation
+        times (never the keys: only their SHA-256 hashes are stored).
+        apps keys create: one more key for an existing app, for rotating a key without downtime:
+        issue the new one, move the clients to it, then revoke the old one.
+        apps keys revoke: revokes a key, named by the whole key or by the prefix `apps list` shows;
+        a prefix that more than one active key of the app shares is refused. Running ingest
+        processes stop accepting it within 30 seconds (they reload keys every 10 s).
+        Keys are printed once, when created, and stored only as SHA-256 hashes.
 
         Options:
-          --id ID              app id, as the SDKs send it in X-App-ID (1-64 chars: letters, digits, - _ .)
+          --id ID, --app ID    app id, as the SDKs send it in X-App-ID (1-64 chars: letters, digits, - _ .)
           --name NAME          display name
-          --json               print {"app_id":..,"publishable_key":..,"secret_key":..}
+          --time-zone ZONE     the app's reporting time zone, a name PostgreSQL knows (default UTC;
+                               docs/reports.md: days are calendar days in it)
+          --kind KIND          publishable or secret
+          --key KEY            the whole key to revoke
+          --prefix PREFIX      the key's prefix as `apps list` shows it (pk_ or sk_ and 4 characters)
+          --json               machine-readable output
         \(databaseHelp)
         """
 
     static func run(_ arguments: inout Arguments, environment: Environment) throws -> Int32 {
-        guard arguments.popPositional() == "create" else { throw UsageError(description: "expected: apps create") }
+        switch arguments.popPositional() {
+        case "create": return try create(&arguments, environment: environment)
+        case "list": return try list(&arguments, environment: environment)
+        case "keys":
+            switch arguments.popPositional() {
+            case "create": return try createKey(&arguments, environment: environment)
+            case "revoke": return try revokeKey(&arguments, environment: environment)
+            default: throw UsageError(description: "expected: apps keys create|revoke")
+            }
+        default: throw UsageError(description: "expected: apps create|list|keys")
+        }
+    }
+
+    private static func create(_ arguments: inout Arguments, environment: Environment) throws -> Int32 {
         let id = try arguments.required("--id")
         let name = try arguments.required("--name")
+        let timeZone = try arguments.option("--time-zone")
         let json = arguments.flag("--json")
         let url = try arguments.databaseURL(environment)
         try arguments.finish()
-        guard isValidAppID(id) else {
-            throw UsageError(description: "--id must be 1-64 characters of letters, digits, '-', '_' or '.'")
-        }
-        let keys = try createApp(url: try requireDatabase(url), id: id, name: name)
+        try checkAppID(id, flag: "--id")
+        let keys = try createApp(url: try requireDatabase(url), id: id, name: name, timeZone: timeZone)
         if json {
-            let object = ["app_id": id, "publishable_key": keys.publishable, "secret_key": keys.secret]
-            let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
-            print(String(decoding: data, as: UTF8.self))
+            try printJSON(["app_id": id, "publishable_key": keys.publishable, "secret_key": keys.secret])
         } else {
-            print(
-                "app:             \(id) (\(name))\npublishable key: \(keys.publishable)\nsecret key:      \(keys.secret)"
-            )
+            print("app:             \(id) (\(name))")
+            print("publishable key: \(keys.publishable)\nsecret key:      \(keys.secret)")
             print("Keep the secret key private; it is shown only now.")
         }
         return 0
+    }
+
+    private static func list(_ arguments: inout Arguments, environment: Environment) throws -> Int32 {
+        let json = arguments.flag("--json")
+        let url = try arguments.databaseURL(environment)
+        try arguments.finish()
+        let apps = try listApps(url: try requireDatabase(url))
+        if json {
+            try printJSON(apps.map(\.json))
+        } else if apps.isEmpty {
+            print("no apps yet: detour-analytics apps create --id ID --name NAME")
+        } else {
+            for app in apps {
+                print("\(app.id) (\(app.name)): time zone \(app.timeZone), created \(app.createdAt)")
+                for key in app.keys {
+                    let state = key.revokedAt.map { "revoked \($0)" } ?? "active"
+                    let kind = key.kind.padding(toLength: 12, withPad: " ", startingAt: 0)
+                    print("  \(kind) \(key.prefix)  created \(key.createdAt)  \(state)")
+                }
+            }
+        }
+        return 0
+    }
+
+    private static func createKey(_ arguments: inout Arguments, environment: Environment) throws -> Int32 {
+        let app = try arguments.required("--app")
+        let kind = try arguments.required("--kind")
+        let json = arguments.flag("--json")
+        let url = try arguments.databaseURL(environment)
+        try arguments.finish()
+        try checkAppID(app, flag: "--app")
+        guard let keyKind = KeyKind(rawValue: kind) else {
+            throw UsageError(description: "--kind must be publishable or secret, got \(kind.prefix(40))")
+        }
+        let connection = try Connection(url: try requireDatabase(url))
+        defer { connection.close() }
+        let key = try connection.withTransaction { connection in
+            // Locks the app's row, so a concurrent `apps` command cannot delete it under us.
+            guard try !connection.query("SELECT 1 FROM apps WHERE id = \(app) FOR UPDATE").isEmpty else {
+                throw AppsError.noSuchApp(app)
+            }
+            return try insertKey(connection, app: app, kind: keyKind)
+        }
+        if json {
+            try printJSON(["app_id": app, "kind": kind, "key": key, "prefix": String(key.prefix(prefixLength))])
+        } else {
+            print("\(kind) key for \(app): \(key)")
+            print("It is shown only now. Once no client uses the old key: apps keys revoke --app \(app) --prefix ...")
+        }
+        return 0
+    }
+
+    private static func revokeKey(_ arguments: inout Arguments, environment: Environment) throws -> Int32 {
+        let app = try arguments.required("--app")
+        let key = try arguments.option("--key")
+        let prefix = try arguments.option("--prefix")
+        let url = try arguments.databaseURL(environment)
+        try arguments.finish()
+        try checkAppID(app, flag: "--app")
+        let match: SQL
+        switch (key, prefix) {
+        case (let key?, nil): match = "key_hash = encode(sha256(convert_to(\(key), 'UTF8')), 'hex')"
+        case (nil, let prefix?): match = "prefix = \(prefix)"
+        default: throw UsageError(description: "name the key with exactly one of --key and --prefix")
+        }
+        let connection = try Connection(url: try requireDatabase(url))
+        defer { connection.close() }
+        let revoked = try connection.withTransaction { connection -> [String] in
+            let rows = try connection.query(
+                """
+                SELECT kind, prefix, revoked_at IS NOT NULL AS revoked FROM api_keys
+                WHERE app_id = \(app) AND \(fragment: match) FOR UPDATE
+                """)
+            let active = try rows.filter { try !$0["revoked", as: Bool.self] }
+            guard !rows.isEmpty else { throw AppsError.noSuchKey(app: app) }
+            guard !active.isEmpty else { throw AppsError.alreadyRevoked(app: app) }
+            guard active.count == 1 else { throw AppsError.ambiguousPrefix(app: app, count: active.count) }
+            try connection.execute(
+                """
+                UPDATE api_keys SET revoked_at = now()
+                WHERE app_id = \(app) AND \(fragment: match) AND revoked_at IS NULL
+                """)
+            return try active.map { "\(try $0["kind", as: String.self]) key \(try $0["prefix", as: String.self])" }
+        }
+        print("revoked the \(revoked.joined()) of \(app); running ingest stops accepting it within 30 seconds")
+        return 0
+    }
+
+    private static func checkAppID(_ id: String, flag: String) throws {
+        guard isValidAppID(id) else {
+            throw UsageError(description: "\(flag) must be 1-64 characters of letters, digits, '-', '_' or '.'")
+        }
+    }
+
+    private static func printJSON(_ object: Any) throws {
+        let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
+        print(String(decoding: data, as: UTF8.self))
     }
 
     static func isValidAppID(_ id: String) -> Bool {
@@ -50,27 +172,110 @@ enum AppsCommand: Command {
             }
     }
 
+    /// The key kinds `api_keys.kind` holds.
+    enum KeyKind: String {
+        case publishable, secret
+
+        var tokenPrefix: String { self == .publishable ? "pk_" : "sk_" }
+        var tokenBytes: Int { self == .publishable ? 24 : 32 }
+    }
+
+    /// How much of a key `api_keys.prefix` keeps for display: `pk_`/`sk_` and 4 random characters.
+    static let prefixLength = 7
+
     /// Inserts the app and its two key hashes in one transaction and returns the plaintext keys.
-    static func createApp(url: String, id: String, name: String) throws -> (publishable: String, secret: String) {
-        let publishable = "pk_" + randomToken(bytes: 24)
-        let secret = "sk_" + randomToken(bytes: 32)
+    static func createApp(
+        url: String, id: String, name: String, timeZone: String? = nil
+    ) throws -> (publishable: String, secret: String) {
         let connection = try Connection(url: url)
         defer { connection.close() }
         do {
-            try connection.withTransaction { connection in
-                try connection.execute("INSERT INTO apps (id, name) VALUES (\(id), \(name))")
-                for (kind, key) in [("publishable", publishable), ("secret", secret)] {
-                    try connection.execute(
-                        """
-                        INSERT INTO api_keys (app_id, kind, key_hash, prefix)
-                        VALUES (\(id), \(kind), encode(sha256(convert_to(\(key), 'UTF8')), 'hex'), \(String(key.prefix(7))))
-                        """)
-                }
+            return try connection.withTransaction { connection in
+                try connection.execute(
+                    "INSERT INTO apps (id, name, time_zone) VALUES (\(id), \(name), \(timeZone ?? "UTC"))")
+                let publishable = try insertKey(connection, app: id, kind: .publishable)
+                return (publishable, try insertKey(connection, app: id, kind: .secret))
             }
         } catch let error as PostgresError where error.isUniqueViolation {
             throw UsageError(description: "app \(id) already exists")
+        } catch let error as PostgresError where error.sqlState == "23514" {
+            // The only check on these columns a valid id can fail: apps_time_zone_known.
+            throw UsageError(
+                description: "--time-zone \(timeZone ?? "") is not a time zone PostgreSQL knows (pg_timezone_names)")
         }
-        return (publishable, secret)
+    }
+
+    /// Inserts a new key of `kind` for `app` (which must exist) and returns it in plain text.
+    private static func insertKey(_ connection: Connection, app: String, kind: KeyKind) throws -> String {
+        let key = kind.tokenPrefix + randomToken(bytes: kind.tokenBytes)
+        try connection.execute(
+            """
+            INSERT INTO api_keys (app_id, kind, key_hash, prefix)
+            VALUES (\(app), \(kind.rawValue), encode(sha256(convert_to(\(key), 'UTF8')), 'hex'),
+                    \(String(key.prefix(prefixLength))))
+            """)
+        return key
+    }
+
+    /// One app as `apps list` shows it.
+    struct Listed {
+        struct Key {
+            let kind: String
+            let prefix: String
+            let createdAt: String
+            let revokedAt: String?
+        }
+        let id: String
+        let name: String
+        let timeZone: String
+        let createdAt: String
+        var keys: [Key]
+
+        var json: [String: Any] {
+            [
+                "app_id": id, "name": name, "time_zone": timeZone, "created_at": createdAt,
+                "keys": keys.map { key -> [String: Any] in
+                    [
+                        "kind": key.kind, "prefix": key.prefix, "created_at": key.createdAt,
+                        "revoked_at": key.revokedAt.map { $0 as Any } ?? NSNull(),
+                    ]
+                },
+            ]
+        }
+    }
+
+    /// Every app with its keys (active first, then newest first), ordered by id.
+    static func listApps(url: String) throws -> [Listed] {
+        let connection = try Connection(url: url)
+        defer { connection.close() }
+        let rows = try connection.query(
+            """
+            SELECT a.id, a.name, a.time_zone,
+                   to_char(a.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS app_created,
+                   k.kind, k.prefix,
+                   to_char(k.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS key_created,
+                   to_char(k.revoked_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS key_revoked
+            FROM apps a LEFT JOIN api_keys k ON k.app_id = a.id
+            ORDER BY a.id, k.revoked_at IS NOT NULL, k.created_at DESC, k.kind, k.prefix
+            """)
+        var apps: [Listed] = []
+        for row in rows {
+            let id = try row["id", as: String.self]
+            if apps.last?.id != id {
+                apps.append(
+                    Listed(
+                        id: id, name: try row["name", as: String.self], timeZone: try row["time_zone", as: String.self],
+                        createdAt: try row["app_created", as: String.self], keys: []))
+            }
+            if let kind = try row["kind", as: String?.self] {
+                apps[apps.count - 1].keys.append(
+                    Listed.Key(
+                        kind: kind, prefix: try row["prefix", as: String.self],
+                        createdAt: try row["key_created", as: String.self],
+                        revokedAt: try row["key_revoked", as: String?.self]))
+            }
+        }
+        return apps
     }
 
     /// A URL-safe random token from the system's cryptographic generator (getrandom on Linux).
@@ -84,6 +289,24 @@ enum AppsCommand: Command {
             if byte < 248 { out.append(alphabet[Int(byte) % 62]) }
         }
         return String(decoding: out, as: UTF8.self)
+    }
+}
+
+/// What `apps keys` refuses, with the message an operator reads.
+enum AppsError: Error, CustomStringConvertible {
+    case noSuchApp(String)
+    case noSuchKey(app: String)
+    case alreadyRevoked(app: String)
+    case ambiguousPrefix(app: String, count: Int)
+
+    var description: String {
+        switch self {
+        case .noSuchApp(let app): "no app \(app) (apps list shows them)"
+        case .noSuchKey(let app): "no key of app \(app) matches (apps list shows their prefixes)"
+        case .alreadyRevoked(let app): "the matching key of app \(app) is already revoked"
+        case .ambiguousPrefix(let app, let count):
+            "\(count) active keys of app \(app) share this prefix: name the key with --key instead"
+        }
     }
 }
 
