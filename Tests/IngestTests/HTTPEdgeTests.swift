@@ -128,6 +128,24 @@ struct HTTPEdgeTests {
         #expect(server.isServing())
     }
 
+    @Test("a chunked body streamed past twice the limit closes the connection and is counted as 413")
+    func streamedFarTooLarge() throws {
+        let server = try TestServer { $0.maxBodyBytes = 4096 }
+        let client = try server.client()
+        var head = "POST /api/analytics/batch HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+        for (name, value) in TestServer.sdkHeaders() { head += "\(name): \(value)\r\n" }
+        client.send(Array((head + "\r\n").utf8))
+        let chunk = [UInt8](repeating: UInt8(ascii: " "), count: 3000)
+        // 12,000 bytes, more than twice 4,096, and the body does not end: the server stops reading.
+        for _ in 0..<4 where client.send(Array("bb8\r\n".utf8) + chunk + Array("\r\n".utf8)) {}
+        #expect(client.isClosedByPeer())
+        // No answer reached the client, but the refusal is counted like the 413 it would have been
+        // (it was counted nowhere before 2026-11-30).
+        let text = try server.client().request("GET", "/metrics").text
+        #expect(text.contains(#"ingest_requests_total{code="body_too_large",route="batch",status="413"} 1"#))
+        #expect(server.isServing())
+    }
+
     @Test("metrics are Prometheus text with requests by route and status")
     func metrics() throws {
         let server = try TestServer()

@@ -263,19 +263,21 @@ private let accessHandler: MHD_AccessHandlerCallback = {
             state.bytesIn += chunk.count
             return .YES
         }
-        return state.receive(chunk, core: core) == .close ? .NO : .YES
+        guard state.receive(chunk, core: core) == .close else { return .YES }
+        // libmicrohttpd takes no answer in the middle of an upload, so the connection is closed
+        // without one; it is still counted, as the answer it would have had at the body's end.
+        let refusal = refusal(for: state, core: core)
+        core.handler.completed(
+            route: state.route, status: refusal.status, code: refusal.errorCode, bytesIn: state.bytesIn,
+            started: state.started)
+        return .NO
     }
     state.isAnswered = true
     if let early = state.earlyResponse {
         return queue(early, on: connection, state: state, core: core)
     }
-    if state.isOverBudget {
-        return queue(HTTPResponse(error: .overloaded), on: connection, state: state, core: core)
-    }
-    if state.isOverLimit {
-        return queue(
-            core.handler.bodyTooLarge(context: state.context, limit: state.limit), on: connection, state: state,
-            core: core)
+    if state.isOverBudget || state.isOverLimit {
+        return queue(refusal(for: state, core: core), on: connection, state: state, core: core)
     }
     let body = state.body
     state.body = []
@@ -288,6 +290,13 @@ private let accessHandler: MHD_AccessHandlerCallback = {
         start(Completion(state: state, connection: SuspendedConnection(pointer: connection), core: core))
         return .YES
     }
+}
+
+/// The answer to a body that was dropped: 503 `overloaded` when the server's body budget was full,
+/// else the handler's 413 for a body over its limit.
+private func refusal(for state: RequestState, core: ServerCore) -> HTTPResponse {
+    if state.isOverBudget { return HTTPResponse(error: .overloaded) }
+    return core.handler.bodyTooLarge(context: state.context, limit: state.limit)
 }
 
 /// Bodies up to this size are read and dropped when the answer is known from the head.
