@@ -185,6 +185,23 @@ struct HTTPEdgeTests {
         #expect(server.isServing())
     }
 
+    @Test(
+        "a request target in absolute form reaches the route of its path (RFC 9112 3.2.2: servers must accept it)",
+        arguments: [
+            ("POST", "http://127.0.0.1/api/analytics/event", 200),
+            ("POST", "HTTPS://ingest.example.com:443/api/analytics/event?x=1", 200),
+            ("GET", "http://127.0.0.1", 404),
+            ("GET", "http://127.0.0.1/healthz", 200),
+        ])
+    func absoluteForm(method: String, target: String, status: Int) throws {
+        let server = try TestServer()
+        let body = method == "POST" ? Self.event : []
+        let headers = method == "POST" ? TestServer.sdkHeaders() : []
+        let response = try server.client().request(method, target, headers: headers, body: body)
+        #expect(response.status == status)
+        if status == 404 { #expect(response.errorCode == "not_found") }
+    }
+
     @Test("a query string does not change the route")
     func queryString() throws {
         let server = try TestServer()

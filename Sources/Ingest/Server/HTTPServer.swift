@@ -308,7 +308,7 @@ private func begin(
 ) -> MHD_Result {
     let started = ContinuousClock.now
     var head = RequestHead(
-        method: method.map { String(cString: $0) } ?? "", path: url.map { String(cString: $0) } ?? "/",
+        method: method.map { String(cString: $0) } ?? "", path: url.map { requestPath(String(cString: $0)) } ?? "/",
         connection: connection)
     head.contentLength = head.header("Content-Length").flatMap { Int($0) }
     core.inFlight.wrappingAdd(1, ordering: .relaxed)
@@ -341,6 +341,20 @@ private func begin(
         return queue(early, on: connection, state: state, core: core)
     }
     return .YES
+}
+
+/// The path of a request target: origin form (`/api/...`, what clients send to a server) as it is;
+/// absolute form (`http://host:port/api/...`, which RFC 9112 3.2.2 says a server must accept) without
+/// its scheme and authority, `/` when it has no path. libmicrohttpd 0.9.75 passes either as it came
+/// (without the query string), and the absolute one matched no route (404).
+func requestPath(_ target: String) -> String {
+    guard let first = target.utf8.first, first != UInt8(ascii: "/") else { return target }
+    guard let scheme = target.range(of: "://") else { return target }
+    let name = target[..<scheme.lowerBound].lowercased()
+    guard name == "http" || name == "https" else { return target }
+    let afterAuthority = target[scheme.upperBound...]
+    guard let slash = afterAuthority.firstIndex(of: "/") else { return "/" }
+    return String(afterAuthority[slash...])
 }
 
 extension RequestHead {
