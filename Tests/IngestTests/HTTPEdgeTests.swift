@@ -88,6 +88,17 @@ struct HTTPEdgeTests {
         #expect(server.isServing())
     }
 
+    @Test("an empty Content-Type is taken as a missing one, as an empty Content-Encoding is identity")
+    func emptyContentType() throws {
+        let server = try TestServer()
+        var headers = TestServer.sdkHeaders()
+        headers[0] = ("Content-Type", "")
+        // It was 415 with the message "Content-Type  is not supported", while no header at all is accepted.
+        let response = try server.client().request("POST", "/api/analytics/event", headers: headers, body: Self.event)
+        #expect(response.status == 200)
+        #expect(response.json["accepted"] as? Int == 1)
+    }
+
     @Test("unknown content encodings are 415 unsupported_encoding", arguments: ["br", "deflate", "gzip, zstd"])
     func unknownEncoding(encoding: String) throws {
         let server = try TestServer()
