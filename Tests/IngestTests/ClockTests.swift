@@ -47,6 +47,20 @@ struct ClockTests {
         #expect(envelope.sentAt?.iso8601 == sentAt)
     }
 
+    @Test(
+        "an unreadable send time is ignored with a warning naming the member the client sent",
+        arguments: ["sent_at", "sentAt"])
+    func unreadableSentAt(member: String) throws {
+        let body = #"{"\#(member)":"yesterday","batch":[\#(Self.event(Self.iso(0)))]}"#
+        let (response, envelopes) = try Self.post("/api/analytics/batch", body)
+        // A Segment client sending `sentAt` was told that "sent_at" was unreadable.
+        #expect(
+            response.json["warnings"] as? [String] == [
+                "\(member) is not an ISO-8601 timestamp and was ignored; no clock correction applied"
+            ])
+        #expect(envelopes.first?.sentAt == nil)
+    }
+
     @Test("a sent_at close to the server's clock is network delay: the client's time is kept")
     func smallSkewKept() throws {
         let timestamp = Self.iso(-1 * Self.hour)

@@ -88,6 +88,17 @@ struct HTTPEdgeTests {
         #expect(server.isServing())
     }
 
+    @Test("an empty Content-Type is taken as a missing one, as an empty Content-Encoding is identity")
+    func emptyContentType() throws {
+        let server = try TestServer()
+        var headers = TestServer.sdkHeaders()
+        headers[0] = ("Content-Type", "")
+        // It was 415 with the message "Content-Type  is not supported", while no header at all is accepted.
+        let response = try server.client().request("POST", "/api/analytics/event", headers: headers, body: Self.event)
+        #expect(response.status == 200)
+        #expect(response.json["accepted"] as? Int == 1)
+    }
+
     @Test("unknown content encodings are 415 unsupported_encoding", arguments: ["br", "deflate", "gzip, zstd"])
     func unknownEncoding(encoding: String) throws {
         let server = try TestServer()
@@ -128,6 +139,24 @@ struct HTTPEdgeTests {
         #expect(server.isServing())
     }
 
+    @Test("a chunked body streamed past twice the limit closes the connection and is counted as 413")
+    func streamedFarTooLarge() throws {
+        let server = try TestServer { $0.maxBodyBytes = 4096 }
+        let client = try server.client()
+        var head = "POST /api/analytics/batch HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+        for (name, value) in TestServer.sdkHeaders() { head += "\(name): \(value)\r\n" }
+        client.send(Array((head + "\r\n").utf8))
+        let chunk = [UInt8](repeating: UInt8(ascii: " "), count: 3000)
+        // 12,000 bytes, more than twice 4,096, and the body does not end: the server stops reading.
+        for _ in 0..<4 where client.send(Array("bb8\r\n".utf8) + chunk + Array("\r\n".utf8)) {}
+        #expect(client.isClosedByPeer())
+        // No answer reached the client, but the refusal is counted like the 413 it would have been
+        // (it was counted nowhere before 2026-11-30).
+        let text = try server.client().request("GET", "/metrics").text
+        #expect(text.contains(#"ingest_requests_total{code="body_too_large",route="batch",status="413"} 1"#))
+        #expect(server.isServing())
+    }
+
     @Test("metrics are Prometheus text with requests by route and status")
     func metrics() throws {
         let server = try TestServer()
@@ -165,6 +194,23 @@ struct HTTPEdgeTests {
         )
         if let response = try? huge.readResponse() { #expect(response.status >= 400) }
         #expect(server.isServing())
+    }
+
+    @Test(
+        "a request target in absolute form reaches the route of its path (RFC 9112 3.2.2: servers must accept it)",
+        arguments: [
+            ("POST", "http://127.0.0.1/api/analytics/event", 200),
+            ("POST", "HTTPS://ingest.example.com:443/api/analytics/event?x=1", 200),
+            ("GET", "http://127.0.0.1", 404),
+            ("GET", "http://127.0.0.1/healthz", 200),
+        ])
+    func absoluteForm(method: String, target: String, status: Int) throws {
+        let server = try TestServer()
+        let body = method == "POST" ? Self.event : []
+        let headers = method == "POST" ? TestServer.sdkHeaders() : []
+        let response = try server.client().request(method, target, headers: headers, body: body)
+        #expect(response.status == status)
+        if status == 404 { #expect(response.errorCode == "not_found") }
     }
 
     @Test("a query string does not change the route")

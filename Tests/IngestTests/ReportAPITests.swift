@@ -189,6 +189,31 @@ struct ReportAPITests {
         #expect(text.contains(#"ingest_request_duration_seconds_count{route="reports_links"} 2"#))
     }
 
+    @Test(
+        "a report request with a body over 4 KiB is 413 body_too_large, declared or chunked, and nothing runs",
+        arguments: [false, true])
+    func bodyTooLarge(chunked: Bool) throws {
+        let provider = EchoReportProvider()
+        let server = try TestServer(reportProvider: provider)
+        let client = try server.client()
+        // 5,000 bytes arrive in one read: over the 4 KiB limit, under twice it. Until 2026-11-30 the
+        // connection was closed without an answer (a declared length was not checked from the head).
+        let body = [UInt8](repeating: UInt8(ascii: "x"), count: 5000)
+        var head = "GET /api/reports/links HTTP/1.1\r\nHost: x\r\n"
+        for (name, value) in Self.secret { head += "\(name): \(value)\r\n" }
+        if chunked {
+            head += "Transfer-Encoding: chunked\r\n\r\n"
+            client.send(Array(head.utf8) + Array("1388\r\n".utf8) + body + Array("\r\n0\r\n\r\n".utf8))
+        } else {
+            client.send(Array((head + "Content-Length: 5000\r\n\r\n").utf8) + body)
+        }
+        let response = try client.readResponse()
+        #expect(response.status == 413)
+        #expect(response.errorCode == "body_too_large")
+        #expect(provider.requests.withLock { $0.count } == 0)
+        #expect(server.isServing())
+    }
+
     @Test("a report waiting in the queue at shutdown is answered 503 shutting_down")
     func shutdownAnswersQueued() throws {
         let provider = EchoReportProvider(isGated: true)

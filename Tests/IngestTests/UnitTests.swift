@@ -54,8 +54,15 @@ struct UnitTests {
         #expect(state.isOverLimit && !state.isOverBudget)
         // The dropped body leaves the server's budget at once.
         #expect(core.bufferedBodyBytes.load(ordering: .relaxed) == 0)
+        // Closed once more than twice the limit arrived in all (18 bytes are not yet 20).
+        six.withUnsafeBytes { #expect(state.receive($0, core: core) == .discard) }
         six.withUnsafeBytes { #expect(state.receive($0, core: core) == .close) }
-        #expect(state.bytesIn == 18)
+        #expect(state.bytesIn == 24)
+        // One read over the limit but under twice it is dropped, not closed (a report's 4 KiB limit
+        // and a 5 KB body in one read: the connection was closed without an answer).
+        let single = RequestState(route: "reports_links", started: .now, limit: 10, context: ())
+        [UInt8](repeating: 1, count: 15).withUnsafeBytes { #expect(single.receive($0, core: core) == .discard) }
+        #expect(single.isOverLimit)
     }
 
     @Test("bodies held at once are charged to the server's budget; a chunk that would cross it drops its body")

@@ -40,10 +40,11 @@ struct EventNormalizer {
     /// Reads `sent_at` (or Segment's `sentAt`; a `null` counts as absent); an unreadable one is
     /// ignored with a warning.
     mutating func readSentAt(_ root: JSONValue) -> Timestamp? {
-        let present = { (key: String) in root[key].flatMap { $0.isNull ? nil : $0 } }
-        guard let value = present("sent_at") ?? present("sentAt") else { return nil }
+        let present = { (key: String) in root[key].flatMap { $0.isNull ? nil : (key, $0) } }
+        guard let (key, value) = present("sent_at") ?? present("sentAt") else { return nil }
         if let bytes = value.stringBytes, let time = Timestamp(iso8601: bytes) { return time }
-        result.warnings.append("sent_at is not an ISO-8601 timestamp and was ignored; no clock correction applied")
+        // Named as the client spelled it: a Segment client sends `sentAt`.
+        result.warnings.append("\(key) is not an ISO-8601 timestamp and was ignored; no clock correction applied")
         return nil
     }
 

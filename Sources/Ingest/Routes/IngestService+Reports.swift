@@ -2,10 +2,12 @@
 ///
 /// Order of checks (all on the event loop, from the head): shutting down → key and app (secret
 /// key of `X-App-ID` only) → rate limit → query string (count, length, repeats, `app` = `X-App-ID`)
-/// → provider configured. The report itself (blocking SQL) runs on a report worker; the connection
-/// is suspended meanwhile, and a full report queue is answered 503 `reports_busy` at once.
+/// → declared body size → provider configured. The report itself (blocking SQL) runs on a report
+/// worker; the connection is suspended meanwhile, and a full report queue is answered 503
+/// `reports_busy` at once.
 extension IngestService {
-    /// A report request carries no body; up to this many bytes of one are read and ignored.
+    /// A report request carries no body; up to this many bytes of one are read and ignored, more is
+    /// 413 `body_too_large`.
     static let reportBodyLimit = 4096
 
     /// Authenticates a report request and reads its query string.
@@ -25,6 +27,10 @@ extension IngestService {
             throw .keyNotAllowed(reason: "the app parameter must equal X-App-ID; a key reads only its own app")
         }
         parameters["app"] = appID
+        // A declared body over the limit is refused from the head, as on the ingest routes.
+        if let length = head.contentLength, length > Self.reportBodyLimit {
+            throw .bodyTooLarge(limit: Self.reportBodyLimit)
+        }
         guard reports != nil else { throw .reportsUnavailable }
         return ReportRequest(
             kind: String(route.path.dropFirst(Router.reportPathPrefix.count)), appID: appID, parameters: parameters)

@@ -245,7 +245,8 @@ final class IngestService: HTTPHandler {
     }
 
     /// JSON only: `application/json`, optionally with `charset=utf-8`. A missing Content-Type is
-    /// accepted, because some SDK HTTP clients omit it; the body must still be JSON.
+    /// accepted, because some SDK HTTP clients omit it, and so is an empty one (as an empty
+    /// Content-Encoding is identity); the body must still be JSON.
     static func checkContentType(_ header: String?) throws(IngestError) {
         guard var header else { return }
         try header.withUTF8 { bytes in Result { () throws(IngestError) in try checkContentType(bytes: bytes) } }.get()
@@ -267,6 +268,7 @@ final class IngestService: HTTPHandler {
 
     /// `checkContentType(_:)` for any case, spacing and parameters.
     private static func checkGeneralContentType(_ header: String) throws(IngestError) {
+        if header.trimmingWhitespace().isEmpty { return }
         let parts = header.split(separator: ";", omittingEmptySubsequences: false)
         let mediaType = String(parts[0]).trimmingWhitespace().lowercased()
         guard mediaType == "application/json" else { throw .unsupportedMediaType(String(header.prefix(100))) }

@@ -268,19 +268,21 @@ private let accessHandler: MHD_AccessHandlerCallback = {
             state.bytesIn += chunk.count
             return .YES
         }
-        return state.receive(chunk, core: core) == .close ? .NO : .YES
+        guard state.receive(chunk, core: core) == .close else { return .YES }
+        // libmicrohttpd takes no answer in the middle of an upload, so the connection is closed
+        // without one; it is still counted, as the answer it would have had at the body's end.
+        let refusal = refusal(for: state, core: core)
+        core.handler.completed(
+            route: state.route, status: refusal.status, code: refusal.errorCode, bytesIn: state.bytesIn,
+            started: state.started)
+        return .NO
     }
     state.isAnswered = true
     if let early = state.earlyResponse {
         return queue(early, on: connection, state: state, core: core)
     }
-    if state.isOverBudget {
-        return queue(HTTPResponse(error: .overloaded), on: connection, state: state, core: core)
-    }
-    if state.isOverLimit {
-        return queue(
-            core.handler.bodyTooLarge(context: state.context, limit: state.limit), on: connection, state: state,
-            core: core)
+    if state.isOverBudget || state.isOverLimit {
+        return queue(refusal(for: state, core: core), on: connection, state: state, core: core)
     }
     let body = state.body
     state.body = []
@@ -295,6 +297,13 @@ private let accessHandler: MHD_AccessHandlerCallback = {
     }
 }
 
+/// The answer to a body that was dropped: 503 `overloaded` when the server's body budget was full,
+/// else the handler's 413 for a body over its limit.
+private func refusal(for state: RequestState, core: ServerCore) -> HTTPResponse {
+    if state.isOverBudget { return HTTPResponse(error: .overloaded) }
+    return core.handler.bodyTooLarge(context: state.context, limit: state.limit)
+}
+
 /// Bodies up to this size are read and dropped when the answer is known from the head.
 private let smallBodyDiscardLimit = 64 * 1024
 
@@ -304,7 +313,7 @@ private func begin(
 ) -> MHD_Result {
     let started = ContinuousClock.now
     var head = RequestHead(
-        method: method.map { String(cString: $0) } ?? "", path: url.map { String(cString: $0) } ?? "/",
+        method: method.map { String(cString: $0) } ?? "", path: url.map { requestPath(String(cString: $0)) } ?? "/",
         connection: connection)
     head.contentLength = head.header("Content-Length").flatMap { Int($0) }
     core.inFlight.wrappingAdd(1, ordering: .relaxed)
@@ -337,6 +346,20 @@ private func begin(
         return queue(early, on: connection, state: state, core: core)
     }
     return .YES
+}
+
+/// The path of a request target: origin form (`/api/...`, what clients send to a server) as it is;
+/// absolute form (`http://host:port/api/...`, which RFC 9112 3.2.2 says a server must accept) without
+/// its scheme and authority, `/` when it has no path. libmicrohttpd 0.9.75 passes either as it came
+/// (without the query string), and the absolute one matched no route (404).
+func requestPath(_ target: String) -> String {
+    guard let first = target.utf8.first, first != UInt8(ascii: "/") else { return target }
+    guard let scheme = target.range(of: "://") else { return target }
+    let name = target[..<scheme.lowerBound].lowercased()
+    guard name == "http" || name == "https" else { return target }
+    let afterAuthority = target[scheme.upperBound...]
+    guard let slash = afterAuthority.firstIndex(of: "/") else { return "/" }
+    return String(afterAuthority[slash...])
 }
 
 extension RequestHead {

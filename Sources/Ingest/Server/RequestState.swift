@@ -55,12 +55,14 @@ final class RequestState: @unchecked Sendable {
         case keep
         /// The body crossed the limit; keep discarding until the upload ends, then answer 413.
         case discard
-        /// The client keeps streaming far past the limit: close the connection.
+        /// The client keeps streaming past twice the limit: close the connection.
         case close
     }
 
     /// The body-limit state machine: keeps bytes until `limit` (each chunk charged to `core`'s
-    /// budget first), then only counts them.
+    /// budget first), then only counts them, and gives up once more than twice `limit` arrived.
+    /// Measured on everything received, not on the bytes dropped: a small limit (a report's 4 KiB)
+    /// can be crossed by a single read of more than twice it, which then closed the connection at once.
     func receive(_ chunk: UnsafeRawBufferPointer, core: ServerCore) -> ChunkAction {
         bytesIn += chunk.count
         if discarded == 0, body.count + chunk.count <= limit {
@@ -77,7 +79,7 @@ final class RequestState: @unchecked Sendable {
             charged = 0
         }
         discarded += chunk.count
-        return discarded > limit ? .close : .discard
+        return bytesIn > 2 * limit ? .close : .discard
     }
 
     var isOverLimit: Bool { discarded > 0 }
