@@ -58,7 +58,8 @@ package enum ReportError: Error, Equatable, CustomStringConvertible {
         case .dayNotComplete(let app, let day, let watermark, let required):
             return "day \(day) of app \(app) is not completely loaded yet: the load watermark is "
                 + "\(watermark ?? "empty (nothing loaded)"), it must reach \(required) (end of the day in the app's "
-                + "time zone plus the grace period); run again later or pass --allow-partial"
+                + "time zone plus the grace period), or the aggregator must read every node's log to its end after "
+                + "that; run again later or pass --allow-partial"
         case .rollupsPending(let app, let days):
             return "app \(app) has rollup work for \(days) day(s) queued and not processed yet; run process_rollups() "
                 + "(the aggregator does it on its timer) or pass --allow-partial"

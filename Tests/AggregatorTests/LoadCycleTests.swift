@@ -126,6 +126,38 @@ import Testing
         aggregator.stop()
     }
 
+    @Test("a cycle that reads a node's log to its end records when it began; one that leaves a backlog does not")
+    func caughtUpAt() throws {
+        let world = try World()
+        defer { world.tearDown() }
+        let envelopes = manyEvents(300)
+        for start in stride(from: 0, to: 300, by: 100) {
+            try world.write(Array(envelopes[start..<start + 100]))
+        }
+        var configuration = world.configuration()
+        configuration.maxEventsPerCycle = 100
+        let aggregator = try world.aggregator(configuration)
+        defer { aggregator.stop() }
+        let caughtUp: SQL = "select caught_up_at::text, newest_received_at::text from load_checkpoints"
+        func caughtUpSince(_ time: Timestamp) throws -> Int {
+            try world.count("select count(*) from load_checkpoints where caught_up_at >= \(time.iso8601)::timestamptz")
+        }
+        #expect(try aggregator.runOnce().backlog == true)
+        #expect(try world.rows(caughtUp).first?.first == .some(nil))  // more is waiting: not at the end
+
+        let beforeLast = Timestamp.now()
+        let summaries = try aggregator.runUntilCaughtUp(maxCycles: 10)
+        #expect(summaries.last?.backlog == false)
+        let afterLoad = try world.rows(caughtUp)
+        #expect(try caughtUpSince(beforeLast) == 1)
+
+        // An idle cycle (nothing new) moves it on; the newest loaded received_at stays.
+        let beforeIdle = Timestamp.now()
+        #expect(try aggregator.runOnce().records == 0)
+        #expect(try caughtUpSince(beforeIdle) == 1)
+        #expect(try world.rows(caughtUp).first?.last == afterLoad.first?.last)
+    }
+
     @Test("a cycle reads a node's share in pieces: every record once, the bound kept, the position at the end")
     func readInPieces() throws {
         let world = try World()

@@ -74,6 +74,37 @@ import Testing
             ).isComplete == false)
     }
 
+    @Test("a quiet day is complete once every node's log was read to its end after the day's end plus grace")
+    func quietDayCompletes() throws {
+        let database = try Database()
+        defer { database.close() }
+        let fixture = Fixture(database.connection)
+        try fixture.app("a")
+        fixture.click("c1", path: "/x", at: "2026-06-01T20:00:00Z")
+        try fixture.load()
+        // The last event of the day was received at 20:00; nothing arrives after it (a quiet night).
+        try fixture.watermark("2026-06-01T20:00:00Z")
+        let job = DailyReport(connection: database.connection)
+        #expect(try job.completeness(app: "a", date: day("2026-06-01")).isComplete == false)
+        // The aggregator's idle cycles found the log at its end: at 00:09:59 not yet enough, at 00:10 it is.
+        try fixture.caughtUp("2026-06-02T00:09:59Z")
+        #expect(try job.completeness(app: "a", date: day("2026-06-01")).isComplete == false)
+        try fixture.caughtUp("2026-06-02T00:10:00Z")
+        let status = try job.completeness(app: "a", date: day("2026-06-01"))
+        #expect(status.isComplete == true)
+        #expect(status.watermark == "2026-06-01T20:00:00.000000Z")  // still the newest loaded received_at
+        let out = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let outputs = try job.run(
+            date: day("2026-06-01"), app: "a", outDirectory: out, formats: [.json], allowPartial: false)
+        #expect(outputs.first?.isComplete == true)
+        // Every node counts: a second node last read to its end before the day ended holds the day back.
+        try fixture.caughtUp("2026-06-01T23:00:00Z", node: "node-2", newestReceivedAt: "2026-06-01T19:00:00Z")
+        #expect(try job.completeness(app: "a", date: day("2026-06-01")).isComplete == false)
+        try fixture.caughtUp("2026-06-02T00:10:00Z", node: "node-2", newestReceivedAt: "2026-06-01T19:00:00Z")
+        #expect(try job.completeness(app: "a", date: day("2026-06-01")).isComplete == true)
+    }
+
     @Test("allowPartial writes every format, says so, and a rerun gives identical files")
     func partialAndIdempotent() throws {
         let database = try Database()

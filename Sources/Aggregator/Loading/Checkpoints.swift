@@ -28,22 +28,30 @@ enum Checkpoints {
         return entries
     }
 
-    /// Stores the new positions of the nodes that moved. Never moves a checkpoint backwards.
+    /// Stores the new positions of the nodes that moved, and for every node read to its end when
+    /// that read began (`caught_up_at`). Never moves a checkpoint, or its `caught_up_at`, backwards.
     static func advance(
         _ connection: Connection, from old: [String: Entry], to positions: [String: LogPosition],
-        records: [String: Int], newestReceivedAt: [String: Timestamp], logIDs: [String: String]
+        records: [String: Int], newestReceivedAt: [String: Timestamp], caughtUpAt: [String: Timestamp],
+        logIDs: [String: String]
     ) throws {
         for node in positions.keys.sorted() {
             guard let position = positions[node] else { continue }
             let logID = logIDs[node]
-            if let previous = old[node], previous.position >= position, !Self.isAnotherLog(previous, logID) { continue }
+            if let previous = old[node], previous.position >= position, !Self.isAnotherLog(previous, logID) {
+                if let caughtUp = caughtUpAt[node] {
+                    try connection.execute(LoadSQL.caughtUp(node: node, at: caughtUp.iso8601))
+                }
+                continue
+            }
             let segment = Int64(position.segment)
             let offset = position.offset
             let count = Int64(records[node] ?? 0)
             let newest = newestReceivedAt[node]?.iso8601
             try connection.execute(
                 LoadSQL.advanceCheckpoint(
-                    node: node, segment: segment, offset: offset, records: count, newestReceivedAt: newest, logID: logID))
+                    node: node, segment: segment, offset: offset, records: count, newestReceivedAt: newest,
+                    caughtUpAt: caughtUpAt[node]?.iso8601, logID: logID))
         }
     }
 

@@ -191,22 +191,34 @@ enum LoadSQL {
 
     /// Moves one node's checkpoint forward (never backwards within one log; a different log id
     /// replaces the position), adding to its loaded count.
+    /// `caughtUpAt`: when this cycle began reading the node, if it read the log to its end (sql/063).
     static func advanceCheckpoint(
-        node: String, segment: Int64, offset: Int64, records: Int64, newestReceivedAt: String?, logID: String?
+        node: String, segment: Int64, offset: Int64, records: Int64, newestReceivedAt: String?, caughtUpAt: String?,
+        logID: String?
     ) -> SQL {
         """
         INSERT INTO load_checkpoints AS c
-            (node, segment, frame_offset, loaded_events, newest_received_at, log_id, updated_at)
+            (node, segment, frame_offset, loaded_events, newest_received_at, caught_up_at, log_id, updated_at)
         VALUES (\(node), \(segment)::bigint, \(offset)::bigint, \(records)::bigint, \(newestReceivedAt)::timestamptz,
-                \(logID)::text, now())
+                \(caughtUpAt)::timestamptz, \(logID)::text, now())
         ON CONFLICT (node) DO UPDATE SET
             segment = EXCLUDED.segment, frame_offset = EXCLUDED.frame_offset,
             loaded_events = c.loaded_events + EXCLUDED.loaded_events,
             newest_received_at = GREATEST(c.newest_received_at, EXCLUDED.newest_received_at),
+            caught_up_at = GREATEST(c.caught_up_at, EXCLUDED.caught_up_at),
             log_id = coalesce(EXCLUDED.log_id, c.log_id),
             updated_at = now()
         WHERE (c.segment, c.frame_offset) < (EXCLUDED.segment, EXCLUDED.frame_offset)
            OR c.log_id IS DISTINCT FROM coalesce(EXCLUDED.log_id, c.log_id)
+        """
+    }
+
+    /// A cycle that did not move the node's checkpoint read its log to its end (nothing new):
+    /// everything the node had made durable when the read began is loaded (sql/063).
+    static func caughtUp(node: String, at time: String) -> SQL {
+        """
+        UPDATE load_checkpoints SET caught_up_at = \(time)::timestamptz
+        WHERE node = \(node) AND (caught_up_at IS NULL OR caught_up_at < \(time)::timestamptz)
         """
     }
 

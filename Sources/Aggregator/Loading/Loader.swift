@@ -56,6 +56,9 @@ final class Loader {
         var damaged: [FrameDamage] = []
         /// The newest `received_at` among the records of this cycle.
         var newestReceivedAt: Timestamp?
+        /// The nodes whose log this cycle read to its end, each with the wall-clock time its read
+        /// began: everything the node had made durable by then is in this cycle or loaded before.
+        var caughtUpAt: [String: Timestamp] = [:]
         /// Time spent per step of the transaction (for the benchmark and debug logs).
         var phases: [(String, Duration)] = []
         /// When the body finished and COMMIT was sent.
@@ -215,6 +218,7 @@ final class Loader {
             // Fair share per node; a node that needs less leaves the rest to those after it.
             for (index, node) in nodes.enumerated() where remainingRecords > 0 && remainingBytes > 0 {
                 let share = nodes.count - index
+                let startedAt = Timestamp.now()
                 var records = 0
                 var position = starts[node] ?? nil
                 var pieces = NodeReadPieces(
@@ -237,6 +241,7 @@ final class Loader {
                 let behind = source.bytesBehind(node: node, after: end)
                 report.bytesBehind[node] = behind
                 if records > 0, behind > 0 { report.backlog = true }
+                if behind == 0 { report.caughtUpAt[node] = startedAt }
                 report.positions[node] = end
                 if let from = starts[node] ?? nil, from.segment == end.segment {
                     report.compressedBytesRead += end.offset - from.offset
@@ -314,7 +319,7 @@ final class Loader {
         if case .checkpointed = mode {
             try Checkpoints.advance(
                 connection, from: checkpoints, to: report.positions, records: staging.recordsByNode,
-                newestReceivedAt: staging.newestReceivedAtByNode, logIDs: logIDs)
+                newestReceivedAt: staging.newestReceivedAtByNode, caughtUpAt: report.caughtUpAt, logIDs: logIDs)
         }
         try hooks.beforeCommit?(connection)
         report.startedCommitAt = ContinuousClock.now

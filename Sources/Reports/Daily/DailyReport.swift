@@ -6,8 +6,10 @@ package import Postgres
 /// self-contained HTML page.
 ///
 /// - Completeness: day D of an app is complete when the load watermark (the newest `received_at`
-///   loaded, from `load_checkpoints`) is at or after the end of D in the app's time zone plus
-///   `graceSeconds` (default 600), and no rollup work of the app is queued unprocessed. An incomplete day is refused with `ReportError.dayNotComplete`
+///   loaded, from `load_checkpoints`), or else `loaded_through` (every node's log read to its end
+///   after it, as after a quiet night; sql/063), is at or after the end of D in the app's time zone
+///   plus `graceSeconds` (default 600), and no rollup work of the app is queued unprocessed. An
+///   incomplete day is refused with `ReportError.dayNotComplete`
 ///   (exit status 75) before anything is written, unless `allowPartial`, in which case every file
 ///   says `complete: false`.
 /// - Idempotent: the files depend only on the data and the watermark (no generation time inside),
@@ -116,7 +118,7 @@ package struct DailyReport {
 
     /// The completeness of one app's day.
     package struct Completeness: Sendable, Equatable {
-        /// The watermark reached `required`.
+        /// The watermark, or every node's `loaded_through`, reached `required`.
         package var isComplete: Bool
         /// The load watermark (ISO 8601 UTC), nil before any load.
         package var watermark: String?

@@ -217,17 +217,21 @@ package enum ReportSQL {
     }
 
     /// Whether day `day` of `app` is completely loaded. Columns: `watermark` (text or NULL),
-    /// `required` (text: end of the day in the app's time zone plus `graceSeconds`), `complete` (bool),
-    /// `pending_days` (rollup days queued by `queue_rollups` and not processed yet).
+    /// `required` (text: end of the day in the app's time zone plus `graceSeconds`), `complete` (bool:
+    /// the watermark reached `required`, or every node's log was loaded through it, `loaded_through`
+    /// of sql/063, as after a quiet night), `pending_days` (rollup days queued by `queue_rollups`
+    /// and not processed yet).
     package static func completeness(app: String, day: ReportDay, graceSeconds: Int) -> SQL {
         """
         SELECT to_char(w.watermark AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS watermark,
-               to_char((report_day_start(\(day.iso8601)::date + 1, s.time_zone) + make_interval(secs => \(graceSeconds)))
-                       AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS required,
-               coalesce(w.watermark >= report_day_start(\(day.iso8601)::date + 1, s.time_zone)
-                                       + make_interval(secs => \(graceSeconds)), false) AS complete,
+               to_char(r.required AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS required,
+               coalesce(w.watermark >= r.required, false) OR coalesce(w.loaded_through >= r.required, false)
+                   AS complete,
                coalesce((SELECT p.pending_days FROM report_rollups_pending p WHERE p.app_id = \(app)), 0) AS pending_days
         FROM report_watermark w CROSS JOIN rollup_settings(\(app)) s
+        CROSS JOIN LATERAL (
+            SELECT report_day_start(\(day.iso8601)::date + 1, s.time_zone) + make_interval(secs => \(graceSeconds))
+                AS required) r
         """
     }
 

@@ -120,6 +120,17 @@ final class Fixture {
             """)
     }
 
+    /// Records that the aggregator found `node`'s log at its end at `time` (`caught_up_at`), creating
+    /// the node's checkpoint with `newestReceivedAt` when it has none.
+    func caughtUp(_ time: String, node: String = "node-1", newestReceivedAt: String? = nil) throws {
+        try connection.execute(
+            """
+            INSERT INTO load_checkpoints (node, segment, frame_offset, newest_received_at, caught_up_at)
+            VALUES (\(node), 1, 0, \(newestReceivedAt)::timestamptz, \(time)::timestamptz)
+            ON CONFLICT (node) DO UPDATE SET caught_up_at = EXCLUDED.caught_up_at
+            """)
+    }
+
     private func stage(kind: String, app: String, id: String, time: String, device: String?, click: String?) {
         touched.append((app, String(time.prefix(10))))
         if staging {
