@@ -178,6 +178,9 @@ struct ReportOpenAPITests {
                 #expect(answer.status == status, "\(method) \(query): \(answer.text)")
                 Self.check(spec, answer, method, query)
             }
+            // The API's formats, not the terminal's too: the refusal offered `table`, then refused it.
+            let xml = try Self.send("GET", base + path + "?format=xml", headers: secret)
+            #expect(xml.text.contains("expected json or csv, got xml"), "\(xml.text)")
         }
     }
 }

@@ -18,6 +18,7 @@ import Testing
             "report_funnel", "report_funnel_definitions", "report_retention", "report_watermark", "report_link_summary",
             "report_funnel_summary", "report_attribution_summary", "report_retention_summary",
             "report_link_summary_lines", "report_attribution_summary_lines", "report_funnel_summary_lines",
+            "report_apps",
         ]
         for view in views {
             let rows = try connection.query(SQL(stringLiteral: "SELECT count(*) AS n FROM \(view)"))

@@ -1,3 +1,4 @@
+import Foundation
 import Reports
 import Testing
 
@@ -32,5 +33,44 @@ import Testing
             connection: database.connection, today: day("2026-06-30"), defaultFormat: .table)
         #expect(table.body.contains("funnel report for app a, 2026-06-01 to 2026-06-01"))
         #expect(table.body.contains("median_seconds_from_previous"))
+    }
+
+    @Test("without to, a report ends today in the app's time zone, not in UTC (either side of UTC)")
+    func defaultEndIsTheAppsToday() throws {
+        let database = try Database()
+        defer { database.close() }
+        let fixture = Fixture(database.connection)
+        // 14 hours ahead of UTC and 11 behind: at any instant, one of the two is on another date than UTC.
+        let zones = ["east": "Pacific/Kiritimati", "west": "Pacific/Pago_Pago"]
+        for (app, zone) in zones { try fixture.app(app, timeZone: zone) }
+        var differsFromUTC = false
+        for (app, zone) in zones.sorted(by: { $0.key < $1.key }) {
+            let before = Self.today(in: zone)
+            let response = ReportEndpoint.respond(
+                kind: "links", parameters: ["app": app], connection: database.connection, defaultFormat: .json)
+            let after = Self.today(in: zone)
+            #expect(response.status == 200, "\(response.body)")
+            let body = try JSONSerialization.jsonObject(with: Data(response.body.utf8)) as? [String: Any] ?? [:]
+            let to = try #require(body["to"] as? String)
+            // Bracketed: the date may turn between the two readings.
+            #expect(to == before || to == after, "\(app): to \(to), the app's today \(before)")
+            if to != Self.today(in: "UTC") { differsFromUTC = true }
+            let from = try #require(body["from"] as? String)
+            #expect(day(from).adding(days: 29) == day(to))
+            // With an explicit end, that end.
+            let given = ReportEndpoint.respond(
+                kind: "links", parameters: ["app": app, "to": "2026-06-30"], connection: database.connection,
+                defaultFormat: .json)
+            #expect(given.body.contains(#""from":"2026-06-01","to":"2026-06-30""#), "\(given.body)")
+        }
+        #expect(differsFromUTC, "neither zone was on another date than UTC, so the test proved nothing")
+    }
+
+    /// Today's date (`YYYY-MM-DD`) in the IANA time zone `zone`, by Foundation's own tables.
+    private static func today(in zone: String) -> String {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: zone)!
+        let parts = calendar.dateComponents([.year, .month, .day], from: Date())
+        return String(format: "%04d-%02d-%02d", parts.year!, parts.month!, parts.day!)
     }
 }

@@ -23,10 +23,10 @@ package enum ReportEndpoint {
     ///   - kind: the path segment or subcommand.
     ///   - parameters: query parameters or flags (without `--`).
     ///   - connection: a connection that can read the report views.
-    ///   - today: the default `to` (UTC today at the caller).
+    ///   - today: the default `to`; nil (the default) for today in the app's time zone.
     ///   - defaultFormat: `.json` for the API, `.table` for the CLI.
     package static func respond(
-        kind: String, parameters: [String: String], connection: Connection, today: ReportDay,
+        kind: String, parameters: [String: String], connection: Connection, today: ReportDay? = nil,
         defaultFormat: ReportFormat
     ) -> ReportResponse {
         let format = parameters["format"].flatMap { ReportFormat(rawValue: $0.lowercased()) } ?? defaultFormat
@@ -34,9 +34,10 @@ package enum ReportEndpoint {
             guard let reportKind = ReportKind(rawValue: kind) else {
                 throw .invalidParameter(name: "report", message: "expected links, funnel, retention or attribution")
             }
-            let query = try ReportQuery.parse(parameters, today: today, defaultFormat: defaultFormat)
-            let report = try ReportService(connection: connection).report(
-                reportKind, app: query.app, from: query.from, to: query.to)
+            let service = ReportService(connection: connection)
+            let query = try ReportQuery.parse(
+                parameters, today: today ?? service.defaultEnd(parameters), defaultFormat: defaultFormat)
+            let report = try service.report(reportKind, app: query.app, from: query.from, to: query.to)
             return ReportResponse(
                 status: 200, contentType: contentType(query.format),
                 body: ReportRenderer.render(report, as: query.format),

@@ -1,3 +1,4 @@
+import Foundation
 package import Postgres
 
 /// Runs the report queries for one app and date range and returns typed rows with the load
@@ -14,6 +15,24 @@ package struct ReportService {
     /// before any load.
     package func watermark() throws(ReportError) -> String? {
         try run { try connection.query(ReportSQL.watermark).first?["watermark", as: String?.self] ?? nil }
+    }
+
+    /// The current day in `app`'s reporting time zone (`report_apps.today`, sql/064): where a report
+    /// range without an end ends. Today in UTC when the app is unknown (the report then refuses it)
+    /// or the database cannot say (a schema before 064: the report's own queries say what is wrong).
+    package func today(app: String?) -> ReportDay {
+        let utc = ReportDay(daysSinceEpoch: Int((Date().timeIntervalSince1970 / 86_400).rounded(.down)))
+        guard let app else { return utc }
+        let row = try? connection.query(
+            "SELECT to_char(today, 'YYYY-MM-DD') AS today FROM report_apps WHERE app_id = \(app)"
+        ).first
+        return (try? row?["today", as: String.self]).flatMap { ReportDay(iso8601: $0) } ?? utc
+    }
+
+    /// The `today` for `ReportQuery.parse` of these parameters: the app's today when they give no
+    /// `to` (one query), else any day (UTC today), since `to` wins.
+    package func defaultEnd(_ parameters: [String: String]) -> ReportDay {
+        today(app: parameters["to"] == nil ? parameters["app"] : nil)
     }
 
     /// App-wide installs per day (`report_installs_daily`).

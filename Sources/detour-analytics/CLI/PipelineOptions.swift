@@ -26,7 +26,8 @@ struct PipelineOptions {
           --max-buffered-bodies SIZE  request body bytes held at once across all connections; more is
                                   503 overloaded (default 256MiB; at least --max-body)
           --max-name-length N     longest event name in characters (default 128)
-          --max-depth N           deepest JSON nesting in a body (default 32)
+          --max-depth N           deepest JSON nesting of one event (default 32; deeper: that event is
+                                  rejected too_deep; a body nesting over N + 64 is refused whole)
           --connection-limit N    most open connections (default 4096)
           --per-ip-connection-limit N  most open connections from one client address (default 0 = none)
           --idle-timeout DUR      close connections idle this long (default 30s; whole seconds, at least 1s)

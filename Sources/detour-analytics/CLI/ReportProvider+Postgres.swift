@@ -12,24 +12,27 @@ extension PostgresReportProvider {
         var configuration = Configuration()
         configuration.poolSize = poolSize
         return PostgresReportProvider(url: databaseURL, configuration: configuration) { connection, request in
-            reportAnswer(connection: connection, request: request, today: ReportCommand.today())
+            reportAnswer(connection: connection, request: request)
         }
     }
 
     /// Runs one report as the API asks (JSON by default, CSV on `format=csv`; `table` is refused,
     /// it is the terminal's format). Refusals keep `ReportError`'s status and code; the body is
     /// ingest's error shape, so every answer of the API has one error format.
-    static func reportAnswer(connection: Connection, request: ReportRequest, today: ReportDay) -> ReportAnswer {
+    /// `today`: the default `to`; nil for today in the app's time zone.
+    static func reportAnswer(connection: Connection, request: ReportRequest, today: ReportDay? = nil) -> ReportAnswer {
         do throws(ReportError) {
             guard let kind = ReportKind(rawValue: request.kind) else {
                 throw .invalidParameter(name: "report", message: "expected links, funnel, retention or attribution")
             }
-            let query = try ReportQuery.parse(request.parameters, today: today, defaultFormat: .json)
-            guard query.format != .table else {
-                throw .invalidParameter(name: "format", message: "expected json or csv")
+            // Checked before the shared parser, whose message would offer `table` too.
+            if let format = request.parameters["format"], !["json", "csv"].contains(format.lowercased()) {
+                throw .invalidParameter(name: "format", message: "expected json or csv, got \(format.prefix(40))")
             }
-            let report = try ReportService(connection: connection).report(
-                kind, app: query.app, from: query.from, to: query.to)
+            let service = ReportService(connection: connection)
+            let query = try ReportQuery.parse(
+                request.parameters, today: today ?? service.defaultEnd(request.parameters), defaultFormat: .json)
+            let report = try service.report(kind, app: query.app, from: query.from, to: query.to)
             return .report(
                 contentType: ReportEndpoint.contentType(query.format),
                 body: Array(ReportRenderer.render(report, as: query.format).utf8))

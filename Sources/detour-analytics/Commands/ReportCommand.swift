@@ -26,7 +26,8 @@ enum ReportCommand: Command {
 
         Options:
           --app ID             the app (required except for daily, which defaults to every app)
-          --from D, --to D     dates YYYY-MM-DD in the app's reporting time zone (default: the last 30 days)
+          --from D, --to D     dates YYYY-MM-DD in the app's reporting time zone (default: the last 30 days,
+                               ending today in that time zone)
           --format F           table (default), csv or json; for daily a list of csv,json,html (default all)
           --date D             the day for daily
           --out DIR            output root for daily
@@ -49,7 +50,7 @@ enum ReportCommand: Command {
             try arguments.finish()
             return try withDatabase(url) { connection in
                 let response = ReportEndpoint.respond(
-                    kind: verb, parameters: parameters, connection: connection, today: today(), defaultFormat: .table)
+                    kind: verb, parameters: parameters, connection: connection, defaultFormat: .table)
                 if response.exitCode == 0 {
                     FileHandle.standardOutput.write(Data(response.body.utf8))
                 } else {
@@ -137,8 +138,4 @@ enum ReportCommand: Command {
         }
     }
 
-    /// Today in UTC, the default end of a report range.
-    static func today() -> ReportDay {
-        ReportDay(daysSinceEpoch: Int((Date().timeIntervalSince1970 / 86_400).rounded(.down)))
-    }
 }
