@@ -192,6 +192,11 @@ import Testing
         #expect(bytes.starts(with: [0x89, 0x50, 0x4E, 0x47]))
         // A page with three charts and tables compresses far worse than an empty page of the same size.
         #expect(bytes.count > 4 * blank.count, "report PNG \(bytes.count) bytes, blank PNG \(blank.count) bytes")
+
+        // The page fits an 800 px window: the wide tables (links has 30-odd columns) scroll in their
+        // own box. They made the whole page 2,500 px wide before.
+        let width = try chromium.scrollWidth(html: path, windowWidth: 800)
+        #expect(width <= 800, "the page is \(width) px wide in an 800 px window")
     }
 
     private func contents(of files: [String]) throws -> [String: Data] {
@@ -250,14 +255,42 @@ struct Chromium {
         }
     }
 
+    /// The laid-out page width (`scrollWidth`) of a local HTML file in a window `windowWidth` wide:
+    /// a copy of the page gets a script that writes it into the DOM, which `--dump-dom` prints.
+    func scrollWidth(html: String, windowWidth: Int) throws -> Int {
+        let probe = NSTemporaryDirectory() + "chromium-probe-" + UUID().uuidString + ".html"
+        let dump = probe + ".dom"
+        let profile = NSTemporaryDirectory() + "chromium-profile-" + UUID().uuidString
+        defer { for path in [probe, dump, profile] { try? FileManager.default.removeItem(atPath: path) } }
+        let script = #"<script>document.body.setAttribute("data-scroll-width", "#
+            + #"String(document.documentElement.scrollWidth))</script></body>"#
+        let page = try String(contentsOfFile: html, encoding: .utf8).replacingOccurrences(of: "</body>", with: script)
+        try page.write(toFile: probe, atomically: true, encoding: .utf8)
+        let status = Self.run(
+            "/usr/bin/timeout",
+            [
+                "90", executable, "--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir=" + profile,
+                "--window-size=\(windowWidth),600", "--dump-dom", "file://" + probe,
+            ], standardOutput: dump)
+        let dom = (try? String(contentsOfFile: dump, encoding: .utf8)) ?? ""
+        guard status == 0, let range = dom.range(of: #"data-scroll-width=""#),
+            let width = Int(dom[range.upperBound...].prefix { $0.isNumber })
+        else { throw ChromiumFailed(status: status) }
+        return width
+    }
+
     struct ChromiumFailed: Error { var status: Int32 }
 
     @discardableResult
-    static func run(_ executable: String, _ arguments: [String]) -> Int32 {
+    static func run(_ executable: String, _ arguments: [String], standardOutput: String? = nil) -> Int32 {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         process.standardOutput = FileHandle.nullDevice
+        if let standardOutput {
+            FileManager.default.createFile(atPath: standardOutput, contents: nil)
+            process.standardOutput = FileHandle(forWritingAtPath: standardOutput) ?? FileHandle.nullDevice
+        }
         process.standardError = FileHandle.nullDevice
         do {
             try process.run()

@@ -17,6 +17,7 @@ struct DailyReportHTML {
             h2 { font-size: 17px; margin: 28px 0 8px; border-bottom: 1px solid #d8dde6; padding-bottom: 4px; }
             p.meta { color: #5a6577; margin: 0 0 12px; font-size: 13px; }
             p.partial { background: #fff3cd; border: 1px solid #e0b400; padding: 8px 12px; font-weight: 600; }
+            div.wide { overflow-x: auto; max-width: 100%; }
             table { border-collapse: collapse; font-size: 12px; margin: 8px 0; }
             th, td { border: 1px solid #d8dde6; padding: 3px 8px; text-align: right; white-space: nowrap; }
             th { background: #f1f4f9; }
@@ -87,7 +88,8 @@ struct DailyReportHTML {
 
     private func htmlTable(_ table: ReportTable) -> String {
         guard !table.rows.isEmpty else { return "<p class=\"meta\">No rows.</p>\n" }
-        var html = "<table>\n<tr>"
+        // A wide table (the links table has 30-odd columns) scrolls inside its box, not the page.
+        var html = "<div class=\"wide\"><table>\n<tr>"
         for column in table.columns { html += "<th class=\"text\">" + escape(column) + "</th>" }
         html += "</tr>\n"
         for row in table.rows {
@@ -100,7 +102,7 @@ struct DailyReportHTML {
             }
             html += "</tr>\n"
         }
-        return html + "</table>\n"
+        return html + "</table></div>\n"
     }
 }
 
