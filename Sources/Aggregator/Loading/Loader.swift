@@ -410,7 +410,9 @@ final class Loader {
         let start = ContinuousClock.now
         do {
             let keys = try connection.withTransaction { connection in
-                try connection.query(LoadSQL.processRollups).first?["keys", as: Int.self] ?? 0
+                // Statistics first: the pass is planned from them (LoadSQL.analyzeStalePartitions).
+                try connection.unsafeSQL(LoadSQL.analyzeStalePartitions)
+                return try connection.query(LoadSQL.processRollups).first?["keys", as: Int.self] ?? 0
             }
             return (keys, ContinuousClock.now - start)
         } catch {
