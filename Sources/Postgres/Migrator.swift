@@ -146,6 +146,25 @@ package struct Migrator: Sendable {
         return done
     }
 
+    /// The migrations recorded in `schema_migrations` that have no file in the directory: the
+    /// database was migrated by a newer detour-analytics (an image rolled back, an old binary left
+    /// on a cron host). This binary's code may not match that schema, so `migrate` says so.
+    ///
+    /// - Returns: their recorded names (`065_name`) in version order; empty when the table is
+    ///   missing or every applied version has a file.
+    /// - Throws: `PostgresError` when the directory or the table cannot be read.
+    package func appliedWithoutFile(_ connection: Connection) throws(PostgresError) -> [String] {
+        let known = Set(try migrations().map(\.version))
+        let present = try connection.query("select to_regclass('schema_migrations') is not null as present")
+        guard try present.first?["present", as: Bool.self] == true else { return [] }
+        var names: [String] = []
+        for row in try connection.query("select version, name from schema_migrations order by version")
+        where !known.contains(try row["version", as: Int.self]) {
+            names.append(try row["name", as: String.self])
+        }
+        return names
+    }
+
     /// SHA-256 of the file text, computed by the server (hex).
     private func checksum(of sql: String, _ connection: Connection) throws(PostgresError) -> String {
         try connection.query("select encode(sha256(convert_to(\(sql), 'UTF8')), 'hex') as c").first?["c", as: String.self]

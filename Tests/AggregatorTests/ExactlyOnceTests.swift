@@ -30,6 +30,24 @@ import Testing
         aggregator.stop()
     }
 
+    @Test("replay of one node reads only that node's segments from the given one; an unknown node is refused")
+    func replayOneNode() throws {
+        let world = try World()
+        defer { world.tearDown() }
+        try world.write(manyEvents(40, prefix: "a"), node: "node-a")
+        try world.write(manyEvents(30, prefix: "b"), node: "node-b")
+        try world.write(manyEvents(20, prefix: "c"), node: "node-b", newSegment: true)
+        let replay = try Replay(configuration: world.configuration())
+        // Segment 2 of node-b only: node-a's log and node-b's first segment are not read (they were
+        // read from their start before, whatever --from and --node said).
+        let summary = try replay.replay(fromSegment: 2, nodes: ["node-b"])
+        #expect(summary.records == 20 && summary.rows == 20)
+        #expect(try world.count("select count(*) from events") == 20)
+        // A mistyped node name replayed every node; now it is an error naming the node.
+        #expect(throws: AggregatorError.self) { try replay.replay(fromSegment: 1, nodes: ["node-x"]) }
+        #expect(try world.count("select count(*) from events") == 20)
+    }
+
     @Test("replay into an empty database loads history once, and the aggregator after it adds nothing")
     func replayThenAggregate() throws {
         let world = try World()

@@ -32,7 +32,7 @@ final class Loader {
     enum Mode {
         /// From each node's stored checkpoint; the checkpoints advance at commit.
         case checkpointed
-        /// From the given positions (nodes absent start at the beginning); checkpoints are not moved.
+        /// From the given positions, for the nodes given only; checkpoints are not moved.
         case replay([String: LogPosition])
     }
 
@@ -171,7 +171,10 @@ final class Loader {
     /// The body of the cycle's transaction (lock held).
     private func load(_ connection: Connection, mode: Mode, safeCasts: Bool) throws -> Report {
         var report = Report()
-        let nodes = try source.nodes()
+        var nodes = try source.nodes()
+        // A replay reads only the nodes it was given (`segments replay --node`): a node without a
+        // position would otherwise be read from the start of its log.
+        if case .replay(let positions) = mode { nodes = nodes.filter { positions[$0] != nil } }
         let checkpoints = try Checkpoints.read(connection)
         var starts: [String: LogPosition?] = [:]
         let logIDs = source.logIDs(nodes)
@@ -407,7 +410,9 @@ final class Loader {
         let start = ContinuousClock.now
         do {
             let keys = try connection.withTransaction { connection in
-                try connection.query(LoadSQL.processRollups).first?["keys", as: Int.self] ?? 0
+                // Statistics first: the pass is planned from them (LoadSQL.analyzeStalePartitions).
+                try connection.unsafeSQL(LoadSQL.analyzeStalePartitions)
+                return try connection.query(LoadSQL.processRollups).first?["keys", as: Int.self] ?? 0
             }
             return (keys, ContinuousClock.now - start)
         } catch {

@@ -38,16 +38,22 @@ package struct Replay: Sendable {
     /// Reloads every node's log from `segment` (inclusive) to its end, idempotently.
     /// - Parameters:
     ///   - segment: the first segment id to read (ids are per node; 0 or 1 means everything kept).
-    ///   - nodes: limit to these nodes (default: every node under `<data>/segments`).
+    ///   - nodes: only these nodes (default: every node under `<data>/segments`); other nodes' logs
+    ///     are not read.
     ///   - maxBatches: a bound on the transactions, against a log that grows as fast as it is read.
-    /// - Throws: `AggregatorError` from the log or the database; batches committed before stay.
+    /// - Throws: `AggregatorError.log` for a node in `nodes` that has no directory, else
+    ///   `AggregatorError` from the log or the database; batches committed before stay.
     package func replay(fromSegment segment: UInt64, nodes: [String]? = nil, maxBatches: Int = 1_000_000)
         throws(AggregatorError) -> Summary
     {
         let loader = Loader(configuration: configuration)
         defer { loader.disconnect() }
-        var names = nodes ?? []
-        if nodes == nil { names = try loader.source.nodes() }
+        let present = try loader.source.nodes()
+        let names = nodes ?? present
+        if let missing = names.first(where: { !present.contains($0) }) {
+            // A mistyped --node: say so rather than replay nothing (or, before, every node).
+            throw .log(node: missing, reason: "no such node directory under \(loader.source.directory)")
+        }
         var positions: [String: LogPosition] = [:]
         for name in names { positions[name] = LogPosition(segment: segment, offset: 0) }
         var summary = Summary()

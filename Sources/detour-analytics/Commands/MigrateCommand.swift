@@ -23,16 +23,22 @@ enum MigrateCommand: Command {
         let directory =
             try arguments.option("--sql-dir", default: environment["DETOUR_SQL_DIR"]) ?? locateSQLDirectory()
         try arguments.finish()
-        let applied = try migrate(url: try requireDatabase(url), directory: directory)
-        print(applied.isEmpty ? "migrate: schema is up to date" : "migrate: applied \(applied.joined(separator: ", "))")
-        return 0
-    }
-
-    /// Applies pending migrations and returns their names.
-    static func migrate(url: String, directory: String) throws -> [String] {
-        let connection = try Connection(url: url)
+        let connection = try Connection(url: try requireDatabase(url))
         defer { connection.close() }
-        return try Migrator(directory: directory).migrate(connection)
+        let migrator = Migrator(directory: directory)
+        let applied = try migrator.migrate(connection)
+        print(applied.isEmpty ? "migrate: schema is up to date" : "migrate: applied \(applied.joined(separator: ", "))")
+        // A schema from a newer binary (a rolled-back image) said "up to date" and nothing else.
+        // Not an error: rolling back must stay possible (docker-compose runs migrate before the pipeline).
+        let newer = try migrator.appliedWithoutFile(connection)
+        if !newer.isEmpty {
+            FileHandle.standardError.write(
+                Data(
+                    ("migrate: warning: the database has migrations this binary does not have"
+                        + " (\(newer.joined(separator: ", "))); it was migrated by a newer detour-analytics,"
+                        + " whose schema this one may not match\n").utf8))
+        }
+        return 0
     }
 
     /// Finds the migrations: beside the binary (`<prefix>/share/detour-analytics/sql`), in the source
