@@ -77,6 +77,19 @@ struct CommandLineTests {
         #expect(result.output.isEmpty)
     }
 
+    @Test("aggregate --once with PostgreSQL unreachable exits 69, as the report commands, not 1 as for a bug")
+    func aggregateDatabaseUnreachable() throws {
+        let data = try TemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: data.path + "/segments", withIntermediateDirectories: true)
+        let result = try PipelineProcess.runToEnd([
+            "aggregate", "--once", "--data-dir", data.path, "--database-url",
+            "postgresql://postgres@127.0.0.1:1/detour?connect_timeout=5",
+        ])
+        #expect(result.status == 69, "\(result.errors)")
+        #expect(result.errors.contains("error: database: "), "\(result.errors)")
+        #expect(result.output.isEmpty, "\(result.output)")
+    }
+
     @Test("a DETOUR_LOG_LEVEL that is not a level is refused with exit status 64 and the levels listed")
     func badLogLevel() throws {
         let result = try PipelineProcess.runToEnd(["migrate", "--help"], environment: ["DETOUR_LOG_LEVEL": "verbose"])

@@ -14,7 +14,8 @@ enum AggregateCommand: Command {
         checkpoint, exactly once, and refreshes the rollups the new rows touch. Two aggregators against
         one database never load an event twice (the cycle holds a lock on the checkpoint).
         With --once it loads until caught up and exits: 0 when everything was loaded (or another
-        aggregator holds the load lock, which it says), 1 on failure.
+        aggregator holds the load lock, which it says), 69 when PostgreSQL is unavailable or failing
+        (as the report commands), 1 on any other failure (an unreadable event log).
 
           --once                  load the backlog and exit (cron)
         \(databaseHelp)
@@ -46,7 +47,15 @@ enum AggregateCommand: Command {
 
     /// `--once`: loads until caught up, prints the summary line cron users read, and returns 0.
     static func loadOnce(_ aggregator: Aggregator) throws -> Int32 {
-        let cycles = try aggregator.runUntilCaughtUp()
+        let cycles: [CycleSummary]
+        do {
+            cycles = try aggregator.runUntilCaughtUp()
+        } catch {
+            guard case .database = error else { throw error }
+            // As the report commands (docs/cron.md): cron wrappers tell "try again later" from a bug.
+            FileHandle.standardError.write(Data("error: \(error)\n".utf8))
+            return 69  // EX_UNAVAILABLE
+        }
         if cycles.allSatisfy({ !$0.ran }) {
             say("aggregate: another aggregator holds the load lock and is loading; nothing done")
             return 0
