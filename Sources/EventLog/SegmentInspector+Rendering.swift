@@ -35,13 +35,17 @@ extension SegmentReport {
             + (damage.isEmpty ? "ok" : "\(damage.count) damaged")
     }
 
+    /// What an incomplete last frame of the open segment is, for the renderings.
+    static let tailNote =
+        "the open segment's last frame: a write in progress, or a torn tail its writer cuts at its next start"
+
     /// `segments inspect FILE` output: the summary line and one line per frame.
     package func rendered() -> String {
         var out = renderedLine() + "\n"
         let widths = [12, 5, 8, 12, 13, 12, 24]
         let header = ["offset", "codec", "records", "frame_bytes", "ndjson_bytes", "first_seq", "committed_at"]
         out += zip(header, widths).map { rightAligned($0, $1) }.joined(separator: "  ") + "  status\n"
-        for frame in frames {
+        for (index, frame) in frames.enumerated() {
             let codec = frame.codec?.rawValue ?? "-"
             let sequence = frame.firstSequence.map(String.init) ?? "-"
             let committed = frame.committedAt.map(formatMicros) ?? "-"
@@ -49,8 +53,14 @@ extension SegmentReport {
                 "\(frame.offset)", codec, "\(frame.records)", "\(frame.frameBytes)", "\(frame.uncompressedBytes)",
                 sequence, committed,
             ]
-            out += zip(cells, widths).map { rightAligned($0, $1) }.joined(separator: "  ")
-                + "  \(frame.problem.map { "DAMAGED: \($0)" } ?? "ok")\n"
+            let status: String
+            if let problem = frame.problem {
+                let isTail = isOpen && index == frames.count - 1
+                status = isTail ? "INCOMPLETE: \(problem) (\(Self.tailNote))" : "DAMAGED: \(problem)"
+            } else {
+                status = "ok"
+            }
+            out += zip(cells, widths).map { rightAligned($0, $1) }.joined(separator: "  ") + "  " + status + "\n"
         }
         if zeroTailBytes > 0 {
             out += rightAligned("\(bytes - zeroTailBytes)", 12)
@@ -67,6 +77,12 @@ extension VerifyReport {
         for segment in segments {
             for frame in segment.damage {
                 out += "DAMAGED \(segment.path) offset \(frame.offset) (\(frame.frameBytes) bytes): \(frame.problem ?? "")\n"
+            }
+        }
+        for segment in segments {
+            if let tail = segment.incompleteTail {
+                out += "incomplete \(segment.path) offset \(tail.offset) (\(tail.frameBytes) bytes): "
+                    + "\(tail.problem ?? ""); not counted as damage: \(SegmentReport.tailNote)\n"
             }
         }
         let frames = segments.reduce(0) { $0 + $1.goodFrames }

@@ -57,6 +57,14 @@ package struct SegmentReport: Sendable, Equatable {
         }.map(\.element)
     }
 
+    /// The open segment's last frame when it is incomplete or fails its checksums: a write in
+    /// progress, or a torn tail its writer cuts at its next start (docs/event-log.md, "Recovery").
+    /// Not damage, but shown: `inspect` read it as DAMAGED while `verify` said only "ok".
+    package var incompleteTail: FrameReport? {
+        guard isOpen, let last = frames.last, last.problem != nil else { return nil }
+        return last
+    }
+
     /// Same file, size, state and frames.
     package static func == (lhs: SegmentReport, rhs: SegmentReport) -> Bool {
         lhs.path == rhs.path && lhs.frames == rhs.frames && lhs.bytes == rhs.bytes && lhs.isOpen == rhs.isOpen

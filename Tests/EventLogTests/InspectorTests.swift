@@ -47,7 +47,12 @@ import Testing
             try appendToFile(path, Data([0x5D, 0x2A, 0x4D, 0x18, 0x2C, 0, 0]))  // a write in progress
             let (records, damaged) = try readAll(configuration.directory)
             #expect(records.count == 2 && damaged.isEmpty)
-            #expect(try SegmentInspector.verify(path: configuration.directory).isHealthy)
+            let verified = try SegmentInspector.verify(path: configuration.directory)
+            #expect(verified.isHealthy)
+            // Shown, not hidden: verify names the incomplete frame, inspect does not call it damage.
+            #expect(verified.rendered().contains("incomplete \(path) offset "), "\(verified.rendered())")
+            let inspected = try SegmentInspector.inspect(path: path).rendered()
+            #expect(inspected.contains("INCOMPLETE: ") && !inspected.contains("DAMAGED"), "\(inspected)")
 
             // A sealed segment with the same tail is damage: report it.
             try FileManager.default.createDirectory(atPath: configuration.nodeDirectory, withIntermediateDirectories: true)
@@ -55,7 +60,10 @@ import Testing
             let sealed = try readAll(configuration.directory)
             #expect(sealed.records.count == 2)
             #expect(sealed.damaged.map(\.segment) == [1])
-            #expect(try SegmentInspector.verify(path: configuration.directory).exitCode == 1)
+            let failed = try SegmentInspector.verify(path: configuration.directory)
+            #expect(failed.exitCode == 1)
+            #expect(failed.rendered().contains("DAMAGED \(path) offset "), "\(failed.rendered())")
+            #expect(try SegmentInspector.inspect(path: path).rendered().contains("DAMAGED: "))
         }
     }
 }
