@@ -90,6 +90,24 @@ struct CommandLineTests {
         #expect(result.output.isEmpty, "\(result.output)")
     }
 
+    @Test("segments list with a data directory that holds no event log, or an unknown node, says so and exits 1")
+    func segmentsListWithoutLog() throws {
+        let data = try TemporaryDirectory()
+        let typo = data.path + "/no-such-data"
+        let missing = try PipelineProcess.runToEnd(["segments", "list", "--data-dir", typo])
+        #expect(missing.status == 1, "\(missing.output)")
+        #expect(missing.errors.contains("no event log at \(typo)/segments"), "\(missing.errors)")
+        try FileManager.default.createDirectory(
+            atPath: data.path + "/segments/node-1", withIntermediateDirectories: true)
+        let node = try PipelineProcess.runToEnd(["segments", "list", "--data-dir", data.path, "--node", "node-2"])
+        #expect(node.status == 1)
+        #expect(node.errors.contains("no node node-2 under \(data.path)/segments (nodes: node-1)"), "\(node.errors)")
+        // An event log with no segment yet (a fresh install) is no error.
+        let empty = try PipelineProcess.runToEnd(["segments", "list", "--data-dir", data.path])
+        #expect(empty.status == 0, "\(empty.errors)")
+        #expect(empty.output.contains("total: 0 segments"))
+    }
+
     @Test("a DETOUR_LOG_LEVEL that is not a level is refused with exit status 64 and the levels listed")
     func badLogLevel() throws {
         let result = try PipelineProcess.runToEnd(["migrate", "--help"], environment: ["DETOUR_LOG_LEVEL": "verbose"])

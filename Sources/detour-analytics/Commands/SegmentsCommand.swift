@@ -13,7 +13,8 @@ enum SegmentsCommand: Command {
           detour-analytics segments replay --from SEG [--node NODE] [--partition-max-lag-days N]
                                            [--data-dir DIR] [--database-url URL]
 
-        list     every segment with its frames, events, bytes, received_at range and whether it is open
+        list     every segment with its frames, events, bytes, received_at range and whether it is open;
+         exits 1 when there is no event log at <data-dir>/segments or no such --node
         inspect  one segment file frame by frame: offset, codec, events, checksum status
         verify   checks every frame's checksum under DIR (default <data-dir>/segments); exits 1 on damage,
                  naming each damaged frame's file and byte offset
@@ -41,9 +42,21 @@ enum SegmentsCommand: Command {
             let node = try arguments.option("--node")
             let data = try arguments.dataDirectory(environment)
             try arguments.finish()
-            print(
-                SegmentInspector.renderList(try SegmentInspector.list(directory: data + "/segments", node: node)),
-                terminator: "")
+            // A mistyped --data-dir or --node listed "0 segments" and exited 0, like an empty log.
+            let segments = data + "/segments"
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: segments, isDirectory: &isDirectory), isDirectory.boolValue
+            else {
+                FileHandle.standardError.write(Data("error: no event log at \(segments) (check --data-dir)\n".utf8))
+                return 1
+            }
+            if let node, !FileManager.default.fileExists(atPath: segments + "/" + node) {
+                let nodes = (try? FileManager.default.contentsOfDirectory(atPath: segments).sorted()) ?? []
+                FileHandle.standardError.write(
+                    Data("error: no node \(node) under \(segments) (nodes: \(nodes.joined(separator: ", ")))\n".utf8))
+                return 1
+            }
+            print(SegmentInspector.renderList(try SegmentInspector.list(directory: segments, node: node)), terminator: "")
             return 0
         case "inspect":
             guard let file = arguments.popPositional() else {
