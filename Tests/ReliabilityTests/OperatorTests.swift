@@ -107,6 +107,11 @@ struct OperatorTests {
         defer { connection.close() }
         let rows = try connection.query("SELECT event_id FROM events WHERE app_id = \(app.id) ORDER BY event_id")
         #expect(try rows.map { try $0["event_id", as: String.self] } == ["dmg-2", "dmg-3"])
+
+        // The aggregator from cron says so on its summary (stdout, what cron mails), not only in the log.
+        let aggregate = try Binary.run(["aggregate", "--once"], environment: environment)
+        #expect(aggregate.status == 0, "\(aggregate.errors)")
+        #expect(aggregate.output.contains("aggregate: warning: 1 damaged frame skipped"), "\(aggregate.output)")
     }
 
     @Test("serve's /metrics carries the process metrics, and they agree with what the kernel says of the process")

@@ -282,7 +282,8 @@ package final class Aggregator: @unchecked Sendable {
         return CycleSummary(
             ran: true, records: report.records, undecodable: report.undecodable, events: report.inserted.events,
             clicks: report.inserted.clicks, matches: report.inserted.matches,
-            outsidePartitionWindow: report.outsidePartitionWindow, touchedKeys: report.touchedKeys,
+            outsidePartitionWindow: report.outsidePartitionWindow, damagedFrames: report.damaged.count,
+            touchedKeys: report.touchedKeys,
             backlog: report.backlog, duration: duration,
             phases: Dictionary(report.phases, uniquingKeysWith: +))
     }

@@ -18,6 +18,8 @@ package struct CycleSummary: Sendable, Equatable {
     /// New rows (any table) whose day is outside the partition window of their `received_at`: left
     /// in the default partition (docs/aggregator.md, "Partitions").
     package var outsidePartitionWindow = 0
+    /// Damaged frames skipped (their records are not loaded; each is logged with its file and offset).
+    package var damagedFrames = 0
     /// (app, day) keys whose rollups were queued (`process_rollups()` applies them later).
     package var touchedKeys: Int
     /// True when a batch bound was hit and more records are waiting.

@@ -73,6 +73,13 @@ enum AggregateCommand: Command {
         // Where the load's time went, summed over the cycles (docs/aggregator.md, "The cycle").
         let phases = CycleSummary.phaseTotals(cycles, decimals: 3)
         if !phases.isEmpty { say("aggregate: load phases " + phases) }
+        // Damage was only on stderr (the log lines): the summary is what cron mails, as for replay.
+        let damaged = cycles.reduce(0) { $0 + $1.damagedFrames }
+        if damaged > 0 {
+            say(
+                "aggregate: warning: \(damaged) damaged frame\(damaged == 1 ? "" : "s") skipped, their records not"
+                    + " loaded (log.frame_damaged lines name each file and offset; segments verify)")
+        }
         // Rows whose day a device clock got wrong: loaded, but no day partition is made for them.
         let outside = cycles.reduce(0) { $0 + $1.outsidePartitionWindow }
         if outside > 0 {
