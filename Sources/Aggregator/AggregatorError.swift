@@ -1,3 +1,5 @@
+import Postgres
+
 /// What went wrong in the aggregator. Descriptions are safe to log; they never contain event data.
 package enum AggregatorError: Error, CustomStringConvertible, Sendable {
     /// A configuration field is out of range.
@@ -8,6 +10,18 @@ package enum AggregatorError: Error, CustomStringConvertible, Sendable {
     case log(node: String, reason: String)
     /// A test hook asked the cycle to fail at a given step (tests only).
     case injected(step: String)
+
+    /// `.database` for a failure from PostgreSQL; a statement that names a table, column or function
+    /// the schema lacks gets the likely cause added (a binary newer than the schema: `migrate` was
+    /// not run), where the bare message (`column "caught_up_at" does not exist`) left it to guess.
+    static func database(describing error: any Error) -> AggregatorError {
+        let missingObject = ["42P01", "42703", "42883"]  // undefined table, column, function
+        if let error = error as? PostgresError, let state = error.sqlState, missingObject.contains(state) {
+            return .database(
+                "\(error) (the schema is older than this binary, or not there at all: run detour-analytics migrate)")
+        }
+        return .database("\(error)")
+    }
 
     package var description: String {
         switch self {

@@ -90,6 +90,18 @@ struct CommandLineTests {
         #expect(result.output.isEmpty, "\(result.output)")
     }
 
+    @Test("aggregate --once against a schema that was never migrated exits 69 and says to run migrate")
+    func aggregateUnmigratedSchema() throws {
+        let database = try TestDatabase.make(migrate: false)
+        defer { database.drop() }
+        let data = try TemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: data.path + "/segments", withIntermediateDirectories: true)
+        let result = try PipelineProcess.runToEnd(
+            ["aggregate", "--once", "--data-dir", data.path], environment: ["DATABASE_URL": database.url])
+        #expect(result.status == 69, "\(result.errors)")
+        #expect(result.errors.contains("run detour-analytics migrate"), "\(result.errors)")
+    }
+
     @Test("segments list with a data directory that holds no event log, or an unknown node, says so and exits 1")
     func segmentsListWithoutLog() throws {
         let data = try TemporaryDirectory()

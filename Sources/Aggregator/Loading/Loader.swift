@@ -110,7 +110,7 @@ final class Loader {
             partitions = PartitionCache()
             return connection
         } catch {
-            throw .database("\(error)")
+            throw .database(describing: error)
         }
     }
 
@@ -164,7 +164,7 @@ final class Loader {
             throw error
         } catch {
             partitions = PartitionCache()
-            throw .database("\(error)")
+            throw .database(describing: error)
         }
     }
 
@@ -416,7 +416,7 @@ final class Loader {
             }
             return (keys, ContinuousClock.now - start)
         } catch {
-            throw .database("\(error)")
+            throw .database(describing: error)
         }
     }
 }

@@ -97,7 +97,7 @@ package struct Replay: Sendable {
                 try connection.query(LoadSQL.rebuildRollups)
             }
         } catch {
-            throw .database("\(error)")
+            throw .database(describing: error)
         }
     }
 }
