@@ -158,6 +158,28 @@ import Testing
         #expect(try world.rows(caughtUp).first?.last == afterLoad.first?.last)
     }
 
+    @Test("caught_up_at is recorded only when every node was read to its end: a node left unread holds it back")
+    func caughtUpNeedsEveryNode() throws {
+        let world = try World()
+        defer { world.tearDown() }
+        // One frame of 100 on each node, and a cycle bound of 100: node-1's frame uses it all up.
+        try world.write(manyEvents(100, prefix: "one"), node: "node-1")
+        try world.write(manyEvents(100, prefix: "two"), node: "node-2")
+        var configuration = world.configuration()
+        configuration.maxEventsPerCycle = 100
+        let aggregator = try world.aggregator(configuration)
+        defer { aggregator.stop() }
+        let first = try aggregator.runOnce()
+        #expect(first.records == 100)
+        // node-2 was not read: more is waiting, and nothing may claim every log is loaded.
+        #expect(first.backlog, "node-2's unread frame is backlog")
+        #expect(try world.count("select count(*) from load_checkpoints where caught_up_at is not null") == 0)
+        let rest = try aggregator.runUntilCaughtUp(maxCycles: 10)
+        #expect(rest.last?.backlog == false)
+        #expect(try world.count("select count(*) from events") == 200)
+        #expect(try world.count("select count(*) from load_checkpoints where caught_up_at is not null") == 2)
+    }
+
     @Test("a cycle reads a node's share in pieces: every record once, the bound kept, the position at the end")
     func readInPieces() throws {
         let world = try World()

@@ -218,8 +218,11 @@ final class Loader {
         func read(_ body: (LogBatch, String) throws -> Void) throws {
             var remainingRecords = configuration.maxEventsPerCycle
             var remainingBytes = configuration.maxBytesPerCycle
+            var caughtUp = Set<String>()
+            var visited = Set<String>()
             // Fair share per node; a node that needs less leaves the rest to those after it.
             for (index, node) in nodes.enumerated() where remainingRecords > 0 && remainingBytes > 0 {
+                visited.insert(node)
                 let share = nodes.count - index
                 let startedAt = Timestamp.now()
                 var records = 0
@@ -238,18 +241,39 @@ final class Loader {
                     position = chunk.next
                     try body(chunk, node)
                 }
-                guard let end = position else { continue }
+                guard let end = position else {
+                    // Nothing in this node's log yet: caught up, with no checkpoint row to record it on.
+                    if source.measuredBytesBehind(node: node, after: nil) == 0 { caughtUp.insert(node) }
+                    continue
+                }
                 // Backlog: this node's reads returned records and the log still extends past where
                 // they stopped. (An empty read is never backlog, so a torn tail cannot cause a busy loop.)
-                let behind = source.bytesBehind(node: node, after: end)
+                let measured = source.measuredBytesBehind(node: node, after: end)
+                let behind = measured ?? 0
                 report.bytesBehind[node] = behind
                 if records > 0, behind > 0 { report.backlog = true }
-                if behind == 0 { report.caughtUpAt[node] = startedAt }
+                if measured == 0 {
+                    report.caughtUpAt[node] = startedAt
+                    caughtUp.insert(node)
+                }
                 report.positions[node] = end
                 if let from = starts[node] ?? nil, from.segment == end.segment {
                     report.compressedBytesRead += end.offset - from.offset
                 }
             }
+            // A node the budget did not reach (a frame is read whole, so one node's share can take all
+            // of it) is backlog when its log extends past its start: `aggregate --once` stopped with it
+            // unread until 2026-11-30.
+            for node in nodes where !visited.contains(node) {
+                let behind = source.measuredBytesBehind(node: node, after: starts[node] ?? nil) ?? 1
+                if behind > 0 { report.backlog = true }
+            }
+            // `loaded_through` (sql/063) is the earliest over the checkpoint rows, so a node this cycle
+            // did not read to its end (its share of the budget ran out, its lag could not be measured)
+            // and that has no row yet, or one that appeared while it read, would not hold it back:
+            // caught_up_at is recorded only when every node was read to its end.
+            let listedAfter = Set((try? source.nodes()) ?? nodes)
+            if caughtUp != Set(nodes) || !listedAfter.isSubset(of: Set(nodes)) { report.caughtUpAt = [:] }
         }
         var inserted = InsertedRows.all
         if optimistic {

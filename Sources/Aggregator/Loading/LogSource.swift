@@ -45,8 +45,15 @@ struct LogSource {
         }
     }
 
-    /// Compressed bytes of `node`'s log after `position` (the lag metric).
+    /// Compressed bytes of `node`'s log after `position` (the lag metric); 0 when it cannot be
+    /// measured (see `measuredBytesBehind`).
     func bytesBehind(node: String, after position: LogPosition?) -> Int64 {
-        (try? LogReader(directory: directory, node: node).bytesBehind(position)) ?? 0
+        measuredBytesBehind(node: node, after: position) ?? 0
+    }
+
+    /// The same, nil when the log could not be read: where a 0 is taken as proof that the node was
+    /// read to its end (`caught_up_at`), an I/O error must not pass for one.
+    func measuredBytesBehind(node: String, after position: LogPosition?) -> Int64? {
+        try? LogReader(directory: directory, node: node).bytesBehind(position)
     }
 }
