@@ -55,7 +55,7 @@ extension SegmentReport {
             ]
             let status: String
             if let problem = frame.problem {
-                let isTail = isOpen && index == frames.count - 1
+                let isTail = index == incompleteTailIndex
                 status = isTail ? "INCOMPLETE: \(problem) (\(Self.tailNote))" : "DAMAGED: \(problem)"
             } else {
                 status = "ok"

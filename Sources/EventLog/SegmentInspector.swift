@@ -52,17 +52,19 @@ package struct SegmentReport: Sendable, Equatable {
     /// Damage that counts against `verify`: anything but a torn tail of the open segment (which
     /// may be a write in progress, and is cut by the writer's recovery).
     package var damage: [FrameReport] {
-        frames.enumerated().filter { index, frame in
-            frame.problem != nil && !(isOpen && index == frames.count - 1)
-        }.map(\.element)
+        frames.enumerated().filter { index, frame in frame.problem != nil && index != incompleteTailIndex }
+            .map(\.element)
     }
 
     /// The open segment's last frame when it is incomplete or fails its checksums: a write in
     /// progress, or a torn tail its writer cuts at its next start (docs/event-log.md, "Recovery").
     /// Not damage, but shown: `inspect` read it as DAMAGED while `verify` said only "ok".
-    package var incompleteTail: FrameReport? {
+    package var incompleteTail: FrameReport? { incompleteTailIndex.map { frames[$0] } }
+
+    /// The index in `frames` of `incompleteTail`: the one rule for `damage`, `verify` and `inspect`.
+    var incompleteTailIndex: Int? {
         guard isOpen, let last = frames.last, last.problem != nil else { return nil }
-        return last
+        return frames.count - 1
     }
 
     /// Same file, size, state and frames.

@@ -146,23 +146,32 @@ package struct Migrator: Sendable {
         return done
     }
 
-    /// The migrations recorded in `schema_migrations` that have no file in the directory: the
-    /// database was migrated by a newer detour-analytics (an image rolled back, an old binary left
-    /// on a cron host). This binary's code may not match that schema, so `migrate` says so.
-    ///
-    /// - Returns: their recorded names (`065_name`) in version order; empty when the table is
-    ///   missing or every applied version has a file.
+    /// The migrations recorded in `schema_migrations` that have no file in the directory, in two
+    /// kinds: `newer`, above the highest file here (the database was migrated by a newer
+    /// detour-analytics: an image rolled back, an old binary left on a cron host; this binary's code
+    /// may not match that schema), and `missing`, below it (the directory is not this binary's:
+    /// a wrong `--sql-dir`, or files deleted). Names as recorded (`065_name`), in version order;
+    /// both empty when the table is missing or every applied version has a file.
     /// - Throws: `PostgresError` when the directory or the table cannot be read.
-    package func appliedWithoutFile(_ connection: Connection) throws(PostgresError) -> [String] {
+    package func appliedWithoutFile(_ connection: Connection) throws(PostgresError) -> (
+        newer: [String], missing: [String]
+    ) {
         let known = Set(try migrations().map(\.version))
+        let highest = known.max() ?? 0
         let present = try connection.query("select to_regclass('schema_migrations') is not null as present")
-        guard try present.first?["present", as: Bool.self] == true else { return [] }
-        var names: [String] = []
-        for row in try connection.query("select version, name from schema_migrations order by version")
-        where !known.contains(try row["version", as: Int.self]) {
-            names.append(try row["name", as: String.self])
+        guard try present.first?["present", as: Bool.self] == true else { return ([], []) }
+        var newer: [String] = []
+        var missing: [String] = []
+        for row in try connection.query("select version, name from schema_migrations order by version") {
+            let version = try row["version", as: Int.self]
+            guard !known.contains(version) else { continue }
+            if version > highest {
+                newer.append(try row["name", as: String.self])
+            } else {
+                missing.append(try row["name", as: String.self])
+            }
         }
-        return names
+        return (newer, missing)
     }
 
     /// SHA-256 of the file text, computed by the server (hex).

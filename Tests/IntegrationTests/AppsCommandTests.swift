@@ -16,7 +16,7 @@ struct AppsCommandTests {
         "device_id":"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b"}
         """
 
-    @Test("key rotation: a running server takes a second key and stops taking the revoked one within 30 s")
+    @Test("key rotation: a running server takes a second key and stops taking the revoked one at a key reload")
     func rotation() throws {
         let database = try TestDatabase.make()
         defer { database.drop() }
@@ -84,10 +84,13 @@ struct AppsCommandTests {
         let empty = try PipelineProcess.runToEnd(["apps", "list"], environment: environment)
         #expect(empty.status == 0)
         #expect(empty.output.contains("no apps yet"))
-        let badZone = try PipelineProcess.runToEnd(
-            ["apps", "create", "--id", "z", "--name", "Z", "--time-zone", "Mars/Olympus"], environment: environment)
-        #expect(badZone.status == 64)
-        #expect(badZone.errors.contains("not a time zone PostgreSQL knows"))
+        // Unknown, and offsets PostgreSQL takes but reads west-positive (UTC+9 would be UTC-9 days).
+        for zone in ["Mars/Olympus", "UTC+9", "+09:00"] {
+            let badZone = try PipelineProcess.runToEnd(
+                ["apps", "create", "--id", "z", "--name", "Z", "--time-zone", zone], environment: environment)
+            #expect(badZone.status == 64, "\(zone)")
+            #expect(badZone.errors.contains("is not a time zone name PostgreSQL knows"), "\(zone): \(badZone.errors)")
+        }
         let created = try PipelineProcess.runToEnd(
             ["apps", "create", "--id", "a", "--name", "A", "--json"], environment: environment)
         #expect(created.status == 0, "\(created.errors)")

@@ -68,13 +68,25 @@ import Testing
         let connection = try db.connect()
         defer { connection.close() }
         let migrator = Migrator(directory: sqlDirectory)
-        #expect(try migrator.appliedWithoutFile(connection) == [])  // no schema_migrations yet
+        #expect(try migrator.appliedWithoutFile(connection) == ([], []))  // no schema_migrations yet
         try migrator.migrate(connection)
-        #expect(try migrator.appliedWithoutFile(connection) == [])
+        #expect(try migrator.appliedWithoutFile(connection) == ([], []))
         try connection.execute(
             "insert into schema_migrations (version, name, checksum) values (998, '998_from_the_future', 'x')")
         #expect(try migrator.migrate(connection) == [])
-        #expect(try migrator.appliedWithoutFile(connection) == ["998_from_the_future"])
+        #expect(try migrator.appliedWithoutFile(connection) == (["998_from_the_future"], []))
+
+        // A directory that is not this binary's (a wrong --sql-dir holding only the first file): the
+        // applied migrations above it are not "from a newer binary", except the one above them all.
+        let partial = NSTemporaryDirectory() + "detour-partial-sql-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: partial, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: partial) }
+        let files = try FileManager.default.contentsOfDirectory(atPath: sqlDirectory).filter { $0.hasSuffix(".sql") }
+        let newest = try #require(files.sorted().last)
+        try FileManager.default.copyItem(atPath: sqlDirectory + "/" + newest, toPath: partial + "/" + newest)
+        let (newer, missing) = try Migrator(directory: partial).appliedWithoutFile(connection)
+        #expect(newer == ["998_from_the_future"])
+        #expect(missing.count == files.count - 1, "\(missing)")
     }
 
     @Test("an applied migration whose file changed is refused")

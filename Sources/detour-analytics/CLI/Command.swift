@@ -58,3 +58,9 @@ func requireDatabase(_ url: String?) throws -> String {
     guard let url else { throw UsageError(description: "no database: pass --database-url or set DATABASE_URL") }
     return url
 }
+
+/// Whether `path` exists and is a directory (the event log's `segments/`, say).
+func isDirectory(_ path: String) -> Bool {
+    var directory: ObjCBool = false
+    return FileManager.default.fileExists(atPath: path, isDirectory: &directory) && directory.boolValue
+}

@@ -93,9 +93,7 @@ enum AggregateCommand: Command {
     /// A mistyped `--data-dir` loads nothing, quietly, run after run: say so once. Not an error, since
     /// the aggregator may start before ingest has written anything (docker-compose starts both at once).
     static func warnIfNoEventLog(_ segments: String, once: Bool) {
-        var isDirectory: ObjCBool = false
-        guard !FileManager.default.fileExists(atPath: segments, isDirectory: &isDirectory) || !isDirectory.boolValue
-        else { return }
+        guard !isDirectory(segments) else { return }
         Logger(label: "aggregator").warning(
             "segments.missing", ["segments.path": segments, "hint": "is the data directory the one ingest writes?"])
         if once { say("aggregate: warning: no event log at \(segments); nothing to load (check --data-dir)") }

@@ -20,14 +20,18 @@ enum AppsCommand: Command {
         issue the new one, move the clients to it, then revoke the old one.
         apps keys revoke: revokes a key, named by the whole key or by the prefix `apps list` shows;
         a prefix that more than one active key of the app shares is refused. Running ingest
-        processes stop accepting it within 30 seconds (they reload keys every 10 s).
+        processes stop accepting it within 30 seconds (they reload keys every 10 s) while they can
+        reach PostgreSQL; one that cannot keeps the keys it loaded last (or its key cache) until it can.
         Keys are printed once, when created, and stored only as SHA-256 hashes.
 
         Options:
-          --id ID, --app ID    app id, as the SDKs send it in X-App-ID (1-64 chars: letters, digits, - _ .)
+          --id ID              create: the new app's id, as the SDKs send it in X-App-ID (1-64 chars:
+                               letters, digits, - _ .)
+          --app ID             keys: the app whose keys to change
           --name NAME          display name
-          --time-zone ZONE     the app's reporting time zone, a name PostgreSQL knows (default UTC;
-                               docs/reports.md: days are calendar days in it)
+          --time-zone ZONE     the app's reporting time zone, a region name PostgreSQL knows such as
+                               Europe/Berlin (default UTC; offsets like UTC+9 are refused: PostgreSQL reads
+                               their sign backwards; docs/reports.md: days are calendar days in it)
           --kind KIND          publishable or secret
           --key KEY            the whole key to revoke
           --prefix PREFIX      the key's prefix as `apps list` shows it (pk_ or sk_ and 4 characters)
@@ -150,7 +154,9 @@ enum AppsCommand: Command {
                 """)
             return try active.map { "\(try $0["kind", as: String.self]) key \(try $0["prefix", as: String.self])" }
         }
-        print("revoked the \(revoked.joined()) of \(app); running ingest stops accepting it within 30 seconds")
+        print(
+            "revoked the \(revoked.joined()) of \(app); running ingest stops accepting it within 30 seconds"
+                + " (once it can reach PostgreSQL)")
         return 0
     }
 
@@ -189,6 +195,18 @@ enum AppsCommand: Command {
     ) throws -> (publishable: String, secret: String) {
         let connection = try Connection(url: url)
         defer { connection.close() }
+        // A region name only: PostgreSQL also takes POSIX offsets (`UTC+9`, `+09:00`) and reads their
+        // sign west-positive, so "UTC+9" for Tokyo would give every report UTC-9 days; the schema's
+        // check (report_is_time_zone) lets them through.
+        if let timeZone {
+            let known = try connection.query(
+                "SELECT EXISTS (SELECT 1 FROM pg_timezone_names WHERE name = \(timeZone)) AS k")
+            guard try known.first?["k", as: Bool.self] == true else {
+                throw UsageError(
+                    description: "--time-zone \(timeZone.prefix(60)) is not a time zone name PostgreSQL knows"
+                        + " (pg_timezone_names); use a region name such as Asia/Tokyo, not an offset")
+            }
+        }
         do {
             return try connection.withTransaction { connection in
                 try connection.execute(
@@ -198,10 +216,6 @@ enum AppsCommand: Command {
             }
         } catch let error as PostgresError where error.isUniqueViolation {
             throw UsageError(description: "app \(id) already exists")
-        } catch let error as PostgresError where error.sqlState == "23514" {
-            // The only check on these columns a valid id can fail: apps_time_zone_known.
-            throw UsageError(
-                description: "--time-zone \(timeZone ?? "") is not a time zone PostgreSQL knows (pg_timezone_names)")
         }
     }
 

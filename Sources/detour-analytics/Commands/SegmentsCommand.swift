@@ -14,7 +14,7 @@ enum SegmentsCommand: Command {
                                            [--data-dir DIR] [--database-url URL]
 
         list     every segment with its frames, events, bytes, received_at range and whether it is open;
-         exits 1 when there is no event log at <data-dir>/segments or no such --node
+                 exits 1 when there is no event log at <data-dir>/segments or no such --node
         inspect  one segment file frame by frame: offset, codec, events, checksum status
         verify   checks every frame's checksum under DIR (default <data-dir>/segments); exits 1 on damage,
                  naming each damaged frame's file and byte offset
@@ -44,9 +44,7 @@ enum SegmentsCommand: Command {
             try arguments.finish()
             // A mistyped --data-dir or --node listed "0 segments" and exited 0, like an empty log.
             let segments = data + "/segments"
-            var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: segments, isDirectory: &isDirectory), isDirectory.boolValue
-            else {
+            guard isDirectory(segments) else {
                 FileHandle.standardError.write(Data("error: no event log at \(segments) (check --data-dir)\n".utf8))
                 return 1
             }
