@@ -239,42 +239,6 @@ enum LoadSQL {
     /// Applies the queued rollup work, in a transaction of its own. Returns `keys` recomputed.
     static let processRollups: SQL = "SELECT process_rollups()::bigint AS keys"
 
-    /// Before a rollup pass, in its transaction: ANALYZEs the day partitions of the queued UTC days
-    /// whose statistics are stale, i.e. the partition is now more than twice the pages it had at its
-    /// last ANALYZE (and over 16 pages). The pass's own `rollup_analyze_new_partitions` (sql/062) only
-    /// covers partitions never analysed, so a day analysed while small (its first events) and then
-    /// given a large batch (a backlog after an outage, a replay) was planned as the small day: 100,000
-    /// events on a day analysed at 20 rows made a 3 s pass run for over 10 minutes (autovacuum
-    /// analyses such a partition within a minute, after the pass has been planned). A doubling rule
-    /// bounds the extra ANALYZEs to a few per partition and day; `default_statistics_target` 10, as
-    /// in sql/062, keeps each to a small sample. Nothing is done without the reports' queue (sql/051).
-    static let analyzeStalePartitions = """
-        DO $analyze$
-        DECLARE
-            t record;
-            saved text := current_setting('default_statistics_target');
-        BEGIN
-            IF to_regclass('rollup_pending_utc_days') IS NULL THEN
-                RETURN;
-            END IF;
-            FOR t IN EXECUTE $query$
-                SELECT DISTINCT c.oid::regclass::text AS part
-                FROM (SELECT DISTINCT day FROM rollup_pending_utc_days) d
-                CROSS JOIN (VALUES ('events'), ('clicks'), ('matches')) AS p(parent)
-                JOIN pg_class c ON c.oid = to_regclass(p.parent || '_p' || to_char(d.day, 'YYYYMMDD'))
-                WHERE c.reltuples >= 0
-                  AND pg_relation_size(c.oid)
-                      > 2 * greatest(c.relpages, 8)::bigint * current_setting('block_size')::bigint
-            $query$
-            LOOP
-                PERFORM set_config('default_statistics_target', '10', true);
-                EXECUTE format('ANALYZE %s', t.part);
-                PERFORM set_config('default_statistics_target', saved, true);
-            END LOOP;
-        END
-        $analyze$
-        """
-
     /// Recomputes every rollup from the raw tables.
     static let rebuildRollups: SQL = "SELECT rebuild_rollups()::text AS done"
 }
