@@ -126,10 +126,7 @@ struct HTTPEdgeTests {
     @Test("a chunked body growing past the limit is 413 and never buffered")
     func streamedTooLarge() throws {
         let server = try TestServer { $0.maxBodyBytes = 4096 }
-        let client = try server.client()
-        var head = "POST /api/analytics/batch HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
-        for (name, value) in TestServer.sdkHeaders() { head += "\(name): \(value)\r\n" }
-        client.send(Array((head + "\r\n").utf8))
+        let client = try chunkedBatch(on: server)
         let chunk = [UInt8](repeating: UInt8(ascii: " "), count: 3000)
         for _ in 0..<2 { client.send(Array("bb8\r\n".utf8) + chunk + Array("\r\n".utf8)) }
         client.send(Array("0\r\n\r\n".utf8))
@@ -142,10 +139,7 @@ struct HTTPEdgeTests {
     @Test("a chunked body streamed past twice the limit closes the connection and is counted as 413")
     func streamedFarTooLarge() throws {
         let server = try TestServer { $0.maxBodyBytes = 4096 }
-        let client = try server.client()
-        var head = "POST /api/analytics/batch HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
-        for (name, value) in TestServer.sdkHeaders() { head += "\(name): \(value)\r\n" }
-        client.send(Array((head + "\r\n").utf8))
+        let client = try chunkedBatch(on: server)
         let chunk = [UInt8](repeating: UInt8(ascii: " "), count: 3000)
         // 12,000 bytes, more than twice 4,096, and the body does not end: the server stops reading.
         for _ in 0..<4 where client.send(Array("bb8\r\n".utf8) + chunk + Array("\r\n".utf8)) {}
@@ -155,6 +149,16 @@ struct HTTPEdgeTests {
         let text = try server.client().request("GET", "/metrics").text
         #expect(text.contains(#"ingest_requests_total{code="body_too_large",route="batch",status="413"} 1"#))
         #expect(server.isServing())
+    }
+
+    /// A client that has sent the head of a chunked batch request with the SDK headers; the body is
+    /// the caller's to stream.
+    private func chunkedBatch(on server: TestServer) throws -> RawHTTPClient {
+        let client = try server.client()
+        var head = "POST /api/analytics/batch HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+        for (name, value) in TestServer.sdkHeaders() { head += "\(name): \(value)\r\n" }
+        client.send(Array((head + "\r\n").utf8))
+        return client
     }
 
     @Test("metrics are Prometheus text with requests by route and status")

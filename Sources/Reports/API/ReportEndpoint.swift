@@ -35,8 +35,7 @@ package enum ReportEndpoint {
                 throw .invalidParameter(name: "report", message: "expected links, funnel, retention or attribution")
             }
             let service = ReportService(connection: connection)
-            let query = try ReportQuery.parse(
-                parameters, today: today ?? service.defaultEnd(parameters), defaultFormat: defaultFormat)
+            let query = try service.query(parameters, today: today, defaultFormat: defaultFormat)
             let report = try service.report(reportKind, app: query.app, from: query.from, to: query.to)
             return ReportResponse(
                 status: 200, contentType: contentType(query.format),

@@ -57,7 +57,7 @@ extension ReportBenchmark {
             return
         }
         let app = "bench_reports"
-        let end = ReportDay(daysSinceEpoch: Int(Date().timeIntervalSince1970 / 86_400))
+        let end = ReportDay.todayUTC
         for size in sizes {
             let schema = "bench_reports_" + String(UInt64.random(in: 0..<UInt64.max), radix: 16)
             let admin = try Connection(url: databaseURL)

@@ -1,4 +1,6 @@
 import CivilTime
+import Foundation
+
 /// A calendar day (`YYYY-MM-DD`), the unit of every report. Which time zone the day belongs to is
 /// the app's reporting time zone; the value itself is zone-free, like PostgreSQL's `date`.
 package struct ReportDay: Comparable, Hashable, Sendable, CustomStringConvertible {
@@ -7,6 +9,11 @@ package struct ReportDay: Comparable, Hashable, Sendable, CustomStringConvertibl
 
     /// Makes a day from its number of days since 1970-01-01.
     package init(daysSinceEpoch: Int) { self.daysSinceEpoch = daysSinceEpoch }
+
+    /// Today in UTC, by this machine's clock.
+    package static var todayUTC: ReportDay {
+        ReportDay(daysSinceEpoch: Int((Date().timeIntervalSince1970 / 86_400).rounded(.down)))
+    }
 
     /// Makes a day from a Gregorian year, month (1-12) and day of month; nil when invalid.
     package init?(year: Int, month: Int, day: Int) {

@@ -1,4 +1,3 @@
-import Foundation
 package import Postgres
 
 /// Runs the report queries for one app and date range and returns typed rows with the load
@@ -20,19 +19,21 @@ package struct ReportService {
     /// The current day in `app`'s reporting time zone (`report_apps.today`, sql/064): where a report
     /// range without an end ends. Today in UTC when the app is unknown (the report then refuses it)
     /// or the database cannot say (a schema before 064: the report's own queries say what is wrong).
-    package func today(app: String?) -> ReportDay {
-        let utc = ReportDay(daysSinceEpoch: Int((Date().timeIntervalSince1970 / 86_400).rounded(.down)))
-        guard let app else { return utc }
+    package func today(app: String) -> ReportDay {
         let row = try? connection.query(
             "SELECT to_char(today, 'YYYY-MM-DD') AS today FROM report_apps WHERE app_id = \(app)"
         ).first
-        return (try? row?["today", as: String.self]).flatMap { ReportDay(iso8601: $0) } ?? utc
+        return (try? row?["today", as: String.self]).flatMap { ReportDay(iso8601: $0) } ?? .todayUTC
     }
 
-    /// The `today` for `ReportQuery.parse` of these parameters: the app's today when they give no
-    /// `to` (one query), else any day (UTC today), since `to` wins.
-    package func defaultEnd(_ parameters: [String: String]) -> ReportDay {
-        today(app: parameters["to"] == nil ? parameters["app"] : nil)
+    /// Parses report parameters (`ReportQuery.parse`) with `to` defaulting to `today`, else to the
+    /// app's today (one query, made only when the parameters give no `to`): what the CLI and the API
+    /// both run.
+    package func query(
+        _ parameters: [String: String], today: ReportDay? = nil, defaultFormat: ReportFormat
+    ) throws(ReportError) -> ReportQuery {
+        let end = today ?? (parameters["to"] == nil ? parameters["app"].map { self.today(app: $0) } : nil)
+        return try ReportQuery.parse(parameters, today: end ?? .todayUTC, defaultFormat: defaultFormat)
     }
 
     /// App-wide installs per day (`report_installs_daily`).

@@ -30,8 +30,7 @@ extension PostgresReportProvider {
                 throw .invalidParameter(name: "format", message: "expected json or csv, got \(format.prefix(40))")
             }
             let service = ReportService(connection: connection)
-            let query = try ReportQuery.parse(
-                request.parameters, today: today ?? service.defaultEnd(request.parameters), defaultFormat: .json)
+            let query = try service.query(request.parameters, today: today, defaultFormat: .json)
             let report = try service.report(kind, app: query.app, from: query.from, to: query.to)
             return .report(
                 contentType: ReportEndpoint.contentType(query.format),
