@@ -169,6 +169,29 @@ extension WireFormatTests {
                 kind: .retention, name: "app_open", platform: .ios, device: iosDevice,
                 clientTimestamp: "2026-05-10T18:45:02.007Z"
             ).matches),
+        // ios-detour Sources/Detour/DetourConstants.swift @ e0a2c88e8a1465050a6bc5ef3dc98fd8af121702:
+        // sdkHeaderField = "X-Detour-SDK" (not X-SDK), used by AnalyticsNetwork.swift at the same commit.
+        Case(
+            label: "iOS e0a2c88: the SDK marker in X-Detour-SDK",
+            path: eventPath,
+            headers: urlSession([("X-Detour-SDK", "ios/1.0.2")]),
+            body: #"{"event_name":"article_read","device_id":"0d6f1b7e-3c2a-4e9b-a1d8-7f6e5d4c3b2a","#
+                + #""data":{"path":"\/articles\/2"},"platform":"ios","timestamp":"2026-05-10T18:45:02.007Z"}"#,
+            check: Stored(
+                name: "article_read", platform: .ios, device: iosDevice, sdk: "ios/1.0.2",
+                clientTimestamp: "2026-05-10T18:45:02.007Z", data: #"{"path":"\/articles\/2"}"#
+            ).matches),
+        // Same commit, Sources/Detour/DetourSDKVersion.swift: "unknown" when no bundle has the version file.
+        Case(
+            label: "iOS e0a2c88: X-Detour-SDK ios/unknown on a retention",
+            path: retentionPath,
+            headers: urlSession([("X-Detour-SDK", "ios/unknown")]),
+            body: #"{"timestamp":"2026-05-10T18:45:02.007Z","platform":"ios","event_name":"app_open","#
+                + #""device_id":"0d6f1b7e-3c2a-4e9b-a1d8-7f6e5d4c3b2a"}"#,
+            check: Stored(
+                kind: .retention, name: "app_open", platform: .ios, device: iosDevice, sdk: "ios/unknown",
+                clientTimestamp: "2026-05-10T18:45:02.007Z"
+            ).matches),
         // ios-detour Sources/Detour/AnalyticsNetwork.swift and LinkAttribution.swift
         // @ 7690fcd0c715f7c7586467e52698d01f3400279c:
         // X-SDK, and attribution on every event with NSNull members written as null.
