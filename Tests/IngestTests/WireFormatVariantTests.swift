@@ -7,12 +7,14 @@ import Testing
 // What the SDKs' HTTP and JSON libraries really put on the wire besides the doc's literals
 // (docs/wire-format.md §1): header names in lower case, charset spellings, timestamp forms, escapes,
 // members in any order, unknown and null members. Each is stored with the right envelope fields.
+// The requests read from each SDK's source code, version by version: SDKSourceConformanceTests.swift
+// (the Flutter plugin sends nothing from Dart, so no dart:io client is involved).
 extension WireFormatTests {
     static let event = #""event_name":"purchase","platform":"ios","device_id":"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b""#
 
     static let variants: [Case] = [
         Case(
-            label: "Flutter: dart:io lower-cases header names, microsecond timestamp",
+            label: "lower-case header names (an HTTP/2 hop), microsecond timestamp, X-SDK flutter/1.0.0",
             path: "/api/analytics/event",
             headers: [
                 ("authorization", "Bearer \(TestServer.publishableKey)"), ("x-app-id", TestServer.app),

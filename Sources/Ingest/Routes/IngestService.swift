@@ -213,7 +213,14 @@ final class IngestService: HTTPHandler {
             throw .bodyTooLarge(limit: configuration.maxBodyBytes)
         }
         return RequestInfo(
-            route: route, appID: appID, sdkHeader: head.header("X-SDK"), encoding: encoding, receivedAt: .now())
+            route: route, appID: appID, sdkHeader: Self.sdkHeader(head), encoding: encoding, receivedAt: .now())
+    }
+
+    /// The SDK marker header: `X-SDK`, else `X-Detour-SDK`, the name one iOS SDK version used for
+    /// the same `ios/<version>` value (ios-detour DetourConstants.swift @ e0a2c88; docs/ingest.md,
+    /// "What the SDK sources send"). The second lookup is made only when `X-SDK` is absent.
+    static func sdkHeader(_ head: RequestHead) -> String? {
+        head.header("X-SDK") ?? head.header("X-Detour-SDK")
     }
 
     /// The key from `Bearer <key>` (scheme case-insensitive), or nil.
