@@ -14,8 +14,9 @@ enum FileSystem {
         }
     }
 
-    /// Opens `path` with `flags` (close-on-exec added).
-    static func open(_ path: String, flags: Int32, mode: mode_t = 0o644) throws(LogError) -> Int32 {
+    /// Opens `path` with `flags` (close-on-exec added). A file it creates is the owner's only (0600):
+    /// segments hold every event, dead letters the raw bodies of refused requests.
+    static func open(_ path: String, flags: Int32, mode: mode_t = 0o600) throws(LogError) -> Int32 {
         try syscall("open", path: path) { Glibc.open(path, flags | O_CLOEXEC, mode) }
     }
 
@@ -80,13 +81,13 @@ enum FileSystem {
         try syscall("fsync", path: path) { fsync(fd) }
     }
 
-    /// Creates `path` and missing parents, syncing each parent whose entries changed.
+    /// Creates `path` and missing parents (the owner's only, 0700), syncing each parent whose entries changed.
     static func makeDirectories(_ path: String) throws(LogError) {
         var isDirectory = Glibc.stat()
         if lstat(path, &isDirectory) == 0 { return }
         let parent = parentDirectory(path)
         if parent != path { try makeDirectories(parent) }
-        if mkdir(path, 0o755) != 0, errno != EEXIST { throw .io(call: "mkdir", errno: errno, path: path) }
+        if mkdir(path, 0o700) != 0, errno != EEXIST { throw .io(call: "mkdir", errno: errno, path: path) }
         try fsyncDirectory(parent)
     }
 

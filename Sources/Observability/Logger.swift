@@ -89,17 +89,28 @@ package struct Logger: Sendable {
     }
     private static let sharedState = Locked(State())
 
+    /// `value` as it stands when it needs no quoting, else in double quotes with `"` and `\` escaped.
+    /// Control characters (C0, DEL, C1, U+2028/2029) are always escaped (`\n`, `\r`, `\t`, else
+    /// `\u{1b}`), one scalar at a time: a value, which may come from a client through an error
+    /// message, can neither start a forged record (a CR LF is one `Character`, which a
+    /// per-character match on "\n" missed) nor send escape sequences to an operator's terminal.
     private static func quoted(_ value: String) -> String {
-        if !value.isEmpty, !value.contains(where: { $0 == " " || $0 == "\"" || $0 == "=" || $0.isNewline }) {
-            return value
+        func isControl(_ scalar: Unicode.Scalar) -> Bool {
+            scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar.value == 0x2028
+                || scalar.value == 0x2029
         }
+        let needsQuotes = value.unicodeScalars.contains { $0 == " " || $0 == "\"" || $0 == "=" || isControl($0) }
+        if !value.isEmpty, !needsQuotes { return value }
         var escaped = "\""
-        for character in value {
-            switch character {
+        for scalar in value.unicodeScalars {
+            switch scalar {
             case "\"": escaped += "\\\""
             case "\\": escaped += "\\\\"
             case "\n": escaped += "\\n"
-            default: escaped.append(character)
+            case "\r": escaped += "\\r"
+            case "\t": escaped += "\\t"
+            case _ where isControl(scalar): escaped += "\\u{" + String(scalar.value, radix: 16) + "}"
+            default: escaped.unicodeScalars.append(scalar)
             }
         }
         return escaped + "\""

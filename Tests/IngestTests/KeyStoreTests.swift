@@ -72,6 +72,34 @@ struct KeyStoreTests {
         #expect(!cache.contains("sk_a\""))
     }
 
+    @Test("the key cache is written to a fresh file of mode 0600: a planted link or a leftover temporary is not reused")
+    func cacheWriteIgnoresPlantedFiles() throws {
+        let database = try TestDatabase.make()
+        defer { database.drop() }
+        let connection = try database.connect()
+        defer { connection.close() }
+        try Self.addKey(connection, app: "app_a", kind: "publishable", key: "pk_planted")
+        let directory = try Self.temporaryDirectory()
+        let victim = directory + "/victim"
+        try "untouched\n".write(toFile: victim, atomically: false, encoding: .utf8)
+        let cacheFile = directory + "/keys.json"
+        try FileManager.default.createSymbolicLink(atPath: cacheFile + ".tmp", withDestinationPath: victim)
+
+        let store = KeyStore(source: PostgresKeySource(url: database.url), cacheFile: cacheFile)
+        #expect(store.refresh())
+        #expect(try String(contentsOfFile: victim, encoding: .utf8) == "untouched\n")
+        #expect(try String(contentsOfFile: cacheFile, encoding: .utf8).contains(apiKeyHash("pk_planted")))
+
+        // A temporary left world-readable (by an older version, or a crash) does not lend its mode.
+        FileManager.default.createFile(
+            atPath: cacheFile + ".tmp", contents: Data(), attributes: [.posixPermissions: 0o644])
+        try Self.addKey(connection, app: "app_a", kind: "secret", key: "sk_planted")
+        #expect(store.refresh())
+        var status = stat()
+        #expect(stat(cacheFile, &status) == 0)
+        #expect(status.st_mode & 0o777 == 0o600, "keys.json has mode \(String(status.st_mode & 0o777, radix: 8))")
+    }
+
     @Test("ingest starts and accepts known keys from the disk cache while PostgreSQL is unreachable")
     func cacheSurvivesDatabaseOutage() throws {
         let database = try TestDatabase.make()

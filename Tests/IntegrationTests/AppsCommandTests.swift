@@ -134,6 +134,50 @@ struct AppsCommandTests {
         #expect(try active.first?["n", as: Int.self] == 1)
     }
 
+    @Test("a key never reaches PostgreSQL in clear: the CLI sends only its hash, so a statement log cannot hold it")
+    func keysStayOutOfStatementLogs() throws {
+        let database = try TestDatabase.make()
+        defer { database.drop() }
+        let admin = try Connection(url: database.url)
+        defer { admin.close() }
+        // The server log of scripts/lib/pg.sh's cluster (`server.log` in its data directory), read
+        // through PostgreSQL; another server's log is not reachable from here.
+        let hasLog = try admin.query("SELECT (pg_stat_file('server.log', true)).size IS NOT NULL AS l")
+            .first?["l", as: Bool.self]
+        guard hasLog == true else {
+            print("keysStayOutOfStatementLogs: no server.log in the data directory (not a pg.sh cluster); skipped")
+            return
+        }
+        // Every statement of these commands is logged with its parameters, as `log_statement = all`
+        // (or `mod`, or `log_min_duration_statement`) does on a server an operator has configured so.
+        let logged = database.url.replacing(
+            "options=-csearch_path%3D", with: "options=-clog_statement%3Dall%20-csearch_path%3D")
+        #expect(logged != database.url)
+        let environment = ["DATABASE_URL": logged]
+        let app = "logged-" + String(UUID().uuidString.prefix(8)).lowercased()
+        let created = try PipelineProcess.runToEnd(
+            ["apps", "create", "--id", app, "--name", "Logged", "--json"], environment: environment)
+        #expect(created.status == 0, "\(created.errors)")
+        let keys = try JSONSerialization.jsonObject(with: Data(created.output.utf8)) as? [String: String] ?? [:]
+        let issued = try PipelineProcess.runToEnd(
+            ["apps", "keys", "create", "--app", app, "--kind", "secret", "--json"], environment: environment)
+        #expect(issued.status == 0, "\(issued.errors)")
+        let issuedJSON = try JSONSerialization.jsonObject(with: Data(issued.output.utf8)) as? [String: String] ?? [:]
+        let secret = try #require(keys["secret_key"])
+        let revoked = try PipelineProcess.runToEnd(
+            ["apps", "keys", "revoke", "--app", app, "--key", secret], environment: environment)
+        #expect(revoked.status == 0, "\(revoked.errors)")
+        let all = [try #require(keys["publishable_key"]), secret, try #require(issuedJSON["key"])]
+
+        let log = try admin.query("SELECT pg_read_file('server.log') AS t").first?["t", as: String.self] ?? ""
+        // The statements were logged (with the app id among their parameters), so the check below reads them.
+        #expect(log.contains("'\(app)'"), "the commands' statements are not in server.log")
+        for key in all {
+            let inClear = log.contains(String(key.dropFirst(3)))
+            #expect(!inClear, "server.log holds the key \(key.prefix(7))... in clear")
+        }
+    }
+
     /// POSTs one SDK event with `key` and returns the status.
     private func post(_ base: String, key: String) throws -> Int {
         var request = URLRequest(url: URL(string: base + "/api/analytics/retention")!)

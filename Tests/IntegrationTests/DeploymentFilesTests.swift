@@ -35,6 +35,17 @@ struct DeploymentFilesTests {
         #expect(compose["volumes"]?.pairs.map(\.key).contains("eventlog") == true)
     }
 
+    @Test("docker-compose.yml has no default database password: it refuses to start until one is set")
+    func composeRequiresPassword() throws {
+        let text = try String(contentsOfFile: root + "/docker-compose.yml", encoding: .utf8)
+        // Every use of the variable is `${POSTGRES_PASSWORD:?message}`: compose stops with the message
+        // when it is unset or empty, where `${POSTGRES_PASSWORD:-change-me}` ran with a known password.
+        let uses = text.components(separatedBy: "${POSTGRES_PASSWORD").dropFirst()
+        #expect(uses.count >= 3)
+        for use in uses { #expect(use.hasPrefix(":?"), "POSTGRES_PASSWORD\(use.prefix(20)) has a default") }
+        #expect(!text.contains("change-me"))
+    }
+
     @Test("the Dockerfile copies files that exist and runs commands the binary has")
     func dockerfile() throws {
         let text = try String(contentsOfFile: root + "/Dockerfile", encoding: .utf8)

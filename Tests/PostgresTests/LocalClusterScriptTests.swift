@@ -62,6 +62,57 @@ import Testing
         #expect(stoppedAfterCrash.status == 0, "\(stoppedAfterCrash.output)")
     }
 
+    @Test(
+        "TCP connections need the cluster's password, also on a cluster made when pg.sh trusted them",
+        .enabled(if: hasPostgres), .timeLimit(.minutes(3)))
+    func passwordRequired() throws {
+        let directory = NSTemporaryDirectory() + "pg-script-test-" + UUID().uuidString.prefix(8)
+        defer {
+            _ = try? shell("pg_local_stop \(directory)")
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+        let started = try shell("pg_local_start \(directory) && echo \"$DATABASE_URL\"")
+        #expect(started.status == 0, "\(started.output)")
+        let url = try #require(started.output.split(separator: "\n").last.map(String.init))
+        let password = Self.password(of: url)
+        #expect(password != nil, "no password in \(url)")
+        if let password { #expect(!started.output.dropLast(url.count).contains(password), "pg.sh printed the password") }
+        try expectPasswordRequired(url)
+        var status = stat()
+        #expect(stat(directory + "/detour-password", &status) == 0 && status.st_mode & 0o077 == 0)
+
+        // A cluster pg.sh made before (trust for TCP, no password file) is converted at its next start.
+        #expect(try shell("pg_local_stop \(directory)").status == 0)
+        try FileManager.default.removeItem(atPath: directory + "/detour-password")
+        try "local all all trust\nhost all all 127.0.0.1/32 trust\n".write(
+            toFile: directory + "/pg_hba.conf", atomically: false, encoding: .utf8)
+        let converted = try shell("pg_local_start \(directory) && echo \"$DATABASE_URL\"")
+        #expect(converted.status == 0, "\(converted.output)")
+        let newURL = try #require(converted.output.split(separator: "\n").last.map(String.init))
+        #expect(Self.password(of: newURL) != Self.password(of: url))
+        try expectPasswordRequired(newURL)
+    }
+
+    /// `url` connects, and the same URL with any other password (what another local user has) does not.
+    private func expectPasswordRequired(_ url: String) throws {
+        let connection = try Connection(url: url)
+        #expect(try connection.query("select 1 as one").first?["one", as: Int.self] == 1)
+        connection.close()
+        let scheme = "postgresql://"
+        let user = try #require(url.dropFirst(scheme.count).split(separator: "@").first)
+            .split(separator: ":").first.map(String.init) ?? ""
+        let rest = try #require(url.split(separator: "@", maxSplits: 1).last)
+        let wrong = scheme + user + ":not-the-password@" + rest + "?connect_timeout=5"
+        #expect(throws: PostgresError.self, "a wrong password was accepted") { try Connection(url: wrong) }
+    }
+
+    /// The password in a `postgresql://user:password@host/...` URL, if any.
+    private static func password(of url: String) -> String? {
+        let credentials = url.dropFirst("postgresql://".count).split(separator: "@").first ?? ""
+        let parts = credentials.split(separator: ":", maxSplits: 1)
+        return parts.count == 2 ? String(parts[1]) : nil
+    }
+
     /// Runs `command` after sourcing pg.sh and returns its exit status and output.
     ///
     /// posix_spawn + waitpid rather than Foundation's Process: here `Process.waitUntilExit` never

@@ -3,13 +3,17 @@
 #
 # Source it, then:
 #   pg_local_start DIR   # initdb DIR if needed, start (or reuse) the cluster, create database `detour`,
-#                        # export DATABASE_URL=postgresql://<user>@127.0.0.1:<port>/detour and PG_LOCAL_PORT
+#                        # export DATABASE_URL=postgresql://<user>:<password>@127.0.0.1:<port>/detour and PG_LOCAL_PORT
 #   pg_local_stop DIR    # fast shutdown; a no-op when nothing runs in DIR
 #   pg_test_database NAME  # for test runners: DETOUR_TEST_DATABASE_URL = $DATABASE_URL when set, else a
 #                          # throwaway cluster in /tmp/NAME.XXXXXX, stopped and removed on EXIT (a trap)
 #
-# The cluster listens on 127.0.0.1 only (plus a unix socket inside DIR) with trust authentication for
-# local connections: it is for development and tests, never for production data. fsync stays on.
+# The cluster listens on 127.0.0.1 only (plus a unix socket inside DIR). TCP connections need the
+# superuser's password (scram-sha-256), a random one made at initdb and kept in DIR/detour-password
+# (mode 600); the socket, in DIR (mode 700, so only the cluster's owner reaches it), is trusted.
+# Until 2026-12-01 TCP was trusted too: any local user could connect as the superuser and run
+# programs as the cluster's owner (COPY ... TO PROGRAM). A cluster made then is converted at its next
+# start. It is for development and tests, never for production data. fsync stays on.
 # When run as root, initdb/pg_ctl run as the `postgres` user (initdb refuses root) and DIR is chowned to it.
 # Binaries: $PG_BIN, default /usr/lib/postgresql/15/bin.
 
@@ -22,6 +26,20 @@ _pg_as_owner() {
     else
         "$@"
     fi
+}
+
+# The pg_hba.conf pg.sh writes: the socket (inside DIR, mode 700) trusted, TCP by password only.
+_pg_hba() {
+    echo "# pg.sh: the socket lives in the data directory (mode 700): only the cluster's owner reaches it."
+    echo "local all all trust"
+    echo "# TCP (127.0.0.1 only): the superuser's password, kept in detour-password in the data directory."
+    echo "host all all 127.0.0.1/32 scram-sha-256"
+    echo "host all all ::1/128 scram-sha-256"
+}
+
+# A new random password (hex, so it needs no escaping in a URL).
+_pg_new_password() {
+    od -An -tx1 -N24 /dev/urandom | tr -d ' \n'
 }
 
 # The database user name the cluster was initialised with.
@@ -117,21 +135,30 @@ pg_local_start() {
         fi
     fi
 
+    local password="" pwfile="$dir/detour-password"
     if [ ! -s "$dir/PG_VERSION" ]; then
         echo "pg.sh: initialising a PostgreSQL cluster in $dir" >&2
-        local initlog
+        local initlog initpw
+        password="$(_pg_new_password)"
         initlog="$(mktemp "${TMPDIR:-/tmp}/pg-initdb.XXXXXX")"
-        chmod 666 "$initlog"
-        if ! _pg_as_owner "$PG_BIN/initdb" -D "$dir" -U "$owner" --auth=trust --encoding=UTF8 \
-                --locale=C.UTF-8 >"$initlog" 2>&1 \
-            && ! _pg_as_owner "$PG_BIN/initdb" -D "$dir" -U "$owner" --auth=trust --encoding=UTF8 \
-                --no-locale >"$initlog" 2>&1; then
+        # initdb reads the superuser's password from a file; mktemp makes it 600, then it is handed to
+        # the cluster's owner (postgres when we are root).
+        initpw="$(mktemp "${TMPDIR:-/tmp}/pg-initpw.XXXXXX")"
+        printf '%s\n' "$password" >"$initpw"
+        if [ "$(id -u)" -eq 0 ]; then chown postgres: "$initlog" "$initpw"; fi
+        if ! _pg_as_owner "$PG_BIN/initdb" -D "$dir" -U "$owner" --auth-local=trust \
+                --auth-host=scram-sha-256 --pwfile="$initpw" --encoding=UTF8 --locale=C.UTF-8 >"$initlog" 2>&1 \
+            && ! _pg_as_owner "$PG_BIN/initdb" -D "$dir" -U "$owner" --auth-local=trust \
+                --auth-host=scram-sha-256 --pwfile="$initpw" --encoding=UTF8 --no-locale >"$initlog" 2>&1; then
             echo "pg.sh: initdb failed:" >&2
             cat "$initlog" >&2
-            rm -f "$initlog"
+            rm -f "$initlog" "$initpw"
             return 1
         fi
-        rm -f "$initlog"
+        rm -f "$initlog" "$initpw"
+        _pg_hba | _pg_as_owner tee "$dir/pg_hba.conf" >/dev/null
+        (umask 077 && printf '%s\n' "$password" | _pg_as_owner tee "$pwfile" >/dev/null)
+        _pg_as_owner chmod 600 "$pwfile"
         {
             echo "# pg.sh: a local development cluster (listen address, port and socket come from pg_ctl -o)"
             echo "fsync = on"
@@ -188,18 +215,34 @@ pg_local_start() {
         fi
     fi
 
+    # A cluster made before TCP needed a password: give the superuser one and stop trusting TCP.
+    if [ ! -s "$pwfile" ]; then
+        echo "pg.sh: $dir trusted every local TCP connection; setting a password and requiring it" >&2
+        password="$(_pg_new_password)"
+        "$PG_BIN/psql" -X -q -h 127.0.0.1 -p "$port" -U "$owner" -d postgres \
+            -c "alter role \"$owner\" password '$password'" >/dev/null \
+            || { echo "pg.sh: could not set the password of $owner" >&2; return 1; }
+        (umask 077 && printf '%s\n' "$password" | _pg_as_owner tee "$pwfile" >/dev/null)
+        _pg_as_owner chmod 600 "$pwfile"
+        _pg_hba | _pg_as_owner tee "$dir/pg_hba.conf" >/dev/null
+        _pg_as_owner "$PG_BIN/pg_ctl" -D "$dir" reload >/dev/null \
+            || { echo "pg.sh: could not reload $dir after changing pg_hba.conf" >&2; return 1; }
+    fi
+    password="$(_pg_as_owner cat "$pwfile")"
+
     # Create the application database once.
-    if ! "$PG_BIN/psql" -h 127.0.0.1 -p "$port" -U "$owner" -d postgres -tAc \
+    if ! PGPASSWORD="$password" "$PG_BIN/psql" -h 127.0.0.1 -p "$port" -U "$owner" -d postgres -tAc \
         "select 1 from pg_database where datname = 'detour'" | grep -q 1; then
-        "$PG_BIN/createdb" -h 127.0.0.1 -p "$port" -U "$owner" detour 2>/dev/null \
-            || "$PG_BIN/psql" -h 127.0.0.1 -p "$port" -U "$owner" -d postgres -tAc \
+        PGPASSWORD="$password" "$PG_BIN/createdb" -h 127.0.0.1 -p "$port" -U "$owner" detour 2>/dev/null \
+            || PGPASSWORD="$password" "$PG_BIN/psql" -h 127.0.0.1 -p "$port" -U "$owner" -d postgres -tAc \
                 "select 1 from pg_database where datname = 'detour'" | grep -q 1 \
             || { echo "pg.sh: could not create database detour" >&2; return 1; }
     fi
 
     export PG_LOCAL_PORT="$port"
-    export DATABASE_URL="postgresql://$owner@127.0.0.1:$port/detour"
-    echo "pg.sh: PostgreSQL ready at $DATABASE_URL" >&2
+    export DATABASE_URL="postgresql://$owner:$password@127.0.0.1:$port/detour"
+    echo "pg.sh: PostgreSQL ready at postgresql://$owner:***@127.0.0.1:$port/detour" \
+        "(password in $pwfile)" >&2
 }
 
 pg_local_stop() {

@@ -188,7 +188,9 @@ enum AtomicFile {
 
     static func write(_ data: Data, to path: String) throws {
         let temporary = path + ".tmp"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        // A fresh file, never one found there (a leftover keeps its mode, a planted link is followed).
+        unlink(temporary)
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw Failure(call: "open", code: errno) }
         var failure: Failure?
         data.withUnsafeBytes { bytes in

@@ -78,12 +78,15 @@ enum DataDirectory {
     }
 
     /// Creates `path` and its parents as needed; it must end up a directory this process can write.
+    /// The data directory itself, when made here, is the owner's only (0700): it holds every event,
+    /// the dead letters and the key cache. Missing parents get the usual 0755.
     /// - Throws: `Unusable` naming the path and the reason.
     static func prepare(_ path: String) throws(Unusable) {
         var prefix = path.hasPrefix("/") ? "" : "."
-        for component in path.split(separator: "/") {
+        let components = path.split(separator: "/")
+        for (position, component) in components.enumerated() {
             prefix += "/" + component
-            if mkdir(prefix, 0o755) != 0, errno != EEXIST {
+            if mkdir(prefix, position == components.count - 1 ? 0o700 : 0o755) != 0, errno != EEXIST {
                 let reason = String(cString: strerror(errno))
                 throw Unusable(description: "data directory \(path): cannot create \(prefix): \(reason)")
             }

@@ -1,4 +1,5 @@
 import Foundation
+import Ingest
 import Postgres
 
 /// `detour-analytics apps`: registers apps, lists them, and issues and revokes their keys.
@@ -131,7 +132,9 @@ enum AppsCommand: Command {
         try checkAppID(app, flag: "--app")
         let match: SQL
         switch (key, prefix) {
-        case (let key?, nil): match = "key_hash = encode(sha256(convert_to(\(key), 'UTF8')), 'hex')"
+        // Hashed here: a key sent as a parameter would be in the server's log wherever statements
+        // are logged with their parameters (log_statement, log_min_duration_statement).
+        case (let key?, nil): match = "key_hash = \(apiKeyHash(key))"
         case (nil, let prefix?): match = "prefix = \(prefix)"
         default: throw UsageError(description: "name the key with exactly one of --key and --prefix")
         }
@@ -222,11 +225,12 @@ enum AppsCommand: Command {
     /// Inserts a new key of `kind` for `app` (which must exist) and returns it in plain text.
     private static func insertKey(_ connection: Connection, app: String, kind: KeyKind) throws -> String {
         let key = kind.tokenPrefix + randomToken(bytes: kind.tokenBytes)
+        // Only the hash and the displayed prefix leave this process: the key itself as a parameter
+        // would be written to the server's log wherever statements are logged with their parameters.
         try connection.execute(
             """
             INSERT INTO api_keys (app_id, kind, key_hash, prefix)
-            VALUES (\(app), \(kind.rawValue), encode(sha256(convert_to(\(key), 'UTF8')), 'hex'),
-                    \(String(key.prefix(prefixLength))))
+            VALUES (\(app), \(kind.rawValue), \(apiKeyHash(key)), \(String(key.prefix(prefixLength))))
             """)
         return key
     }
