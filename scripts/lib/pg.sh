@@ -11,7 +11,7 @@
 # The cluster listens on 127.0.0.1 only (plus a unix socket inside DIR). TCP connections need the
 # superuser's password (scram-sha-256), a random one made at initdb and kept in DIR/detour-password
 # (mode 600); the socket, in DIR (mode 700, so only the cluster's owner reaches it), is trusted.
-# Until 2026-12-01 TCP was trusted too: any local user could connect as the superuser and run
+# Until 2026-11-30 TCP was trusted too: any local user could connect as the superuser and run
 # programs as the cluster's owner (COPY ... TO PROGRAM). A cluster made then is converted at its next
 # start. It is for development and tests, never for production data. fsync stays on.
 # When run as root, initdb/pg_ctl run as the `postgres` user (initdb refuses root) and DIR is chowned to it.
