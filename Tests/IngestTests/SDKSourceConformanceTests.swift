@@ -377,9 +377,10 @@ extension WireFormatTests {
     /// software-mansion-labs/react-native-detour src/analytics/api/events.ts
     /// @ 9941585b3d2c0ab93dac0e3132111e82d3a13408 (called from src/DetourContext.tsx
     /// @ c8fbfaa5d065975c314e93e48dedb021c4143cbf): the first analytics events sent no device_id at all.
-    /// Every downstream table keys events by device (sql/001_core.sql: `device_id text NOT NULL`), so the
-    /// event is refused, but kept whole in the dead-letter log, from which it can be replayed should a
-    /// device be assigned to such events later (an open decision, docs/ingest.md).
+    /// Every report counts devices (sql/001_core.sql: `device_id text NOT NULL`), so such an event could
+    /// be stored but never counted: it is refused (the SDK prints the 400, so the app team learns), and
+    /// kept whole in the dead-letter log for a replay should a device ever be derivable (docs/ingest.md,
+    /// "What the SDK sources send").
     @Test("an event of the first React Native analytics, without device_id, is refused and dead-lettered whole")
     func reactNativeWithoutDevice() throws {
         let server = try TestServer(useLog: true)
