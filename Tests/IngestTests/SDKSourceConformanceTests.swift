@@ -4,7 +4,7 @@ import Testing
 
 @testable import Ingest
 
-// The requests the Detour SDKs really send, derived from their source code (read 2026-12, through the
+// The requests the Detour SDKs really send, derived from their source code (read 2026-11-30, through the
 // code index) rather than from docs/wire-format.md: for each SDK family and version, the URL, the headers
 // its HTTP client puts on the wire and the body as its JSON serialiser writes it (member order, escapes,
 // number and timestamp forms). Each case names the repository, path and commit it was read from.
