@@ -5,7 +5,7 @@
 -- ...), but rollup_link_summary, which `report links`, the API and the daily job read, carried it
 -- only for clicks, universal-link opens, matched installs, attributed installs and re-engagements:
 -- the events and revenue of the report had no platform split. Six arrays, parallel to event_names,
--- retention_names and revenue_currencies, now hold it, packed for the reader in `platform_line`.
+-- retention_names and revenue_currencies, now hold it, and the packed line (055) ends with them.
 -- Only ios and android get arrays; other platforms count in the totals, as elsewhere.
 
 ALTER TABLE rollup_link_summary
@@ -94,27 +94,29 @@ LANGUAGE sql AS $fn$
     ) u ON u.path = k.path;
 $fn$;
 
--- The split arrays are packed beside the line (055), not appended to it: a binary from before this
--- migration reads `line` and checks that it ends where it expects, so during an upgrade (migrate
--- run, the old `serve` still answering reports) its reads keep working. Set on every write, as the
--- line is, by a trigger of its own.
-ALTER TABLE rollup_link_summary ADD COLUMN platform_line text;
-
-CREATE FUNCTION rollup_link_summary_set_platform_line() RETURNS trigger
+-- As 055's, with the six split arrays at the end of the line (ReportSQL.linkSummary documents it).
+CREATE OR REPLACE FUNCTION rollup_link_summary_set_line() RETURNS trigger
 LANGUAGE plpgsql AS $fn$
 BEGIN
-    NEW.platform_line := concat(
+    NEW.line := concat(
+        octet_length(NEW.path), ',', NEW.path, to_char(NEW.day, 'YYYY-MM-DD'), ',', NEW.clicks, ',',
+        NEW.universal_link_opens, ',', NEW.matched_installs, ',', NEW.attributed_installs, ',', NEW.reengagements, ',',
+        NEW.clicks_ios, ',', NEW.universal_link_opens_ios, ',',
+        NEW.matched_installs_ios, ',', NEW.attributed_installs_ios, ',', NEW.reengagements_ios, ',',
+        NEW.clicks_android, ',', NEW.universal_link_opens_android, ',', NEW.matched_installs_android, ',',
+        NEW.attributed_installs_android, ',', NEW.reengagements_android, ',',
+        CASE WHEN NEW.clicks > 0 THEN round(NEW.matched_installs::numeric / NEW.clicks, 6) END, ',',
+        NEW.event_names, NEW.event_counts, NEW.retention_names, NEW.retention_counts, NEW.revenue_currencies,
+        NEW.revenue_amounts, NEW.utm_sources, NEW.utm_mediums, NEW.utm_campaigns, NEW.utm_clicks,
+        NEW.utm_universal_link_opens, NEW.utm_matched_installs, NEW.utm_attributed_installs, NEW.utm_install_rates,
         NEW.event_counts_ios, NEW.event_counts_android, NEW.retention_counts_ios, NEW.retention_counts_android,
         NEW.revenue_amounts_ios, NEW.revenue_amounts_android);
     RETURN NEW;
 END
 $fn$;
 
-CREATE TRIGGER rollup_link_summary_platform_line BEFORE INSERT OR UPDATE ON rollup_link_summary
-    FOR EACH ROW EXECUTE FUNCTION rollup_link_summary_set_platform_line();
-
 -- Existing rows: the split arrays from the same rollups, in the same order as the names and
--- currencies; the trigger writes each row's platform_line.
+-- currencies; the trigger rewrites each row's line.
 UPDATE rollup_link_summary s
 SET event_counts_ios = coalesce(e.event_counts_ios, '{}'), event_counts_android = coalesce(e.event_counts_android, '{}'),
     retention_counts_ios = coalesce(e.retention_counts_ios, '{}'),
@@ -137,11 +139,6 @@ LEFT JOIN (
     GROUP BY r.app_id, r.day, r.path
 ) v ON v.app_id = k.app_id AND v.day = k.day AND v.path = k.path
 WHERE s.app_id = k.app_id AND s.day = k.day AND s.path = k.path;
-ALTER TABLE rollup_link_summary ALTER COLUMN platform_line SET NOT NULL;
-
--- The reader's view gets the new column at its end (an older reader selects `line` by name).
-CREATE OR REPLACE VIEW report_link_summary_lines AS
-SELECT r.app_id, r.day, r.line, r.platform_line FROM rollup_link_summary r;
 
 -- The split arrays at the end of the view (CREATE OR REPLACE keeps its grants).
 CREATE OR REPLACE VIEW report_link_summary AS

@@ -44,36 +44,12 @@ struct ReportPacked {
     static func forEachLineByPathAndDay(
         _ result: QueryResult, what: String, _ body: (inout ReportPacked, String?, ReportDay) throws -> Void
     ) throws {
-        try forEachLineByPathAndDay(result, what: what, second: false) { line, _, path, day in
-            try body(&line, path, day)
-        }
-    }
-
-    /// `forEachLineByPathAndDay` for rows with a second packed column (the per-link lines and their
-    /// platform splits, sql/066): `body` gets a cursor on each, and must read both to their ends.
-    static func forEachLinePairByPathAndDay(
-        _ result: QueryResult, what: String,
-        _ body: (inout ReportPacked, inout ReportPacked, String, ReportDay) throws -> Void
-    ) throws {
-        try forEachLineByPathAndDay(result, what: what, second: true) { line, second, path, day in
-            guard let path else { throw line.malformed() }
-            try body(&line, &second, path, day)
-        }
-    }
-
-    /// The common part: with `second`, the second column is decoded beside the first.
-    private static func forEachLineByPathAndDay(
-        _ result: QueryResult, what: String, second: Bool,
-        _ body: (inout ReportPacked, inout ReportPacked, String?, ReportDay) throws -> Void
-    ) throws {
         var lines: [String] = []
-        var seconds: [String] = []
         var keys: [(path: String?, day: ReportDay)] = []
         var starts: [Int] = []
         lines.reserveCapacity(result.count)
         keys.reserveCapacity(result.count)
         starts.reserveCapacity(result.count)
-        if second { seconds.reserveCapacity(result.count) }
         for row in result {
             var line = try row[0, as: String.self]
             try line.withUTF8 { bytes in
@@ -82,19 +58,13 @@ struct ReportPacked {
                 starts.append(cursor.index)
             }
             lines.append(line)
-            if second { seconds.append(try row[1, as: String.self]) }
         }
         for position in pathDayOrder(keys) {
             var line = lines[position]
-            var other = second ? seconds[position] : ""
             try line.withUTF8 { bytes in
-                try other.withUTF8 { otherBytes in
-                    var cursor = ReportPacked(bytes, at: starts[position], what: what)
-                    var otherCursor = ReportPacked(otherBytes, what: what)
-                    try body(&cursor, &otherCursor, keys[position].path, keys[position].day)
-                    try cursor.end()
-                    try otherCursor.end()
-                }
+                var cursor = ReportPacked(bytes, at: starts[position], what: what)
+                try body(&cursor, keys[position].path, keys[position].day)
+                try cursor.end()
             }
         }
     }
@@ -338,13 +308,9 @@ struct ReportPacked {
 /// every name again. The lists are found by their bytes in the line (a hash, open addressing,
 /// `memcmp`), so a known list costs no allocation. At most `limit` lists are kept.
 struct ReportNameLists {
-    /// A list's length, its name → position, and its place in the cache (-1: not cached).
-    typealias List = (count: Int, positions: [String: Int], id: Int)
+    typealias List = (count: Int, positions: [String: Int])
     private var keys: [[UInt8]] = []
     private var lists: [List] = []
-    /// Per cached list, its names each mapped to 0 and to "0", made when first asked for.
-    private var zeroCounts: [[String: Int]?] = []
-    private var zeroAmounts: [[String: String]?] = []
     /// Open addressing over `keys`: -1 = empty; twice `limit` entries, so probes stay short.
     private var slots = [Int32](repeating: -1, count: 8192)
     private var names: [String] = []
@@ -354,7 +320,7 @@ struct ReportNameLists {
     /// position of a repeated name, as a dictionary built in order would keep).
     mutating func next(_ line: inout ReportPacked) throws -> List {
         let bytes = try line.arrayBytes()
-        if bytes.count == 2 { return (0, [:], -1) }  // {}
+        if bytes.count == 2 { return (0, [:]) }  // {}
         let mask = slots.count - 1
         var slot = Self.hash(bytes) & mask
         while slots[slot] >= 0 {
@@ -371,34 +337,13 @@ struct ReportNameLists {
         var positions: [String: Int] = [:]
         positions.reserveCapacity(names.count)
         for (position, name) in names.enumerated() { positions[name] = position }
-        var list = (names.count, positions, -1)
+        let list = (names.count, positions)
         if keys.count < limit {
-            list.2 = keys.count
             slots[slot] = Int32(keys.count)
             keys.append(Array(bytes))
             lists.append(list)
-            zeroCounts.append(nil)
-            zeroAmounts.append(nil)
         }
         return list
-    }
-
-    /// The list's names, each mapped to 0 (one dictionary per cached list, shared by every row).
-    mutating func zeros(_ list: List) -> [String: Int] {
-        guard list.id >= 0 else { return list.positions.mapValues { _ in 0 } }
-        if let known = zeroCounts[list.id] { return known }
-        let made = list.positions.mapValues { _ in 0 }
-        zeroCounts[list.id] = made
-        return made
-    }
-
-    /// The list's names, each mapped to "0".
-    mutating func zeroAmounts(_ list: List) -> [String: String] {
-        guard list.id >= 0 else { return list.positions.mapValues { _ in "0" } }
-        if let known = zeroAmounts[list.id] { return known }
-        let made = list.positions.mapValues { _ in "0" }
-        zeroAmounts[list.id] = made
-        return made
     }
 
     /// A multiplicative hash of the bytes, eight at a time (lists are found by comparing bytes).

@@ -48,15 +48,14 @@ package enum ReportSQL {
     /// `retention_counts`, `revenue_currencies`, `revenue_amounts` (exact decimal text),
     /// `utm_sources`, `utm_mediums`, `utm_campaigns` ('' = absent), `utm_clicks`,
     /// `utm_universal_link_opens`, `utm_matched_installs`, `utm_attributed_installs`,
-    /// `utm_install_rates` ('' = NULL), ending the line. Beside it, `platform_line` (sql/066): the
-    /// platform splits parallel to the names and currencies, as arrays back to back:
-    /// `event_counts_ios`, `event_counts_android`, `retention_counts_ios`, `retention_counts_android`,
-    /// `revenue_amounts_ios`, `revenue_amounts_android`. The line is written when the summary row is,
+    /// `utm_install_rates` ('' = NULL), then the platform splits parallel to the names and currencies
+    /// (sql/066): `event_counts_ios`, `event_counts_android`, `retention_counts_ios`,
+    /// `retention_counts_android`, `revenue_amounts_ios`, `revenue_amounts_android`, ending the line. The line is written when the summary row is,
     /// so this read is a plain scan (building it here, mostly the arrays' text output, was most of the
     /// query). Unordered: `ReportService.links` orders the rows by path and day.
     package static func linkSummary(app: String, from: ReportDay, to: ReportDay) -> SQL {
         """
-        SELECT line, platform_line FROM report_link_summary_lines
+        SELECT line FROM report_link_summary_lines
         WHERE app_id = \(app) AND day BETWEEN \(from.iso8601)::date AND \(to.iso8601)::date
         """
     }

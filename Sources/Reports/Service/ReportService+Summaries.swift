@@ -13,19 +13,17 @@ extension ReportService {
         let watermark = try validate(app: app, from: from, to: to)
         return try run {
             let result = try connection.query(ReportSQL.linkSummary(app: app, from: from, to: to))
-            try Self.expect(result, ["line", "platform_line"])
+            try Self.expect(result, ["line"])
             var rows: [LinkDayRow] = []
             rows.reserveCapacity(result.count)
             var utm: [UTMRow] = []
             utm.reserveCapacity(result.count * 4)
             // Element buffers reused by every row.
             var lists = ReportNameLists(), counts: [Int] = [], amounts: [String] = []
-            var eventTotals: [Int] = [], retentionTotals: [Int] = [], revenueTotals: [String] = []
             var sources: [String] = [], mediums: [String] = [], campaigns: [String] = [], rates: [String] = []
             var clicks: [Int] = [], opens: [Int] = [], matched: [Int] = [], attributed: [Int] = []
             // In (path, day) order, so rows and UTM rows are appended where they belong.
-            try ReportPacked.forEachLinePairByPathAndDay(result, what: "report_link_summary_lines") {
-                line, platforms, path, day in
+            try ReportPacked.forEachLineByPathAndDay(result, what: "report_link_summary_lines") { line, path, day in
                 var link = LinkDayRow(path: path, day: day)
                 link.clicks = try line.int()
                 link.universalLinkOpens = try line.int()
@@ -36,11 +34,11 @@ extension ReportService {
                 link.android = try Self.platform(&line)
                 link.installRate = Self.absent(try line.field())
                 let eventNames = try lists.next(&line)
-                link.events = try Self.values(&line, eventNames, &eventTotals)
+                link.events = try Self.values(&line, eventNames, &counts)
                 let retentionNames = try lists.next(&line)
-                link.retentionEvents = try Self.values(&line, retentionNames, &retentionTotals)
+                link.retentionEvents = try Self.values(&line, retentionNames, &counts)
                 let currencies = try lists.next(&line)
-                link.revenue = try Self.values(&line, currencies, &revenueTotals)
+                link.revenue = try Self.values(&line, currencies, &amounts)
                 sources.removeAll(keepingCapacity: true)
                 mediums.removeAll(keepingCapacity: true)
                 campaigns.removeAll(keepingCapacity: true)
@@ -71,24 +69,12 @@ extension ReportService {
                             attributedInstalls: attributed[index], installRate: Self.absent(rates[index])))
                 }
                 // The platform splits of the events and revenue, parallel to the names and currencies.
-                // Most link-days have one platform's devices only: that platform's map is then the
-                // total's and the other's the names' shared zeros, so neither is a new dictionary.
-                link.ios.events = try Self.split(
-                    &platforms, eventNames, link.events, eventTotals, zero: 0, zeros: { lists.zeros(eventNames) }, &counts)
-                link.android.events = try Self.split(
-                    &platforms, eventNames, link.events, eventTotals, zero: 0, zeros: { lists.zeros(eventNames) }, &counts)
-                link.ios.retentionEvents = try Self.split(
-                    &platforms, retentionNames, link.retentionEvents, retentionTotals, zero: 0,
-                    zeros: { lists.zeros(retentionNames) }, &counts)
-                link.android.retentionEvents = try Self.split(
-                    &platforms, retentionNames, link.retentionEvents, retentionTotals, zero: 0,
-                    zeros: { lists.zeros(retentionNames) }, &counts)
-                link.ios.revenue = try Self.split(
-                    &platforms, currencies, link.revenue, revenueTotals, zero: "0",
-                    zeros: { lists.zeroAmounts(currencies) }, &amounts)
-                link.android.revenue = try Self.split(
-                    &platforms, currencies, link.revenue, revenueTotals, zero: "0",
-                    zeros: { lists.zeroAmounts(currencies) }, &amounts)
+                link.ios.events = try Self.values(&line, eventNames, &counts)
+                link.android.events = try Self.values(&line, eventNames, &counts)
+                link.ios.retentionEvents = try Self.values(&line, retentionNames, &counts)
+                link.android.retentionEvents = try Self.values(&line, retentionNames, &counts)
+                link.ios.revenue = try Self.values(&line, currencies, &amounts)
+                link.android.revenue = try Self.values(&line, currencies, &amounts)
                 rows.append(link)
             }
             return LinkReport(app: app, from: from, to: to, watermark: watermark, rows: rows, utm: utm)
@@ -252,23 +238,6 @@ extension ReportService {
         return names.positions.mapValues { counts[$0] }
     }
 
-    /// The next packed array of a platform split, parallel to `names` and to `totals` (the values of
-    /// `total`), read into `scratch`: `total` itself when equal (the platform had all of it),
-    /// `zeros()` (the names' shared map to `zero`) when every value is `zero`, else a new dictionary.
-    static func split<Value: PackedElement>(
-        _ line: inout ReportPacked, _ names: ReportNameLists.List, _ total: [String: Value], _ totals: [Value],
-        zero: Value, zeros: () -> [String: Value], _ scratch: inout [Value]
-    ) throws -> [String: Value] {
-        scratch.removeAll(keepingCapacity: true)
-        try Value.read(&line, into: &scratch)
-        guard scratch.count == names.count else {
-            throw ReportError.database(message: "parallel arrays of different lengths")
-        }
-        if scratch == totals { return total }
-        if scratch.allSatisfy({ $0 == zero }) { return zeros() }
-        return names.positions.mapValues { [scratch] in scratch[$0] }
-    }
-
     /// The next packed text array, parallel to `names` (already read), as a dictionary.
     static func values(_ line: inout ReportPacked, _ names: ReportNameLists.List, _ values: inout [String]) throws
         -> [String: String]
@@ -321,18 +290,4 @@ extension ReportService {
         }
         return day
     }
-}
-
-/// An element type of the packed arrays: `Int` (`integer[]`) or `String` (`text[]`).
-protocol PackedElement: Equatable {
-    /// Appends the next packed array's elements to `items`.
-    static func read(_ line: inout ReportPacked, into items: inout [Self]) throws
-}
-
-extension Int: PackedElement {
-    static func read(_ line: inout ReportPacked, into items: inout [Int]) throws { try line.ints(into: &items) }
-}
-
-extension String: PackedElement {
-    static func read(_ line: inout ReportPacked, into items: inout [String]) throws { try line.strings(into: &items) }
 }
