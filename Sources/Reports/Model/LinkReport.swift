@@ -1,4 +1,4 @@
-/// One platform's slice of a per-link day: every count of the row, its events and its revenue.
+/// Counts of one platform slice of a per-link day.
 package struct PlatformCounts: Sendable, Equatable {
     /// Web clicks.
     package var clicks = 0
@@ -10,13 +10,6 @@ package struct PlatformCounts: Sendable, Equatable {
     package var attributedInstalls = 0
     /// Re-engagements.
     package var reengagements = 0
-    /// Actions of attributed devices on this platform, by event name: the names of the row's
-    /// `events`, each with this platform's share (0 when none).
-    package var events: [String: Int] = [:]
-    /// Retention events, by name, as `events`.
-    package var retentionEvents: [String: Int] = [:]
-    /// Purchase minus refund revenue, per currency of the row's `revenue` (exact decimal text).
-    package var revenue: [String: String] = [:]
 
     /// All zero.
     package init() {}

@@ -8,8 +8,6 @@ extension LinkReport {
             "matched_installs_ios", "matched_installs_android", "attributed_installs_ios",
             "attributed_installs_android",
             "reengagements_ios", "reengagements_android", "events", "retention_events", "revenue",
-            "events_ios", "events_android", "retention_events_ios", "retention_events_android", "revenue_ios",
-            "revenue_android",
         ]
         let links = rows.map { row -> [ReportValue] in
             [
@@ -21,10 +19,6 @@ extension LinkReport {
                 .int(row.ios.attributedInstalls), .int(row.android.attributedInstalls), .int(row.ios.reengagements),
                 .int(row.android.reengagements), .map(row.events.mapValues { .int($0) }),
                 .map(row.retentionEvents.mapValues { .int($0) }), .map(row.revenue.mapValues { .text($0) }),
-                .map(row.ios.events.mapValues { .int($0) }), .map(row.android.events.mapValues { .int($0) }),
-                .map(row.ios.retentionEvents.mapValues { .int($0) }),
-                .map(row.android.retentionEvents.mapValues { .int($0) }),
-                .map(row.ios.revenue.mapValues { .text($0) }), .map(row.android.revenue.mapValues { .text($0) }),
             ]
         }
         let utmRows = utm.map { row -> [ReportValue] in

@@ -33,12 +33,9 @@ extension ReportService {
                 link.ios = try Self.platform(&line)
                 link.android = try Self.platform(&line)
                 link.installRate = Self.absent(try line.field())
-                let eventNames = try lists.next(&line)
-                link.events = try Self.values(&line, eventNames, &counts)
-                let retentionNames = try lists.next(&line)
-                link.retentionEvents = try Self.values(&line, retentionNames, &counts)
-                let currencies = try lists.next(&line)
-                link.revenue = try Self.values(&line, currencies, &amounts)
+                link.events = try Self.pairs(&line, &lists, &counts)
+                link.retentionEvents = try Self.pairs(&line, &lists, &counts)
+                link.revenue = try Self.pairs(&line, &lists, &amounts)
                 sources.removeAll(keepingCapacity: true)
                 mediums.removeAll(keepingCapacity: true)
                 campaigns.removeAll(keepingCapacity: true)
@@ -68,13 +65,6 @@ extension ReportService {
                             clicks: clicks[index], universalLinkOpens: opens[index], matchedInstalls: matched[index],
                             attributedInstalls: attributed[index], installRate: Self.absent(rates[index])))
                 }
-                // The platform splits of the events and revenue, parallel to the names and currencies.
-                link.ios.events = try Self.values(&line, eventNames, &counts)
-                link.android.events = try Self.values(&line, eventNames, &counts)
-                link.ios.retentionEvents = try Self.values(&line, retentionNames, &counts)
-                link.android.retentionEvents = try Self.values(&line, retentionNames, &counts)
-                link.ios.revenue = try Self.values(&line, currencies, &amounts)
-                link.android.revenue = try Self.values(&line, currencies, &amounts)
                 rows.append(link)
             }
             return LinkReport(app: app, from: from, to: to, watermark: watermark, rows: rows, utm: utm)
@@ -216,20 +206,7 @@ extension ReportService {
     static func pairs(_ line: inout ReportPacked, _ lists: inout ReportNameLists, _ counts: inout [Int]) throws
         -> [String: Int]
     {
-        try values(&line, try lists.next(&line), &counts)
-    }
-
-    /// Two parallel packed arrays (names, then texts) as a dictionary; `values` is a scratch buffer.
-    static func pairs(_ line: inout ReportPacked, _ lists: inout ReportNameLists, _ values: inout [String]) throws
-        -> [String: String]
-    {
-        try Self.values(&line, try lists.next(&line), &values)
-    }
-
-    /// The next packed integer array, parallel to `names` (already read), as a dictionary.
-    static func values(_ line: inout ReportPacked, _ names: ReportNameLists.List, _ counts: inout [Int]) throws
-        -> [String: Int]
-    {
+        let names = try lists.next(&line)
         counts.removeAll(keepingCapacity: true)
         try line.ints(into: &counts)
         guard counts.count == names.count else {
@@ -238,10 +215,11 @@ extension ReportService {
         return names.positions.mapValues { counts[$0] }
     }
 
-    /// The next packed text array, parallel to `names` (already read), as a dictionary.
-    static func values(_ line: inout ReportPacked, _ names: ReportNameLists.List, _ values: inout [String]) throws
+    /// Two parallel packed arrays (names, then texts) as a dictionary; `values` is a scratch buffer.
+    static func pairs(_ line: inout ReportPacked, _ lists: inout ReportNameLists, _ values: inout [String]) throws
         -> [String: String]
     {
+        let names = try lists.next(&line)
         values.removeAll(keepingCapacity: true)
         try line.strings(into: &values)
         guard values.count == names.count else {

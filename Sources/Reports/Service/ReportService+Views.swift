@@ -26,22 +26,18 @@ extension ReportService {
             for row in try connection.query(ReportSQL.linkDailyEvents(app: app, from: from, to: to)) {
                 let key = try RowKey(row)
                 let name = try row["name", as: String.self]
-                let counts = (
-                    try row["events", as: Int.self], try row["events_ios", as: Int.self],
-                    try row["events_android", as: Int.self]
-                )
-                let isAction = try row["kind", as: String.self] == "event"
-                rows[key, default: LinkDayRow(path: key.path, day: key.day)].add(
-                    isAction ? \.events : \.retentionEvents, isAction ? \.events : \.retentionEvents, name, counts)
+                let count = try row["events", as: Int.self]
+                if try row["kind", as: String.self] == "event" {
+                    rows[key, default: LinkDayRow(path: key.path, day: key.day)].events[name] = count
+                } else {
+                    rows[key, default: LinkDayRow(path: key.path, day: key.day)].retentionEvents[name] = count
+                }
             }
             for row in try connection.query(ReportSQL.linkDailyRevenue(app: app, from: from, to: to)) {
                 let key = try RowKey(row)
-                let amounts = (
-                    try row["revenue", as: String.self], try row["revenue_ios", as: String.self],
-                    try row["revenue_android", as: String.self]
-                )
-                rows[key, default: LinkDayRow(path: key.path, day: key.day)].add(
-                    \.revenue, \.revenue, try row["currency", as: String.self], amounts)
+                rows[key, default: LinkDayRow(path: key.path, day: key.day)].revenue[
+                    try row["currency", as: String.self]] =
+                    try row["revenue", as: String.self]
             }
             var utm: [UTMRow] = []
             for row in try connection.query(ReportSQL.linkDailyUTM(app: app, from: from, to: to)) {
@@ -161,17 +157,5 @@ extension ReportService {
             }
             return RetentionReport(app: app, from: from, to: to, watermark: watermark, rows: rows)
         }
-    }
-}
-
-extension LinkDayRow {
-    /// Sets one name's (or currency's) value in the row's map and in each platform slice's.
-    fileprivate mutating func add<Value>(
-        _ total: WritableKeyPath<LinkDayRow, [String: Value]>, _ slice: WritableKeyPath<PlatformCounts, [String: Value]>,
-        _ name: String, _ values: (Value, Value, Value)
-    ) {
-        self[keyPath: total][name] = values.0
-        ios[keyPath: slice][name] = values.1
-        android[keyPath: slice][name] = values.2
     }
 }
