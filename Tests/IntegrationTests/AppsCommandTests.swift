@@ -178,6 +178,40 @@ struct AppsCommandTests {
         }
     }
 
+    @Test("serve: a report PostgreSQL fails is 503 with a message naming no internals; the cause goes to the log")
+    func reportDatabaseErrorNotEchoed() throws {
+        let database = try TestDatabase.make()
+        defer { database.drop() }
+        let data = try TemporaryDirectory()
+        let environment = ["DATABASE_URL": database.url, "DETOUR_DATA_DIR": data.path]
+        let created = try PipelineProcess.runToEnd(
+            ["apps", "create", "--id", "broken", "--name", "Broken", "--json"], environment: environment)
+        #expect(created.status == 0, "\(created.errors)")
+        let keys = try JSONSerialization.jsonObject(with: Data(created.output.utf8)) as? [String: String] ?? [:]
+        let secret = try #require(keys["secret_key"])
+        // The per-link report's read fails in PostgreSQL ("relation ... does not exist"), as a statement
+        // timeout or a view dropped by hand would.
+        let admin = try database.connect()
+        defer { admin.close() }
+        try admin.execute("DROP VIEW report_link_summary_lines")
+
+        let server = try PipelineProcess(["serve", "--http-addr", "127.0.0.1:0"], environment: environment)
+        defer { server.signal(SIGTERM); _ = server.waitForExit(timeout: .seconds(20)) }
+        let base = try #require(server.waitForLine(startingWith: "listening on "), "\(server.standardError)")
+        let response = try HTTP.get(
+            base + "/api/reports/links", headers: ["Authorization": "Bearer \(secret)", "X-App-ID": "broken"])
+        #expect(response.status == 503)
+        #expect(response.text.contains("\"code\":\"database_unavailable\""), "\(response.text)")
+        for word in ["relation", "report_link_summary_lines", "PostgreSQL", "42P01"] {
+            #expect(!response.text.contains(word), "the answer names \(word): \(response.text)")
+        }
+        #expect(response.text.contains("the server's log has the cause"), "\(response.text)")
+        // The operator's log has it (bounded wait: the log is read from a pipe).
+        #expect(
+            try until { server.standardError.contains("reports.query_failed") }
+                && server.standardError.contains("report_link_summary_lines"), "\(server.standardError)")
+    }
+
     /// POSTs one SDK event with `key` and returns the status.
     private func post(_ base: String, key: String) throws -> Int {
         var request = URLRequest(url: URL(string: base + "/api/analytics/retention")!)

@@ -1,5 +1,6 @@
 import Foundation
 import Ingest
+import Observability
 import Postgres
 import Reports
 
@@ -36,7 +37,19 @@ extension PostgresReportProvider {
                 contentType: ReportEndpoint.contentType(query.format),
                 body: Array(ReportRenderer.render(report, as: query.format).utf8))
         } catch {
-            return .failure(status: error.httpStatus, code: error.code, message: error.description)
+            guard case .database(let detail) = error else {
+                return .failure(status: error.httpStatus, code: error.code, message: error.description)
+            }
+            // PostgreSQL's own text (relation names, a timeout's SQL state, the server's wording) is for
+            // the operator's log; the API client gets the code and a message that names no internals.
+            apiLogger.error("reports.query_failed", ["report": request.kind, "error": detail])
+            return .failure(status: error.httpStatus, code: error.code, message: databaseFailureMessage)
         }
     }
+
+    /// What the API answers when PostgreSQL fails a report (the cause goes to the server's log).
+    static let databaseFailureMessage =
+        "the report query failed in the database; retry later (the server's log has the cause)"
 }
+
+private let apiLogger = Logger(label: "ingest")
