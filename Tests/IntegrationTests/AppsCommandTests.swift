@@ -22,11 +22,8 @@ struct AppsCommandTests {
         defer { database.drop() }
         let data = try TemporaryDirectory()
         let environment = ["DATABASE_URL": database.url, "DETOUR_DATA_DIR": data.path]
-        let created = try PipelineProcess.runToEnd(
-            ["apps", "create", "--id", "rot", "--name", "Rotation", "--time-zone", "Europe/Berlin", "--json"],
-            environment: environment)
-        #expect(created.status == 0, "\(created.errors)")
-        let keys = try JSONSerialization.jsonObject(with: Data(created.output.utf8)) as? [String: String] ?? [:]
+        let keys = try PipelineProcess.createApp(
+            id: "rot", name: "Rotation", extra: ["--time-zone", "Europe/Berlin"], environment: environment)
         let old = try #require(keys["publishable_key"])
 
         let server = try PipelineProcess(["serve", "--http-addr", "127.0.0.1:0"], environment: environment)
@@ -91,10 +88,7 @@ struct AppsCommandTests {
             #expect(badZone.status == 64, "\(zone)")
             #expect(badZone.errors.contains("is not a time zone name PostgreSQL knows"), "\(zone): \(badZone.errors)")
         }
-        let created = try PipelineProcess.runToEnd(
-            ["apps", "create", "--id", "a", "--name", "A", "--json"], environment: environment)
-        #expect(created.status == 0, "\(created.errors)")
-        let keys = try JSONSerialization.jsonObject(with: Data(created.output.utf8)) as? [String: String] ?? [:]
+        let keys = try PipelineProcess.createApp(id: "a", name: "A", environment: environment)
         let secret = try #require(keys["secret_key"])
 
         let noApp = try PipelineProcess.runToEnd(
@@ -155,10 +149,7 @@ struct AppsCommandTests {
         #expect(logged != database.url)
         let environment = ["DATABASE_URL": logged]
         let app = "logged-" + String(UUID().uuidString.prefix(8)).lowercased()
-        let created = try PipelineProcess.runToEnd(
-            ["apps", "create", "--id", app, "--name", "Logged", "--json"], environment: environment)
-        #expect(created.status == 0, "\(created.errors)")
-        let keys = try JSONSerialization.jsonObject(with: Data(created.output.utf8)) as? [String: String] ?? [:]
+        let keys = try PipelineProcess.createApp(id: app, name: "Logged", environment: environment)
         let issued = try PipelineProcess.runToEnd(
             ["apps", "keys", "create", "--app", app, "--kind", "secret", "--json"], environment: environment)
         #expect(issued.status == 0, "\(issued.errors)")
@@ -184,10 +175,7 @@ struct AppsCommandTests {
         defer { database.drop() }
         let data = try TemporaryDirectory()
         let environment = ["DATABASE_URL": database.url, "DETOUR_DATA_DIR": data.path]
-        let created = try PipelineProcess.runToEnd(
-            ["apps", "create", "--id", "broken", "--name", "Broken", "--json"], environment: environment)
-        #expect(created.status == 0, "\(created.errors)")
-        let keys = try JSONSerialization.jsonObject(with: Data(created.output.utf8)) as? [String: String] ?? [:]
+        let keys = try PipelineProcess.createApp(id: "broken", name: "Broken", environment: environment)
         let secret = try #require(keys["secret_key"])
         // The per-link report's read fails in PostgreSQL ("relation ... does not exist"), as a statement
         // timeout or a view dropped by hand would.

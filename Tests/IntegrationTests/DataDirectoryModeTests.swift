@@ -16,10 +16,7 @@ import Testing
         let parent = try TemporaryDirectory()
         let data = parent.path + "/data"
         let environment = ["DATABASE_URL": database.url, "DETOUR_DATA_DIR": data]
-        let created = try PipelineProcess.runToEnd(
-            ["apps", "create", "--id", "modes", "--name", "Modes", "--json"], environment: environment)
-        #expect(created.status == 0, "\(created.errors)")
-        let keys = try JSONSerialization.jsonObject(with: Data(created.output.utf8)) as? [String: String] ?? [:]
+        let keys = try PipelineProcess.createApp(id: "modes", name: "Modes", environment: environment)
         let key = try #require(keys["publishable_key"])
 
         // The usual umask (022): files would be world-readable unless the server asks for less.

@@ -18,10 +18,7 @@ struct EndToEndTests {
         let data = try TemporaryDirectory()
         let environment = ["DATABASE_URL": database.url, "DETOUR_DATA_DIR": data.path]
 
-        let created = try PipelineProcess.runToEnd(
-            ["apps", "create", "--id", "e2e-app", "--name", "End to end", "--json"], environment: environment)
-        #expect(created.status == 0, "apps create failed: \(created.errors)")
-        let keys = try JSONSerialization.jsonObject(with: Data(created.output.utf8)) as? [String: String] ?? [:]
+        let keys = try PipelineProcess.createApp(id: "e2e-app", name: "End to end", environment: environment)
         let publishable = try #require(keys["publishable_key"])
         #expect(keys["app_id"] == "e2e-app")
         #expect(keys["secret_key"]?.hasPrefix("sk_") == true)

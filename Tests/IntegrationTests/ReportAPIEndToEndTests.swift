@@ -16,10 +16,7 @@ struct ReportAPIEndToEndTests {
         defer { database.drop() }
         let data = try TemporaryDirectory()
         let environment = ["DATABASE_URL": database.url, "DETOUR_DATA_DIR": data.path]
-        let created = try PipelineProcess.runToEnd(
-            ["apps", "create", "--id", "report-app", "--name", "Reports", "--json"], environment: environment)
-        #expect(created.status == 0, "apps create failed: \(created.errors)")
-        let keys = try JSONSerialization.jsonObject(with: Data(created.output.utf8)) as? [String: String] ?? [:]
+        let keys = try PipelineProcess.createApp(id: "report-app", name: "Reports", environment: environment)
         let secret = try #require(keys["secret_key"])
         let publishable = try #require(keys["publishable_key"])
 

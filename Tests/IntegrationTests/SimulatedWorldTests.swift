@@ -26,9 +26,7 @@ struct SimulatedWorldTests {
         let database = try TestDatabase.make()
         let data = try TemporaryDirectory()
         let environment = ["DATABASE_URL": database.url, "DETOUR_DATA_DIR": data.path]
-        let created = try PipelineProcess.runToEnd(
-            ["apps", "create", "--id", "sim", "--name", "Simulated", "--json"], environment: environment)
-        let keys = try JSONSerialization.jsonObject(with: Data(created.output.utf8)) as? [String: String] ?? [:]
+        let keys = try PipelineProcess.createApp(id: "sim", name: "Simulated", environment: environment)
         let pipeline = try PipelineProcess(
             ["run", "--http-addr", "127.0.0.1:0", "--load-interval", "200ms"], environment: environment)
         defer { pipeline.signal(SIGTERM); _ = pipeline.waitForExit(timeout: .seconds(30)) }

@@ -79,6 +79,25 @@ package final class PipelineProcess: Sendable {
         return (status, child.standardOutput, child.standardError)
     }
 
+    /// Registers an app with `apps create --id ID --name NAME --json` (and `extra` flags) and returns
+    /// its JSON: `app_id`, `publishable_key`, `secret_key`.
+    /// - Throws: `Failure` with the command's standard error when it does not exit 0 with that JSON.
+    package static func createApp(
+        id: String, name: String, extra: [String] = [], environment: [String: String]
+    ) throws -> [String: String] {
+        let created = try runToEnd(
+            ["apps", "create", "--id", id, "--name", name] + extra + ["--json"], environment: environment)
+        guard created.status == 0,
+            let keys = try? JSONSerialization.jsonObject(with: Data(created.output.utf8)) as? [String: String]
+        else { throw Failure(description: "apps create \(id) failed (\(created.status)): \(created.errors)") }
+        return keys
+    }
+
+    /// A child that did not do what a helper needed.
+    package struct Failure: Error, CustomStringConvertible {
+        package var description: String
+    }
+
     /// Sends `signal` (SIGTERM, SIGINT, SIGKILL).
     package func signal(_ signal: Int32) { kill(process.processIdentifier, signal) }
 
