@@ -1,4 +1,6 @@
-/// Why a report could not be produced. `description` is safe to show to a user or an API client.
+/// Why a report could not be produced. `description` is safe to show to a user or an API client,
+/// except `.database`'s, which carries PostgreSQL's text: the CLI prints it to its operator, and the
+/// report API answers a generic message and logs it (`reports.query_failed`).
 package enum ReportError: Error, Equatable, CustomStringConvertible {
     /// A request parameter is missing or malformed (`name` is the parameter, e.g. `from`).
     case invalidParameter(name: String, message: String)

@@ -37,6 +37,15 @@ _pg_hba() {
     echo "host all all ::1/128 scram-sha-256"
 }
 
+# Writes DIR's authentication files as the cluster's owner: the password file (mode 600) holding
+# PASSWORD, and the pg_hba.conf above.
+_pg_write_auth() {
+    local dir="$1" password="$2"
+    (umask 077 && printf '%s\n' "$password" | _pg_as_owner tee "$dir/detour-password" >/dev/null)
+    _pg_as_owner chmod 600 "$dir/detour-password"
+    _pg_hba | _pg_as_owner tee "$dir/pg_hba.conf" >/dev/null
+}
+
 # A new random password (hex, so it needs no escaping in a URL).
 _pg_new_password() {
     od -An -tx1 -N24 /dev/urandom | tr -d ' \n'
@@ -156,9 +165,7 @@ pg_local_start() {
             return 1
         fi
         rm -f "$initlog" "$initpw"
-        _pg_hba | _pg_as_owner tee "$dir/pg_hba.conf" >/dev/null
-        (umask 077 && printf '%s\n' "$password" | _pg_as_owner tee "$pwfile" >/dev/null)
-        _pg_as_owner chmod 600 "$pwfile"
+        _pg_write_auth "$dir" "$password"
         {
             echo "# pg.sh: a local development cluster (listen address, port and socket come from pg_ctl -o)"
             echo "fsync = on"
@@ -222,9 +229,7 @@ pg_local_start() {
         "$PG_BIN/psql" -X -q -h 127.0.0.1 -p "$port" -U "$owner" -d postgres \
             -c "alter role \"$owner\" password '$password'" >/dev/null \
             || { echo "pg.sh: could not set the password of $owner" >&2; return 1; }
-        (umask 077 && printf '%s\n' "$password" | _pg_as_owner tee "$pwfile" >/dev/null)
-        _pg_as_owner chmod 600 "$pwfile"
-        _pg_hba | _pg_as_owner tee "$dir/pg_hba.conf" >/dev/null
+        _pg_write_auth "$dir" "$password"
         _pg_as_owner "$PG_BIN/pg_ctl" -D "$dir" reload >/dev/null \
             || { echo "pg.sh: could not reload $dir after changing pg_hba.conf" >&2; return 1; }
     fi
