@@ -24,7 +24,8 @@ extension ReportBenchmark {
     /// For each size (raw rows: events + clicks + matches): a fresh schema in `databaseURL`,
     /// migrated from `sqlDirectory`, seeded by `ReportSeed` (60 days, `links` links), rollups built
     /// by `rebuild_rollups()`, then one (app, day) refresh timed and every report timed by `run` over
-    /// the last 30 days; `each` gets the run as soon as it is measured. The schema is dropped afterwards.
+    /// the last 30 days; `each` gets the run as soon as it is measured. The schema is dropped afterwards,
+    /// unless `keepSchema` (then `progress` names it, for timing it again with `existingSchema`).
     ///
     /// - Throws: `ReportError` (seeding, queries), `PostgresError` (connection, migration).
     ///
@@ -33,7 +34,8 @@ extension ReportBenchmark {
     /// `sizes` is ignored).
     package static func runSeeded(
         databaseURL: String, sqlDirectory: String, sizes: [Int], links: Int, runs: Int,
-        existingSchema: String? = nil, progress: (String) -> Void = { _ in }, each: (SeededRun) -> Void
+        existingSchema: String? = nil, keepSchema: Bool = false, progress: (String) -> Void = { _ in },
+        each: (SeededRun) -> Void
     ) throws {
         if let existingSchema {
             let url =
@@ -62,7 +64,11 @@ extension ReportBenchmark {
             let schema = "bench_reports_" + String(UInt64.random(in: 0..<UInt64.max), radix: 16)
             let admin = try Connection(url: databaseURL)
             defer {
-                try? admin.unsafeSQL("DROP SCHEMA IF EXISTS \"\(schema)\" CASCADE")
+                if keepSchema {
+                    progress("reports: kept schema \(schema) (time it again with --schema \(schema))")
+                } else {
+                    try? admin.unsafeSQL("DROP SCHEMA IF EXISTS \"\(schema)\" CASCADE")
+                }
                 admin.close()
             }
             try admin.unsafeSQL("CREATE SCHEMA \"\(schema)\"")  // letters, digits and _ only

@@ -55,11 +55,12 @@ extension BenchCommand {
         let work = try arguments.option("--work") ?? NSTemporaryDirectory()
         let source = try arguments.option("--seed") ?? "simulator"
         let existing = try arguments.option("--schema")  // with --seed sql: time an existing seeded schema
+        let keep = arguments.flag("--keep-schema")  // with --seed sql: leave each seeded schema in place
         try arguments.finish()
         if source == "sql" {  // raw rows generated in SQL (ReportSeed), rollups by rebuild_rollups()
             try ReportBenchmark.runSeeded(
                 databaseURL: url, sqlDirectory: MigrateCommand.locateSQLDirectory(), sizes: sizes, links: links,
-                runs: runs, existingSchema: existing,
+                runs: runs, existingSchema: existing, keepSchema: keep,
                 progress: { FileHandle.standardError.write(Data(($0 + "\n").utf8)) },
                 each: { report("reports", ReportBenchmark.fields($0, links: links, runs: runs)) })
             return

@@ -40,7 +40,7 @@ enum BenchCommand: Command {
                    simulated worlds of about N events (cumulative sizes) loaded by the aggregator into a
                    fresh schema, then ReportBenchmark: median ms of every report and the daily job's queries
                    --seed sql: each size generated in SQL (ReportSeed) and rebuild_rollups() instead;
-                   --schema S: time an existing seeded schema
+                   --schema S: time an existing seeded schema; --keep-schema: do not drop the seeded ones
 
         Every result line also carries peak_rss_kib (VmHWM of this process).
         """
