@@ -114,13 +114,50 @@ struct HTTPEdgeTests {
     func declaredTooLarge() throws {
         let server = try TestServer { $0.maxBodyBytes = 4096 }
         let client = try server.client()
-        var head = "POST /api/analytics/batch HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n"
-        for (name, value) in TestServer.sdkHeaders() { head += "\(name): \(value)\r\n" }
-        client.send(Array((head + "\r\n").utf8))
+        Self.sendHead(client, "/api/analytics/batch", contentLength: 5000)
         let response = try client.readResponse()
         #expect(response.status == 413)
         #expect(response.errorCode == "body_too_large")
         #expect(server.isServing())
+    }
+
+    @Test("Expect: 100-continue with a bad key gets the 401 at once, not 100 Continue and then the 401")
+    func expectContinueWithBadKey() throws {
+        let server = try TestServer()
+        let client = try server.client()
+        // The client holds the body back until it sees 100 Continue: the refusal must come instead,
+        // so it never uploads a body that would be thrown away.
+        Self.sendHead(
+            client, "/api/analytics/event", contentLength: Self.event.count, expectContinue: true,
+            key: "pk_not_a_key_of_this_app")
+        let response = try client.readResponse()
+        #expect(response.status == 401)
+        #expect(response.errorCode == "invalid_key")
+        #expect(server.isServing())
+    }
+
+    @Test("Expect: 100-continue with a good key gets 100 Continue, then the body is accepted")
+    func expectContinueWithGoodKey() throws {
+        let server = try TestServer()
+        let client = try server.client()
+        Self.sendHead(client, "/api/analytics/event", contentLength: Self.event.count, expectContinue: true)
+        let interim = try client.readResponse(hasBody: false)
+        #expect(interim.status == 100)
+        client.send(Self.event)
+        let response = try client.readResponse()
+        #expect(response.status == 200)
+        #expect(response.json["accepted"] as? Int == 1)
+    }
+
+    /// Sends a POST's head with the SDK headers (and `key`) and no body.
+    static func sendHead(
+        _ client: RawHTTPClient, _ path: String, contentLength: Int, expectContinue: Bool = false,
+        key: String = TestServer.publishableKey
+    ) {
+        var head = "POST \(path) HTTP/1.1\r\nHost: x\r\nContent-Length: \(contentLength)\r\n"
+        if expectContinue { head += "Expect: 100-continue\r\n" }
+        for (name, value) in TestServer.sdkHeaders(key: key) { head += "\(name): \(value)\r\n" }
+        client.send(Array((head + "\r\n").utf8))
     }
 
     @Test("a chunked body growing past the limit is 413 and never buffered")

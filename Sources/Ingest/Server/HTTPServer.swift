@@ -335,10 +335,13 @@ private func begin(
     if let early {
         // libmicrohttpd closes the connection when a response is queued before the request is
         // fully received. Small bodies are read and dropped so the connection stays alive; large
-        // or chunked ones are cut off right away.
+        // or chunked ones are cut off right away, and so are bodies a client holds back until it
+        // sees `100 Continue` (RFC 9110 10.1.1): reading those would send it `100 Continue` and have
+        // it upload a body only to be refused.
         let chunked = head.header("Transfer-Encoding") != nil
         let declared = head.contentLength ?? 0
-        if !chunked, declared <= smallBodyDiscardLimit, early.status != 413 {
+        let awaitsContinue = declared > 0 && head.header("Expect")?.lowercased() == "100-continue"
+        if !chunked, !awaitsContinue, declared <= smallBodyDiscardLimit, early.status != 413 {
             state.earlyResponse = early
             return .YES
         }
