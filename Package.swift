@@ -28,6 +28,7 @@ let package = Package(
         .target(name: "Locking", swiftSettings: strict),
         .target(name: "Observability", dependencies: ["CMalloc", "Locking"], swiftSettings: strict),
         .target(name: "CivilTime", swiftSettings: strict),
+        .target(name: "JSONText", swiftSettings: strict),
         .target(name: "EventModel", dependencies: ["CivilTime"], swiftSettings: strict),
         .target(name: "EventLog", dependencies: ["CZlib", "CZstd", "Observability"], swiftSettings: strict),
         .target(name: "Postgres", dependencies: ["CLibPQ", "CivilTime"], swiftSettings: strict),
@@ -37,13 +38,15 @@ let package = Package(
             name: "Ingest",
             dependencies: [
                 "CMicroHTTPD", "CZlib", "CZstd", "EventModel", "EventLog", "Postgres", "Observability", "Locking",
+                "JSONText",
             ],
             swiftSettings: strict),
         .target(
             name: "Aggregator",
             dependencies: ["EventModel", "EventLog", "Postgres", "Observability"],
             swiftSettings: strict),
-        .target(name: "Reports", dependencies: ["Postgres", "Observability", "CivilTime"], swiftSettings: strict),
+        .target(
+            name: "Reports", dependencies: ["Postgres", "Observability", "CivilTime", "JSONText"], swiftSettings: strict),
         .target(name: "Simulator", dependencies: ["EventModel", "CZlib", "CivilTime", "Locking"], swiftSettings: strict),
 
         // The one executable.

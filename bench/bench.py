@@ -789,17 +789,28 @@ class Bench:
         for fields in results:
             n = int(fields["events"])
             size = f"{n / 1e6:.1f}M" if n >= 1e6 else f"{n // 1000}k"
-            for name, key, before in (("per-link report (links)", "report_links_ms", "report_links_views_ms"),
-                                      ("attribution", "report_attribution_ms", "report_attribution_views_ms"),
-                                      ("funnel", "report_funnel_ms", "report_funnel_views_ms"),
-                                      ("retention", "report_retention_ms", "report_retention_views_ms")):
+            for name, kind in (("per-link report (links)", "links"), ("attribution", "attribution"),
+                               ("funnel", "funnel"), ("retention", "retention")):
+                # The target holds what a client waits for: the report as the API serves it, JSON
+                # bytes included (report_<kind>_served_ms, since 2026-12-01). Until then it held the
+                # queries and decoding alone, report_<kind>_ms, now shown in the note.
+                key, queried, before = f"report_{kind}_served_ms", f"report_{kind}_ms", f"report_{kind}_views_ms"
+                if key not in fields:
+                    key = queried
                 ms = float(fields[key])
-                note = ""
-                if before and before in fields:
-                    note = (f"before (the same report from the per-row views, same run): {float(fields[before]):,.0f} ms, "
-                            f"{float(fields[before]) / max(ms, 0.01):.1f}x faster")
-                self.row(f"{key}_{size}", f"7. Reports at {size} events, 1,000 links: {name}, 30 days (ms)", f"{ms:,.0f}",
-                         "200 ms (target)", ms / 200, "< 200 ms", ms < 200, direction="lower", note=note)
+                notes = []
+                if key != queried:
+                    notes.append(f"queries and decoding alone {float(fields[queried]):,.0f} ms, the JSON the rest")
+                if before in fields:
+                    notes.append(f"before (the same report from the per-row views, same run, without JSON): "
+                                 f"{float(fields[before]):,.0f} ms, {float(fields[before]) / max(float(fields[queried]), 0.01):.1f}x "
+                                 f"slower than the queries and decoding")
+                served = " as served (JSON)" if key != queried else ""
+                # A new row key for the served figure, so it is not compared with the queries-only figure
+                # of runs before it (which the next run would call a regression).
+                self.row(f"report_{kind}{'_served' if served else ''}_ms_{size}", f"7. Reports at {size} events, 1,000 links: {name}{served}, 30 days (ms)",
+                         f"{ms:,.0f}", "200 ms (target)", ms / 200, "< 200 ms", ms < 200, direction="lower",
+                         note="; ".join(notes))
             daily = float(fields["report_daily_content_ms"]) / 1000
             self.row(f"report_daily_{size}", f"7. Reports at {size} events: daily job queries (s)", f"{daily:.2f}",
                      "5 s (target)", daily / 5, "< 5 s", daily < 5, direction="lower")

@@ -64,7 +64,7 @@ struct ReportAPIIntegrationTests {
                 kind, app: query.app, from: query.from, to: query.to)
             return .report(
                 contentType: ReportEndpoint.contentType(query.format),
-                body: Array(ReportRenderer.render(report, as: query.format).utf8))
+                body: ReportRenderer.bytes(report, as: query.format))
         } catch {
             return .failure(status: error.httpStatus, code: error.code, message: error.description)
         }

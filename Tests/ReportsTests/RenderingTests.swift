@@ -1,3 +1,4 @@
+import Foundation
 import Reports
 import Testing
 
@@ -46,6 +47,15 @@ import Testing
         #expect(ReportDay(iso8601: "2026-6-01") == nil)
         #expect(ReportDay(iso8601: "1970-01-01")?.daysSinceEpoch == 0)
         #expect(day("2026-01-01").days(to: day("2026-12-31")) == 364)
+        #expect(ReportDay(year: 1, month: 1, day: 1)?.iso8601 == "0001-01-01")
+        #expect(ReportDay(year: 9999, month: 12, day: 31)?.iso8601 == "9999-12-31")
+        // Every day from year 1 to 9999 (by a step prime to the calendar's cycles) formats as it parses.
+        let first = ReportDay(year: 1, month: 1, day: 1)!.daysSinceEpoch
+        let last = ReportDay(year: 9999, month: 12, day: 31)!.daysSinceEpoch
+        for number in stride(from: first, through: last, by: 997) {
+            let value = ReportDay(daysSinceEpoch: number)
+            #expect(ReportDay(iso8601: value.iso8601) == value, "\(value.iso8601)")
+        }
     }
 
     @Test("CSV quotes what needs quoting; JSON keeps decimals exact and revenue as strings")
@@ -73,6 +83,36 @@ import Testing
         let table = ReportRenderer.render(report, as: .table)
         #expect(table.contains("load watermark: none"))
         #expect(table.contains("(no rows)"))  // the empty utm section
+    }
+
+    @Test("JSON bytes: escapes, integers at their limits, and the API's bytes equal the text form")
+    func jsonBytes() throws {
+        #expect(ReportJSON.string("a\"b\\c\n\r\t\u{01}\u{1f}é✓") == #""a\"b\\c\n\r\t\u0001\u001fé✓""#)
+        #expect(ReportJSON.string("") == #""""#)
+        for number in [0, 7, 10, -1, -10, 1_234_567_890, Int.max, Int.min] {
+            #expect(ReportJSON.encode(.int(number)) == String(number))
+        }
+        #expect(ReportJSON.encode(.counts([:])) == "{}")
+        #expect(ReportJSON.encode(.counts(["b": 2, "a": -1])) == #"{"a":-1,"b":2}"#)
+        #expect(ReportJSON.encode(.amounts(["USD": "1.50"])) == #"{"USD":"1.50"}"#)
+        #expect(ReportJSON.encode(.decimal("1e5")) == #""1e5""#)  // not PostgreSQL numeric text: a string
+        var row = LinkDayRow(path: "/x\u{7f}\"", day: day("2026-06-01"))
+        row.events = ["z": 1, "a\n": 2]
+        let report = LinkReport(
+            app: "acme", from: day("2026-06-01"), to: day("2026-06-01"), watermark: "w", rows: [row, row],
+            utm: [UTMRow(
+                path: "/x", day: day("2026-06-01"), source: nil, medium: "m", campaign: "c", clicks: 1,
+                universalLinkOpens: 0, matchedInstalls: 0, attributedInstalls: 0)])
+        let bytes = ReportRenderer.bytes(report, as: .json)
+        #expect(String(decoding: bytes, as: UTF8.self) == ReportRenderer.render(report, as: .json))
+        let parsed = try #require(try JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any])
+        let tables = try #require(parsed["tables"] as? [String: Any])
+        let links = try #require(tables["links"] as? [[String: Any]])
+        #expect(links.count == 2 && links[1]["path"] as? String == "/x\u{7f}\"")
+        #expect((links[0]["events"] as? [String: Int]) == ["z": 1, "a\n": 2])
+        let utm = try #require(tables["utm"] as? [[String: Any]])
+        #expect(utm.count == 1 && utm[0]["utm_source"] is NSNull && utm[0]["utm_medium"] as? String == "m")
+        #expect(utm[0].count == 10)
     }
 
     @Test("a CSV field holding CRLF, CR or LF is quoted (Swift reads \"\\r\\n\" as one character)")

@@ -1,5 +1,6 @@
 import EventModel
 import Foundation
+import JSONText
 
 /// Dead-letter records: one JSON line per refused event (or per refused request), so nothing
 /// that arrived disappears without a trace. Layout:
@@ -11,7 +12,7 @@ enum DeadLetter {
         receivedAt: Timestamp, app: String, route: String, index: Int?, code: String, message: String,
         raw: ArraySlice<UInt8>?, rawIsJSON: Bool
     ) -> [UInt8] {
-        var writer = JSONWriter(capacity: 128 + (raw?.count ?? 0))
+        var writer = JSONText(capacity: 128 + (raw?.count ?? 0))
         writer.raw("{\"v\":1,\"received_at\":")
         writer.string(receivedAt.iso8601)
         writer.raw(",\"app\":")

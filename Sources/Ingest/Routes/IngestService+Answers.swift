@@ -1,4 +1,5 @@
 import EventModel
+import JSONText
 
 extension IngestService {
     /// Refuses a whole request whose body was read: dead-letters the body (bounded by the size
@@ -54,7 +55,7 @@ extension IngestService {
         // The answer to nearly every single-event request: built once, and sent by the server
         // from its prepared copy (`sharedResponses`).
         if outcome.recordCount == 1, outcome.rejected.isEmpty, outcome.warnings.isEmpty { return Self.acceptedOne }
-        var writer = JSONWriter(capacity: 64 + outcome.rejected.count * 96)
+        var writer = JSONText(capacity: 64 + outcome.rejected.count * 96)
         writer.raw("{\"accepted\":")
         writer.int(outcome.recordCount)
         writer.raw(",\"rejected\":[")

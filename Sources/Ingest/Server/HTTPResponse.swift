@@ -1,3 +1,5 @@
+import JSONText
+
 /// One HTTP answer: status, extra headers and a body (JSON unless `contentType` says otherwise).
 package struct HTTPResponse: Sendable {
     /// The HTTP status code.
@@ -25,7 +27,7 @@ package struct HTTPResponse: Sendable {
     /// The `{"error":{"code":...,"message":...}}` answer for `error`.
     package init(error: IngestError) {
         let answer = error.answer
-        var writer = JSONWriter(capacity: 96)
+        var writer = JSONText(capacity: 96)
         writer.raw("{\"error\":{\"code\":")
         writer.string(answer.code)
         writer.raw(",\"message\":")

@@ -6,8 +6,10 @@ package struct ReportResponse: Sendable, Equatable {
     package var status: Int
     /// `application/json`, `text/csv; charset=utf-8` or `text/plain; charset=utf-8`.
     package var contentType: String
-    /// The body.
-    package var body: String
+    /// The body, as sent.
+    package var bytes: [UInt8]
+    /// The body as text.
+    package var body: String { String(decoding: bytes, as: UTF8.self) }
     /// The CLI's exit status (0, or `ReportError.exitCode`).
     package var exitCode: Int32
 }
@@ -39,7 +41,7 @@ package enum ReportEndpoint {
             let report = try service.report(reportKind, app: query.app, from: query.from, to: query.to)
             return ReportResponse(
                 status: 200, contentType: contentType(query.format),
-                body: ReportRenderer.render(report, as: query.format),
+                bytes: ReportRenderer.bytes(report, as: query.format),
                 exitCode: 0)
         } catch {
             return failure(error, format: format)
@@ -59,7 +61,7 @@ package enum ReportEndpoint {
         }
         return ReportResponse(
             status: error.httpStatus, contentType: format == .json ? contentType(.json) : contentType(.table),
-            body: body,
+            bytes: Array(body.utf8),
             exitCode: error.exitCode)
     }
 

@@ -17,9 +17,9 @@ package enum ReportBenchmark {
     }
 
     /// Times each report for `app` over the 30 days ending at `to` (default: the app's newest day with
-    /// link activity, else today in UTC): every `ReportService` report end to end, each underlying
-    /// SQL query on its own, and the daily job's queries for `to`. Each is run `runs` times (after one
-    /// warm-up run).
+    /// link activity, else today in UTC): every `ReportService` report end to end, each also as the API
+    /// serves it (`<kind>.served`: the report and its JSON bytes), each underlying SQL query on its
+    /// own, and the daily job's queries for `to`. Each is run `runs` times (after one warm-up run).
     ///
     /// - Throws: `ReportError` from the queries.
     package static func run(connection: Connection, app: String, to: ReportDay? = nil, runs: Int = 5)
@@ -53,15 +53,32 @@ package enum ReportBenchmark {
             )
         }
         try measure("links") { try service.links(app: app, from: start, to: end).rows.count }
+        // What the API answers (and `report links --format json` prints): the report and its JSON bytes.
+        try measure("links.served") {
+            let report = try service.links(app: app, from: start, to: end)
+            return ReportRenderer.bytes(report, as: .json).isEmpty ? 0 : report.rows.count
+        }
         // The same report assembled from the four per-link views (the pre-054 way): the baseline.
         try measure("links.views") { try service.linksFromViews(app: app, from: start, to: end).rows.count }
         try measure("attribution") { try service.attribution(app: app, from: start, to: end).rows.count }
+        try measure("attribution.served") {
+            let report = try service.attribution(app: app, from: start, to: end)
+            return ReportRenderer.bytes(report, as: .json).isEmpty ? 0 : report.rows.count
+        }
         try measure("attribution.views") {
             try service.attributionFromViews(app: app, from: start, to: end).rows.count
         }
         try measure("funnel") { try service.funnel(app: app, from: start, to: end).rows.count }
+        try measure("funnel.served") {
+            let report = try service.funnel(app: app, from: start, to: end)
+            return ReportRenderer.bytes(report, as: .json).isEmpty ? 0 : report.rows.count
+        }
         try measure("funnel.views") { try service.funnelFromViews(app: app, from: start, to: end).rows.count }
         try measure("retention") { try service.retention(app: app, from: start, to: end).rows.count }
+        try measure("retention.served") {
+            let report = try service.retention(app: app, from: start, to: end)
+            return ReportRenderer.bytes(report, as: .json).isEmpty ? 0 : report.rows.count
+        }
         try measure("retention.views") { try service.retentionFromViews(app: app, from: start, to: end).rows.count }
         let queries: [(String, SQL)] = [
             ("sql.link_summary", ReportSQL.linkSummary(app: app, from: start, to: end)),

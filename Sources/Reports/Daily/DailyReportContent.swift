@@ -1,3 +1,4 @@
+import JSONText
 import Postgres
 
 /// Everything one app's daily report shows, loaded once and rendered in each format.
@@ -34,22 +35,31 @@ struct DailyReportContent {
         case .csv:
             // Every row starts with the report date, completeness and watermark, so a CSV read on
             // its own still says whether it is partial.
+            let stamp: [ReportValue] = [.text(date.iso8601), .text(isComplete ? "true" : "false"), .text(watermark)]
             return reports.flatMap(\.tables).map { table in
-                var stamped = table
-                stamped.columns = ["report_date", "complete", "watermark"] + table.columns
-                stamped.rows = table.rows.map {
-                    [.text(date.iso8601), .text(isComplete ? "true" : "false"), .text(watermark)] + $0
-                }
+                let stamped = table.prefixed(columns: ["report_date", "complete", "watermark"], values: stamp)
                 return (table.name + ".csv", ReportRenderer.csv(stamped))
             }
         case .json:
-            var json = "{\"date\":" + ReportJSON.string(date.iso8601) + ",\"app\":" + ReportJSON.string(app)
-            json += ",\"complete\":" + (isComplete ? "true" : "false")
-            json += ",\"watermark\":" + (watermark.map(ReportJSON.string) ?? "null")
-            json += ",\"required_watermark\":" + ReportJSON.string(requiredWatermark)
-            json += ",\"reports\":{"
-            json += reports.map { ReportJSON.string($0.kind) + ":" + ReportJSON.encode($0) }.joined(separator: ",")
-            return [("report.json", json + "}}\n")]
+            var json = JSONText()
+            json.raw("{\"date\":")
+            json.string(date.iso8601)
+            json.raw(",\"app\":")
+            json.string(app)
+            json.raw(isComplete ? ",\"complete\":true" : ",\"complete\":false")
+            json.raw(",\"watermark\":")
+            if let watermark { json.string(watermark) } else { json.raw("null") }
+            json.raw(",\"required_watermark\":")
+            json.string(requiredWatermark)
+            json.raw(",\"reports\":{")
+            for (index, report) in reports.enumerated() {
+                if index > 0 { json.raw(",") }
+                json.string(report.kind)
+                json.raw(":")
+                ReportJSON.write(report, into: &json)
+            }
+            json.raw("}}\n")
+            return [("report.json", String(decoding: json.bytes, as: UTF8.self))]
         case .html:
             return [("report.html", DailyReportHTML(content: self).render())]
         }

@@ -45,6 +45,25 @@ package struct ReportDay: Comparable, Hashable, Sendable, CustomStringConvertibl
     /// `YYYY-MM-DD`.
     package var iso8601: String {
         let (year, month, day) = components
+        if (0...9999).contains(year) {
+            // Ten ASCII digits and dashes written in place: reports format one per row (~140k in a
+            // 30-day per-link report at 1,000 links), where interpolation with padding showed up.
+            return String(unsafeUninitializedCapacity: 10) { out in
+                func digits(_ value: Int, _ count: Int, at start: Int) {
+                    var value = value
+                    for index in stride(from: start + count - 1, through: start, by: -1) {
+                        out[index] = UInt8(ascii: "0") + UInt8(value % 10)
+                        value /= 10
+                    }
+                }
+                digits(year, 4, at: 0)
+                out[4] = UInt8(ascii: "-")
+                digits(month, 2, at: 5)
+                out[7] = UInt8(ascii: "-")
+                digits(day, 2, at: 8)
+                return 10
+            }
+        }
         func pad(_ value: Int, _ width: Int) -> String {
             let text = String(value)
             return String(repeating: "0", count: max(0, width - text.count)) + text

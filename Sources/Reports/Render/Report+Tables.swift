@@ -1,94 +1,129 @@
-// The tabular form of each report: column names follow the SQL views (docs/reports.md).
+// The tabular form of each report: column names follow the SQL views (docs/reports.md). Each table
+// puts a row's values into a `ReportRowWriter`, in the order of its columns.
 
 extension LinkReport {
     package var tables: [ReportTable] {
-        let columns = [
-            "path", "day", "clicks", "universal_link_opens", "matched_installs", "attributed_installs", "install_rate",
-            "reengagements", "clicks_ios", "clicks_android", "universal_link_opens_ios", "universal_link_opens_android",
-            "matched_installs_ios", "matched_installs_android", "attributed_installs_ios",
-            "attributed_installs_android",
-            "reengagements_ios", "reengagements_android", "events", "retention_events", "revenue",
-        ]
-        let links = rows.map { row -> [ReportValue] in
-            [
-                .text(row.path), .text(row.day.iso8601), .int(row.clicks), .int(row.universalLinkOpens),
-                .int(row.matchedInstalls), .int(row.attributedInstalls), .decimal(row.installRate),
-                .int(row.reengagements),
-                .int(row.ios.clicks), .int(row.android.clicks), .int(row.ios.universalLinkOpens),
-                .int(row.android.universalLinkOpens), .int(row.ios.matchedInstalls), .int(row.android.matchedInstalls),
-                .int(row.ios.attributedInstalls), .int(row.android.attributedInstalls), .int(row.ios.reengagements),
-                .int(row.android.reengagements), .map(row.events.mapValues { .int($0) }),
-                .map(row.retentionEvents.mapValues { .int($0) }), .map(row.revenue.mapValues { .text($0) }),
-            ]
-        }
-        let utmRows = utm.map { row -> [ReportValue] in
-            [
-                .text(row.path), .text(row.day.iso8601), .text(row.source), .text(row.medium), .text(row.campaign),
-                .int(row.clicks), .int(row.universalLinkOpens), .int(row.matchedInstalls), .int(row.attributedInstalls),
-                .decimal(row.installRate),
-            ]
-        }
+        let rows = self.rows, utm = self.utm
         return [
-            ReportTable(name: "links", columns: columns, rows: links),
+            ReportTable(
+                name: "links",
+                columns: [
+                    "path", "day", "clicks", "universal_link_opens", "matched_installs", "attributed_installs",
+                    "install_rate", "reengagements", "clicks_ios", "clicks_android", "universal_link_opens_ios",
+                    "universal_link_opens_android", "matched_installs_ios", "matched_installs_android",
+                    "attributed_installs_ios", "attributed_installs_android", "reengagements_ios",
+                    "reengagements_android", "events", "retention_events", "revenue",
+                ], count: rows.count
+            ) { index, out in
+                let row = rows[index]
+                out.put(.text(row.path))
+                out.put(day: row.day)
+                out.put(.int(row.clicks))
+                out.put(.int(row.universalLinkOpens))
+                out.put(.int(row.matchedInstalls))
+                out.put(.int(row.attributedInstalls))
+                out.put(.decimal(row.installRate))
+                out.put(.int(row.reengagements))
+                out.put(.int(row.ios.clicks))
+                out.put(.int(row.android.clicks))
+                out.put(.int(row.ios.universalLinkOpens))
+                out.put(.int(row.android.universalLinkOpens))
+                out.put(.int(row.ios.matchedInstalls))
+                out.put(.int(row.android.matchedInstalls))
+                out.put(.int(row.ios.attributedInstalls))
+                out.put(.int(row.android.attributedInstalls))
+                out.put(.int(row.ios.reengagements))
+                out.put(.int(row.android.reengagements))
+                out.put(.counts(row.events))
+                out.put(.counts(row.retentionEvents))
+                out.put(.amounts(row.revenue))
+            },
             ReportTable(
                 name: "utm",
                 columns: [
                     "path", "day", "utm_source", "utm_medium", "utm_campaign", "clicks", "universal_link_opens",
                     "matched_installs", "attributed_installs", "install_rate",
-                ], rows: utmRows),
+                ], count: utm.count
+            ) { index, out in
+                let row = utm[index]
+                out.put(.text(row.path))
+                out.put(day: row.day)
+                out.put(.text(row.source))
+                out.put(.text(row.medium))
+                out.put(.text(row.campaign))
+                out.put(.int(row.clicks))
+                out.put(.int(row.universalLinkOpens))
+                out.put(.int(row.matchedInstalls))
+                out.put(.int(row.attributedInstalls))
+                out.put(.decimal(row.installRate))
+            },
         ]
     }
 }
 
 extension AttributionReport {
     package var tables: [ReportTable] {
-        let links = rows.map { row -> [ReportValue] in
-            [
-                .text(row.path), .text(row.day.iso8601), .int(row.matchedInstalls), .int(row.attributedInstalls),
-                .int(row.cohortActions), .int(row.activityActions), .int(row.lastTouchOpens),
-                .map(row.cohortEvents.mapValues { .int($0) }), .map(row.activityEvents.mapValues { .int($0) }),
-                .map(row.cohortRevenue.mapValues { .text($0) }), .map(row.activityRevenue.mapValues { .text($0) }),
-            ]
-        }
-        let installRows = installs.map { row -> [ReportValue] in
-            [
-                .text(row.day.iso8601), .int(row.installs), .int(row.attributedInstalls), .int(row.organicInstalls),
-                .int(row.unattributableInstalls),
-            ]
-        }
+        let rows = self.rows, installs = self.installs
         return [
             ReportTable(
                 name: "attribution",
                 columns: [
                     "path", "day", "matched_installs", "attributed_installs", "cohort_actions", "activity_actions",
                     "last_touch_opens", "cohort_events", "activity_events", "cohort_revenue", "activity_revenue",
-                ], rows: links),
+                ], count: rows.count
+            ) { index, out in
+                let row = rows[index]
+                out.put(.text(row.path))
+                out.put(day: row.day)
+                out.put(.int(row.matchedInstalls))
+                out.put(.int(row.attributedInstalls))
+                out.put(.int(row.cohortActions))
+                out.put(.int(row.activityActions))
+                out.put(.int(row.lastTouchOpens))
+                out.put(.counts(row.cohortEvents))
+                out.put(.counts(row.activityEvents))
+                out.put(.amounts(row.cohortRevenue))
+                out.put(.amounts(row.activityRevenue))
+            },
             ReportTable(
                 name: "installs",
                 columns: ["day", "installs", "attributed_installs", "organic_installs", "unattributable_installs"],
-                rows: installRows),
+                count: installs.count
+            ) { index, out in
+                let row = installs[index]
+                out.put(day: row.day)
+                out.put(.int(row.installs))
+                out.put(.int(row.attributedInstalls))
+                out.put(.int(row.organicInstalls))
+                out.put(.int(row.unattributableInstalls))
+            },
         ]
     }
 }
 
 extension FunnelReport {
     package var tables: [ReportTable] {
-        [
+        let rows = self.rows
+        return [
             ReportTable(
                 name: "funnel",
                 columns: [
                     "funnel_id", "funnel_name", "path", "day", "step", "step_name", "devices",
-                    "conversion_from_previous",
-                    "conversion_overall", "median_seconds_from_previous",
-                ],
-                rows: rows.map { row in
-                    [
-                        .text(row.funnelID), .text(row.funnelName), .text(row.path), .text(row.day.iso8601),
-                        .int(row.step),
-                        .text(row.stepName), .int(row.devices), .decimal(row.conversionFromPrevious),
-                        .decimal(row.conversionOverall), .decimal(row.medianSecondsFromPrevious),
-                    ]
-                })
+                    "conversion_from_previous", "conversion_overall", "median_seconds_from_previous",
+                ], count: rows.count
+            ) { index, out in
+                let row = rows[index]
+                out.put(.text(row.funnelID))
+                out.put(.text(row.funnelName))
+                out.put(.text(row.path))
+                out.put(day: row.day)
+                out.put(.int(row.step))
+                out.put(.text(row.stepName))
+                out.put(.int(row.devices))
+                out.put(.decimal(row.conversionFromPrevious))
+                out.put(.decimal(row.conversionOverall))
+                out.put(.decimal(row.medianSecondsFromPrevious))
+            }
         ]
     }
 }
@@ -96,14 +131,20 @@ extension FunnelReport {
 extension RetentionReport {
     package var tables: [ReportTable] {
         let days = RetentionRow.days
+        let rows = self.rows
         return [
             ReportTable(
                 name: "retention",
                 columns: ["path", "cohort_day", "cohort_size"] + days.map { "d\($0)" } + days.map { "d\($0)_rate" },
-                rows: rows.map { row in
-                    [.text(row.path), .text(row.cohortDay.iso8601), .int(row.cohortSize)]
-                        + row.retained.map { ReportValue.int($0) } + row.rates.map { ReportValue.decimal($0) }
-                })
+                count: rows.count
+            ) { index, out in
+                let row = rows[index]
+                out.put(.text(row.path))
+                out.put(day: row.cohortDay)
+                out.put(.int(row.cohortSize))
+                for value in row.retained { out.put(.int(value)) }
+                for rate in row.rates { out.put(.decimal(rate)) }
+            }
         ]
     }
 }

@@ -1,7 +1,18 @@
 import Foundation
+import JSONText
 
 /// Writes reports as a terminal table, CSV or JSON.
 package enum ReportRenderer {
+    /// `render(_:as:)` as UTF-8 bytes (what the API and the CLI send); JSON is written as bytes
+    /// from the start, without a String of the whole report.
+    package static func bytes(_ report: any RenderableReport, as format: ReportFormat) -> [UInt8] {
+        guard format == .json else { return Array(render(report, as: format).utf8) }
+        var out = JSONText()
+        ReportJSON.write(report, into: &out)
+        out.raw("\n")
+        return out.bytes
+    }
+
     /// The report in `format`: `table` shows every section with a heading and the watermark; `csv`
     /// is the main (first) table only, RFC 4180; `json` is `ReportJSON.encode(report)`.
     package static func render(_ report: any RenderableReport, as format: ReportFormat) -> String {
@@ -67,8 +78,8 @@ package enum ReportRenderer {
             return text
         }
         var lines = [table.columns.map(field).joined(separator: ",")]
-        for row in table.rows {
-            lines.append(row.map { field($0.plainText) }.joined(separator: ","))
+        for index in 0..<table.count {
+            lines.append(table.row(index).map { field($0.plainText) }.joined(separator: ","))
         }
         return lines.joined(separator: "\r\n") + "\r\n"
     }

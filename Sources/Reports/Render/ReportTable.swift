@@ -1,3 +1,5 @@
+import JSONText
+
 /// One cell of a rendered report.
 package enum ReportValue: Sendable, Equatable {
     /// A count.
@@ -9,9 +11,12 @@ package enum ReportValue: Sendable, Equatable {
     case text(String)
     /// No value (a rate with a zero denominator, a retention day not reached yet).
     case null
-    /// Named values (events per name, revenue per currency): a JSON object; `name=value` pairs
-    /// separated by spaces, sorted by name, in CSV and the terminal table.
-    case map([String: ReportValue])
+    /// Counts by name (events per name): a JSON object of numbers; `name=value` pairs separated by
+    /// spaces, sorted by name, in CSV and the terminal table. The row's own dictionary, not a copy.
+    case counts([String: Int])
+    /// Exact decimal amounts by name (revenue per currency): a JSON object of strings, otherwise as
+    /// `counts`.
+    case amounts([String: String])
 
     /// The value as plain text (`""` for null): what CSV and the terminal table show.
     package var plainText: String {
@@ -20,8 +25,10 @@ package enum ReportValue: Sendable, Equatable {
         case .decimal(let value): return value
         case .text(let value): return value
         case .null: return ""
-        case .map(let entries):
-            return entries.keys.sorted().map { "\($0)=\(entries[$0]!.plainText)" }.joined(separator: " ")
+        case .counts(let entries):
+            return entries.keys.sorted().map { "\($0)=\(entries[$0]!)" }.joined(separator: " ")
+        case .amounts(let entries):
+            return entries.keys.sorted().map { "\($0)=\(entries[$0]!)" }.joined(separator: " ")
         }
     }
 
@@ -33,20 +40,99 @@ package enum ReportValue: Sendable, Equatable {
     package static func text(_ value: String?) -> ReportValue { value.map { .text($0) } ?? .null }
 }
 
-/// A report section as a table: what the renderers (terminal table, CSV, JSON) consume.
-package struct ReportTable: Sendable, Equatable {
+/// A report section as a table: what the renderers (terminal table, CSV, JSON) consume. Its rows
+/// are not stored: `write` puts row `index`'s values, in column order, into a `ReportRowWriter`,
+/// which writes them straight into the report's JSON or collects them (`row(_:)`) for the other
+/// formats. A 30-day per-link report at 1,000 links has ~140k rows of 10-21 cells; holding them all
+/// as values, and then writing the JSON from them, took longer than the report's queries.
+package struct ReportTable: Sendable {
     /// Section name, e.g. `links`, `link_events`, `revenue`.
     package var name: String
     /// Column names, snake_case, as in the SQL views.
     package var columns: [String]
-    /// Rows; each has exactly `columns.count` values.
-    package var rows: [[ReportValue]]
+    /// How many rows.
+    package var count: Int
+    /// Puts row `index`'s values (0..<count), exactly one per column, into the writer.
+    package var write: @Sendable (_ index: Int, _ writer: inout ReportRowWriter) -> Void
 
-    /// Makes a table.
-    package init(name: String, columns: [String], rows: [[ReportValue]]) {
+    /// Makes a table of `count` rows, each put by `write` when read.
+    package init(
+        name: String, columns: [String], count: Int,
+        write: @escaping @Sendable (_ index: Int, _ writer: inout ReportRowWriter) -> Void
+    ) {
         self.name = name
         self.columns = columns
-        self.rows = rows
+        self.count = count
+        self.write = write
+    }
+
+    /// Makes a table of stored rows.
+    package init(name: String, columns: [String], rows: [[ReportValue]]) {
+        self.init(name: name, columns: columns, count: rows.count) { index, writer in
+            for value in rows[index] { writer.put(value) }
+        }
+    }
+
+    /// Row `index`'s values.
+    package func row(_ index: Int) -> [ReportValue] {
+        var writer = ReportRowWriter(collecting: columns.count)
+        write(index, &writer)
+        return writer.values
+    }
+
+    /// Every row, made now.
+    package var rows: [[ReportValue]] { (0..<count).map(row) }
+
+    /// The table with `values` in leading `columns` of every row.
+    package func prefixed(columns: [String], values: [ReportValue]) -> ReportTable {
+        let write = self.write
+        return ReportTable(name: name, columns: columns + self.columns, count: count) { index, writer in
+            for value in values { writer.put(value) }
+            write(index, &writer)
+        }
+    }
+}
+
+/// Where a table's row goes, one value per column in order: written at once as the members of the
+/// row's JSON object (each after its column's key, encoded once per table), or collected.
+package struct ReportRowWriter {
+    /// The JSON written so far (JSON mode).
+    var json = JSONText(capacity: 0)
+    /// `{"column":` for the first column, `,"column":` for the others (JSON mode).
+    var keys: [[UInt8]] = []
+    /// The next column (JSON mode).
+    var position = 0
+    /// The values put so far (collecting).
+    private(set) var values: [ReportValue] = []
+    private let writesJSON: Bool
+
+    /// A writer that collects a row of `count` values.
+    init(collecting count: Int) {
+        writesJSON = false
+        values.reserveCapacity(count)
+    }
+
+    /// A writer that writes rows into `json` after these keys.
+    init(json: JSONText, keys: [[UInt8]]) {
+        writesJSON = true
+        self.json = json
+        self.keys = keys
+    }
+
+    /// The next column's value.
+    package mutating func put(_ value: ReportValue) {
+        guard writesJSON else {
+            values.append(value)
+            return
+        }
+        json.json(keys[position])
+        position += 1
+        ReportJSON.write(value, into: &json)
+    }
+
+    /// The next column's value, a day as `YYYY-MM-DD` text.
+    package mutating func put(day: ReportDay) {
+        put(.text(day.iso8601))
     }
 }
 

@@ -35,7 +35,7 @@ extension PostgresReportProvider {
             let report = try service.report(kind, app: query.app, from: query.from, to: query.to)
             return .report(
                 contentType: ReportEndpoint.contentType(query.format),
-                body: Array(ReportRenderer.render(report, as: query.format).utf8))
+                body: ReportRenderer.bytes(report, as: query.format))
         } catch {
             guard case .database(let detail) = error else {
                 return .failure(status: error.httpStatus, code: error.code, message: error.description)

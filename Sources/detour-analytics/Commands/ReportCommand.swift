@@ -52,7 +52,7 @@ enum ReportCommand: Command {
                 let response = ReportEndpoint.respond(
                     kind: verb, parameters: parameters, connection: connection, defaultFormat: .table)
                 if response.exitCode == 0 {
-                    FileHandle.standardOutput.write(Data(response.body.utf8))
+                    FileHandle.standardOutput.write(Data(response.bytes))
                 } else {
                     FileHandle.standardError.write(Data(("error: " + response.body).utf8))
                 }
