@@ -84,6 +84,29 @@ package struct Row: Sendable {
         }
     }
 
+    /// Runs `body` with the text of the column at `position` (0-based) as the result's own bytes
+    /// (no copy, no UTF-8 validation; empty for NULL), valid only during the call: for decoders of
+    /// long values, such as the report summaries' packed lines, where making a `String` of each
+    /// (a length scan, a validation and a copy of tens of megabytes) cost a large share of the read.
+    ///
+    /// - Throws: `PostgresError.decoding` for a position out of range; rethrows `body`'s errors.
+    package func withBytes<Result>(
+        _ position: Int, _ body: (UnsafeBufferPointer<UInt8>) throws -> Result
+    ) throws -> Result {
+        guard position >= 0, position < handle.columnNames.count else {
+            throw PostgresError.decoding(column: "#\(position)", message: "column index out of range")
+        }
+        let row = Int32(index)
+        let column = Int32(position)
+        let length = Int(PQgetlength(handle.pointer, row, column))
+        guard let value = PQgetvalue(handle.pointer, row, column) else {
+            return try body(UnsafeBufferPointer(start: nil, count: 0))
+        }
+        return try value.withMemoryRebound(to: UInt8.self, capacity: max(length, 1)) {
+            try body(UnsafeBufferPointer(start: $0, count: length))
+        }
+    }
+
     /// True when the named column is SQL NULL in this row.
     package func isNull(_ column: String) -> Bool {
         guard let position = handle.columnIndex[column] else { return true }

@@ -46,6 +46,23 @@ import Testing
         #expect(row.isNull("a"))
     }
 
+    @Test("withBytes gives a column's text as libpq holds it: every byte, empty for NULL, no copy kept")
+    func withBytes() throws {
+        let db = try TestDatabase.make(migrate: false)
+        defer { db.drop() }
+        let connection = try db.connect()
+        defer { connection.close() }
+        let text = "héllo ☃ 𝄞," + String(repeating: "x", count: 100_000)
+        let none: String? = nil
+        let result = try connection.query("select \(text)::text as s, \(none)::text as n, ''::text as e")
+        let row = try #require(result.first)
+        #expect(try row.withBytes(0) { Array($0) } == Array(text.utf8))
+        #expect(try row.withBytes(1) { $0.count } == 0)
+        #expect(try row.withBytes(2) { $0.count } == 0)
+        #expect(throws: PostgresError.self) { try row.withBytes(3) { $0.count } }
+        #expect(throws: PostgresError.self) { try row.withBytes(-1) { $0.count } }
+    }
+
     @Test("bytea round-trips every byte value")
     func bytea() throws {
         let db = try TestDatabase.make(migrate: false)

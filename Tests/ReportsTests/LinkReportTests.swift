@@ -196,4 +196,26 @@ import Testing
         #expect(
             try service.funnel(app: "a", from: from, to: to) == service.funnelFromViews(app: "a", from: from, to: to))
     }
+
+    @Test("names stored in another order than Swift's (a database collation other than C) read and print sorted")
+    func namesInCollationOrder() throws {
+        let database = try Database()
+        defer { database.close() }
+        try loadSmallWorld(Fixture(database.connection))
+        // What an en_US collation's array_agg(... ORDER BY name) gives: case and punctuation ignored
+        // first, so "a_y" before "B_x"; Swift's order (and C's) is by code point. A repeated name
+        // keeps its last value, as a dictionary built in order would.
+        try database.connection.execute(
+            """
+            UPDATE rollup_link_summary SET event_names = '{a_y,B_x,_z,B_x}', event_counts = '{1,2,3,4}'
+            WHERE app_id = 'a' AND path = '/x' AND day = '2026-06-01'
+            """)
+        let report = try ReportService(connection: database.connection).links(
+            app: "a", from: day("2026-06-01"), to: day("2026-06-01"))
+        let x1 = try #require(report.rows.first { $0.path == "/x" })
+        #expect(x1.events == ["a_y": 1, "B_x": 4, "_z": 3])
+        #expect(x1.events.names == ["B_x", "_z", "a_y"])
+        let json = ReportRenderer.render(report, as: .json)
+        #expect(json.contains(#""events":{"B_x":4,"_z":3,"a_y":1}"#), "\(json)")
+    }
 }

@@ -38,11 +38,11 @@ package struct LinkDayRow: Sendable, Equatable {
     /// The Android slice.
     package var android = PlatformCounts()
     /// Actions of attributed devices that day, by event name.
-    package var events: [String: Int] = [:]
+    package var events: NamedValues<Int> = [:]
     /// Retention events of attributed devices that day, by name.
-    package var retentionEvents: [String: Int] = [:]
+    package var retentionEvents: NamedValues<Int> = [:]
     /// Purchase minus refund revenue of attributed devices that day, per currency (exact decimal text).
-    package var revenue: [String: String] = [:]
+    package var revenue: NamedValues<String> = [:]
 
     /// An empty row for a link and day.
     package init(path: String, day: ReportDay) {

@@ -27,8 +27,7 @@ struct ReportPacked {
         _ result: QueryResult, what: String, _ body: (inout ReportPacked) throws -> Void
     ) throws {
         for row in result {
-            var line = try row[0, as: String.self]
-            try line.withUTF8 { bytes in
+            try row.withBytes(0) { bytes in
                 var cursor = ReportPacked(bytes, what: what)
                 try body(&cursor)
             }
@@ -44,24 +43,21 @@ struct ReportPacked {
     static func forEachLineByPathAndDay(
         _ result: QueryResult, what: String, _ body: (inout ReportPacked, String?, ReportDay) throws -> Void
     ) throws {
-        var lines: [String] = []
+        // The lines are read where libpq holds them (`Row.withBytes`), twice: for the keys, then
+        // in key order for the rest.
         var keys: [(path: String?, day: ReportDay)] = []
         var starts: [Int] = []
-        lines.reserveCapacity(result.count)
         keys.reserveCapacity(result.count)
         starts.reserveCapacity(result.count)
         for row in result {
-            var line = try row[0, as: String.self]
-            try line.withUTF8 { bytes in
+            try row.withBytes(0) { bytes in
                 var cursor = ReportPacked(bytes, what: what)
                 keys.append((try cursor.optionalCounted(), try cursor.day()))
                 starts.append(cursor.index)
             }
-            lines.append(line)
         }
         for position in pathDayOrder(keys) {
-            var line = lines[position]
-            try line.withUTF8 { bytes in
+            try result[position].withBytes(0) { bytes in
                 var cursor = ReportPacked(bytes, at: starts[position], what: what)
                 try body(&cursor, keys[position].path, keys[position].day)
                 try cursor.end()
@@ -308,7 +304,10 @@ struct ReportPacked {
 /// every name again. The lists are found by their bytes in the line (a hash, open addressing,
 /// `memcmp`), so a known list costs no allocation. At most `limit` lists are kept.
 struct ReportNameLists {
-    typealias List = (count: Int, positions: [String: Int])
+    /// A list's length, its name → position, and its unique names in ascending order with the
+    /// position each is read from (`order`, nil when that is the list's own order: PostgreSQL sorted
+    /// the names as Swift does and none repeats).
+    typealias List = (count: Int, positions: [String: Int], names: [String], order: [Int]?)
     private var keys: [[UInt8]] = []
     private var lists: [List] = []
     /// Open addressing over `keys`: -1 = empty; twice `limit` entries, so probes stay short.
@@ -320,7 +319,7 @@ struct ReportNameLists {
     /// position of a repeated name, as a dictionary built in order would keep).
     mutating func next(_ line: inout ReportPacked) throws -> List {
         let bytes = try line.arrayBytes()
-        if bytes.count == 2 { return (0, [:]) }  // {}
+        if bytes.count == 2 { return (0, [:], [], nil) }  // {}
         let mask = slots.count - 1
         var slot = Self.hash(bytes) & mask
         while slots[slot] >= 0 {
@@ -337,7 +336,12 @@ struct ReportNameLists {
         var positions: [String: Int] = [:]
         positions.reserveCapacity(names.count)
         for (position, name) in names.enumerated() { positions[name] = position }
-        let list = (names.count, positions)
+        // PostgreSQL sorted the names by the database's collation, which may differ from Swift's
+        // order (case, punctuation): then the values are read in Swift's order.
+        let sorted = positions.sorted { $0.key < $1.key }
+        let order = sorted.map(\.value)
+        let identity = order.count == names.count && order.enumerated().allSatisfy { $0.offset == $0.element }
+        let list = (names.count, positions, sorted.map(\.key), identity ? nil : order)
         if keys.count < limit {
             slots[slot] = Int32(keys.count)
             keys.append(Array(bytes))
@@ -361,5 +365,22 @@ struct ReportNameLists {
             offset += 1
         }
         return Int(truncatingIfNeeded: hash ^ (hash >> 32))
+    }
+}
+
+/// An element type of a packed array (`ReportPacked.ints(into:)`, `strings(into:)`), so a reader can
+/// be written once for counts and amounts.
+protocol PackedElement: Equatable, Sendable {
+    /// Appends the next packed array's elements to `values`.
+    static func read(_ line: inout ReportPacked, into values: inout [Self]) throws
+}
+
+extension Int: PackedElement {
+    static func read(_ line: inout ReportPacked, into values: inout [Int]) throws { try line.ints(into: &values) }
+}
+
+extension String: PackedElement {
+    static func read(_ line: inout ReportPacked, into values: inout [String]) throws {
+        try line.strings(into: &values)
     }
 }

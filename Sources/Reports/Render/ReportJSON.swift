@@ -108,16 +108,16 @@ package enum ReportJSON {
         }
     }
 
-    /// Writes a dictionary as an object in name order, each value by `value`.
+    /// Writes named values as an object (already in name order), each value by `value`.
     private static func writeObject<Value>(
-        _ entries: [String: Value], into out: inout JSONText, _ value: (inout JSONText, Value) -> Void
+        _ entries: NamedValues<Value>, into out: inout JSONText, _ value: (inout JSONText, Value) -> Void
     ) {
         out.raw("{")
-        for (index, entry) in entries.sorted(by: { $0.key < $1.key }).enumerated() {
+        for index in entries.names.indices {
             if index > 0 { out.raw(",") }
-            out.string(entry.key)
+            out.string(entries.names[index])
             out.raw(":")
-            value(&out, entry.value)
+            value(&out, entries.values[index])
         }
         out.raw("}")
     }

@@ -12,11 +12,11 @@ package enum ReportValue: Sendable, Equatable {
     /// No value (a rate with a zero denominator, a retention day not reached yet).
     case null
     /// Counts by name (events per name): a JSON object of numbers; `name=value` pairs separated by
-    /// spaces, sorted by name, in CSV and the terminal table. The row's own dictionary, not a copy.
-    case counts([String: Int])
+    /// spaces, sorted by name, in CSV and the terminal table.
+    case counts(NamedValues<Int>)
     /// Exact decimal amounts by name (revenue per currency): a JSON object of strings, otherwise as
     /// `counts`.
-    case amounts([String: String])
+    case amounts(NamedValues<String>)
 
     /// The value as plain text (`""` for null): what CSV and the terminal table show.
     package var plainText: String {
@@ -26,9 +26,9 @@ package enum ReportValue: Sendable, Equatable {
         case .text(let value): return value
         case .null: return ""
         case .counts(let entries):
-            return entries.keys.sorted().map { "\($0)=\(entries[$0]!)" }.joined(separator: " ")
+            return zip(entries.names, entries.values).map { "\($0)=\($1)" }.joined(separator: " ")
         case .amounts(let entries):
-            return entries.keys.sorted().map { "\($0)=\(entries[$0]!)" }.joined(separator: " ")
+            return zip(entries.names, entries.values).map { "\($0)=\($1)" }.joined(separator: " ")
         }
     }
 
@@ -38,6 +38,10 @@ package enum ReportValue: Sendable, Equatable {
     package static func decimal(_ value: String?) -> ReportValue { value.map { .decimal($0) } ?? .null }
     /// Optional text.
     package static func text(_ value: String?) -> ReportValue { value.map { .text($0) } ?? .null }
+    /// Counts by name, from a dictionary.
+    package static func counts(_ dictionary: [String: Int]) -> ReportValue { .counts(NamedValues(dictionary)) }
+    /// Amounts by name, from a dictionary.
+    package static func amounts(_ dictionary: [String: String]) -> ReportValue { .amounts(NamedValues(dictionary)) }
 }
 
 /// A report section as a table: what the renderers (terminal table, CSV, JSON) consume. Its rows

@@ -33,9 +33,9 @@ extension ReportService {
                 link.ios = try Self.platform(&line)
                 link.android = try Self.platform(&line)
                 link.installRate = Self.absent(try line.field())
-                link.events = try Self.pairs(&line, &lists, &counts)
-                link.retentionEvents = try Self.pairs(&line, &lists, &counts)
-                link.revenue = try Self.pairs(&line, &lists, &amounts)
+                link.events = try Self.named(&line, &lists, &counts)
+                link.retentionEvents = try Self.named(&line, &lists, &counts)
+                link.revenue = try Self.named(&line, &lists, &amounts)
                 sources.removeAll(keepingCapacity: true)
                 mediums.removeAll(keepingCapacity: true)
                 campaigns.removeAll(keepingCapacity: true)
@@ -200,6 +200,21 @@ extension ReportService {
         guard result.columns == columns else {
             throw ReportError.database(message: "unexpected columns \(result.columns), expected \(columns)")
         }
+    }
+
+    /// Two parallel packed arrays (names, then values) as named values: the list's shared names and
+    /// one array of values; `scratch` is a buffer for reading them.
+    static func named<Value: PackedElement>(
+        _ line: inout ReportPacked, _ lists: inout ReportNameLists, _ scratch: inout [Value]
+    ) throws -> NamedValues<Value> {
+        let names = try lists.next(&line)
+        scratch.removeAll(keepingCapacity: true)
+        try Value.read(&line, into: &scratch)
+        guard scratch.count == names.count else {
+            throw ReportError.database(message: "parallel arrays of different lengths")
+        }
+        guard let order = names.order else { return NamedValues(sortedNames: names.names, values: scratch) }
+        return NamedValues(sortedNames: names.names, values: order.map { scratch[$0] })
     }
 
     /// Two parallel packed arrays (names, then integers) as a dictionary; `counts` is a scratch buffer.

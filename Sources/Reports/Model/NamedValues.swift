@@ -1,0 +1,70 @@
+/// Values by name, sorted by name (event names, currencies): the events, retention events and
+/// revenue of a per-link row. It reads and compares as the dictionary it stands for, but is two
+/// arrays: the names, shared by every row the report decoded with the same name list, and the
+/// values. A 30-day per-link report at 1,000 links has ~30k rows with three such maps each, which
+/// as dictionaries were hash tables built when decoded and sorted again when written.
+package struct NamedValues<Value: Equatable & Sendable>: Sendable, Equatable, ExpressibleByDictionaryLiteral {
+    /// The names, unique, in ascending order.
+    package private(set) var names: [String]
+    /// The value of each name.
+    package private(set) var values: [Value]
+
+    /// `values[i]` is the value of `names[i]`; the names are unique and ascending.
+    init(sortedNames names: [String], values: [Value]) {
+        precondition(names.count == values.count, "one value per name")
+        self.names = names
+        self.values = values
+    }
+
+    /// The pairs of a dictionary.
+    package init(_ dictionary: [String: Value]) {
+        let sorted = dictionary.sorted { $0.key < $1.key }
+        names = sorted.map(\.key)
+        values = sorted.map(\.value)
+    }
+
+    package init(dictionaryLiteral elements: (String, Value)...) {
+        self.init(Dictionary(elements, uniquingKeysWith: { _, last in last }))
+    }
+
+    /// The value of `name`, nil when absent; setting nil removes it.
+    package subscript(name: String) -> Value? {
+        get {
+            let index = position(of: name)
+            return index < names.count && names[index] == name ? values[index] : nil
+        }
+        set {
+            let index = position(of: name)
+            let present = index < names.count && names[index] == name
+            switch (present, newValue) {
+            case (true, let value?): values[index] = value
+            case (true, nil):
+                names.remove(at: index)
+                values.remove(at: index)
+            case (false, let value?):
+                names.insert(name, at: index)
+                values.insert(value, at: index)
+            case (false, nil): break
+            }
+        }
+    }
+
+    /// The first position whose name is not below `name` (binary search).
+    private func position(of name: String) -> Int {
+        var low = 0, high = names.count
+        while low < high {
+            let middle = (low + high) / 2
+            if names[middle] < name { low = middle + 1 } else { high = middle }
+        }
+        return low
+    }
+
+    /// True when there are no names.
+    package var isEmpty: Bool { names.isEmpty }
+
+    /// How many names.
+    package var count: Int { names.count }
+
+    /// The same pairs as a dictionary.
+    package var dictionary: [String: Value] { Dictionary(uniqueKeysWithValues: zip(names, values)) }
+}
