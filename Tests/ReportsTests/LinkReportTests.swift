@@ -1,5 +1,7 @@
+import Foundation
 import Postgres
 import Reports
+import TestSupport
 import Testing
 
 @Suite struct LinkReportTests {
@@ -25,12 +27,20 @@ import Testing
         #expect(x1.events == ["sign_up": 1, "purchase": 2, "add_to_cart": 1])
         #expect(x1.retentionEvents == ["app_open": 2])
         #expect(x1.revenue == ["USD": "29.99", "EUR": "10"])
+        // Events and revenue split by the device's platform, with the total's names and currencies.
+        #expect(x1.ios.events == ["sign_up": 1, "purchase": 2, "add_to_cart": 0])
+        #expect(x1.android.events == ["sign_up": 0, "purchase": 0, "add_to_cart": 1])
+        #expect(x1.ios.retentionEvents == ["app_open": 1] && x1.android.retentionEvents == ["app_open": 1])
+        #expect(x1.ios.revenue == ["USD": "29.99", "EUR": "10"])
+        #expect(x1.android.revenue == ["USD": "0", "EUR": "0"])
 
         let x2 = report.rows[1]
         #expect(x2.clicks == 0 && x2.installRate == nil)
         #expect(x2.events == ["refund": 1])
         #expect(x2.retentionEvents == ["app_open": 1])
         #expect(x2.revenue == ["USD": "-5.50"])
+        #expect(x2.android.events == ["refund": 1] && x2.ios.events == ["refund": 0])
+        #expect(x2.android.revenue == ["USD": "-5.50"] && x2.ios.revenue == ["USD": "0"])
 
         let x9 = report.rows[2]
         #expect(x9.events == ["view_item": 1])
@@ -56,6 +66,38 @@ import Testing
                 == (try ReportService(connection: database.connection).linksFromViews(
                     app: "a", from: day("2026-06-01"), to: day("2026-06-30"))))
     }
+
+    @Test("sql/066 gives summary rows written before it their events' and revenue's platform splits")
+    func platformSplitsBackfilled() throws {
+        let db = try TestDatabase.make(migrate: false)
+        defer { db.drop() }
+        let connection = try db.connect()
+        defer { connection.close() }
+        // The schema as the previous release left it: every migration before 066, then data.
+        let before = NSTemporaryDirectory() + "detour-sql-before-066-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: before, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: before) }
+        let sqlDirectory = RepositoryRoot.path + "/sql"
+        for file in try FileManager.default.contentsOfDirectory(atPath: sqlDirectory) where file < "066" {
+            try FileManager.default.copyItem(atPath: sqlDirectory + "/" + file, toPath: before + "/" + file)
+        }
+        try Migrator(directory: before).migrate(connection)
+        try loadSmallWorld(Fixture(connection))
+        let linesQuery: SQL = "SELECT line FROM report_link_summary_lines ORDER BY line"
+        let linesBefore = try connection.query(linesQuery).map { try $0["line", as: String.self] }
+        #expect(try Migrator(directory: sqlDirectory).migrate(connection) == ["066_link_summary_platform_splits"])
+        // What a binary from before 066 reads is unchanged (it checks each line's end).
+        #expect(try connection.query(linesQuery).map { try $0["line", as: String.self] } == linesBefore)
+        #expect(linesBefore.count == 5)
+
+        let service = ReportService(connection: connection)
+        let report = try service.links(app: "a", from: day("2026-06-01"), to: day("2026-06-30"))
+        let x1 = try #require(report.rows.first)
+        #expect(x1.ios.events == ["sign_up": 1, "purchase": 2, "add_to_cart": 0])
+        #expect(x1.android.revenue == ["USD": "0", "EUR": "0"])
+        #expect(report == (try service.linksFromViews(app: "a", from: day("2026-06-01"), to: day("2026-06-30"))))
+    }
+
 
     @Test("attribution: installs by kind, cohort and activity actions and revenue, last-touch opens")
     func attribution() throws {
@@ -207,7 +249,8 @@ import Testing
         // keeps its last value, as a dictionary built in order would.
         try database.connection.execute(
             """
-            UPDATE rollup_link_summary SET event_names = '{a_y,B_x,_z,B_x}', event_counts = '{1,2,3,4}'
+            UPDATE rollup_link_summary SET event_names = '{a_y,B_x,_z,B_x}', event_counts = '{1,2,3,4}',
+                event_counts_ios = '{1,0,3,0}', event_counts_android = '{0,2,0,4}'
             WHERE app_id = 'a' AND path = '/x' AND day = '2026-06-01'
             """)
         let report = try ReportService(connection: database.connection).links(
@@ -215,6 +258,8 @@ import Testing
         let x1 = try #require(report.rows.first { $0.path == "/x" })
         #expect(x1.events == ["a_y": 1, "B_x": 4, "_z": 3])
         #expect(x1.events.names == ["B_x", "_z", "a_y"])
+        #expect(x1.ios.events == ["a_y": 1, "B_x": 0, "_z": 3])  // the splits follow the same order
+        #expect(x1.android.events == ["a_y": 0, "B_x": 4, "_z": 0])
         let json = ReportRenderer.render(report, as: .json)
         #expect(json.contains(#""events":{"B_x":4,"_z":3,"a_y":1}"#), "\(json)")
     }

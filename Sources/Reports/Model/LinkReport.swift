@@ -10,6 +10,13 @@ package struct PlatformCounts: Sendable, Equatable {
     package var attributedInstalls = 0
     /// Re-engagements.
     package var reengagements = 0
+    /// Actions of attributed devices on this platform, by event name: the names of the row's
+    /// `events`, each with this platform's share (0 when none).
+    package var events: NamedValues<Int> = [:]
+    /// Retention events, by name, as `events`.
+    package var retentionEvents: NamedValues<Int> = [:]
+    /// Purchase minus refund revenue, per currency of the row's `revenue` (exact decimal text).
+    package var revenue: NamedValues<String> = [:]
 
     /// All zero.
     package init() {}

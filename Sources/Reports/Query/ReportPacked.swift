@@ -43,6 +43,28 @@ struct ReportPacked {
     static func forEachLineByPathAndDay(
         _ result: QueryResult, what: String, _ body: (inout ReportPacked, String?, ReportDay) throws -> Void
     ) throws {
+        try forEachLineByPathAndDay(result, what: what, second: false) { line, _, path, day in
+            try body(&line, path, day)
+        }
+    }
+
+    /// `forEachLineByPathAndDay` for rows with a second packed column (the per-link lines and their
+    /// platform splits, sql/066): `body` gets a cursor on each, and must read both to their ends.
+    static func forEachLinePairByPathAndDay(
+        _ result: QueryResult, what: String,
+        _ body: (inout ReportPacked, inout ReportPacked, String, ReportDay) throws -> Void
+    ) throws {
+        try forEachLineByPathAndDay(result, what: what, second: true) { line, second, path, day in
+            guard let path else { throw line.malformed() }
+            try body(&line, &second, path, day)
+        }
+    }
+
+    /// The common part: with `second`, the row's second column is decoded beside the first.
+    private static func forEachLineByPathAndDay(
+        _ result: QueryResult, what: String, second: Bool,
+        _ body: (inout ReportPacked, inout ReportPacked, String?, ReportDay) throws -> Void
+    ) throws {
         // The lines are read where libpq holds them (`Row.withBytes`), twice: for the keys, then
         // in key order for the rest.
         var keys: [(path: String?, day: ReportDay)] = []
@@ -56,10 +78,21 @@ struct ReportPacked {
                 starts.append(cursor.index)
             }
         }
+        let none = UnsafeBufferPointer<UInt8>(start: nil, count: 0)
         for position in pathDayOrder(keys) {
-            try result[position].withBytes(0) { bytes in
+            let row = result[position]
+            try row.withBytes(0) { bytes in
                 var cursor = ReportPacked(bytes, at: starts[position], what: what)
-                try body(&cursor, keys[position].path, keys[position].day)
+                if second {
+                    try row.withBytes(1) { otherBytes in
+                        var other = ReportPacked(otherBytes, what: what)
+                        try body(&cursor, &other, keys[position].path, keys[position].day)
+                        try other.end()
+                    }
+                } else {
+                    var other = ReportPacked(none, what: what)
+                    try body(&cursor, &other, keys[position].path, keys[position].day)
+                }
                 try cursor.end()
             }
         }

@@ -48,21 +48,24 @@ package enum ReportSQL {
     /// `retention_counts`, `revenue_currencies`, `revenue_amounts` (exact decimal text),
     /// `utm_sources`, `utm_mediums`, `utm_campaigns` ('' = absent), `utm_clicks`,
     /// `utm_universal_link_opens`, `utm_matched_installs`, `utm_attributed_installs`,
-    /// `utm_install_rates` ('' = NULL), ending the line. The line is written when the summary row is,
+    /// `utm_install_rates` ('' = NULL), ending the line. Beside it, `platform_line` (sql/066): the
+    /// platform splits parallel to the names and currencies, as arrays back to back:
+    /// `event_counts_ios`, `event_counts_android`, `retention_counts_ios`, `retention_counts_android`,
+    /// `revenue_amounts_ios`, `revenue_amounts_android`. The line is written when the summary row is,
     /// so this read is a plain scan (building it here, mostly the arrays' text output, was most of the
     /// query). Unordered: `ReportService.links` orders the rows by path and day.
     package static func linkSummary(app: String, from: ReportDay, to: ReportDay) -> SQL {
         """
-        SELECT line FROM report_link_summary_lines
+        SELECT line, platform_line FROM report_link_summary_lines
         WHERE app_id = \(app) AND day BETWEEN \(from.iso8601)::date AND \(to.iso8601)::date
         """
     }
 
     /// Events of attributed devices per link and day. Columns: `path`, `day`, `kind`
-    /// (`event`|`retention`), `name`, `events`.
+    /// (`event`|`retention`), `name`, `events`, `events_ios`, `events_android`.
     package static func linkDailyEvents(app: String, from: ReportDay, to: ReportDay) -> SQL {
         """
-        SELECT path, day::text AS day, kind, name, events
+        SELECT path, day::text AS day, kind, name, events, events_ios, events_android
         FROM report_link_daily_events
         WHERE app_id = \(app) AND day BETWEEN \(from.iso8601)::date AND \(to.iso8601)::date
         ORDER BY path, day, kind, name
@@ -70,10 +73,11 @@ package enum ReportSQL {
     }
 
     /// Revenue of attributed devices per link, day and currency. Columns: `path`, `day`,
-    /// `currency`, `revenue` (exact decimal text).
+    /// `currency`, `revenue`, `revenue_ios`, `revenue_android` (exact decimal text).
     package static func linkDailyRevenue(app: String, from: ReportDay, to: ReportDay) -> SQL {
         """
-        SELECT path, day::text AS day, currency, revenue::text AS revenue
+        SELECT path, day::text AS day, currency, revenue::text AS revenue, revenue_ios::text AS revenue_ios,
+               revenue_android::text AS revenue_android
         FROM report_link_daily_revenue
         WHERE app_id = \(app) AND day BETWEEN \(from.iso8601)::date AND \(to.iso8601)::date
         ORDER BY path, day, currency

@@ -12,7 +12,8 @@ extension LinkReport {
                     "install_rate", "reengagements", "clicks_ios", "clicks_android", "universal_link_opens_ios",
                     "universal_link_opens_android", "matched_installs_ios", "matched_installs_android",
                     "attributed_installs_ios", "attributed_installs_android", "reengagements_ios",
-                    "reengagements_android", "events", "retention_events", "revenue",
+                    "reengagements_android", "events", "retention_events", "revenue", "events_ios", "events_android",
+                    "retention_events_ios", "retention_events_android", "revenue_ios", "revenue_android",
                 ], count: rows.count
             ) { index, out in
                 let row = rows[index]
@@ -37,6 +38,12 @@ extension LinkReport {
                 out.put(.counts(row.events))
                 out.put(.counts(row.retentionEvents))
                 out.put(.amounts(row.revenue))
+                out.put(.counts(row.ios.events))
+                out.put(.counts(row.android.events))
+                out.put(.counts(row.ios.retentionEvents))
+                out.put(.counts(row.android.retentionEvents))
+                out.put(.amounts(row.ios.revenue))
+                out.put(.amounts(row.android.revenue))
             },
             ReportTable(
                 name: "utm",

@@ -13,17 +13,19 @@ extension ReportService {
         let watermark = try validate(app: app, from: from, to: to)
         return try run {
             let result = try connection.query(ReportSQL.linkSummary(app: app, from: from, to: to))
-            try Self.expect(result, ["line"])
+            try Self.expect(result, ["line", "platform_line"])
             var rows: [LinkDayRow] = []
             rows.reserveCapacity(result.count)
             var utm: [UTMRow] = []
             utm.reserveCapacity(result.count * 4)
             // Element buffers reused by every row.
             var lists = ReportNameLists(), counts: [Int] = [], amounts: [String] = []
+            var zeros = SplitZeros()
             var sources: [String] = [], mediums: [String] = [], campaigns: [String] = [], rates: [String] = []
             var clicks: [Int] = [], opens: [Int] = [], matched: [Int] = [], attributed: [Int] = []
             // In (path, day) order, so rows and UTM rows are appended where they belong.
-            try ReportPacked.forEachLineByPathAndDay(result, what: "report_link_summary_lines") { line, path, day in
+            try ReportPacked.forEachLinePairByPathAndDay(result, what: "report_link_summary_lines") {
+                line, platforms, path, day in
                 var link = LinkDayRow(path: path, day: day)
                 link.clicks = try line.int()
                 link.universalLinkOpens = try line.int()
@@ -33,9 +35,12 @@ extension ReportService {
                 link.ios = try Self.platform(&line)
                 link.android = try Self.platform(&line)
                 link.installRate = Self.absent(try line.field())
-                link.events = try Self.named(&line, &lists, &counts)
-                link.retentionEvents = try Self.named(&line, &lists, &counts)
-                link.revenue = try Self.named(&line, &lists, &amounts)
+                let eventNames = try lists.next(&line)
+                link.events = try Self.named(&line, eventNames, &counts)
+                let retentionNames = try lists.next(&line)
+                link.retentionEvents = try Self.named(&line, retentionNames, &counts)
+                let currencies = try lists.next(&line)
+                link.revenue = try Self.named(&line, currencies, &amounts)
                 sources.removeAll(keepingCapacity: true)
                 mediums.removeAll(keepingCapacity: true)
                 campaigns.removeAll(keepingCapacity: true)
@@ -65,6 +70,16 @@ extension ReportService {
                             clicks: clicks[index], universalLinkOpens: opens[index], matchedInstalls: matched[index],
                             attributedInstalls: attributed[index], installRate: Self.absent(rates[index])))
                 }
+                // The platform splits (sql/066), parallel to the names and currencies read above.
+                link.ios.events = try Self.split(&platforms, eventNames, of: link.events, &zeros.counts, &counts)
+                link.android.events = try Self.split(&platforms, eventNames, of: link.events, &zeros.counts, &counts)
+                link.ios.retentionEvents = try Self.split(
+                    &platforms, retentionNames, of: link.retentionEvents, &zeros.counts, &counts)
+                link.android.retentionEvents = try Self.split(
+                    &platforms, retentionNames, of: link.retentionEvents, &zeros.counts, &counts)
+                link.ios.revenue = try Self.split(&platforms, currencies, of: link.revenue, &zeros.amounts, &amounts)
+                link.android.revenue = try Self.split(
+                    &platforms, currencies, of: link.revenue, &zeros.amounts, &amounts)
                 rows.append(link)
             }
             return LinkReport(app: app, from: from, to: to, watermark: watermark, rows: rows, utm: utm)
@@ -202,19 +217,42 @@ extension ReportService {
         }
     }
 
-    /// Two parallel packed arrays (names, then values) as named values: the list's shared names and
-    /// one array of values; `scratch` is a buffer for reading them.
+    /// The packed array of values parallel to `names` (already read), as named values: the list's
+    /// shared names and one array of values; `scratch` is a buffer for reading them.
     static func named<Value: PackedElement>(
-        _ line: inout ReportPacked, _ lists: inout ReportNameLists, _ scratch: inout [Value]
+        _ line: inout ReportPacked, _ names: ReportNameLists.List, _ scratch: inout [Value]
     ) throws -> NamedValues<Value> {
-        let names = try lists.next(&line)
+        NamedValues(sortedNames: names.names, values: try values(&line, names, &scratch))
+    }
+
+    /// The next packed array, parallel to `names`, in the order of the list's sorted names.
+    private static func values<Value: PackedElement>(
+        _ line: inout ReportPacked, _ names: ReportNameLists.List, _ scratch: inout [Value]
+    ) throws -> [Value] {
         scratch.removeAll(keepingCapacity: true)
         try Value.read(&line, into: &scratch)
         guard scratch.count == names.count else {
             throw ReportError.database(message: "parallel arrays of different lengths")
         }
-        guard let order = names.order else { return NamedValues(sortedNames: names.names, values: scratch) }
-        return NamedValues(sortedNames: names.names, values: order.map { scratch[$0] })
+        guard let order = names.order else { return scratch }
+        return order.map { scratch[$0] }
+    }
+
+    /// The next packed array of a platform split of `total` (parallel to `names`, as the total's
+    /// values were): the total itself when equal (the platform had all of it), a zeros array shared by
+    /// every map of that length when the platform had none, else its own values beside the shared
+    /// names. Most link-days are the first or second case, so they allocate nothing.
+    static func split<Value: PackedElement & SplitZero>(
+        _ line: inout ReportPacked, _ names: ReportNameLists.List, of total: NamedValues<Value>,
+        _ zeros: inout [Int: [Value]], _ scratch: inout [Value]
+    ) throws -> NamedValues<Value> {
+        let values = try values(&line, names, &scratch)
+        if values == total.values { return total }
+        if values.allSatisfy({ $0 == Value.splitZero }) {
+            if let shared = zeros[values.count] { return NamedValues(sortedNames: total.names, values: shared) }
+            zeros[values.count] = values
+        }
+        return NamedValues(sortedNames: total.names, values: values)
     }
 
     /// Two parallel packed arrays (names, then integers) as a dictionary; `counts` is a scratch buffer.
@@ -283,4 +321,23 @@ extension ReportService {
         }
         return day
     }
+}
+
+/// The zeros arrays `ReportService.split` shares, by length.
+struct SplitZeros {
+    var counts: [Int: [Int]] = [:]
+    var amounts: [Int: [String]] = [:]
+}
+
+/// The value of a platform split that had none of the total: 0, or the amount "0".
+protocol SplitZero {
+    static var splitZero: Self { get }
+}
+
+extension Int: SplitZero {
+    static var splitZero: Int { 0 }
+}
+
+extension String: SplitZero {
+    static var splitZero: String { "0" }
 }

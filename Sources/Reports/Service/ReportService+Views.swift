@@ -26,18 +26,22 @@ extension ReportService {
             for row in try connection.query(ReportSQL.linkDailyEvents(app: app, from: from, to: to)) {
                 let key = try RowKey(row)
                 let name = try row["name", as: String.self]
-                let count = try row["events", as: Int.self]
-                if try row["kind", as: String.self] == "event" {
-                    rows[key, default: LinkDayRow(path: key.path, day: key.day)].events[name] = count
-                } else {
-                    rows[key, default: LinkDayRow(path: key.path, day: key.day)].retentionEvents[name] = count
-                }
+                let counts = (
+                    try row["events", as: Int.self], try row["events_ios", as: Int.self],
+                    try row["events_android", as: Int.self]
+                )
+                let isAction = try row["kind", as: String.self] == "event"
+                rows[key, default: LinkDayRow(path: key.path, day: key.day)].add(
+                    isAction ? \.events : \.retentionEvents, isAction ? \.events : \.retentionEvents, name, counts)
             }
             for row in try connection.query(ReportSQL.linkDailyRevenue(app: app, from: from, to: to)) {
                 let key = try RowKey(row)
-                rows[key, default: LinkDayRow(path: key.path, day: key.day)].revenue[
-                    try row["currency", as: String.self]] =
-                    try row["revenue", as: String.self]
+                let amounts = (
+                    try row["revenue", as: String.self], try row["revenue_ios", as: String.self],
+                    try row["revenue_android", as: String.self]
+                )
+                rows[key, default: LinkDayRow(path: key.path, day: key.day)].add(
+                    \.revenue, \.revenue, try row["currency", as: String.self], amounts)
             }
             var utm: [UTMRow] = []
             for row in try connection.query(ReportSQL.linkDailyUTM(app: app, from: from, to: to)) {
@@ -157,5 +161,17 @@ extension ReportService {
             }
             return RetentionReport(app: app, from: from, to: to, watermark: watermark, rows: rows)
         }
+    }
+}
+
+extension LinkDayRow {
+    /// Sets one name's (or currency's) value in the row's map and in each platform slice's.
+    fileprivate mutating func add<Value>(
+        _ total: WritableKeyPath<LinkDayRow, NamedValues<Value>>,
+        _ slice: WritableKeyPath<PlatformCounts, NamedValues<Value>>, _ name: String, _ values: (Value, Value, Value)
+    ) {
+        self[keyPath: total][name] = values.0
+        ios[keyPath: slice][name] = values.1
+        android[keyPath: slice][name] = values.2
     }
 }
