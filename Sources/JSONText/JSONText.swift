@@ -68,11 +68,8 @@ package struct JSONText {
         }
     }
 
-    /// Writes already-valid JSON bytes as they are.
-    package mutating func json(_ raw: some Collection<UInt8>) { bytes.append(contentsOf: raw) }
-
     /// Writes already-valid JSON bytes as they are (not generic: called per value of a large report,
-    /// where the generic form was a third of the time, unspecialised across the module boundary).
+    /// where a generic form was a third of the time, unspecialised across the module boundary).
     package mutating func json(_ raw: [UInt8]) { bytes.append(contentsOf: raw) }
 
     /// Writes already-valid JSON text (a number as PostgreSQL printed it) as it is.

@@ -18,7 +18,7 @@ extension LinkReport {
             ) { index, out in
                 let row = rows[index]
                 out.put(.text(row.path))
-                out.put(day: row.day)
+                out.put(.text(row.day.iso8601))
                 out.put(.int(row.clicks))
                 out.put(.int(row.universalLinkOpens))
                 out.put(.int(row.matchedInstalls))
@@ -54,7 +54,7 @@ extension LinkReport {
             ) { index, out in
                 let row = utm[index]
                 out.put(.text(row.path))
-                out.put(day: row.day)
+                out.put(.text(row.day.iso8601))
                 out.put(.text(row.source))
                 out.put(.text(row.medium))
                 out.put(.text(row.campaign))
@@ -81,7 +81,7 @@ extension AttributionReport {
             ) { index, out in
                 let row = rows[index]
                 out.put(.text(row.path))
-                out.put(day: row.day)
+                out.put(.text(row.day.iso8601))
                 out.put(.int(row.matchedInstalls))
                 out.put(.int(row.attributedInstalls))
                 out.put(.int(row.cohortActions))
@@ -98,7 +98,7 @@ extension AttributionReport {
                 count: installs.count
             ) { index, out in
                 let row = installs[index]
-                out.put(day: row.day)
+                out.put(.text(row.day.iso8601))
                 out.put(.int(row.installs))
                 out.put(.int(row.attributedInstalls))
                 out.put(.int(row.organicInstalls))
@@ -123,7 +123,7 @@ extension FunnelReport {
                 out.put(.text(row.funnelID))
                 out.put(.text(row.funnelName))
                 out.put(.text(row.path))
-                out.put(day: row.day)
+                out.put(.text(row.day.iso8601))
                 out.put(.int(row.step))
                 out.put(.text(row.stepName))
                 out.put(.int(row.devices))
@@ -147,7 +147,7 @@ extension RetentionReport {
             ) { index, out in
                 let row = rows[index]
                 out.put(.text(row.path))
-                out.put(day: row.cohortDay)
+                out.put(.text(row.cohortDay.iso8601))
                 out.put(.int(row.cohortSize))
                 for value in row.retained { out.put(.int(value)) }
                 for rate in row.rates { out.put(.decimal(rate)) }

@@ -55,13 +55,6 @@ package enum ReportJSON {
         out.raw("}}")
     }
 
-    /// A table as an array of objects keyed by column name.
-    package static func encode(_ table: ReportTable) -> String {
-        var out = JSONText()
-        write(table, into: &out)
-        return String(decoding: out.bytes, as: UTF8.self)
-    }
-
     /// Writes a table as an array of objects keyed by column name: each row's values go straight
     /// into `out` after their keys (`{"column":` or `,"column":`, encoded once per table).
     static func write(_ table: ReportTable, into out: inout JSONText) {

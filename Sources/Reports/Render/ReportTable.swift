@@ -70,7 +70,7 @@ package struct ReportTable: Sendable {
         self.write = write
     }
 
-    /// Makes a table of stored rows.
+    /// Makes a table of stored rows (small ones: the benchmark's timings).
     package init(name: String, columns: [String], rows: [[ReportValue]]) {
         self.init(name: name, columns: columns, count: rows.count) { index, writer in
             for value in rows[index] { writer.put(value) }
@@ -134,10 +134,6 @@ package struct ReportRowWriter {
         ReportJSON.write(value, into: &json)
     }
 
-    /// The next column's value, a day as `YYYY-MM-DD` text.
-    package mutating func put(day: ReportDay) {
-        put(.text(day.iso8601))
-    }
 }
 
 /// A report that can be rendered: its identity, the watermark it was computed at, and its tables.
