@@ -1,12 +1,12 @@
 /// Builds JSON text byte by byte, without Foundation's encoders: ingest's answers and dead letters,
-/// and the reports' JSON (a 30-day per-link report at 1,000 links is ~40 MB of it).
+/// and the reports' JSON (a 30-day per-link report at 1,000 links is ~50 MB of it).
 package struct JSONText {
     package private(set) var bytes: [UInt8] = []
 
     package init(capacity: Int = 64) { bytes.reserveCapacity(capacity) }
 
-    /// Makes room for at least `count` bytes in all (an estimate saves the buffer's regrowth copies).
-    package mutating func reserve(_ count: Int) { bytes.reserveCapacity(count) }
+    /// Makes room for `count` more bytes (an estimate saves the buffer's regrowth copies).
+    package mutating func reserve(_ count: Int) { bytes.reserveCapacity(bytes.count + count) }
 
     /// Writes an ASCII literal such as `,"key":` as it is.
     package mutating func raw(_ text: StaticString) {

@@ -241,7 +241,7 @@ extension ReportService {
     /// The next packed array of a platform split of `total` (parallel to `names`, as the total's
     /// values were): the total itself when equal (the platform had all of it), a zeros array shared by
     /// every map of that length when the platform had none, else its own values beside the shared
-    /// names. Most link-days are the first or second case, so they allocate nothing.
+    /// names. A link-day whose devices are all on one platform allocates nothing for its splits.
     static func split<Value: PackedElement & SplitZero>(
         _ line: inout ReportPacked, _ names: ReportNameLists.List, of total: NamedValues<Value>,
         _ zeros: inout [Int: [Value]], _ scratch: inout [Value]
