@@ -24,6 +24,11 @@ package struct NamedValues<Value: Equatable & Sendable>: Sendable, Equatable, Ex
     }
 
     package init(dictionaryLiteral elements: (String, Value)...) {
+        guard !elements.isEmpty else {
+            // `[:]`, every row's and platform slice's default (nine per per-link row): no dictionary.
+            self.init(sortedNames: [], values: [])
+            return
+        }
         self.init(Dictionary(elements, uniquingKeysWith: { _, last in last }))
     }
 
