@@ -229,13 +229,21 @@ extension ReportService {
     private static func values<Value: PackedElement>(
         _ line: inout ReportPacked, _ names: ReportNameLists.List, _ scratch: inout [Value]
     ) throws -> [Value] {
+        try read(&line, parallelTo: names, into: &scratch)
+        guard let order = names.order else { return scratch }
+        return order.map { scratch[$0] }
+    }
+
+    /// Reads the next packed array into `scratch` (emptied first), in the list's own order; it must
+    /// have one value per name.
+    private static func read<Value: PackedElement>(
+        _ line: inout ReportPacked, parallelTo names: ReportNameLists.List, into scratch: inout [Value]
+    ) throws {
         scratch.removeAll(keepingCapacity: true)
         try Value.read(&line, into: &scratch)
         guard scratch.count == names.count else {
             throw ReportError.database(message: "parallel arrays of different lengths")
         }
-        guard let order = names.order else { return scratch }
-        return order.map { scratch[$0] }
     }
 
     /// The next packed array of a platform split of `total` (parallel to `names`, as the total's
@@ -255,30 +263,14 @@ extension ReportService {
         return NamedValues(sortedNames: total.names, values: values)
     }
 
-    /// Two parallel packed arrays (names, then integers) as a dictionary; `counts` is a scratch buffer.
-    static func pairs(_ line: inout ReportPacked, _ lists: inout ReportNameLists, _ counts: inout [Int]) throws
-        -> [String: Int]
-    {
+    /// Two parallel packed arrays (names, then values) as a dictionary; `scratch` is a buffer for
+    /// reading the values.
+    static func pairs<Value: PackedElement>(
+        _ line: inout ReportPacked, _ lists: inout ReportNameLists, _ scratch: inout [Value]
+    ) throws -> [String: Value] {
         let names = try lists.next(&line)
-        counts.removeAll(keepingCapacity: true)
-        try line.ints(into: &counts)
-        guard counts.count == names.count else {
-            throw ReportError.database(message: "parallel arrays of different lengths")
-        }
-        return names.positions.mapValues { counts[$0] }
-    }
-
-    /// Two parallel packed arrays (names, then texts) as a dictionary; `values` is a scratch buffer.
-    static func pairs(_ line: inout ReportPacked, _ lists: inout ReportNameLists, _ values: inout [String]) throws
-        -> [String: String]
-    {
-        let names = try lists.next(&line)
-        values.removeAll(keepingCapacity: true)
-        try line.strings(into: &values)
-        guard values.count == names.count else {
-            throw ReportError.database(message: "parallel arrays of different lengths")
-        }
-        return names.positions.mapValues { values[$0] }
+        try read(&line, parallelTo: names, into: &scratch)
+        return names.positions.mapValues { [scratch] in scratch[$0] }
     }
 
     /// The five packed platform counts (clicks, universal-link opens, matched installs, attributed
