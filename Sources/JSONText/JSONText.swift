@@ -1,9 +1,15 @@
 /// Builds JSON text byte by byte, without Foundation's encoders: ingest's answers and dead letters,
 /// and the reports' JSON (a 30-day per-link report at 1,000 links is ~50 MB of it).
-package struct JSONText {
+package struct JSONText: Sendable {
     package private(set) var bytes: [UInt8] = []
 
     package init(capacity: Int = 64) { bytes.reserveCapacity(capacity) }
+
+    /// How many bytes are written.
+    package var count: Int { bytes.count }
+
+    /// Forgets the bytes written, keeping the buffer (a streamed report reuses one per piece).
+    package mutating func removeAll() { bytes.removeAll(keepingCapacity: true) }
 
     /// Makes room for `count` more bytes (an estimate saves the buffer's regrowth copies).
     package mutating func reserve(_ count: Int) { bytes.reserveCapacity(bytes.count + count) }

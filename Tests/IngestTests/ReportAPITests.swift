@@ -14,11 +14,17 @@ final class EchoReportProvider: ReportProvider {
     let arrived = DispatchSemaphore(value: 0)
     /// Each signal lets one gated request through.
     let gate = DispatchSemaphore(value: 0)
-    let answer: ReportAnswer?
+    /// Makes each answer (nil: the echo); a maker, so the provider keeps no streamed body alive.
+    let makeAnswer: (@Sendable () -> ReportAnswer)?
 
     init(isGated: Bool = false, answer: ReportAnswer? = nil) {
         self.isGated = isGated
-        self.answer = answer
+        if let answer { self.makeAnswer = { answer } } else { self.makeAnswer = nil }
+    }
+
+    init(makeAnswer: @escaping @Sendable () -> ReportAnswer) {
+        self.isGated = false
+        self.makeAnswer = makeAnswer
     }
 
     func respond(to request: ReportRequest) -> ReportAnswer {
@@ -26,7 +32,7 @@ final class EchoReportProvider: ReportProvider {
         arrived.signal()
         // Bounded: a test that forgets to open the gate fails instead of hanging.
         if isGated { _ = gate.wait(timeout: .now() + 20) }
-        if let answer { return answer }
+        if let makeAnswer { return makeAnswer() }
         let pairs = request.parameters.sorted { $0.key < $1.key }.map { "\"\($0.key)\":\"\($0.value)\"" }
         let body = "{\"report\":\"\(request.kind)\",\"parameters\":{\(pairs.joined(separator: ","))}}"
         return .report(contentType: "application/json", body: Array(body.utf8))
@@ -115,6 +121,49 @@ struct ReportAPITests {
         #expect(response.status == 503)
         #expect(response.errorCode == "database_unavailable")
         #expect(response.header("Retry-After") == "5")
+    }
+
+    @Test("a streamed report body is sent chunked as it is made, whole, and released once sent")
+    func streamedBody() throws {
+        let released = DispatchSemaphore(value: 0)
+        let total = 3_000_017
+        let provider = EchoReportProvider {
+            .streamed(contentType: "application/json", body: PatternStream(total: total) { released.signal() })
+        }
+        let server = try TestServer(reportProvider: provider) { $0.threads = 1 }
+        let client = try server.client()
+        let response = try client.request("GET", "/api/reports/links", headers: Self.secret)
+        #expect(response.status == 200)
+        #expect(response.header("Transfer-Encoding") == "chunked")
+        #expect(response.header("Content-Length") == nil)
+        #expect(response.header("Cache-Control") == "no-store")
+        #expect(response.body.count == total)
+        #expect(response.body == (0..<total).map(PatternStream.byte))
+        #expect(response.chunks > 1)
+        #expect(released.wait(timeout: .now() + 10) == .success, "the stream was never released")
+        // The same keep-alive connection goes on serving.
+        let event =
+            #"{"event_name":"open","timestamp":"2026-06-01T10:20:30.123Z","platform":"ios","device_id":"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b"}"#
+        let ingest = try client.request(
+            "POST", "/api/analytics/event", headers: TestServer.sdkHeaders(), body: Array(event.utf8))
+        #expect(ingest.status == 200)
+    }
+
+    @Test("a client that leaves in the middle of a streamed report: the stream is released, the server serves on")
+    func streamedBodyAbandoned() throws {
+        let released = DispatchSemaphore(value: 0)
+        let provider = EchoReportProvider {
+            .streamed(contentType: "application/json", body: PatternStream(total: 200_000_000) { released.signal() })
+        }
+        let server = try TestServer(reportProvider: provider) { $0.threads = 1 }
+        do {
+            let client = try server.client()
+            client.send(Self.rawRequest("links"))
+            #expect(provider.arrived.wait(timeout: .now() + 10) == .success)
+            _ = client.isClosedByPeer()  // reads one byte of the answer, then the client closes
+        }
+        #expect(released.wait(timeout: .now() + 20) == .success, "the abandoned stream was never released")
+        #expect(server.isServing())
     }
 
     @Test("without a report provider the routes answer 503 reports_unavailable (after auth)")
@@ -244,4 +293,28 @@ struct ReportAPITests {
 struct UncheckedBox<T>: @unchecked Sendable {
     let value: T
     init(_ value: T) { self.value = value }
+}
+
+/// A body of `total` bytes following `byte(_:)`, made in pieces of at most 1,000 bytes (fewer than
+/// libmicrohttpd asks for, so a chunk holds several reads); `released` runs when it is freed.
+final class PatternStream: HTTPBodyStream, @unchecked Sendable {
+    let total: Int
+    private var offset = 0
+    private let released: @Sendable () -> Void
+
+    init(total: Int, released: @escaping @Sendable () -> Void) {
+        self.total = total
+        self.released = released
+    }
+
+    deinit { released() }
+
+    static func byte(_ position: Int) -> UInt8 { UInt8(truncatingIfNeeded: position &* 7 &+ position / 251) }
+
+    func read(into buffer: UnsafeMutableRawBufferPointer) -> Int {
+        let count = min(buffer.count, total - offset, 1_000)
+        for index in 0..<count { buffer[index] = Self.byte(offset + index) }
+        offset += count
+        return count
+    }
 }

@@ -53,6 +53,16 @@ struct ReportAPIEndToEndTests {
         #expect(rows.first?["clicks"] as? Int == 1)
         #expect(watermark?.hasSuffix("Z") == true)
 
+        // The API streams its JSON (chunked, made as it is sent): byte for byte what
+        // `report links --format json` prints for the same range.
+        let api = try HTTP.get(base + "/api/reports/links?from=2026-06-01&to=2026-06-01", headers: headers)
+        let cli = try PipelineProcess.runToEnd(
+            ["report", "links", "--app", "report-app", "--from", "2026-06-01", "--to", "2026-06-01", "--format", "json"],
+            environment: environment)
+        #expect(cli.status == 0, "\(cli.errors)")
+        #expect(api.text == cli.output)
+        #expect(api.text.hasSuffix("}}\n"))
+
         let publishableRead = try HTTP.get(
             base + "/api/reports/links", headers: ["Authorization": "Bearer \(publishable)", "X-App-ID": "report-app"])
         #expect(publishableRead.status == 403)

@@ -115,6 +115,50 @@ import Testing
         #expect(utm[0].count == 10)
     }
 
+    @Test("a streamed report reads, in pieces of any size, exactly the whole JSON the CLI prints")
+    func streamedJSON() throws {
+        var rows: [LinkDayRow] = []
+        var utm: [UTMRow] = []
+        for index in 0..<600 {
+            var row = LinkDayRow(path: "/l/\(index % 37)\"", day: day("2026-06-01").adding(days: index % 30))
+            row.clicks = index
+            row.events = ["purchase": index, "sign_up": 1]
+            row.revenue = ["USD": "\(index).99"]
+            rows.append(row)
+            utm.append(
+                UTMRow(
+                    path: row.path, day: row.day, source: "s\(index)", medium: nil, campaign: "c", clicks: index,
+                    universalLinkOpens: 0, matchedInstalls: 1, attributedInstalls: 1, installRate: "0.5"))
+        }
+        let empty = LinkReport(app: "acme", from: day("2026-06-01"), to: day("2026-06-30"), watermark: nil, rows: [], utm: [])
+        for report in [LinkReport(app: "acme", from: day("2026-06-01"), to: day("2026-06-30"), watermark: "w", rows: rows, utm: utm), empty] {
+            let whole = ReportRenderer.bytes(report, as: .json)
+            #expect(whole.count > (report.rows.isEmpty ? 100 : 100_000))
+            for pieceSize in [1, 7, 4096, 64 * 1024, 1 << 20] {
+                var stream = ReportJSONStream(report, newline: true)
+                let piece = UnsafeMutableRawBufferPointer.allocate(byteCount: pieceSize, alignment: 1)
+                defer { piece.deallocate() }
+                var read: [UInt8] = []
+                var pieces = 0
+                while case let count = stream.read(into: piece), count > 0 {
+                    #expect(count <= pieceSize)
+                    read.append(contentsOf: piece[..<count])
+                    pieces += 1
+                }
+                #expect(read == whole, "piece size \(pieceSize)")
+                #expect(stream.read(into: piece) == 0)  // stays at the end
+                if pieceSize == 4096 && !report.rows.isEmpty { #expect(pieces >= whole.count / 4096) }
+            }
+            // The endpoint's response streams the same bytes, in pieces, or whole.
+            var pieces: [[UInt8]] = []
+            let response = ReportResponse(status: 200, contentType: "application/json", content: .json(ReportJSONStream(report, newline: true)), exitCode: 0)
+            response.write(pieceSize: 10_000) { pieces.append(Array($0)) }
+            #expect(Array(pieces.joined()) == whole)
+            #expect(response.bytes == whole)
+            if !report.rows.isEmpty { #expect(pieces.count > 5 && pieces.dropLast().allSatisfy { $0.count >= 10_000 }) }
+        }
+    }
+
     @Test("a CSV field holding CRLF, CR or LF is quoted (Swift reads \"\\r\\n\" as one character)")
     func csvLineBreaksInFields() {
         for path in ["/a\r\nb", "/a\rb", "/a\nb"] {

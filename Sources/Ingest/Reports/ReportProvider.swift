@@ -20,9 +20,25 @@ package struct ReportRequest: Sendable, Equatable {
 package enum ReportAnswer: Sendable, Equatable {
     /// The rendered report (200).
     case report(contentType: String, body: [UInt8])
+    /// The report (200), its body made while it is sent (a large report's JSON).
+    case streamed(contentType: String, body: any HTTPBodyStream)
     /// A refusal with its HTTP status, stable machine code and a message safe to show the client
     /// (`invalid_parameter` 400, `unknown_app` 404, `rollups_pending` 409, `database_unavailable` 503).
     case failure(status: Int, code: String, message: String)
+
+    /// Equal answers: the same bytes, the same stream object, or the same refusal.
+    package static func == (left: ReportAnswer, right: ReportAnswer) -> Bool {
+        switch (left, right) {
+        case (.report(let leftType, let leftBody), .report(let rightType, let rightBody)):
+            return leftType == rightType && leftBody == rightBody
+        case (.streamed(let leftType, let leftBody), .streamed(let rightType, let rightBody)):
+            return leftType == rightType && leftBody === rightBody
+        case (.failure(let leftStatus, let leftCode, let leftMessage), .failure(let rightStatus, let rightCode, let rightMessage)):
+            return leftStatus == rightStatus && leftCode == rightCode && leftMessage == rightMessage
+        default:
+            return false
+        }
+    }
 }
 
 /// Produces reports for the read-only report API. Ingest knows nothing about reports beyond this:

@@ -76,6 +76,9 @@ extension IngestService {
         case .report(let contentType, let body):
             return HTTPResponse(
                 status: 200, body: body, contentType: contentType, headers: [("Cache-Control", "no-store")])
+        case .streamed(let contentType, let body):
+            return HTTPResponse(
+                status: 200, stream: body, contentType: contentType, headers: [("Cache-Control", "no-store")])
         case .failure(let status, let code, let message):
             return HTTPResponse(error: .report(status: status, code: code, message: message))
         }

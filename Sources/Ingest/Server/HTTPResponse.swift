@@ -1,5 +1,13 @@
 import JSONText
 
+/// A response body made while it is sent (a large report's JSON): libmicrohttpd asks for the next
+/// bytes whenever the connection can take more, on the connection's event-loop thread, one call
+/// at a time, and releases the stream when the response is done or the client went away.
+package protocol HTTPBodyStream: AnyObject, Sendable {
+    /// Copies the next bytes into `buffer` (never empty) and returns how many; 0 at the end.
+    func read(into buffer: UnsafeMutableRawBufferPointer) -> Int
+}
+
 /// One HTTP answer: status, extra headers and a body (JSON unless `contentType` says otherwise).
 package struct HTTPResponse: Sendable {
     /// The HTTP status code.
@@ -8,8 +16,10 @@ package struct HTTPResponse: Sendable {
     package var contentType: String
     /// Headers besides `Content-Type`.
     package var headers: [(String, String)]
-    /// The body bytes.
+    /// The body bytes (empty when `stream` makes the body).
     package var body: [UInt8]
+    /// A body made while it is sent, of a length not known before (sent chunked); nil for `body`.
+    package var stream: (any HTTPBodyStream)?
     /// The stable code of an `{"error":{"code":...}}` answer (`init(error:)`), for metrics; nil for
     /// every other answer.
     package var errorCode: String?
@@ -22,6 +32,15 @@ package struct HTTPResponse: Sendable {
         self.body = body
         self.contentType = contentType
         self.headers = headers
+    }
+
+    /// Creates a response whose body `stream` makes while it is sent.
+    package init(
+        status: Int, stream: any HTTPBodyStream, contentType: String = "application/json",
+        headers: [(String, String)] = []
+    ) {
+        self.init(status: status, body: [], contentType: contentType, headers: headers)
+        self.stream = stream
     }
 
     /// The `{"error":{"code":...,"message":...}}` answer for `error`.

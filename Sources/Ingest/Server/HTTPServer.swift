@@ -204,16 +204,25 @@ struct SharedResponse: @unchecked Sendable {
     }
 
     func matches(_ response: HTTPResponse) -> Bool {
-        response.status == status && response.body == body && response.contentType == contentType
+        response.stream == nil && response.status == status && response.body == body
+            && response.contentType == contentType
     }
 }
 
-/// A libmicrohttpd response holding a copy of `response`'s body and its headers; nil when
-/// libmicrohttpd cannot allocate one.
+/// A libmicrohttpd response holding a copy of `response`'s body, or reading its stream, and its
+/// headers; nil when libmicrohttpd cannot allocate one.
 private func makeResponse(_ response: HTTPResponse) -> OpaquePointer? {
-    let made = response.body.withUnsafeBytes { bytes in
-        MHD_create_response_from_buffer(
-            bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
+    let made: OpaquePointer?
+    if let stream = response.stream {
+        // Owned by the response until libmicrohttpd frees it (`releaseStream`), which it does
+        // when the body is sent or the connection ends, and at once when creating it fails.
+        let owner = Unmanaged.passRetained(StreamOwner(stream)).toOpaque()
+        made = MHD_create_response_from_callback(sizeUnknown, streamBlockSize, readStream, owner, releaseStream)
+    } else {
+        made = response.body.withUnsafeBytes { bytes in
+            MHD_create_response_from_buffer(
+                bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
+        }
     }
     guard let made else { return nil }
     MHD_add_response_header(made, "Content-Type", response.contentType)
@@ -221,6 +230,32 @@ private func makeResponse(_ response: HTTPResponse) -> OpaquePointer? {
         MHD_add_response_header(made, name, value)
     }
     return made
+}
+
+/// What libmicrohttpd asks a streamed body for at most at a time.
+private let streamBlockSize = 64 * 1024
+/// microhttpd.h's `MHD_SIZE_UNKNOWN`, `MHD_CONTENT_READER_END_OF_STREAM` and `_END_WITH_ERROR`
+/// (macros with casts, which Swift does not import).
+private let sizeUnknown = UInt64.max
+private let endOfStream = -1
+private let endWithError = -2
+
+/// Carries a body stream (an existential) through libmicrohttpd's `void *`.
+private final class StreamOwner {
+    let stream: any HTTPBodyStream
+    init(_ stream: any HTTPBodyStream) { self.stream = stream }
+}
+
+private let readStream: MHD_ContentReaderCallback = { cls, _, buffer, max in
+    guard let cls, let buffer, max > 0 else { return endWithError }
+    let owner = Unmanaged<StreamOwner>.fromOpaque(cls).takeUnretainedValue()
+    let count = owner.stream.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: max))
+    return count > 0 ? count : endOfStream
+}
+
+private let releaseStream: MHD_ContentReaderFreeCallback = { cls in
+    guard let cls else { return }
+    Unmanaged<StreamOwner>.fromOpaque(cls).release()
 }
 
 /// A connection pointer carried to the thread that finishes a suspended request.

@@ -1,17 +1,71 @@
 package import Postgres
+import JSONText
 
 /// A rendered answer to a report request: what the HTTP API sends and what the CLI prints.
 package struct ReportResponse: Sendable, Equatable {
+    /// What the body is made of.
+    package enum Content: Sendable {
+        /// Bytes, as sent.
+        case bytes([UInt8])
+        /// A report's JSON, written as it is read (`write(_:)`).
+        case json(ReportJSONStream)
+    }
+
     /// HTTP status (200, or `ReportError.httpStatus`).
     package var status: Int
     /// `application/json`, `text/csv; charset=utf-8` or `text/plain; charset=utf-8`.
     package var contentType: String
-    /// The body, as sent.
-    package var bytes: [UInt8]
-    /// The body as text.
-    package var body: String { String(decoding: bytes, as: UTF8.self) }
+    /// The body.
+    package var content: Content
     /// The CLI's exit status (0, or `ReportError.exitCode`).
     package var exitCode: Int32
+
+    /// A response with a body of bytes.
+    package init(status: Int, contentType: String, bytes: [UInt8], exitCode: Int32) {
+        self.init(status: status, contentType: contentType, content: .bytes(bytes), exitCode: exitCode)
+    }
+
+    /// A response.
+    package init(status: Int, contentType: String, content: Content, exitCode: Int32) {
+        self.status = status
+        self.contentType = contentType
+        self.content = content
+        self.exitCode = exitCode
+    }
+
+    /// The whole body (a streamed one written out in one buffer).
+    package var bytes: [UInt8] {
+        switch content {
+        case .bytes(let bytes): return bytes
+        case .json(var stream):
+            var out = JSONText(capacity: stream.estimatedSize)
+            stream.write(into: &out, upTo: .max)
+            return out.bytes
+        }
+    }
+
+    /// The body as text.
+    package var body: String { String(decoding: bytes, as: UTF8.self) }
+
+    /// Hands the body to `sink` in pieces of about `pieceSize` bytes (a streamed JSON body is
+    /// written into one reused buffer of that size, never whole); stops at the first error `sink` throws.
+    package func write(pieceSize: Int = 1 << 20, to sink: (UnsafeRawBufferPointer) throws -> Void) rethrows {
+        switch content {
+        case .bytes(let bytes):
+            try bytes.withUnsafeBytes { try sink($0) }
+        case .json(var stream):
+            var piece = JSONText(capacity: pieceSize + pieceSize / 4)
+            while stream.write(into: &piece, upTo: pieceSize) {
+                try piece.bytes.withUnsafeBytes { try sink($0) }
+                piece.removeAll()
+            }
+        }
+    }
+
+    package static func == (left: ReportResponse, right: ReportResponse) -> Bool {
+        left.status == right.status && left.contentType == right.contentType && left.exitCode == right.exitCode
+            && left.bytes == right.bytes
+    }
 }
 
 /// The one-liners behind `detour-analytics report links|funnel|retention|attribution` and
@@ -39,10 +93,13 @@ package enum ReportEndpoint {
             let service = ReportService(connection: connection)
             let query = try service.query(parameters, today: today, defaultFormat: defaultFormat)
             let report = try service.report(reportKind, app: query.app, from: query.from, to: query.to)
-            return ReportResponse(
-                status: 200, contentType: contentType(query.format),
-                bytes: ReportRenderer.bytes(report, as: query.format),
-                exitCode: 0)
+            // JSON, the API's and scripts' format, is written as it is read; CSV and the
+            // terminal table are rendered whole.
+            let content: ReportResponse.Content =
+                query.format == .json
+                ? .json(ReportJSONStream(report, newline: true))
+                : .bytes(ReportRenderer.bytes(report, as: query.format))
+            return ReportResponse(status: 200, contentType: contentType(query.format), content: content, exitCode: 0)
         } catch {
             return failure(error, format: format)
         }

@@ -18,7 +18,7 @@ package enum ReportBenchmark {
 
     /// Times each report for `app` over the 30 days ending at `to` (default: the app's newest day with
     /// link activity, else today in UTC): every `ReportService` report end to end, each also as the API
-    /// serves it (`<kind>.served`: the report and its JSON bytes), each underlying SQL query on its
+    /// serves it (`<kind>.served`: the report and all its JSON, read as the server sends it), each underlying SQL query on its
     /// own, and the daily job's queries for `to`. Each is run `runs` times (after one warm-up run).
     ///
     /// - Throws: `ReportError` from the queries.
@@ -64,11 +64,16 @@ package enum ReportBenchmark {
         try measure("retention") { try service.retention(app: app, from: start, to: end).rows.count }
         try measure("retention.views") { try service.retentionFromViews(app: app, from: start, to: end).rows.count }
         // Each report as the API answers it (and `report <kind> --format json` prints it): the same
-        // `ReportService.report` call, then its JSON bytes.
+        // `ReportService.report` call, then its JSON read in libmicrohttpd's 64 KiB pieces.
+        let piece = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
+        defer { piece.deallocate() }
         for kind in ReportKind.allCases {
             try measure(kind.rawValue + ".served") {
                 let report = try service.report(kind, app: app, from: start, to: end)
-                return ReportRenderer.bytes(report, as: .json).isEmpty ? 0 : report.tables.first?.count ?? 0
+                var stream = ReportJSONStream(report, newline: true)
+                var bytes = 0
+                while case let count = stream.read(into: piece), count > 0 { bytes += count }
+                return bytes > 0 ? report.tables.first?.count ?? 0 : 0
             }
         }
         let queries: [(String, SQL)] = [

@@ -25,57 +25,11 @@ package enum ReportJSON {
         return out.bytes
     }
 
-    /// Writes `encode(report, extra:)` into `out`.
+    /// Writes `encode(report, extra:)` into `out`, whole (`ReportJSONStream` writes it in pieces).
     package static func write(_ report: any RenderableReport, extra: [(String, String)] = [], into out: inout JSONText) {
-        let tables = report.tables
-        out.reserve(tables.reduce(256) { $0 + $1.count * $1.columns.count * 32 })  // ~28 bytes per cell
-        out.raw("{\"report\":")
-        out.string(report.kind)
-        out.raw(",\"app\":")
-        out.string(report.app)
-        out.raw(",\"from\":")
-        out.string(report.from.iso8601)
-        out.raw(",\"to\":")
-        out.string(report.to.iso8601)
-        out.raw(",\"watermark\":")
-        if let watermark = report.watermark { out.string(watermark) } else { out.raw("null") }
-        for (key, value) in extra {
-            out.raw(",")
-            out.string(key)
-            out.raw(":")
-            out.json(text: value)
-        }
-        out.raw(",\"tables\":{")
-        for (index, table) in tables.enumerated() {
-            if index > 0 { out.raw(",") }
-            out.string(table.name)
-            out.raw(":")
-            write(table, into: &out)
-        }
-        out.raw("}}")
-    }
-
-    /// Writes a table as an array of objects keyed by column name: each row's values go straight
-    /// into `out` after their keys (`{"column":` or `,"column":`, encoded once per table).
-    static func write(_ table: ReportTable, into out: inout JSONText) {
-        let keys = table.columns.enumerated().map { position, column in
-            var key = JSONText(capacity: column.utf8.count + 4)
-            if position == 0 { key.raw("{") } else { key.raw(",") }
-            key.string(column)
-            key.raw(":")
-            return key.bytes
-        }
-        var writer = ReportRowWriter(json: JSONText(capacity: 0), keys: keys)
-        swap(&writer.json, &out)  // the writer appends to `out`'s buffer, which it gives back below
-        writer.json.raw("[")
-        for index in 0..<table.count {
-            if index > 0 { writer.json.raw(",") }
-            writer.position = 0
-            table.write(index, &writer)
-            writer.json.raw(keys.isEmpty ? "{}" : "}")
-        }
-        writer.json.raw("]")
-        swap(&writer.json, &out)
+        var stream = ReportJSONStream(report, extra: extra)
+        out.reserve(stream.estimatedSize)
+        stream.write(into: &out, upTo: .max)
     }
 
     /// One value.

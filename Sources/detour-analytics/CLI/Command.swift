@@ -53,6 +53,27 @@ func say(_ line: String) {
     FileHandle.standardOutput.write(Data((line + "\n").utf8))
 }
 
+/// Writes every byte of `bytes` to `descriptor`, retrying short and interrupted writes.
+///
+/// - Throws: `WriteError` with the failed write's errno.
+func writeAll(_ descriptor: Int32, _ bytes: UnsafeRawBufferPointer) throws {
+    var offset = 0
+    while offset < bytes.count {
+        let written = write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+        if written < 0 {
+            if errno == EINTR { continue }
+            throw WriteError(code: errno)
+        }
+        offset += written
+    }
+}
+
+/// A failed `write(2)`, described by its errno's text ("No space left on device").
+struct WriteError: Error, CustomStringConvertible {
+    let code: Int32
+    var description: String { String(cString: strerror(code)) }
+}
+
 /// The database URL, or a usage error saying how to give one.
 func requireDatabase(_ url: String?) throws -> String {
     guard let url else { throw UsageError(description: "no database: pass --database-url or set DATABASE_URL") }

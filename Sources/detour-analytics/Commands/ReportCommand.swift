@@ -52,7 +52,14 @@ enum ReportCommand: Command {
                 let response = ReportEndpoint.respond(
                     kind: verb, parameters: parameters, connection: connection, defaultFormat: .table)
                 if response.exitCode == 0 {
-                    FileHandle.standardOutput.write(Data(response.bytes))
+                    // A JSON report is written in pieces as it is made (a 30-day per-link report at
+                    // 1,000 links is ~54 MB), never whole in memory.
+                    do {
+                        try response.write { try writeAll(STDOUT_FILENO, $0) }
+                    } catch {
+                        FileHandle.standardError.write(Data("error: writing the report: \(error)\n".utf8))
+                        return 74
+                    }
                 } else {
                     FileHandle.standardError.write(Data(("error: " + response.body).utf8))
                 }

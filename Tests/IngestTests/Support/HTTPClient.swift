@@ -7,6 +7,8 @@ final class RawHTTPClient {
         var status: Int
         var headers: [String: String]
         var body: [UInt8]
+        /// How many chunks a chunked body came in (0 for a Content-Length body).
+        var chunks = 0
         var text: String { String(decoding: body, as: UTF8.self) }
         func header(_ name: String) -> String? { headers[name.lowercased()] }
         /// The `error.code` or nil.
@@ -105,6 +107,11 @@ final class RawHTTPClient {
                     headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(
                         in: .whitespaces)
                 }
+                if hasBody, headers["transfer-encoding"]?.lowercased() == "chunked" {
+                    let (body, chunks, consumed) = try readChunked(from: end + 4)
+                    buffer.removeFirst(consumed)
+                    return Response(status: status, headers: headers, body: body, chunks: chunks)
+                }
                 let length = hasBody ? Int(headers["content-length"] ?? "0") ?? 0 : 0
                 while buffer.count < end + 4 + length {
                     guard try fill() else { throw Failure(description: "closed mid-body") }
@@ -114,6 +121,51 @@ final class RawHTTPClient {
                 return Response(status: status, headers: headers, body: body)
             }
             guard try fill() else { throw Failure(description: "closed before a response") }
+        }
+    }
+
+    /// Reads a chunked body whose first chunk-size line starts at `start` (RFC 9112 7.1): the body,
+    /// its chunk count, and where the message ends (after the last chunk and the trailer section).
+    private func readChunked(from start: Int) throws -> (body: [UInt8], chunks: Int, end: Int) {
+        var offset = start
+        var body: [UInt8] = []
+        var chunks = 0
+        while true {
+            let lineEnd = try line(from: offset)
+            let sizeText = String(decoding: buffer[offset..<lineEnd], as: UTF8.self).prefix { $0 != ";" }
+            guard let size = Int(sizeText.trimmingCharacters(in: .whitespaces), radix: 16), size >= 0 else {
+                throw Failure(description: "bad chunk size line \(sizeText.prefix(20))")
+            }
+            offset = lineEnd + 2
+            if size == 0 {
+                while true {  // the trailer section, up to an empty line
+                    let trailerEnd = try line(from: offset)
+                    defer { offset = trailerEnd + 2 }
+                    if trailerEnd == offset { break }
+                }
+                return (body, chunks, offset)
+            }
+            while buffer.count < offset + size + 2 {
+                guard try fill() else { throw Failure(description: "closed mid-chunk") }
+            }
+            guard buffer[offset + size] == 13, buffer[offset + size + 1] == 10 else {
+                throw Failure(description: "a chunk not followed by CRLF")
+            }
+            body.append(contentsOf: buffer[offset..<(offset + size)])
+            chunks += 1
+            offset += size + 2
+        }
+    }
+
+    /// Where the CRLF ending the line at `offset` starts, reading more as needed.
+    private func line(from offset: Int) throws -> Int {
+        var index = offset
+        while true {
+            while index + 1 < buffer.count {
+                if buffer[index] == 13 && buffer[index + 1] == 10 { return index }
+                index += 1
+            }
+            guard try fill() else { throw Failure(description: "closed mid-line") }
         }
     }
 
