@@ -1,7 +1,7 @@
 /// Builds JSON text byte by byte, without Foundation's encoders: ingest's answers and dead letters,
-/// and the reports' JSON (a 30-day per-link report at 1,000 links is ~50 MB of it).
+/// and the reports' JSON (a 30-day per-link report at 1,000 links is ~54 MB of it).
 package struct JSONText: Sendable {
-    package private(set) var bytes: [UInt8] = []
+    package fileprivate(set) var bytes: [UInt8] = []
 
     package init(capacity: Int = 64) { bytes.reserveCapacity(capacity) }
 
@@ -84,4 +84,46 @@ package struct JSONText: Sendable {
             bytes.append(contentsOf: Array(text.utf8))
         }
     }
+}
+
+/// Object keys encoded once (`"name":` each), for writing the same keys many times: a report's
+/// column names, and the event names every row of a per-link report repeats.
+package final class JSONKeys: Sendable {
+    /// Every key's `"name":`, one after another.
+    private let bytes: [UInt8]
+    /// Where each key ends in `bytes`.
+    private let ends: [Int]
+
+    /// The keys of `names`, in order.
+    package init(_ names: [String]) {
+        var text = JSONText(capacity: names.reduce(0) { $0 + $1.utf8.count + 3 })
+        var ends: [Int] = []
+        ends.reserveCapacity(names.count)
+        for name in names {
+            text.string(name)
+            text.raw(":")
+            ends.append(text.count)
+        }
+        bytes = text.bytes
+        self.ends = ends
+    }
+
+    /// How many keys.
+    package var count: Int { ends.count }
+
+    /// No keys.
+    package static let none = JSONKeys([])
+
+    /// Appends key `index`'s bytes to `out`.
+    fileprivate func write(_ index: Int, into out: inout JSONText) {
+        let start = index == 0 ? 0 : ends[index - 1]
+        bytes.withUnsafeBufferPointer { keys in
+            out.bytes.append(contentsOf: UnsafeBufferPointer(rebasing: keys[start..<ends[index]]))
+        }
+    }
+}
+
+extension JSONText {
+    /// Writes key `index` of `keys` (`"name":`).
+    package mutating func key(_ keys: JSONKeys, _ index: Int) { keys.write(index, into: &self) }
 }

@@ -201,7 +201,17 @@ import Testing
         let links = try service.links(app: "a", from: day("2026-06-01"), to: day("2026-06-30"))
         let x1 = try #require(links.rows.first { $0.path == "/x" && $0.day == day("2026-06-01") })
         for name in names { #expect(x1.events[name] == 1, "\(name)") }
-        #expect(links == (try service.linksFromViews(app: "a", from: day("2026-06-01"), to: day("2026-06-30"))))
+        let fromViews = try service.linksFromViews(app: "a", from: day("2026-06-01"), to: day("2026-06-30"))
+        #expect(links == fromViews)
+        // The decoded maps write their names with the list's keys, encoded once (JSONKeys); the views'
+        // maps (built from dictionaries) write each name: the same JSON, escapes included.
+        #expect(x1.events.keys != nil && fromViews.rows.allSatisfy { $0.events.keys == nil })
+        let json = ReportRenderer.bytes(links, as: .json)
+        #expect(json == ReportRenderer.bytes(fromViews, as: .json))
+        let parsed = try #require(try JSONSerialization.jsonObject(with: Data(json)) as? [String: Any])
+        let rows = try #require((parsed["tables"] as? [String: Any])?["links"] as? [[String: Any]])
+        let events = try #require(rows.first { $0["path"] as? String == "/x" }?["events"] as? [String: Int])
+        for name in names { #expect(events[name] == 1, "\(name)") }
         #expect(
             try service.attribution(app: "a", from: day("2026-06-01"), to: day("2026-06-30"))
                 == service.attributionFromViews(app: "a", from: day("2026-06-01"), to: day("2026-06-30")))

@@ -18,7 +18,8 @@ package enum ReportBenchmark {
 
     /// Times each report for `app` over the 30 days ending at `to` (default: the app's newest day with
     /// link activity, else today in UTC): every `ReportService` report end to end, each also as the API
-    /// serves it (`<kind>.served`: the report and all its JSON, read as the server sends it), each underlying SQL query on its
+    /// serves it (`<kind>.served`: the report and all its JSON, read as the server sends it; and
+    /// `<kind>.json`: the JSON alone, of a report made once), each underlying SQL query on its
     /// own, and the daily job's queries for `to`. Each is run `runs` times (after one warm-up run).
     ///
     /// - Throws: `ReportError` from the queries.
@@ -67,14 +68,17 @@ package enum ReportBenchmark {
         // `ReportService.report` call, then its JSON read in libmicrohttpd's 64 KiB pieces.
         let piece = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
         defer { piece.deallocate() }
+        func send(_ report: any RenderableReport) -> Int {
+            var stream = ReportJSONStream(report, newline: true)
+            var bytes = 0
+            while case let count = stream.read(into: piece), count > 0 { bytes += count }
+            return bytes > 0 ? report.tables.first?.count ?? 0 : 0
+        }
         for kind in ReportKind.allCases {
-            try measure(kind.rawValue + ".served") {
-                let report = try service.report(kind, app: app, from: start, to: end)
-                var stream = ReportJSONStream(report, newline: true)
-                var bytes = 0
-                while case let count = stream.read(into: piece), count > 0 { bytes += count }
-                return bytes > 0 ? report.tables.first?.count ?? 0 : 0
-            }
+            try measure(kind.rawValue + ".served") { send(try service.report(kind, app: app, from: start, to: end)) }
+            // The JSON alone, of a report made once: the writing's share of the served time.
+            let report = try service.report(kind, app: app, from: start, to: end)
+            try measure(kind.rawValue + ".json") { send(report) }
         }
         let queries: [(String, SQL)] = [
             ("sql.link_summary", ReportSQL.linkSummary(app: app, from: start, to: end)),

@@ -1,26 +1,35 @@
+package import JSONText
+
 /// Values by name, sorted by name (event names, currencies): the events, retention events and
 /// revenue of a per-link row. It reads and compares as the dictionary it stands for, but is two
 /// arrays: the names, shared by every row the report decoded with the same name list, and the
 /// values. A 30-day per-link report at 1,000 links has ~30k rows with three such maps each, which
 /// as dictionaries were hash tables built when decoded and sorted again when written.
+///
+/// Values decoded from a name list also share that list's JSON keys (`"name":`), encoded once per
+/// list rather than per row and map.
 package struct NamedValues<Value: Equatable & Sendable>: Sendable, Equatable, ExpressibleByDictionaryLiteral {
     /// The names, unique, in ascending order.
     package private(set) var names: [String]
     /// The value of each name.
     package private(set) var values: [Value]
+    /// The names as JSON object keys, when the name list came with them (nil after a change of names).
+    package private(set) var keys: JSONKeys?
 
-    /// `values[i]` is the value of `names[i]`; the names are unique and ascending.
-    init(sortedNames names: [String], values: [Value]) {
+    /// `values[i]` is the value of `names[i]`; the names are unique and ascending; `keys`, when
+    /// given, are the names' JSON keys.
+    init(sortedNames names: [String], values: [Value], keys: JSONKeys? = nil) {
         precondition(names.count == values.count, "one value per name")
+        precondition(keys == nil || keys?.count == names.count, "one key per name")
         self.names = names
         self.values = values
+        self.keys = keys
     }
 
     /// The pairs of a dictionary.
     package init(_ dictionary: [String: Value]) {
         let sorted = dictionary.sorted { $0.key < $1.key }
-        names = sorted.map(\.key)
-        values = sorted.map(\.value)
+        self.init(sortedNames: sorted.map(\.key), values: sorted.map(\.value))
     }
 
     package init(dictionaryLiteral elements: (String, Value)...) {
@@ -44,9 +53,11 @@ package struct NamedValues<Value: Equatable & Sendable>: Sendable, Equatable, Ex
             switch (present, newValue) {
             case (true, let value?): values[index] = value
             case (true, nil):
+                keys = nil
                 names.remove(at: index)
                 values.remove(at: index)
             case (false, let value?):
+                keys = nil
                 names.insert(name, at: index)
                 values.insert(value, at: index)
             case (false, nil): break
@@ -69,6 +80,11 @@ package struct NamedValues<Value: Equatable & Sendable>: Sendable, Equatable, Ex
 
     /// How many names.
     package var count: Int { names.count }
+
+    /// Equal names and values (the keys are the names' encoding).
+    package static func == (left: NamedValues, right: NamedValues) -> Bool {
+        left.names == right.names && left.values == right.values
+    }
 
     /// The same pairs as a dictionary.
     package var dictionary: [String: Value] { Dictionary(uniqueKeysWithValues: zip(names, values)) }

@@ -1,4 +1,5 @@
 import Foundation
+import JSONText
 import Postgres
 
 /// A cursor over one packed summary line (sql/055, `ReportSQL.linkSummary`): decimal integers and
@@ -339,8 +340,8 @@ struct ReportPacked {
 struct ReportNameLists {
     /// A list's length, its name → position, and its unique names in ascending order with the
     /// position each is read from (`order`, nil when that is the list's own order: PostgreSQL sorted
-    /// the names as Swift does and none repeats).
-    typealias List = (count: Int, positions: [String: Int], names: [String], order: [Int]?)
+    /// the names as Swift does and none repeats), and those names as JSON keys.
+    typealias List = (count: Int, positions: [String: Int], names: [String], order: [Int]?, keys: JSONKeys)
     private var keys: [[UInt8]] = []
     private var lists: [List] = []
     /// Open addressing over `keys`: -1 = empty; twice `limit` entries, so probes stay short.
@@ -352,7 +353,7 @@ struct ReportNameLists {
     /// position of a repeated name, as a dictionary built in order would keep).
     mutating func next(_ line: inout ReportPacked) throws -> List {
         let bytes = try line.arrayBytes()
-        if bytes.count == 2 { return (0, [:], [], nil) }  // {}
+        if bytes.count == 2 { return (0, [:], [], nil, .none) }  // {}
         let mask = slots.count - 1
         var slot = Self.hash(bytes) & mask
         while slots[slot] >= 0 {
@@ -374,7 +375,8 @@ struct ReportNameLists {
         let sorted = positions.sorted { $0.key < $1.key }
         let order = sorted.map(\.value)
         let identity = order.count == names.count && order.enumerated().allSatisfy { $0.offset == $0.element }
-        let list = (names.count, positions, sorted.map(\.key), identity ? nil : order)
+        let sortedNames = sorted.map(\.key)
+        let list = (names.count, positions, sortedNames, identity ? nil : order, JSONKeys(sortedNames))
         if keys.count < limit {
             slots[slot] = Int32(keys.count)
             keys.append(Array(bytes))

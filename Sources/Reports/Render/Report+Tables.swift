@@ -17,33 +17,33 @@ extension LinkReport {
                 ], count: rows.count
             ) { index, out in
                 let row = rows[index]
-                out.put(.text(row.path))
-                out.put(.text(row.day.iso8601))
-                out.put(.int(row.clicks))
-                out.put(.int(row.universalLinkOpens))
-                out.put(.int(row.matchedInstalls))
-                out.put(.int(row.attributedInstalls))
-                out.put(.decimal(row.installRate))
-                out.put(.int(row.reengagements))
-                out.put(.int(row.ios.clicks))
-                out.put(.int(row.android.clicks))
-                out.put(.int(row.ios.universalLinkOpens))
-                out.put(.int(row.android.universalLinkOpens))
-                out.put(.int(row.ios.matchedInstalls))
-                out.put(.int(row.android.matchedInstalls))
-                out.put(.int(row.ios.attributedInstalls))
-                out.put(.int(row.android.attributedInstalls))
-                out.put(.int(row.ios.reengagements))
-                out.put(.int(row.android.reengagements))
-                out.put(.counts(row.events))
-                out.put(.counts(row.retentionEvents))
-                out.put(.amounts(row.revenue))
-                out.put(.counts(row.ios.events))
-                out.put(.counts(row.android.events))
-                out.put(.counts(row.ios.retentionEvents))
-                out.put(.counts(row.android.retentionEvents))
-                out.put(.amounts(row.ios.revenue))
-                out.put(.amounts(row.android.revenue))
+                out.text(row.path)
+                out.text(row.day.iso8601)
+                out.int(row.clicks)
+                out.int(row.universalLinkOpens)
+                out.int(row.matchedInstalls)
+                out.int(row.attributedInstalls)
+                out.decimal(row.installRate)
+                out.int(row.reengagements)
+                out.int(row.ios.clicks)
+                out.int(row.android.clicks)
+                out.int(row.ios.universalLinkOpens)
+                out.int(row.android.universalLinkOpens)
+                out.int(row.ios.matchedInstalls)
+                out.int(row.android.matchedInstalls)
+                out.int(row.ios.attributedInstalls)
+                out.int(row.android.attributedInstalls)
+                out.int(row.ios.reengagements)
+                out.int(row.android.reengagements)
+                out.counts(row.events)
+                out.counts(row.retentionEvents)
+                out.amounts(row.revenue)
+                out.counts(row.ios.events)
+                out.counts(row.android.events)
+                out.counts(row.ios.retentionEvents)
+                out.counts(row.android.retentionEvents)
+                out.amounts(row.ios.revenue)
+                out.amounts(row.android.revenue)
             },
             ReportTable(
                 name: "utm",
@@ -53,16 +53,16 @@ extension LinkReport {
                 ], count: utm.count
             ) { index, out in
                 let row = utm[index]
-                out.put(.text(row.path))
-                out.put(.text(row.day.iso8601))
-                out.put(.text(row.source))
-                out.put(.text(row.medium))
-                out.put(.text(row.campaign))
-                out.put(.int(row.clicks))
-                out.put(.int(row.universalLinkOpens))
-                out.put(.int(row.matchedInstalls))
-                out.put(.int(row.attributedInstalls))
-                out.put(.decimal(row.installRate))
+                out.text(row.path)
+                out.text(row.day.iso8601)
+                out.text(row.source)
+                out.text(row.medium)
+                out.text(row.campaign)
+                out.int(row.clicks)
+                out.int(row.universalLinkOpens)
+                out.int(row.matchedInstalls)
+                out.int(row.attributedInstalls)
+                out.decimal(row.installRate)
             },
         ]
     }
@@ -80,17 +80,17 @@ extension AttributionReport {
                 ], count: rows.count
             ) { index, out in
                 let row = rows[index]
-                out.put(.text(row.path))
-                out.put(.text(row.day.iso8601))
-                out.put(.int(row.matchedInstalls))
-                out.put(.int(row.attributedInstalls))
-                out.put(.int(row.cohortActions))
-                out.put(.int(row.activityActions))
-                out.put(.int(row.lastTouchOpens))
-                out.put(.counts(row.cohortEvents))
-                out.put(.counts(row.activityEvents))
-                out.put(.amounts(row.cohortRevenue))
-                out.put(.amounts(row.activityRevenue))
+                out.text(row.path)
+                out.text(row.day.iso8601)
+                out.int(row.matchedInstalls)
+                out.int(row.attributedInstalls)
+                out.int(row.cohortActions)
+                out.int(row.activityActions)
+                out.int(row.lastTouchOpens)
+                out.counts(row.cohortEvents)
+                out.counts(row.activityEvents)
+                out.amounts(row.cohortRevenue)
+                out.amounts(row.activityRevenue)
             },
             ReportTable(
                 name: "installs",
@@ -98,11 +98,11 @@ extension AttributionReport {
                 count: installs.count
             ) { index, out in
                 let row = installs[index]
-                out.put(.text(row.day.iso8601))
-                out.put(.int(row.installs))
-                out.put(.int(row.attributedInstalls))
-                out.put(.int(row.organicInstalls))
-                out.put(.int(row.unattributableInstalls))
+                out.text(row.day.iso8601)
+                out.int(row.installs)
+                out.int(row.attributedInstalls)
+                out.int(row.organicInstalls)
+                out.int(row.unattributableInstalls)
             },
         ]
     }
@@ -120,16 +120,16 @@ extension FunnelReport {
                 ], count: rows.count
             ) { index, out in
                 let row = rows[index]
-                out.put(.text(row.funnelID))
-                out.put(.text(row.funnelName))
-                out.put(.text(row.path))
-                out.put(.text(row.day.iso8601))
-                out.put(.int(row.step))
-                out.put(.text(row.stepName))
-                out.put(.int(row.devices))
-                out.put(.decimal(row.conversionFromPrevious))
-                out.put(.decimal(row.conversionOverall))
-                out.put(.decimal(row.medianSecondsFromPrevious))
+                out.text(row.funnelID)
+                out.text(row.funnelName)
+                out.text(row.path)
+                out.text(row.day.iso8601)
+                out.int(row.step)
+                out.text(row.stepName)
+                out.int(row.devices)
+                out.decimal(row.conversionFromPrevious)
+                out.decimal(row.conversionOverall)
+                out.decimal(row.medianSecondsFromPrevious)
             }
         ]
     }
@@ -146,11 +146,11 @@ extension RetentionReport {
                 count: rows.count
             ) { index, out in
                 let row = rows[index]
-                out.put(.text(row.path))
-                out.put(.text(row.cohortDay.iso8601))
-                out.put(.int(row.cohortSize))
-                for value in row.retained { out.put(.int(value)) }
-                for rate in row.rates { out.put(.decimal(rate)) }
+                out.text(row.path)
+                out.text(row.cohortDay.iso8601)
+                out.int(row.cohortSize)
+                for value in row.retained { out.int(value) }
+                for rate in row.rates { out.decimal(rate) }
             }
         ]
     }

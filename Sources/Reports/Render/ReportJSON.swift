@@ -26,7 +26,9 @@ package enum ReportJSON {
     }
 
     /// Writes `encode(report, extra:)` into `out`, whole (`ReportJSONStream` writes it in pieces).
-    package static func write(_ report: any RenderableReport, extra: [(String, String)] = [], into out: inout JSONText) {
+    package static func write(
+        _ report: any RenderableReport, extra: [(String, String)] = [], into out: inout JSONText
+    ) {
         var stream = ReportJSONStream(report, extra: extra)
         out.reserve(stream.estimatedSize)
         stream.write(into: &out, upTo: .max)
@@ -44,27 +46,38 @@ package enum ReportJSON {
     static func write(_ value: ReportValue, into out: inout JSONText) {
         switch value {
         case .int(let number): out.int(number)
-        case .decimal(let text):
-            if isJSONNumber(text) { out.json(text: text) } else { out.string(text) }
+        case .decimal(let text): write(decimal: text, into: &out)
         case .text(let text): out.string(text)
         case .null: out.raw("null")
-        case .counts(let entries):
-            writeObject(entries, into: &out) { $0.int($1) }
-        case .amounts(let entries):
-            writeObject(entries, into: &out) { $0.string($1) }
+        case .counts(let entries): write(entries, into: &out) { $0.int($1) }
+        case .amounts(let entries): write(entries, into: &out) { $0.string($1) }
         }
     }
 
-    /// Writes named values as an object (already in name order), each value by `value`.
-    private static func writeObject<Value>(
+    /// Writes an exact decimal: as a number when PostgreSQL's text is a JSON number, else a string.
+    static func write(decimal text: String, into out: inout JSONText) {
+        if isJSONNumber(text) { out.json(text: text) } else { out.string(text) }
+    }
+
+    /// Writes named values as an object (already in name order), each value by `value`; the names'
+    /// JSON keys come from their list when it has them.
+    static func write<Value>(
         _ entries: NamedValues<Value>, into out: inout JSONText, _ value: (inout JSONText, Value) -> Void
     ) {
         out.raw("{")
-        for index in entries.names.indices {
-            if index > 0 { out.raw(",") }
-            out.string(entries.names[index])
-            out.raw(":")
-            value(&out, entries.values[index])
+        if let keys = entries.keys {
+            for index in entries.values.indices {
+                if index > 0 { out.raw(",") }
+                out.key(keys, index)
+                value(&out, entries.values[index])
+            }
+        } else {
+            for index in entries.names.indices {
+                if index > 0 { out.raw(",") }
+                out.string(entries.names[index])
+                out.raw(":")
+                value(&out, entries.values[index])
+            }
         }
         out.raw("}")
     }

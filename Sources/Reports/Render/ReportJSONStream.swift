@@ -17,8 +17,8 @@ package struct ReportJSONStream: Sendable {
     /// The table being written, and its next row (-1 before its `"name":[`).
     private var table = 0
     private var row = -1
-    /// The table's keys (`{"column":` then `,"column":`), encoded once per table.
-    private var keys: [[UInt8]] = []
+    /// The table's column names as JSON keys, encoded once per table.
+    private var keys: JSONKeys = .none
     private(set) var isFinished = false
     /// What `read(into:)` has written and not yet handed out.
     private var pending = JSONText(capacity: 0)
@@ -74,7 +74,7 @@ package struct ReportJSONStream: Sendable {
                 if table > 0 { out.raw(",") }
                 out.string(current.name)
                 out.raw(":[")
-                keys = Self.keys(current.columns)
+                keys = JSONKeys(current.columns)
                 row = 0
             }
             guard row < current.count else {
@@ -90,7 +90,7 @@ package struct ReportJSONStream: Sendable {
                 if row > 0 { writer.json.raw(",") }
                 writer.position = 0
                 current.write(row, &writer)
-                writer.json.raw(keys.isEmpty ? "{}" : "}")
+                writer.json.raw(writer.position == 0 ? "{}" : "}")
                 row += 1
             }
             swap(&writer.json, &out)
@@ -117,16 +117,5 @@ package struct ReportJSONStream: Sendable {
         }
         pendingOffset += count
         return count
-    }
-
-    /// `{"column":` for the first column, `,"column":` for the others.
-    private static func keys(_ columns: [String]) -> [[UInt8]] {
-        columns.enumerated().map { position, column in
-            var key = JSONText(capacity: column.utf8.count + 4)
-            if position == 0 { key.raw("{") } else { key.raw(",") }
-            key.string(column)
-            key.raw(":")
-            return key.bytes
-        }
     }
 }

@@ -222,7 +222,7 @@ extension ReportService {
     static func named<Value: PackedElement>(
         _ line: inout ReportPacked, _ names: ReportNameLists.List, _ scratch: inout [Value]
     ) throws -> NamedValues<Value> {
-        NamedValues(sortedNames: names.names, values: try values(&line, names, &scratch))
+        NamedValues(sortedNames: names.names, values: try values(&line, names, &scratch), keys: names.keys)
     }
 
     /// The next packed array, parallel to `names`, in the order of the list's sorted names.
@@ -257,10 +257,12 @@ extension ReportService {
         let values = try values(&line, names, &scratch)
         if values == total.values { return total }
         if values.allSatisfy({ $0 == Value.splitZero }) {
-            if let shared = zeros[values.count] { return NamedValues(sortedNames: total.names, values: shared) }
+            if let shared = zeros[values.count] {
+                return NamedValues(sortedNames: total.names, values: shared, keys: total.keys)
+            }
             zeros[values.count] = values
         }
-        return NamedValues(sortedNames: total.names, values: values)
+        return NamedValues(sortedNames: total.names, values: values, keys: total.keys)
     }
 
     /// Two parallel packed arrays (names, then values) as a dictionary; `scratch` is a buffer for
