@@ -801,6 +801,9 @@ class Bench:
                 notes = []
                 if key != queried:
                     notes.append(f"queries and decoding alone {float(fields[queried]):,.0f} ms, the JSON the rest")
+                if f"report_{kind}_json_ms" in fields:  # since 2026-12-01: streamed, as the API sends it
+                    notes.append(f"the JSON alone (64 KiB pieces, of a report made once) "
+                                 f"{float(fields[f'report_{kind}_json_ms']):,.0f} ms")
                 if before in fields:
                     notes.append(f"before (the same report from the per-row views, same run, without JSON): "
                                  f"{float(fields[before]):,.0f} ms, {float(fields[before]) / max(float(fields[queried]), 0.01):.1f}x "
