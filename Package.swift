@@ -54,7 +54,7 @@ let package = Package(
             name: "detour-analytics",
             dependencies: [
                 "Observability", "EventModel", "EventLog", "Postgres", "Ingest", "Aggregator", "Reports",
-                "Simulator", "Locking",
+                "Simulator", "Locking", "JSONText",
             ],
             swiftSettings: strict),
 

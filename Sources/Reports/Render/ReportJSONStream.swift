@@ -2,9 +2,9 @@ package import JSONText
 
 /// A report's JSON (`ReportJSON`'s format) written a piece at a time: what the API sends and
 /// `report <kind> --format json` prints. A 30-day per-link report at 1,000 links is ~54 MB of JSON;
-/// written whole it was a buffer of that size (grown by doubling, then copied again into the HTTP
-/// response) before the first byte left. Streamed, the rows are written into one small buffer as
-/// the client reads, and the first byte leaves at once.
+/// written whole it was a buffer of that size, grown by doubling (and, for the API, copied again
+/// into the HTTP response). The CLI writes each piece to its output and reuses the buffer; the API's
+/// report worker writes 1 MiB pieces that are freed as they are sent (`ReportBodyStream`).
 ///
 /// A value: a copy starts from where the original was, so a stream can be written twice (the tests
 /// compare a streamed body with the whole one). Writing cannot fail: the report is complete before
