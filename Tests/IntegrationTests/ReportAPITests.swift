@@ -62,9 +62,11 @@ struct ReportAPIIntegrationTests {
                 request.parameters, today: ReportDay(iso8601: "2026-06-30")!, defaultFormat: .json)
             let report = try ReportService(connection: connection).report(
                 kind, app: query.app, from: query.from, to: query.to)
-            return .report(
-                contentType: ReportEndpoint.contentType(query.format),
-                body: ReportRenderer.bytes(report, as: query.format))
+            let contentType = ReportEndpoint.contentType(query.format)
+            guard query.format == .json else {
+                return .report(contentType: contentType, body: ReportRenderer.bytes(report, as: query.format))
+            }
+            return .streamed(contentType: contentType, body: ReportJSONPieces(report))
         } catch {
             return .failure(status: error.httpStatus, code: error.code, message: error.description)
         }

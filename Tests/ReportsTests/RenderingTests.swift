@@ -100,9 +100,11 @@ import Testing
         row.events = ["z": 1, "a\n": 2]
         let report = LinkReport(
             app: "acme", from: day("2026-06-01"), to: day("2026-06-01"), watermark: "w", rows: [row, row],
-            utm: [UTMRow(
-                path: "/x", day: day("2026-06-01"), source: nil, medium: "m", campaign: "c", clicks: 1,
-                universalLinkOpens: 0, matchedInstalls: 0, attributedInstalls: 0)])
+            utm: [
+                UTMRow(
+                    path: "/x", day: day("2026-06-01"), source: nil, medium: "m", campaign: "c", clicks: 1,
+                    universalLinkOpens: 0, matchedInstalls: 0, attributedInstalls: 0)
+            ])
         let bytes = ReportRenderer.bytes(report, as: .json)
         #expect(String(decoding: bytes, as: UTF8.self) == ReportRenderer.render(report, as: .json))
         let parsed = try #require(try JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any])
@@ -130,8 +132,13 @@ import Testing
                     path: row.path, day: row.day, source: "s\(index)", medium: nil, campaign: "c", clicks: index,
                     universalLinkOpens: 0, matchedInstalls: 1, attributedInstalls: 1, installRate: "0.5"))
         }
-        let empty = LinkReport(app: "acme", from: day("2026-06-01"), to: day("2026-06-30"), watermark: nil, rows: [], utm: [])
-        for report in [LinkReport(app: "acme", from: day("2026-06-01"), to: day("2026-06-30"), watermark: "w", rows: rows, utm: utm), empty] {
+        let empty = LinkReport(
+            app: "acme", from: day("2026-06-01"), to: day("2026-06-30"), watermark: nil, rows: [], utm: [])
+        for report in [
+            LinkReport(
+                app: "acme", from: day("2026-06-01"), to: day("2026-06-30"), watermark: "w", rows: rows, utm: utm),
+            empty,
+        ] {
             let whole = ReportRenderer.bytes(report, as: .json)
             #expect(whole.count > (report.rows.isEmpty ? 100 : 100_000))
             for pieceSize in [1, 7, 4096, 64 * 1024, 1 << 20] {
@@ -149,9 +156,23 @@ import Testing
                 #expect(stream.read(into: piece) == 0)  // stays at the end
                 if pieceSize == 4096 && !report.rows.isEmpty { #expect(pieces >= whole.count / 4096) }
             }
+            // The API's body: written at once in pieces (~1 MiB, or many small ones), read out in any sizes.
+            for (readSize, pieceSize) in [(7, 1 << 20), (64 * 1024, 1 << 20), (4096, 1000)] {
+                let pieces = ReportJSONPieces(report, pieceSize: pieceSize)
+                #expect(pieces.size == whole.count)
+                let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: readSize, alignment: 1)
+                defer { buffer.deallocate() }
+                var read: [UInt8] = []
+                while case let count = pieces.read(into: buffer), count > 0 {
+                    read.append(contentsOf: buffer[..<count])
+                }
+                #expect(read == whole, "read size \(readSize)")
+            }
             // The endpoint's response streams the same bytes, in pieces, or whole.
             var pieces: [[UInt8]] = []
-            let response = ReportResponse(status: 200, contentType: "application/json", content: .json(ReportJSONStream(report, newline: true)), exitCode: 0)
+            let response = ReportResponse(
+                status: 200, contentType: "application/json", content: .json(ReportJSONStream(report, newline: true)),
+                exitCode: 0)
             response.write(pieceSize: 10_000) { pieces.append(Array($0)) }
             #expect(Array(pieces.joined()) == whole)
             #expect(response.bytes == whole)

@@ -20,7 +20,7 @@ package struct ReportRequest: Sendable, Equatable {
 package enum ReportAnswer: Sendable, Equatable {
     /// The rendered report (200).
     case report(contentType: String, body: [UInt8])
-    /// The report (200), its body made while it is sent (a large report's JSON).
+    /// The report (200), its body handed out while it is sent (a large report's JSON).
     case streamed(contentType: String, body: any HTTPBodyStream)
     /// A refusal with its HTTP status, stable machine code and a message safe to show the client
     /// (`invalid_parameter` 400, `unknown_app` 404, `rollups_pending` 409, `database_unavailable` 503).
@@ -33,8 +33,8 @@ package enum ReportAnswer: Sendable, Equatable {
             return leftType == rightType && leftBody == rightBody
         case (.streamed(let leftType, let leftBody), .streamed(let rightType, let rightBody)):
             return leftType == rightType && leftBody === rightBody
-        case (.failure(let leftStatus, let leftCode, let leftMessage), .failure(let rightStatus, let rightCode, let rightMessage)):
-            return leftStatus == rightStatus && leftCode == rightCode && leftMessage == rightMessage
+        case (.failure(let status, let code, let message), .failure(let otherStatus, let otherCode, let otherMessage)):
+            return status == otherStatus && code == otherCode && message == otherMessage
         default:
             return false
         }

@@ -1,8 +1,9 @@
 import JSONText
 
-/// A response body made while it is sent (a large report's JSON): libmicrohttpd asks for the next
-/// bytes whenever the connection can take more, on the connection's event-loop thread, one call
-/// at a time, and releases the stream when the response is done or the client went away.
+/// A response body handed out a piece at a time while it is sent (a large report's JSON):
+/// libmicrohttpd asks for the next bytes whenever the connection can take more, on the connection's
+/// event-loop thread (so a read must be quick: a copy, not work), one call at a time, and releases
+/// the stream when the response is done or the client went away.
 package protocol HTTPBodyStream: AnyObject, Sendable {
     /// Copies the next bytes into `buffer` (never empty) and returns how many; 0 at the end.
     func read(into buffer: UnsafeMutableRawBufferPointer) -> Int
@@ -18,7 +19,7 @@ package struct HTTPResponse: Sendable {
     package var headers: [(String, String)]
     /// The body bytes (empty when `stream` makes the body).
     package var body: [UInt8]
-    /// A body made while it is sent, of a length not known before (sent chunked); nil for `body`.
+    /// A body handed out while it is sent, its length not declared (sent chunked); nil for `body`.
     package var stream: (any HTTPBodyStream)?
     /// The stable code of an `{"error":{"code":...}}` answer (`init(error:)`), for metrics; nil for
     /// every other answer.
@@ -34,13 +35,24 @@ package struct HTTPResponse: Sendable {
         self.headers = headers
     }
 
-    /// Creates a response whose body `stream` makes while it is sent.
+    /// Creates a response whose body `stream` hands out while it is sent.
     package init(
         status: Int, stream: any HTTPBodyStream, contentType: String = "application/json",
         headers: [(String, String)] = []
     ) {
         self.init(status: status, body: [], contentType: contentType, headers: headers)
         self.stream = stream
+    }
+
+    /// The same answer with a streamed body read into `body`.
+    func readWhole() -> HTTPResponse {
+        guard let stream else { return self }
+        var whole = self
+        whole.stream = nil
+        let piece = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
+        defer { piece.deallocate() }
+        while case let count = stream.read(into: piece), count > 0 { whole.body.append(contentsOf: piece[..<count]) }
+        return whole
     }
 
     /// The `{"error":{"code":...,"message":...}}` answer for `error`.

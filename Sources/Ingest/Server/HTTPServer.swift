@@ -366,6 +366,7 @@ private func begin(
             state.body.reserveCapacity(declared)
         }
     }
+    state.isHead = head.method == "HEAD"
     conCls.pointee = Unmanaged.passRetained(state).toOpaque()
     if let early {
         // libmicrohttpd closes the connection when a response is queued before the request is
@@ -466,6 +467,10 @@ private func queryArguments(of connection: OpaquePointer, limit: Int) -> [(name:
 private func queue(_ response: HTTPResponse, on connection: OpaquePointer, state: RequestState, core: ServerCore)
     -> MHD_Result
 {
+    // libmicrohttpd 0.9.75 ends a chunked answer to HEAD with the last-chunk line anyway, which the
+    // client reads as the start of the next answer on the connection: HEAD gets the body read whole,
+    // so its headers carry the Content-Length the body has, and no body is sent.
+    let response = state.isHead && response.stream != nil ? response.readWhole() : response
     let result: MHD_Result
     if let shared = core.sharedResponse(for: response) {
         result = MHD_queue_response(connection, UInt32(response.status), shared)

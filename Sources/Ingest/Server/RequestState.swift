@@ -25,6 +25,8 @@ final class RequestState: @unchecked Sendable {
     /// The server's body budget was full when a chunk came: the body is dropped, the answer is 503.
     var isOverBudget = false
     var isAnswered = false
+    /// A HEAD request: its answer's headers only, so a streamed body is read whole first (below).
+    var isHead = false
     /// An answer decided from the head, sent once the (small) body has been read and dropped.
     var earlyResponse: HTTPResponse?
     private var answer: HTTPResponse?
