@@ -7,7 +7,7 @@ package struct ReportResponse: Sendable, Equatable {
     package enum Content: Sendable {
         /// Bytes, as sent.
         case bytes([UInt8])
-        /// A report's JSON, written as it is read (`write(_:)`).
+        /// A report's JSON, written as it is read (`write(pieceSize:to:)`).
         case json(ReportJSONStream)
     }
 
