@@ -4,7 +4,7 @@ package import JSONText
 /// `report <kind> --format json` prints. A 30-day per-link report at 1,000 links is ~54 MB of JSON;
 /// written whole it was a buffer of that size, grown by doubling (and, for the API, copied again
 /// into the HTTP response). The CLI writes each piece to its output and reuses the buffer; the API's
-/// report worker writes 1 MiB pieces that are freed as they are sent (`ReportBodyStream`).
+/// report worker writes 1 MiB pieces that are freed as they are sent (`ReportJSONPieces`).
 ///
 /// A value: a copy starts from where the original was, so a stream can be written twice (the tests
 /// compare a streamed body with the whole one). Writing cannot fail: the report is complete before
