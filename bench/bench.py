@@ -802,7 +802,7 @@ class Bench:
                 if key != queried:
                     notes.append(f"queries and decoding alone {float(fields[queried]):,.0f} ms, the JSON the rest")
                 if f"report_{kind}_json_ms" in fields:  # since 2026-12-01: streamed, as the API sends it
-                    notes.append(f"the JSON alone (64 KiB pieces, of a report made once) "
+                    notes.append(f"the JSON alone (written as the API's body, of a report made once) "
                                  f"{float(fields[f'report_{kind}_json_ms']):,.0f} ms")
                 if before in fields:
                     notes.append(f"before (the same report from the per-row views, same run, without JSON): "

@@ -65,13 +65,14 @@ package enum ReportBenchmark {
         try measure("retention") { try service.retention(app: app, from: start, to: end).rows.count }
         try measure("retention.views") { try service.retentionFromViews(app: app, from: start, to: end).rows.count }
         // Each report as the API answers it (and `report <kind> --format json` prints it): the same
-        // `ReportService.report` call, then its JSON read in libmicrohttpd's 64 KiB pieces.
+        // `ReportService.report` call, then its JSON written as the API's body (`ReportJSONPieces`)
+        // and read out in libmicrohttpd's 64 KiB calls.
         let piece = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
         defer { piece.deallocate() }
         func send(_ report: any RenderableReport) -> Int {
-            var stream = ReportJSONStream(report, newline: true)
+            let body = ReportJSONPieces(report)
             var bytes = 0
-            while case let count = stream.read(into: piece), count > 0 { bytes += count }
+            while case let count = body.read(into: piece), count > 0 { bytes += count }
             return bytes > 0 ? report.tables.first?.count ?? 0 : 0
         }
         for kind in ReportKind.allCases {
