@@ -70,7 +70,8 @@ let package = Package(
         .testTarget(
             name: "AggregatorTests", dependencies: ["Aggregator", "EventLog", "EventModel", "Postgres", "TestSupport", "Locking"],
             swiftSettings: strict),
-        .testTarget(name: "ReportsTests", dependencies: ["Reports", "Postgres", "TestSupport"], swiftSettings: strict),
+        .testTarget(
+            name: "ReportsTests", dependencies: ["Reports", "Postgres", "TestSupport", "JSONText"], swiftSettings: strict),
         .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "EventModel", "Locking"], swiftSettings: strict),
         .testTarget(
             name: "IntegrationTests",

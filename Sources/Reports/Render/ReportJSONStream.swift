@@ -20,9 +20,6 @@ package struct ReportJSONStream: Sendable {
     /// The table's column names as JSON keys, encoded once per table.
     private var keys: JSONKeys = .none
     private(set) var isFinished = false
-    /// What `read(into:)` has written and not yet handed out.
-    private var pending = JSONText(capacity: 0)
-    private var pendingOffset = 0
 
     /// A stream of `report`'s JSON; `extra` members (already JSON-encoded values) follow
     /// `watermark`; `newline` ends the text with a line feed (what the API and the CLI send).
@@ -96,26 +93,5 @@ package struct ReportJSONStream: Sendable {
             swap(&writer.json, &out)
         }
         return true
-    }
-
-    /// Copies the next bytes of the JSON into `buffer` (at most its size, which must not be 0);
-    /// 0 once it is all read.
-    package mutating func read(into buffer: UnsafeMutableRawBufferPointer) -> Int {
-        precondition(buffer.count > 0, "an empty buffer")
-        while pendingOffset == pending.count {
-            var piece = JSONText(capacity: 0)
-            swap(&piece, &pending)
-            piece.removeAll()
-            pendingOffset = 0
-            let more = write(into: &piece, upTo: max(buffer.count, 64 * 1024))
-            swap(&piece, &pending)
-            guard more else { return 0 }
-        }
-        let count = min(buffer.count, pending.count - pendingOffset)
-        pending.bytes.withUnsafeBytes { bytes in
-            buffer.baseAddress!.copyMemory(from: bytes.baseAddress! + pendingOffset, byteCount: count)
-        }
-        pendingOffset += count
-        return count
     }
 }
