@@ -1,5 +1,5 @@
-package import Postgres
 import JSONText
+package import Postgres
 
 /// A rendered answer to a report request: what the HTTP API sends and what the CLI prints.
 package struct ReportResponse: Sendable, Equatable {
@@ -54,11 +54,7 @@ package struct ReportResponse: Sendable, Equatable {
         case .bytes(let bytes):
             try bytes.withUnsafeBytes { try sink($0) }
         case .json(var stream):
-            var piece = JSONText(capacity: pieceSize + pieceSize / 4)
-            while stream.write(into: &piece, upTo: pieceSize) {
-                try piece.bytes.withUnsafeBytes { try sink($0) }
-                piece.removeAll()
-            }
+            try stream.forEachPiece(of: pieceSize) { piece in try piece.bytes.withUnsafeBytes { try sink($0) } }
         }
     }
 

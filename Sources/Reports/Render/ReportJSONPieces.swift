@@ -22,11 +22,9 @@ package final class ReportJSONPieces: @unchecked Sendable {
     /// `pieceSize` bytes (whole rows; the last piece may be smaller).
     package init(_ report: any RenderableReport, pieceSize: Int = 1 << 20) {
         var json = ReportJSONStream(report, newline: true)
-        var out = JSONText(capacity: pieceSize + pieceSize / 4)
-        while json.write(into: &out, upTo: pieceSize) {
-            pieces.append(out.bytes)
-            out.removeAll()
-        }
+        var pieces: [[UInt8]] = []
+        json.forEachPiece(of: pieceSize) { pieces.append($0.bytes) }
+        self.pieces = pieces
         size = pieces.reduce(0) { $0 + $1.count }
     }
 

@@ -19,7 +19,7 @@ package struct ReportJSONStream: Sendable {
     private var row = -1
     /// The table's column names as JSON keys, encoded once per table.
     private var keys: JSONKeys = .none
-    private(set) var isFinished = false
+    private var isFinished = false
 
     /// A stream of `report`'s JSON; `extra` members (already JSON-encoded values) follow
     /// `watermark`; `newline` ends the text with a line feed (what the API and the CLI send).
@@ -49,6 +49,17 @@ package struct ReportJSONStream: Sendable {
 
     /// About how many bytes the whole text is (~28 per cell): a buffer's reserve for writing it whole.
     package var estimatedSize: Int { tables.reduce(256) { $0 + $1.count * $1.columns.count * 32 } }
+
+    /// Hands the rest of the JSON to `body` in pieces of at least `size` bytes (whole rows; the
+    /// last piece may be smaller), written one after another into one buffer, which `body` must
+    /// not keep (its bytes, `piece.bytes`, it may).
+    package mutating func forEachPiece(of size: Int, _ body: (_ piece: JSONText) throws -> Void) rethrows {
+        var piece = JSONText(capacity: size + size / 4)
+        while write(into: &piece, upTo: size) {
+            try body(piece)
+            piece.removeAll()
+        }
+    }
 
     /// Appends the next part of the JSON to `out`: whole rows, until `out` holds at least `size`
     /// bytes or the text is complete. Returns false, writing nothing, once the text is complete.
