@@ -57,11 +57,30 @@ struct ReportAPIEndToEndTests {
         // `report links --format json` prints for the same range.
         let api = try HTTP.get(base + "/api/reports/links?from=2026-06-01&to=2026-06-01", headers: headers)
         let cli = try PipelineProcess.runToEnd(
-            ["report", "links", "--app", "report-app", "--from", "2026-06-01", "--to", "2026-06-01", "--format", "json"],
+            [
+                "report", "links", "--app", "report-app", "--from", "2026-06-01", "--to", "2026-06-01", "--format",
+                "json",
+            ],
             environment: environment)
         #expect(cli.status == 0, "\(cli.errors)")
         #expect(api.text == cli.output)
         #expect(api.text.hasSuffix("}}\n"))
+
+        // One link (`?path=`, percent-encoded or not), as `report links --path` prints it.
+        let oneLink = try HTTP.get(
+            base + "/api/reports/links?from=2026-06-01&to=2026-06-01&path=%2Fa", headers: headers)
+        let oneLinkCLI = try PipelineProcess.runToEnd(
+            [
+                "report", "links", "--app", "report-app", "--from", "2026-06-01", "--to", "2026-06-01", "--path", "/a",
+                "--format", "json",
+            ], environment: environment)
+        #expect(oneLink.status == 200 && oneLinkCLI.status == 0)
+        #expect(oneLink.text == oneLinkCLI.output)
+        #expect(oneLink.text.contains(#""to":"2026-06-01","path":"/a","watermark""#))
+        #expect(oneLink.text.contains(#""links":[{"path":"/a","day":"2026-06-01","clicks":1,"#))
+        let otherLink = try HTTP.get(
+            base + "/api/reports/links?from=2026-06-01&to=2026-06-01&path=/b", headers: headers)
+        #expect(otherLink.status == 200 && otherLink.text.contains(#""tables":{"links":[],"utm":[]}}"#))
 
         let publishableRead = try HTTP.get(
             base + "/api/reports/links", headers: ["Authorization": "Bearer \(publishable)", "X-App-ID": "report-app"])

@@ -86,9 +86,10 @@ struct ReportOpenAPITests {
 
     @Test("the CSV reader splits quoted fields, doubled quotes and both line ends as RFC 4180 says")
     func csvReader() {
-        #expect(Self.csvRecords("a,b\r\n\"x,y\",\"say \"\"hi\"\"\"\n,\"\"\"\"\r\n") == [
-            ["a", "b"], ["x,y", "say \"hi\""], ["", "\""],
-        ])
+        #expect(
+            Self.csvRecords("a,b\r\n\"x,y\",\"say \"\"hi\"\"\"\n,\"\"\"\"\r\n") == [
+                ["a", "b"], ["x,y", "say \"hi\""], ["", "\""],
+            ])
         #expect(Self.csvRecords("last,line") == [["last", "line"]])
     }
 
@@ -160,8 +161,30 @@ struct ReportOpenAPITests {
             let declared = Set(ok?["content"]?.pairs.map(\.key) ?? [])
             #expect(mediaTypes == declared, "\(path): the formats give \(mediaTypes), the 200 declares \(declared)")
 
+            // One link (`path`): the spec's answer, which names the link, and only its rows.
+            let links = try Self.send("GET", base + "/api/reports/links?" + days, headers: secret)
+            let linkRows =
+                ((try? JSONSerialization.jsonObject(with: links.body) as? [String: Any])?["tables"]
+                as? [String: [[String: Any]]])?["links"] ?? []
+            let link = try #require(linkRows.first?["path"] as? String, "no link in \(links.text.prefix(300))")
+            let encoded = try #require(link.addingPercentEncoding(withAllowedCharacters: .alphanumerics))
+            let oneLinkQuery = path + "?" + days + "&path=" + encoded
+            let oneLink = try Self.send("GET", base + oneLinkQuery, headers: secret)
+            #expect(oneLink.status == 200, "\(oneLinkQuery): \(oneLink.text)")
+            Self.check(spec, oneLink, "GET", oneLinkQuery)
+            let schema = try #require(spec.schema(kind.capitalized + "Report"))
+            let instance = try #require(JSONSchema.Instance.parse(Array(oneLink.body)))
+            for problem in spec.validator.problems(instance, schema) { Issue.record("\(oneLinkQuery): \(problem)") }
+            let oneLinkBody = (try? JSONSerialization.jsonObject(with: oneLink.body) as? [String: Any]) ?? [:]
+            #expect(oneLinkBody["path"] as? String == link)
+            let oneLinkTables = oneLinkBody["tables"] as? [String: [[String: Any]]] ?? [:]
+            let paths = Set(oneLinkTables.filter { $0.key != "installs" }.values.joined().map { $0["path"] as? String })
+            #expect(paths.isSubset(of: [link]), "\(oneLinkQuery) has rows of \(paths)")
+
             // The provider's refusals (and the defaults: no range, no format).
             for (method, query, headers, status) in [
+                ("GET", path + "?path=", secret, 400),
+                ("GET", path + "?path=/" + String(repeating: "x", count: 300), secret, 400),
                 ("GET", path, secret, 200),
                 ("HEAD", path, secret, 200),
                 ("GET", path, ["Authorization": "Bearer \(Self.ghostKey)", "X-App-ID": Self.ghostApp], 404),

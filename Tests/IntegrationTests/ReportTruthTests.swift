@@ -56,6 +56,27 @@ struct ReportTruthTests {
         #expect(retention.rows.count > 20)
         #expect(retention == (try service.retentionFromViews(app: "sim", from: first, to: last)))
 
+        // One link's reports (`--path`, `?path=`, sql/067) are the whole reports' rows of that link,
+        // with no organic rows; attribution's installs per day stay app-wide. A path no link has
+        // gives empty tables.
+        let paths = Set(links.rows.map(\.path)).sorted()
+        #expect(paths.count > 2)
+        #expect(retention.rows.contains { $0.path == nil })
+        for path in paths.prefix(3) + ["/no such link"] {
+            let isLink = paths.contains(path)
+            let oneLink = try service.links(app: "sim", from: first, to: last, path: path)
+            #expect(oneLink.path == path)
+            #expect(oneLink.rows == links.rows.filter { $0.path == path } && oneLink.rows.isEmpty == !isLink)
+            #expect(oneLink.utm == links.utm.filter { $0.path == path })
+            let oneFunnel = try service.funnel(app: "sim", from: first, to: last, path: path)
+            #expect(oneFunnel.rows == funnel.rows.filter { $0.path == path } && oneFunnel.rows.isEmpty == !isLink)
+            let oneRetention = try service.retention(app: "sim", from: first, to: last, path: path)
+            #expect(oneRetention.rows == retention.rows.filter { $0.path == path })
+            let oneAttribution = try service.attribution(app: "sim", from: first, to: last, path: path)
+            #expect(oneAttribution.rows == attribution.rows.filter { $0.path == path })
+            #expect(oneAttribution.installs == attribution.installs)
+        }
+
         // A from-scratch rebuild says the same.
         _ = try connection.query("SELECT rebuild_rollups()")
         #expect(try TruthFacts.from(connection, app: "sim") == actual)

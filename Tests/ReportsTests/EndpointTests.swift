@@ -33,6 +33,32 @@ import Testing
             connection: database.connection, today: day("2026-06-30"), defaultFormat: .table)
         #expect(table.body.contains("funnel report for app a, 2026-06-01 to 2026-06-01"))
         #expect(table.body.contains("median_seconds_from_previous"))
+
+        // One link: its path in the JSON header and the table's title, its rows only.
+        let oneLink = ReportEndpoint.respond(
+            kind: "retention", parameters: ["app": "a", "from": "2026-06-01", "to": "2026-06-02", "path": "/x"],
+            connection: database.connection, today: day("2026-06-30"), defaultFormat: .json)
+        #expect(oneLink.status == 200)
+        #expect(
+            oneLink.body.hasPrefix(
+                #"{"report":"retention","app":"a","from":"2026-06-01","to":"2026-06-02","path":"/x","watermark":"#))
+        let all = ReportEndpoint.respond(
+            kind: "retention", parameters: ["app": "a", "from": "2026-06-01", "to": "2026-06-02"],
+            connection: database.connection, today: day("2026-06-30"), defaultFormat: .json)
+        #expect(all.body.contains(#""path":null"#), "the whole report has organic rows, which one link's leaves out")
+        #expect(!oneLink.body.contains(#""path":null"#) && oneLink.body.contains(#""path":"/x","cohort_day""#))
+        let oneLinkTable = ReportEndpoint.respond(
+            kind: "links", parameters: ["app": "a", "path": "/x"], connection: database.connection,
+            today: day("2026-06-30"), defaultFormat: .table)
+        #expect(oneLinkTable.body.hasPrefix("links report for app a, 2026-06-01 to 2026-06-30, link /x\n"))
+        for bad in ["", String(repeating: "/a", count: 1025)] {
+            let refused = ReportEndpoint.respond(
+                kind: "links", parameters: ["app": "a", "path": bad], connection: database.connection,
+                today: day("2026-06-30"), defaultFormat: .json)
+            #expect(
+                refused.status == 400
+                    && refused.body.hasPrefix(#"{"error":"invalid_parameter","message":"invalid parameter path: "#))
+        }
     }
 
     @Test("without to, a report ends today in the app's time zone, not in UTC (either side of UTC)")

@@ -88,7 +88,7 @@ package enum ReportEndpoint {
             }
             let service = ReportService(connection: connection)
             let query = try service.query(parameters, today: today, defaultFormat: defaultFormat)
-            let report = try service.report(reportKind, app: query.app, from: query.from, to: query.to)
+            let report = try service.report(reportKind, query)
             // JSON, the API's and scripts' format, is written as it is read; CSV and the
             // terminal table are rendered whole.
             let content: ReportResponse.Content =

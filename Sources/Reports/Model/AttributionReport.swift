@@ -62,6 +62,8 @@ package struct AttributionReport: RenderableReport, Equatable {
     package var from: ReportDay
     package var to: ReportDay
     package var watermark: String?
+    /// The one link the report was asked for (`--path`, `?path=`), nil for every link.
+    package var path: String? = nil
     /// Per link and day, sorted by path then day.
     package var rows: [AttributionRow]
     /// App-wide installs per day (organic and unattributable beside attributed), sorted by day.

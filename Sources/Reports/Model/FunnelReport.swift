@@ -46,6 +46,8 @@ package struct FunnelReport: RenderableReport, Equatable {
     package var from: ReportDay
     package var to: ReportDay
     package var watermark: String?
+    /// The one link the report was asked for (`--path`, `?path=`), nil for every link.
+    package var path: String? = nil
     /// Sorted by funnel, path (organic last), day, step.
     package var rows: [FunnelStepRow]
 

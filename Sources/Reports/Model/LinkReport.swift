@@ -106,6 +106,8 @@ package struct LinkReport: RenderableReport, Equatable {
     package var from: ReportDay
     package var to: ReportDay
     package var watermark: String?
+    /// The one link the report was asked for (`--path`, `?path=`), nil for every link.
+    package var path: String? = nil
     /// One row per link and day with any activity, sorted by path then day.
     package var rows: [LinkDayRow]
     /// UTM breakdown rows, sorted by path, day, source, medium, campaign.

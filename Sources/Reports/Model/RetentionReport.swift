@@ -30,6 +30,8 @@ package struct RetentionReport: RenderableReport, Equatable {
     package var from: ReportDay
     package var to: ReportDay
     package var watermark: String?
+    /// The one link the report was asked for (`--path`, `?path=`), nil for every link.
+    package var path: String? = nil
     /// Sorted by path (organic last) then cohort day.
     package var rows: [RetentionRow]
 

@@ -14,18 +14,25 @@ package struct ReportQuery: Sendable, Equatable {
     package var to: ReportDay
     /// Output format.
     package var format: ReportFormat
+    /// One link's path (exactly as the link service sent it), nil for every link.
+    package var path: String?
+
+    /// Longest `path` accepted, in bytes.
+    package static let maxPathBytes = 2048
 
     /// Makes a query.
-    package init(app: String, from: ReportDay, to: ReportDay, format: ReportFormat) {
+    package init(app: String, from: ReportDay, to: ReportDay, format: ReportFormat, path: String? = nil) {
         self.app = app
         self.from = from
         self.to = to
         self.format = format
+        self.path = path
     }
 
     /// Parses parameters by name: `app` (required), `from` and `to` (`YYYY-MM-DD`; `to` defaults to
     /// `today`, `from` to 29 days before `to`), `format` (`table`, `csv`, `json`; default
-    /// `defaultFormat`). Unknown names are refused so a typo is not silently ignored.
+    /// `defaultFormat`), `path` (one link, exactly as stored; rows of other links and the organic
+    /// "link" are left out). Unknown names are refused so a typo is not silently ignored.
     ///
     /// - Parameters:
     ///   - parameters: the flags (without `--`) or query parameters.
@@ -36,9 +43,9 @@ package struct ReportQuery: Sendable, Equatable {
     package static func parse(
         _ parameters: [String: String], today: ReportDay, defaultFormat: ReportFormat, allowed: Set<String> = []
     ) throws(ReportError) -> ReportQuery {
-        let known: Set<String> = ["app", "from", "to", "format"]
+        let known: Set<String> = ["app", "from", "to", "format", "path"]
         if let unknown = parameters.keys.sorted().first(where: { !known.contains($0) && !allowed.contains($0) }) {
-            throw .invalidParameter(name: unknown, message: "unknown parameter (expected app, from, to, format)")
+            throw .invalidParameter(name: unknown, message: "unknown parameter (expected app, from, to, format, path)")
         }
         guard let app = parameters["app"], !app.isEmpty else {
             throw .invalidParameter(name: "app", message: "required")
@@ -68,7 +75,13 @@ package struct ReportQuery: Sendable, Equatable {
             }
             format = parsed
         }
-        return ReportQuery(app: app, from: from, to: to, format: format)
+        let path = parameters["path"]
+        if let path {
+            guard !path.isEmpty, path.utf8.count <= maxPathBytes else {
+                throw .invalidParameter(name: "path", message: "expected a link path of 1 to \(maxPathBytes) bytes")
+            }
+        }
+        return ReportQuery(app: app, from: from, to: to, format: format, path: path)
     }
 
     /// Parses one `YYYY-MM-DD` parameter (nil when absent).

@@ -54,11 +54,25 @@ package enum ReportSQL {
     /// `revenue_amounts_ios`, `revenue_amounts_android`. The line is written when the summary row is,
     /// so this read is a plain scan (building it here, mostly the arrays' text output, was most of the
     /// query). Unordered: `ReportService.links` orders the rows by path and day.
-    package static func linkSummary(app: String, from: ReportDay, to: ReportDay) -> SQL {
-        """
-        SELECT line, platform_line FROM report_link_summary_lines
-        WHERE app_id = \(app) AND day BETWEEN \(from.iso8601)::date AND \(to.iso8601)::date
-        """
+    package static func linkSummary(app: String, from: ReportDay, to: ReportDay, path: String? = nil) -> SQL {
+        summaryLines(
+            "SELECT line, platform_line FROM report_link_summary_lines", app: app, from: from, to: to, path: path)
+    }
+
+    /// `select` (the columns of a summary lines view) for one app and range of days, and one link
+    /// with `path`.
+    private static func summaryLines(_ select: SQL, app: String, from: ReportDay, to: ReportDay, path: String?) -> SQL {
+        var sql = select
+        sql.append("\nWHERE app_id = \(app) AND day BETWEEN \(from.iso8601)::date AND \(to.iso8601)::date")
+        sql.append(onePath(path))
+        return sql
+    }
+
+    /// `AND path = <path>` when a report is asked for one link (the summary lines' `path` column,
+    /// sql/067), else nothing.
+    private static func onePath(_ path: String?) -> SQL {
+        guard let path else { return "" }
+        return "\nAND path = \(path)"
     }
 
     /// Events of attributed devices per link and day. Columns: `path`, `day`, `kind`
@@ -117,11 +131,8 @@ package enum ReportSQL {
     /// (`cohort_names`, `cohort_counts`, `cohort_currencies`, `cohort_amounts`) and by event date
     /// (`activity_names`, `activity_counts`, `activity_currencies`, `activity_amounts`), amounts as exact
     /// decimal text, ending the line. Unordered.
-    package static func attributionSummary(app: String, from: ReportDay, to: ReportDay) -> SQL {
-        """
-        SELECT line FROM report_attribution_summary_lines
-        WHERE app_id = \(app) AND day BETWEEN \(from.iso8601)::date AND \(to.iso8601)::date
-        """
+    package static func attributionSummary(app: String, from: ReportDay, to: ReportDay, path: String? = nil) -> SQL {
+        summaryLines("SELECT line FROM report_attribution_summary_lines", app: app, from: from, to: to, path: path)
     }
 
     /// Actions of attributed devices by name. Columns: `path`, `day`, `basis`
@@ -177,11 +188,8 @@ package enum ReportSQL {
     /// `devices`, `conversions_from_previous`, `conversions_overall`, `median_seconds_from_previous`
     /// ('' = NULL); the rest of the line is `-` for the organic "link" (NULL path), else `+` and the
     /// path. Unordered (`ReportService.funnel` sorts the way `funnel` orders).
-    package static func funnelSummary(app: String, from: ReportDay, to: ReportDay) -> SQL {
-        """
-        SELECT line FROM report_funnel_summary_lines
-        WHERE app_id = \(app) AND day BETWEEN \(from.iso8601)::date AND \(to.iso8601)::date
-        """
+    package static func funnelSummary(app: String, from: ReportDay, to: ReportDay, path: String? = nil) -> SQL {
+        summaryLines("SELECT line FROM report_funnel_summary_lines", app: app, from: from, to: to, path: path)
     }
 
     /// Retention cohorts. Columns: `path` (NULL = organic), `cohort_day`, `cohort_size`, `d1`, `d3`,
@@ -198,15 +206,17 @@ package enum ReportSQL {
     /// `cohort_day`, `cohort_size`, `d1`, `d3`, `d7`, `d14`, `d30` ('' while not reached), `d1_rate`
     /// ... `d30_rate` (exact decimal text, '' while not reached), each followed by a comma.
     /// Unordered (`ReportService.retention` orders by link, organic last, then cohort day).
-    package static func retentionSummary(app: String, from: ReportDay, to: ReportDay) -> SQL {
-        """
-        SELECT concat(
-                   coalesce(octet_length(path), -1), ',', path, to_char(cohort_day, 'YYYY-MM-DD'), ',', cohort_size, ',',
-                   d1, ',', d3, ',', d7, ',', d14, ',', d30, ',', d1_rate, ',', d3_rate, ',', d7_rate, ',', d14_rate, ',',
-                   d30_rate, ',') AS line
-        FROM report_retention_summary
-        WHERE app_id = \(app) AND cohort_day BETWEEN \(from.iso8601)::date AND \(to.iso8601)::date
-        """
+    package static func retentionSummary(app: String, from: ReportDay, to: ReportDay, path: String? = nil) -> SQL {
+        var sql: SQL = """
+            SELECT concat(
+                       coalesce(octet_length(path), -1), ',', path, to_char(cohort_day, 'YYYY-MM-DD'), ',', cohort_size, ',',
+                       d1, ',', d3, ',', d7, ',', d14, ',', d30, ',', d1_rate, ',', d3_rate, ',', d7_rate, ',', d14_rate, ',',
+                       d30_rate, ',') AS line
+            FROM report_retention_summary
+            WHERE app_id = \(app) AND cohort_day BETWEEN \(from.iso8601)::date AND \(to.iso8601)::date
+            """
+        sql.append(onePath(path))
+        return sql
     }
 
     /// The retention columns read from `view` (both retention views have the same columns).

@@ -8,6 +8,7 @@ package import JSONText
 ///  "tables":{"links":[{"path":"/articles/2","day":"2026-06-01","clicks":12,...,
 ///                      "revenue":{"USD":"29.99"}}],"utm":[...]}}
 /// ```
+/// A report asked for one link has `"path":"/articles/2"` after `to`.
 /// Counts are numbers; rates and medians are numbers written exactly as PostgreSQL printed them;
 /// revenue amounts are strings (exact decimals a float would round); NULL is `null`.
 package enum ReportJSON {

@@ -35,6 +35,11 @@ package struct ReportJSONStream: Sendable {
         out.string(report.from.iso8601)
         out.raw(",\"to\":")
         out.string(report.to.iso8601)
+        if let path = report.path {
+            // Only in a report asked for one link: every other report's header is as before.
+            out.raw(",\"path\":")
+            out.string(path)
+        }
         out.raw(",\"watermark\":")
         if let watermark = report.watermark { out.string(watermark) } else { out.raw("null") }
         for (key, value) in extra {

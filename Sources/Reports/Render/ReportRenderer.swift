@@ -18,7 +18,8 @@ package enum ReportRenderer {
     package static func render(_ report: any RenderableReport, as format: ReportFormat) -> String {
         switch format {
         case .table:
-            var text = "\(report.kind) report for app \(report.app), \(report.from) to \(report.to)\n"
+            var text = "\(report.kind) report for app \(report.app), \(report.from) to \(report.to)"
+            text += report.path.map { ", link \($0)\n" } ?? "\n"
             text += "load watermark: \(report.watermark ?? "none (nothing loaded yet)")\n"
             for table in report.tables {
                 text += "\n" + table.name + "\n" + self.table(table)

@@ -199,6 +199,8 @@ package protocol RenderableReport: Sendable {
     var to: ReportDay { get }
     /// The load watermark the numbers were computed at (ISO 8601 UTC), nil before any load.
     var watermark: String? { get }
+    /// The one link the report was asked for, nil for every link.
+    var path: String? { get }
     /// The report's sections.
     var tables: [ReportTable] { get }
 }

@@ -9,10 +9,12 @@ extension ReportService {
     /// from `report_link_summary` in one query.
     ///
     /// - Throws: `ReportError.unknownApp`, `.invalidParameter` when `from > to`, `.database`.
-    package func links(app: String, from: ReportDay, to: ReportDay) throws(ReportError) -> LinkReport {
+    package func links(
+        app: String, from: ReportDay, to: ReportDay, path: String? = nil
+    ) throws(ReportError) -> LinkReport {
         let watermark = try validate(app: app, from: from, to: to)
         return try run {
-            let result = try connection.query(ReportSQL.linkSummary(app: app, from: from, to: to))
+            let result = try connection.query(ReportSQL.linkSummary(app: app, from: from, to: to, path: path))
             try Self.expect(result, ["line", "platform_line"])
             var rows: [LinkDayRow] = []
             rows.reserveCapacity(result.count)
@@ -82,7 +84,9 @@ extension ReportService {
                     &platforms, currencies, of: link.revenue, &zeros.amounts, &amounts)
                 rows.append(link)
             }
-            return LinkReport(app: app, from: from, to: to, watermark: watermark, rows: rows, utm: utm)
+            var report = LinkReport(app: app, from: from, to: to, watermark: watermark, rows: rows, utm: utm)
+            report.path = path
+            return report
         }
     }
 
@@ -90,10 +94,12 @@ extension ReportService {
     /// and day), plus app-wide installs per day.
     ///
     /// - Throws: `ReportError.unknownApp`, `.invalidParameter`, `.database`.
-    package func attribution(app: String, from: ReportDay, to: ReportDay) throws(ReportError) -> AttributionReport {
+    package func attribution(
+        app: String, from: ReportDay, to: ReportDay, path: String? = nil
+    ) throws(ReportError) -> AttributionReport {
         let watermark = try validate(app: app, from: from, to: to)
         return try run {
-            let result = try connection.query(ReportSQL.attributionSummary(app: app, from: from, to: to))
+            let result = try connection.query(ReportSQL.attributionSummary(app: app, from: from, to: to, path: path))
             try Self.expect(result, ["line"])
             var rows: [AttributionRow] = []
             rows.reserveCapacity(result.count)
@@ -112,9 +118,13 @@ extension ReportService {
                 value.activityRevenue = try Self.pairs(&line, &lists, &amounts)
                 rows.append(value)
             }
-            return AttributionReport(
+            // The installs per day stay app-wide with a path: an install has no link of its own
+            // unless attributed, and the attributed ones are the rows' `attributed_installs`.
+            var report = AttributionReport(
                 app: app, from: from, to: to, watermark: watermark, rows: rows,
                 installs: try installs(app: app, from: from, to: to))
+            report.path = path
+            return report
         }
     }
 
@@ -122,10 +132,12 @@ extension ReportService {
     /// `report_funnel_summary` (one row per funnel, link and day, steps as arrays).
     ///
     /// - Throws: `ReportError.unknownApp`, `.invalidParameter`, `.database`.
-    package func funnel(app: String, from: ReportDay, to: ReportDay) throws(ReportError) -> FunnelReport {
+    package func funnel(
+        app: String, from: ReportDay, to: ReportDay, path: String? = nil
+    ) throws(ReportError) -> FunnelReport {
         let watermark = try validate(app: app, from: from, to: to)
         return try run {
-            let result = try connection.query(ReportSQL.funnelSummary(app: app, from: from, to: to))
+            let result = try connection.query(ReportSQL.funnelSummary(app: app, from: from, to: to, path: path))
             try Self.expect(result, ["line"])
             // One group of step rows per funnel, link and day.
             var groups: [[FunnelStepRow]] = []
@@ -176,17 +188,21 @@ extension ReportService {
                 if a.funnelID != b.funnelID { return a.funnelID < b.funnelID }
                 return Self.precedes(a.path, b.path) ?? (a.day < b.day)
             }
-            return FunnelReport(app: app, from: from, to: to, watermark: watermark, rows: groups.flatMap { $0 })
+            var report = FunnelReport(app: app, from: from, to: to, watermark: watermark, rows: groups.flatMap { $0 })
+            report.path = path
+            return report
         }
     }
 
     /// Retention cohorts installed between `from` and `to` (from `report_retention_summary`).
     ///
     /// - Throws: `ReportError.unknownApp`, `.invalidParameter`, `.database`.
-    package func retention(app: String, from: ReportDay, to: ReportDay) throws(ReportError) -> RetentionReport {
+    package func retention(
+        app: String, from: ReportDay, to: ReportDay, path: String? = nil
+    ) throws(ReportError) -> RetentionReport {
         let watermark = try validate(app: app, from: from, to: to)
         return try run {
-            let result = try connection.query(ReportSQL.retentionSummary(app: app, from: from, to: to))
+            let result = try connection.query(ReportSQL.retentionSummary(app: app, from: from, to: to, path: path))
             try Self.expect(result, ["line"])
             let count = RetentionRow.days.count
             var rows: [RetentionRow] = []
@@ -204,7 +220,9 @@ extension ReportService {
                     RetentionRow(
                         path: path, cohortDay: cohortDay, cohortSize: cohortSize, retained: retained, rates: rates))
             }
-            return RetentionReport(app: app, from: from, to: to, watermark: watermark, rows: rows)
+            var report = RetentionReport(app: app, from: from, to: to, watermark: watermark, rows: rows)
+            report.path = path
+            return report
         }
     }
 

@@ -53,15 +53,22 @@ package struct ReportService {
     /// Runs the report named by `kind` (`links`, `funnel`, `retention`, `attribution`).
     ///
     /// - Throws: `ReportError.invalidParameter` for an unknown kind, else as the report does.
-    package func report(_ kind: ReportKind, app: String, from: ReportDay, to: ReportDay) throws(ReportError)
-        -> any RenderableReport
-    {
+    package func report(
+        _ kind: ReportKind, app: String, from: ReportDay, to: ReportDay, path: String? = nil
+    ) throws(ReportError) -> any RenderableReport {
         switch kind {
-        case .links: return try links(app: app, from: from, to: to)
-        case .funnel: return try funnel(app: app, from: from, to: to)
-        case .retention: return try retention(app: app, from: from, to: to)
-        case .attribution: return try attribution(app: app, from: from, to: to)
+        case .links: return try links(app: app, from: from, to: to, path: path)
+        case .funnel: return try funnel(app: app, from: from, to: to, path: path)
+        case .retention: return try retention(app: app, from: from, to: to, path: path)
+        case .attribution: return try attribution(app: app, from: from, to: to, path: path)
         }
+    }
+
+    /// Runs the report named by `kind` for `query`'s app, days and link.
+    ///
+    /// - Throws: as `report(_:app:from:to:path:)`.
+    package func report(_ kind: ReportKind, _ query: ReportQuery) throws(ReportError) -> any RenderableReport {
+        try report(kind, app: query.app, from: query.from, to: query.to, path: query.path)
     }
 
     /// Applies rollup work queued by `queue_rollups` (a no-op when the loader refreshes at once);

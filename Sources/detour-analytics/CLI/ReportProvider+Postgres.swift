@@ -32,7 +32,7 @@ extension PostgresReportProvider {
             }
             let service = ReportService(connection: connection)
             let query = try service.query(request.parameters, today: today, defaultFormat: .json)
-            let report = try service.report(kind, app: query.app, from: query.from, to: query.to)
+            let report = try service.report(kind, query)
             let contentType = ReportEndpoint.contentType(query.format)
             guard query.format == .json else {
                 return .report(contentType: contentType, body: ReportRenderer.bytes(report, as: query.format))

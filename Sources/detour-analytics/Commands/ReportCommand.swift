@@ -8,7 +8,8 @@ enum ReportCommand: Command {
     static let summary = "per-link, funnel, retention and attribution reports; the daily report job"
     static let help = """
         Usage:
-          detour-analytics report links|funnel|retention|attribution --app ID [--from D] [--to D] [--format table|csv|json]
+          detour-analytics report links|funnel|retention|attribution --app ID [--from D] [--to D] [--path P]
+                                                             [--format table|csv|json]
           detour-analytics report daily --date D [--app ID] --out DIR [--format csv,json,html] [--allow-partial] [--grace DUR]
           detour-analytics report rebuild
 
@@ -28,6 +29,8 @@ enum ReportCommand: Command {
           --app ID             the app (required except for daily, which defaults to every app)
           --from D, --to D     dates YYYY-MM-DD in the app's reporting time zone (default: the last 30 days,
                                ending today in that time zone)
+          --path P             one link only, by its path exactly as stored (e.g. /promo); the organic rows
+                               are left out, and attribution's installs per day stay app-wide
           --format F           table (default), csv or json; for daily a list of csv,json,html (default all)
           --date D             the day for daily
           --out DIR            output root for daily
@@ -43,7 +46,7 @@ enum ReportCommand: Command {
         switch verb {
         case "links", "funnel", "retention", "attribution":
             var parameters: [String: String] = [:]
-            for name in ["app", "from", "to", "format"] {
+            for name in ["app", "from", "to", "path", "format"] {
                 if let value = try arguments.option("--" + name) { parameters[name] = value }
             }
             let url = try arguments.databaseURL(environment)
