@@ -46,8 +46,10 @@ let package = Package(
             dependencies: ["EventModel", "EventLog", "Postgres", "Observability"],
             swiftSettings: strict),
         .target(
-            name: "Reports", dependencies: ["Postgres", "Observability", "CivilTime", "JSONText"], swiftSettings: strict),
-        .target(name: "Simulator", dependencies: ["EventModel", "CZlib", "CivilTime", "Locking"], swiftSettings: strict),
+            name: "Reports", dependencies: ["Postgres", "Observability", "CivilTime", "JSONText", "CZlib", "CZstd"],
+            swiftSettings: strict),
+        .target(
+            name: "Simulator", dependencies: ["EventModel", "CZlib", "CivilTime", "Locking"], swiftSettings: strict),
 
         // The one executable.
         .executableTarget(
@@ -59,24 +61,31 @@ let package = Package(
             swiftSettings: strict),
 
         // Tests mirror targets one to one; IntegrationTests run the whole pipeline.
-        .target(name: "TestSupport", dependencies: ["Postgres", "Locking"], path: "Tests/TestSupport", swiftSettings: strict),
+        .target(
+            name: "TestSupport", dependencies: ["Postgres", "Locking"], path: "Tests/TestSupport", swiftSettings: strict
+        ),
         .testTarget(name: "ObservabilityTests", dependencies: ["Observability", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "EventModelTests", dependencies: ["EventModel"], swiftSettings: strict),
         .testTarget(name: "EventLogTests", dependencies: ["EventLog", "EventModel", "Locking"], swiftSettings: strict),
-        .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport", "Locking"], swiftSettings: strict),
+        .testTarget(
+            name: "PostgresTests", dependencies: ["Postgres", "TestSupport", "Locking"], swiftSettings: strict),
         .testTarget(
             name: "IngestTests", dependencies: ["Ingest", "EventLog", "EventModel", "TestSupport", "Locking"],
             swiftSettings: strict),
         .testTarget(
-            name: "AggregatorTests", dependencies: ["Aggregator", "EventLog", "EventModel", "Postgres", "TestSupport", "Locking"],
+            name: "AggregatorTests",
+            dependencies: ["Aggregator", "EventLog", "EventModel", "Postgres", "TestSupport", "Locking"],
             swiftSettings: strict),
         .testTarget(
-            name: "ReportsTests", dependencies: ["Reports", "Postgres", "TestSupport", "JSONText"], swiftSettings: strict),
-        .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "EventModel", "Locking"], swiftSettings: strict),
+            name: "ReportsTests", dependencies: ["Reports", "Postgres", "TestSupport", "JSONText"],
+            swiftSettings: strict),
+        .testTarget(
+            name: "SimulatorTests", dependencies: ["Simulator", "EventModel", "Locking"], swiftSettings: strict),
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "Ingest", "Aggregator", "Reports", "Simulator", "EventLog", "Postgres", "TestSupport", "detour-analytics",
+                "Ingest", "Aggregator", "Reports", "Simulator", "EventLog", "Postgres", "TestSupport",
+                "detour-analytics",
             ],
             swiftSettings: strict),
         // Crash, outage, disk-full, hostile-input and isolation tests against the real binary (issue 9).

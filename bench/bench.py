@@ -804,6 +804,9 @@ class Bench:
                 if f"report_{kind}_json_ms" in fields:  # since 2026-12-01: streamed, as the API sends it
                     notes.append(f"the JSON alone (written as the API's body, of a report made once) "
                                  f"{float(fields[f'report_{kind}_json_ms']):,.0f} ms")
+                if f"report_{kind}_json_zstd_ms" in fields:  # since 2026-12-01: Accept-Encoding: zstd
+                    notes.append(f"that JSON compressed with zstd, as sent to a client that accepts it "
+                                 f"{float(fields[f'report_{kind}_json_zstd_ms']):,.0f} ms")
                 if before in fields:
                     notes.append(f"before (the same report from the per-row views, same run, without JSON): "
                                  f"{float(fields[before]):,.0f} ms, {float(fields[before]) / max(float(fields[queried]), 0.01):.1f}x "

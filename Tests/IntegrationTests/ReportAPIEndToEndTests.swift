@@ -66,6 +66,19 @@ struct ReportAPIEndToEndTests {
         #expect(api.text == cli.output)
         #expect(api.text.hasSuffix("}}\n"))
 
+        // Compressed as the client accepts (URLSession's libcurl decodes zstd and gzip itself, and
+        // offers both unless told otherwise): the same text, with its coding named.
+        for (accept, coding) in [
+            (nil, "zstd"), ("zstd", "zstd"), ("gzip;q=1, zstd;q=0.5", "gzip"), ("identity", nil), ("br", nil),
+        ] as [(String?, String?)] {
+            var acceptHeaders = headers
+            acceptHeaders["Accept-Encoding"] = accept
+            let answer = try HTTP.get(base + "/api/reports/links?from=2026-06-01&to=2026-06-01", headers: acceptHeaders)
+            #expect(answer.status == 200 && answer.text == cli.output, "Accept-Encoding: \(accept ?? "libcurl's")")
+            #expect(answer.headers["content-encoding"] == coding, "Accept-Encoding: \(accept ?? "libcurl's")")
+            #expect(answer.headers["vary"] == "Accept-Encoding")
+        }
+
         // One link (`?path=`, percent-encoded or not), as `report links --path` prints it.
         let oneLink = try HTTP.get(
             base + "/api/reports/links?from=2026-06-01&to=2026-06-01&path=%2Fa", headers: headers)

@@ -7,21 +7,27 @@ package struct ReportRequest: Sendable, Equatable {
     /// The query parameters, decoded, with `app` set to `appID` (`from`, `to`, `format`, and any
     /// other name the client sent, so the report side can refuse a typo).
     package var parameters: [String: String]
+    /// The client's `Accept-Encoding` header as sent, nil without one: the provider may compress
+    /// its answer with a coding it names (`ReportAnswer`'s `contentEncoding`).
+    package var acceptEncoding: String?
 
     /// Makes a request.
-    package init(kind: String, appID: String, parameters: [String: String]) {
+    package init(kind: String, appID: String, parameters: [String: String], acceptEncoding: String? = nil) {
         self.kind = kind
         self.appID = appID
         self.parameters = parameters
+        self.acceptEncoding = acceptEncoding
     }
 }
 
 /// What a report provider answers.
 package enum ReportAnswer: Sendable, Equatable {
-    /// The rendered report (200).
-    case report(contentType: String, body: [UInt8])
-    /// The report (200), its body handed out while it is sent (a large report's JSON).
-    case streamed(contentType: String, body: any HTTPBodyStream)
+    /// The rendered report (200); `contentEncoding` names the coding `body` is compressed with
+    /// (`Content-Encoding`), nil for none.
+    case report(contentType: String, body: [UInt8], contentEncoding: String? = nil)
+    /// The report (200), its body handed out while it is sent (a large report's JSON), compressed
+    /// with `contentEncoding` when not nil.
+    case streamed(contentType: String, body: any HTTPBodyStream, contentEncoding: String? = nil)
     /// A refusal with its HTTP status, stable machine code and a message safe to show the client
     /// (`invalid_parameter` 400, `unknown_app` 404, `rollups_pending` 409, `database_unavailable` 503).
     case failure(status: Int, code: String, message: String)
@@ -29,10 +35,15 @@ package enum ReportAnswer: Sendable, Equatable {
     /// Equal answers: the same bytes, the same stream object, or the same refusal.
     package static func == (left: ReportAnswer, right: ReportAnswer) -> Bool {
         switch (left, right) {
-        case (.report(let leftType, let leftBody), .report(let rightType, let rightBody)):
-            return leftType == rightType && leftBody == rightBody
-        case (.streamed(let leftType, let leftBody), .streamed(let rightType, let rightBody)):
-            return leftType == rightType && leftBody === rightBody
+        case (
+            .report(let leftType, let leftBody, let leftCoding), .report(let rightType, let rightBody, let rightCoding)
+        ):
+            return leftType == rightType && leftBody == rightBody && leftCoding == rightCoding
+        case (
+            .streamed(let leftType, let leftBody, let leftCoding),
+            .streamed(let rightType, let rightBody, let rightCoding)
+        ):
+            return leftType == rightType && leftBody === rightBody && leftCoding == rightCoding
         case (.failure(let status, let code, let message), .failure(let otherStatus, let otherCode, let otherMessage)):
             return status == otherStatus && code == otherCode && message == otherMessage
         default:

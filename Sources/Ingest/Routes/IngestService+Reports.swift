@@ -33,7 +33,8 @@ extension IngestService {
         }
         guard reports != nil else { throw .reportsUnavailable }
         return ReportRequest(
-            kind: String(route.path.dropFirst(Router.reportPathPrefix.count)), appID: appID, parameters: parameters)
+            kind: String(route.path.dropFirst(Router.reportPathPrefix.count)), appID: appID, parameters: parameters,
+            acceptEncoding: head.header("Accept-Encoding"))
     }
 
     /// The query arguments as a dictionary: at most `limit` of them, names and values at most
@@ -70,15 +71,19 @@ extension IngestService {
         }
     }
 
-    /// The HTTP answer for a provider's answer; refusals use the same error body as ingest.
+    /// The HTTP answer for a provider's answer; refusals use the same error body as ingest. A report
+    /// says `Vary: Accept-Encoding` whether compressed or not: its coding follows that header.
     static func response(for answer: ReportAnswer) -> HTTPResponse {
+        func headers(_ contentEncoding: String?) -> [(String, String)] {
+            [("Cache-Control", "no-store"), ("Vary", "Accept-Encoding")]
+                + (contentEncoding.map { [("Content-Encoding", $0)] } ?? [])
+        }
         switch answer {
-        case .report(let contentType, let body):
+        case .report(let contentType, let body, let contentEncoding):
+            return HTTPResponse(status: 200, body: body, contentType: contentType, headers: headers(contentEncoding))
+        case .streamed(let contentType, let body, let contentEncoding):
             return HTTPResponse(
-                status: 200, body: body, contentType: contentType, headers: [("Cache-Control", "no-store")])
-        case .streamed(let contentType, let body):
-            return HTTPResponse(
-                status: 200, stream: body, contentType: contentType, headers: [("Cache-Control", "no-store")])
+                status: 200, stream: body, contentType: contentType, headers: headers(contentEncoding))
         case .failure(let status, let code, let message):
             return HTTPResponse(error: .report(status: status, code: code, message: message))
         }

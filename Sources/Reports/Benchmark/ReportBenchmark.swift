@@ -19,7 +19,8 @@ package enum ReportBenchmark {
     /// Times each report for `app` over the 30 days ending at `to` (default: the app's newest day with
     /// link activity, else today in UTC): every `ReportService` report end to end, each also as the API
     /// serves it (`<kind>.served`: the report and all its JSON, read as the server sends it; and
-    /// `<kind>.json`: the JSON alone, of a report made once), each underlying SQL query on its
+    /// `<kind>.json`: the JSON alone, of a report made once; `<kind>.json.zstd`: that JSON compressed
+    /// as sent to a client that accepts zstd), each underlying SQL query on its
     /// own, and the daily job's queries for `to`. Each is run `runs` times (after one warm-up run).
     ///
     /// - Throws: `ReportError` from the queries.
@@ -69,8 +70,8 @@ package enum ReportBenchmark {
         // and read out in libmicrohttpd's 64 KiB calls.
         let piece = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
         defer { piece.deallocate() }
-        func send(_ report: any RenderableReport) -> Int {
-            let body = ReportJSONPieces(report)
+        func send(_ report: any RenderableReport, encoding: ReportEncoding? = nil) -> Int {
+            let body = ReportJSONPieces(report, encoding: encoding)
             var bytes = 0
             while case let count = body.read(into: piece), count > 0 { bytes += count }
             return bytes > 0 ? report.tables.first?.count ?? 0 : 0
@@ -80,6 +81,8 @@ package enum ReportBenchmark {
             // The JSON alone, of a report made once: the writing's share of the served time.
             let report = try service.report(kind, app: app, from: start, to: end)
             try measure(kind.rawValue + ".json") { send(report) }
+            // The same JSON compressed as the API sends it to a client that accepts zstd.
+            try measure(kind.rawValue + ".json.zstd") { send(report, encoding: .zstd) }
         }
         let queries: [(String, SQL)] = [
             ("sql.link_summary", ReportSQL.linkSummary(app: app, from: start, to: end)),

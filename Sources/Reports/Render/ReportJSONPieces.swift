@@ -15,16 +15,42 @@ package final class ReportJSONPieces: @unchecked Sendable {
     private var pieces: [[UInt8]] = []
     private var piece = 0
     private var offset = 0
-    /// The whole JSON's length.
+    /// The whole body's length (compressed, with an `encoding`).
     package let size: Int
+    /// The JSON's length before any compression.
+    package let jsonSize: Int
 
     /// Writes `report`'s JSON (with a final line feed, as the API sends it) in pieces of at least
-    /// `pieceSize` bytes (whole rows; the last piece may be smaller).
-    package init(_ report: any RenderableReport, pieceSize: Int = 1 << 20) {
+    /// `pieceSize` bytes (whole rows; the last piece may be smaller). With an `encoding`, each piece
+    /// is compressed as it is written (into the one buffer the stream reuses) and only the
+    /// compressed bytes are kept, in pieces of about a quarter of `pieceSize`: ~3 MB instead of 54 for
+    /// a 30-day per-link report at 1,000 links.
+    package init(_ report: any RenderableReport, pieceSize: Int = 1 << 20, encoding: ReportEncoding? = nil) {
         var json = ReportJSONStream(report, newline: true)
         var pieces: [[UInt8]] = []
-        json.forEachPiece(of: pieceSize) { pieces.append($0.bytes) }
+        var jsonSize = 0
+        if let encoding {
+            let compressor = ReportCompressor(encoding)
+            let outputSize = max(pieceSize / 4, 1)
+            var out: [UInt8] = []
+            out.reserveCapacity(outputSize * 2)
+            json.forEachPiece(of: pieceSize) { piece in
+                jsonSize += piece.count
+                piece.bytes.withUnsafeBytes { compressor.compress($0, into: &out) }
+                if out.count >= outputSize {
+                    pieces.append(out)
+                    out = []
+                    out.reserveCapacity(outputSize * 2)
+                }
+            }
+            compressor.finish(into: &out)
+            pieces.append(out)
+        } else {
+            json.forEachPiece(of: pieceSize) { pieces.append($0.bytes) }
+            jsonSize = pieces.reduce(0) { $0 + $1.count }
+        }
         self.pieces = pieces
+        self.jsonSize = jsonSize
         size = pieces.reduce(0) { $0 + $1.count }
     }
 
@@ -50,7 +76,7 @@ package final class ReportJSONPieces: @unchecked Sendable {
         // glibc keeps freed memory for reuse, so each report worker's heap would stay at its largest
         // report (~100 MB for this one). Given back on a utility queue, off any event loop.
         pieces = []
-        if size >= Self.largeReportBytes { DispatchQueue.global(qos: .utility).async { Heap.returnFreeMemory() } }
+        if jsonSize >= Self.largeReportBytes { DispatchQueue.global(qos: .utility).async { Heap.returnFreeMemory() } }
     }
 
     /// A report this large gives freed memory back when its pieces go.
