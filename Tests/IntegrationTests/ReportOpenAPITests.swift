@@ -26,14 +26,21 @@ struct ReportOpenAPITests {
         return format?["schema"]?["enum"]?.items.compactMap(\.text) ?? []
     }
 
-    /// Report `kind`'s main (first) section, the first table its schema requires, which CSV renders;
-    /// and its columns, in the order its row schema requires them.
-    static func mainTable(_ spec: OpenAPISpec, _ kind: String) throws -> (section: String, columns: [String]) {
+    /// Report `kind`'s tables as its schema lists them, the main one (which CSV renders unless `table`
+    /// names another) first; each with its columns, in the order its row schema requires them.
+    static func tables(_ spec: OpenAPISpec, _ kind: String) throws -> [(section: String, columns: [String])] {
         let schema = try #require(spec.schema(kind.capitalized + "Report"), "no schema for \(kind)")
         let tables = schema["allOf"]?.items.compactMap { $0["properties"]?["tables"] }.first
-        let section = try #require(tables?["required"]?.items.first?.text, "\(kind): no required tables")
-        let items = tables?["properties"]?[section]?["items"].flatMap(spec.validator.resolve)
-        return (section, items?["required"]?.items.compactMap(\.text) ?? [])
+        let sections = try #require(tables?["properties"]?.pairs, "\(kind): no tables")
+        return sections.map { section, table in
+            let items = table["items"].flatMap(spec.validator.resolve)
+            return (section, items?["required"]?.items.compactMap(\.text) ?? [])
+        }
+    }
+
+    /// Report `kind`'s main (first) table and its columns.
+    static func mainTable(_ spec: OpenAPISpec, _ kind: String) throws -> (section: String, columns: [String]) {
+        try #require(try tables(spec, kind).first, "\(kind): no tables")
     }
 
     /// The records of an RFC 4180 text (CRLF or LF line ends, `"` quoting with `""` inside).
@@ -181,9 +188,26 @@ struct ReportOpenAPITests {
             let paths = Set(oneLinkTables.filter { $0.key != "installs" }.values.joined().map { $0["path"] as? String })
             #expect(paths.isSubset(of: [link]), "\(oneLinkQuery) has rows of \(paths)")
 
+            // Each table alone (`table`): JSON holds only it, CSV is it, both as the spec says.
+            for (section, columns) in try Self.tables(spec, kind) {
+                for format in ["json", "csv"] {
+                    let query = path + "?" + days + "&format=" + format + "&table=" + section
+                    let answer = try Self.send("GET", base + query, headers: secret)
+                    #expect(answer.status == 200, "\(query): \(answer.text.prefix(300))")
+                    Self.check(spec, answer, "GET", query)
+                    if format == "json" {
+                        let body = (try? JSONSerialization.jsonObject(with: answer.body) as? [String: Any]) ?? [:]
+                        #expect((body["tables"] as? [String: Any]).map { Array($0.keys) } == [section], "\(query)")
+                    } else {
+                        #expect(Self.csvRecords(answer.text).first == columns, "\(query)")
+                    }
+                }
+            }
+
             // The provider's refusals (and the defaults: no range, no format).
             for (method, query, headers, status) in [
                 ("GET", path + "?path=", secret, 400),
+                ("GET", path + "?table=none", secret, 400),
                 ("GET", path + "?path=/" + String(repeating: "x", count: 300), secret, 400),
                 ("GET", path, secret, 200),
                 ("HEAD", path, secret, 200),

@@ -51,6 +51,31 @@ import Testing
             kind: "links", parameters: ["app": "a", "path": "/x"], connection: database.connection,
             today: day("2026-06-30"), defaultFormat: .table)
         #expect(oneLinkTable.body.hasPrefix("links report for app a, 2026-06-01 to 2026-06-30, link /x\n"))
+        // One table: JSON, CSV and the terminal show it alone; a table the report lacks is refused.
+        let utmJSON = ReportEndpoint.respond(
+            kind: "links", parameters: ["app": "a", "table": "utm", "format": "json"], connection: database.connection,
+            today: day("2026-06-30"), defaultFormat: .table)
+        #expect(utmJSON.status == 200 && utmJSON.body.contains(#""tables":{"utm":[{"path":"/x","#))
+        #expect(!utmJSON.body.contains(#""links":"#))
+        let utmCSV = ReportEndpoint.respond(
+            kind: "links", parameters: ["app": "a", "table": "utm", "format": "csv"], connection: database.connection,
+            today: day("2026-06-30"), defaultFormat: .table)
+        #expect(utmCSV.body.hasPrefix("path,day,utm_source,utm_medium,utm_campaign,clicks,"))
+        let installsTable = ReportEndpoint.respond(
+            kind: "attribution", parameters: ["app": "a", "table": "installs"], connection: database.connection,
+            today: day("2026-06-30"), defaultFormat: .table)
+        #expect(installsTable.body.contains("\ninstalls\n") && !installsTable.body.contains("\nattribution\n"))
+        let service = ReportService(connection: database.connection)
+        for kind in ReportKind.allCases {
+            let report = try service.report(kind, app: "a", from: day("2026-06-01"), to: day("2026-06-30"))
+            #expect(report.tables.map(\.name) == kind.tableNames, "what table= may name is what \(kind) has")
+        }
+        let noSuchTable = ReportEndpoint.respond(
+            kind: "funnel", parameters: ["app": "a", "table": "utm"], connection: database.connection,
+            today: day("2026-06-30"), defaultFormat: .json)
+        #expect(noSuchTable.status == 400 && noSuchTable.exitCode == 64)
+        #expect(noSuchTable.body.contains("invalid parameter table: the funnel report has funnel, not utm"))
+
         for bad in ["", String(repeating: "/a", count: 1025)] {
             let refused = ReportEndpoint.respond(
                 kind: "links", parameters: ["app": "a", "path": bad], connection: database.connection,

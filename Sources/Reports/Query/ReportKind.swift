@@ -8,4 +8,14 @@ package enum ReportKind: String, Sendable, CaseIterable {
     case retention
     /// Attribution per link and day, installs per day.
     case attribution
+
+    /// The report's tables (JSON's `tables`), the main one first: what `table=` may name.
+    package var tableNames: [String] {
+        switch self {
+        case .links: ["links", "utm"]
+        case .funnel: ["funnel"]
+        case .retention: ["retention"]
+        case .attribution: ["attribution", "installs"]
+        }
+    }
 }

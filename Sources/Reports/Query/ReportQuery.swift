@@ -16,23 +16,30 @@ package struct ReportQuery: Sendable, Equatable {
     package var format: ReportFormat
     /// One link's path (exactly as the link service sent it), nil for every link.
     package var path: String?
+    /// One table of the report (`utm`, `installs`...), nil for all (CSV: the main one). Checked
+    /// against the report's tables by `ReportService.report(_:_:)`.
+    package var table: String?
 
     /// Longest `path` accepted, in bytes.
     package static let maxPathBytes = 2048
 
     /// Makes a query.
-    package init(app: String, from: ReportDay, to: ReportDay, format: ReportFormat, path: String? = nil) {
+    package init(
+        app: String, from: ReportDay, to: ReportDay, format: ReportFormat, path: String? = nil, table: String? = nil
+    ) {
         self.app = app
         self.from = from
         self.to = to
         self.format = format
         self.path = path
+        self.table = table
     }
 
     /// Parses parameters by name: `app` (required), `from` and `to` (`YYYY-MM-DD`; `to` defaults to
     /// `today`, `from` to 29 days before `to`), `format` (`table`, `csv`, `json`; default
     /// `defaultFormat`), `path` (one link, exactly as stored; rows of other links and the organic
-    /// "link" are left out). Unknown names are refused so a typo is not silently ignored.
+    /// "link" are left out), `table` (one of the report's tables, e.g. `utm`: every format shows only
+    /// it). Unknown names are refused so a typo is not silently ignored.
     ///
     /// - Parameters:
     ///   - parameters: the flags (without `--`) or query parameters.
@@ -43,9 +50,10 @@ package struct ReportQuery: Sendable, Equatable {
     package static func parse(
         _ parameters: [String: String], today: ReportDay, defaultFormat: ReportFormat, allowed: Set<String> = []
     ) throws(ReportError) -> ReportQuery {
-        let known: Set<String> = ["app", "from", "to", "format", "path"]
+        let known: Set<String> = ["app", "from", "to", "format", "path", "table"]
         if let unknown = parameters.keys.sorted().first(where: { !known.contains($0) && !allowed.contains($0) }) {
-            throw .invalidParameter(name: unknown, message: "unknown parameter (expected app, from, to, format, path)")
+            throw .invalidParameter(
+                name: unknown, message: "unknown parameter (expected app, from, to, format, path, table)")
         }
         guard let app = parameters["app"], !app.isEmpty else {
             throw .invalidParameter(name: "app", message: "required")
@@ -81,7 +89,7 @@ package struct ReportQuery: Sendable, Equatable {
                 throw .invalidParameter(name: "path", message: "expected a link path of 1 to \(maxPathBytes) bytes")
             }
         }
-        return ReportQuery(app: app, from: from, to: to, format: format, path: path)
+        return ReportQuery(app: app, from: from, to: to, format: format, path: path, table: parameters["table"])
     }
 
     /// Parses one `YYYY-MM-DD` parameter (nil when absent).

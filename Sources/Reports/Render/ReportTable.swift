@@ -204,3 +204,19 @@ package protocol RenderableReport: Sendable {
     /// The report's sections.
     var tables: [ReportTable] { get }
 }
+
+/// One table of a report (`table=utm`): the report's identity, and only that table, so JSON, CSV
+/// and the terminal table show it alone.
+struct ReportTableSelection: RenderableReport {
+    let report: any RenderableReport
+    /// The table's name, one of the report's.
+    let table: String
+
+    var kind: String { report.kind }
+    var app: String { report.app }
+    var from: ReportDay { report.from }
+    var to: ReportDay { report.to }
+    var watermark: String? { report.watermark }
+    var path: String? { report.path }
+    var tables: [ReportTable] { report.tables.filter { $0.name == table } }
+}

@@ -64,11 +64,22 @@ package struct ReportService {
         }
     }
 
-    /// Runs the report named by `kind` for `query`'s app, days and link.
+    /// Runs the report named by `kind` for `query`'s app, days and link, with only `query.table`
+    /// when it names one.
     ///
-    /// - Throws: as `report(_:app:from:to:path:)`.
+    /// - Throws: `ReportError.invalidParameter` for a table the report does not have (before any
+    ///   query), else as `report(_:app:from:to:path:)`.
     package func report(_ kind: ReportKind, _ query: ReportQuery) throws(ReportError) -> any RenderableReport {
-        try report(kind, app: query.app, from: query.from, to: query.to, path: query.path)
+        if let table = query.table, !kind.tableNames.contains(table) {
+            throw .invalidParameter(
+                name: "table",
+                message:
+                    "the \(kind.rawValue) report has \(kind.tableNames.joined(separator: " and ")), not \(table.prefix(64))"
+            )
+        }
+        let report = try report(kind, app: query.app, from: query.from, to: query.to, path: query.path)
+        guard let table = query.table else { return report }
+        return ReportTableSelection(report: report, table: table)
     }
 
     /// Applies rollup work queued by `queue_rollups` (a no-op when the loader refreshes at once);
