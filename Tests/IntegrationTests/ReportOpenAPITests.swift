@@ -204,6 +204,28 @@ struct ReportOpenAPITests {
                 }
             }
 
+            // Totals per link (`by=link`): the links report's own schema for them; the others refuse it.
+            let totalsQuery = path + "?" + days + "&by=link"
+            let totals = try Self.send("GET", base + totalsQuery, headers: secret)
+            Self.check(spec, totals, "GET", totalsQuery)
+            if kind == "links" {
+                #expect(totals.status == 200, "\(totalsQuery): \(totals.text.prefix(300))")
+                let schema = try #require(spec.schema("LinksTotalsReport"))
+                let instance = try #require(JSONSchema.Instance.parse(Array(totals.body)))
+                for problem in spec.validator.problems(instance, schema) { Issue.record("\(totalsQuery): \(problem)") }
+                let rows =
+                    ((try? JSONSerialization.jsonObject(with: totals.body) as? [String: Any])?["tables"]
+                    as? [String: [Any]])?["links"] ?? []
+                #expect(!rows.isEmpty && rows.count < mainRows ?? 0, "one row per link, fewer than per day")
+                let csvQuery = totalsQuery + "&format=csv&table=utm"
+                let csvAnswer = try Self.send("GET", base + csvQuery, headers: secret)
+                Self.check(spec, csvAnswer, "GET", csvQuery)
+                let utmColumns = try #require(spec.schema("UTMTotalRow"))["required"]?.items.compactMap(\.text)
+                #expect(Self.csvRecords(csvAnswer.text).first == utmColumns, "\(csvQuery)")
+            } else {
+                #expect(totals.status == 400, "\(totalsQuery): \(totals.text.prefix(300))")
+            }
+
             // The provider's refusals (and the defaults: no range, no format).
             for (method, query, headers, status) in [
                 ("GET", path + "?path=", secret, 400),

@@ -65,6 +65,34 @@ import Testing
             kind: "attribution", parameters: ["app": "a", "table": "installs"], connection: database.connection,
             today: day("2026-06-30"), defaultFormat: .table)
         #expect(installsTable.body.contains("\ninstalls\n") && !installsTable.body.contains("\nattribution\n"))
+        // Totals per link: "by" in the header and the title, one row per link; links only.
+        let totals = ReportEndpoint.respond(
+            kind: "links", parameters: ["app": "a", "from": "2026-06-01", "to": "2026-06-30", "by": "link"],
+            connection: database.connection, today: day("2026-06-30"), defaultFormat: .json)
+        #expect(totals.status == 200)
+        #expect(
+            totals.body.hasPrefix(#"{"report":"links","app":"a","from":"2026-06-01","to":"2026-06-30","by":"link","#))
+        #expect(totals.body.contains(#""links":[{"path":"/x","days":"#) && !totals.body.contains(#""day":"#))
+        let totalsTable = ReportEndpoint.respond(
+            kind: "links", parameters: ["app": "a", "by": "link", "path": "/x", "table": "utm"],
+            connection: database.connection, today: day("2026-06-30"), defaultFormat: .table)
+        #expect(
+            totalsTable.body.hasPrefix("links report for app a, 2026-06-01 to 2026-06-30, link /x, totals per link\n"))
+        #expect(totalsTable.body.contains("\nutm\npath  days  utm_source  utm_medium  utm_campaign  clicks"))
+        let byDay = ReportEndpoint.respond(
+            kind: "links", parameters: ["app": "a", "by": "day"], connection: database.connection,
+            today: day("2026-06-30"), defaultFormat: .json)
+        let daily = ReportEndpoint.respond(
+            kind: "links", parameters: ["app": "a"], connection: database.connection, today: day("2026-06-30"),
+            defaultFormat: .json)
+        #expect(byDay.body == daily.body && byDay.status == 200)
+        for (kind, by) in [("funnel", "link"), ("links", "week")] {
+            let refused = ReportEndpoint.respond(
+                kind: kind, parameters: ["app": "a", "by": by], connection: database.connection,
+                today: day("2026-06-30"), defaultFormat: .json)
+            #expect(refused.status == 400 && refused.body.contains("invalid parameter by: "), "\(kind) by=\(by)")
+        }
+
         let service = ReportService(connection: database.connection)
         for kind in ReportKind.allCases {
             let report = try service.report(kind, app: "a", from: day("2026-06-01"), to: day("2026-06-30"))

@@ -19,13 +19,17 @@ package struct ReportQuery: Sendable, Equatable {
     /// One table of the report (`utm`, `installs`...), nil for all (CSV: the main one). Checked
     /// against the report's tables by `ReportService.report(_:_:)`.
     package var table: String?
+    /// `link`: the per-link report's rows totalled per link over the days (`LinkTotalsReport`);
+    /// nil (or `day`): one row per day.
+    package var by: String?
 
     /// Longest `path` accepted, in bytes.
     package static let maxPathBytes = 2048
 
     /// Makes a query.
     package init(
-        app: String, from: ReportDay, to: ReportDay, format: ReportFormat, path: String? = nil, table: String? = nil
+        app: String, from: ReportDay, to: ReportDay, format: ReportFormat, path: String? = nil, table: String? = nil,
+        by: String? = nil
     ) {
         self.app = app
         self.from = from
@@ -33,13 +37,15 @@ package struct ReportQuery: Sendable, Equatable {
         self.format = format
         self.path = path
         self.table = table
+        self.by = by
     }
 
     /// Parses parameters by name: `app` (required), `from` and `to` (`YYYY-MM-DD`; `to` defaults to
     /// `today`, `from` to 29 days before `to`), `format` (`table`, `csv`, `json`; default
     /// `defaultFormat`), `path` (one link, exactly as stored; rows of other links and the organic
     /// "link" are left out), `table` (one of the report's tables, e.g. `utm`: every format shows only
-    /// it). Unknown names are refused so a typo is not silently ignored.
+    /// it), `by` (`day`, the default, or `link`: the per-link report's totals per link over the
+    /// days). Unknown names are refused so a typo is not silently ignored.
     ///
     /// - Parameters:
     ///   - parameters: the flags (without `--`) or query parameters.
@@ -50,10 +56,10 @@ package struct ReportQuery: Sendable, Equatable {
     package static func parse(
         _ parameters: [String: String], today: ReportDay, defaultFormat: ReportFormat, allowed: Set<String> = []
     ) throws(ReportError) -> ReportQuery {
-        let known: Set<String> = ["app", "from", "to", "format", "path", "table"]
+        let known: Set<String> = ["app", "from", "to", "format", "path", "table", "by"]
         if let unknown = parameters.keys.sorted().first(where: { !known.contains($0) && !allowed.contains($0) }) {
             throw .invalidParameter(
-                name: unknown, message: "unknown parameter (expected app, from, to, format, path, table)")
+                name: unknown, message: "unknown parameter (expected app, from, to, format, path, table, by)")
         }
         guard let app = parameters["app"], !app.isEmpty else {
             throw .invalidParameter(name: "app", message: "required")
@@ -89,7 +95,15 @@ package struct ReportQuery: Sendable, Equatable {
                 throw .invalidParameter(name: "path", message: "expected a link path of 1 to \(maxPathBytes) bytes")
             }
         }
-        return ReportQuery(app: app, from: from, to: to, format: format, path: path, table: parameters["table"])
+        var by = parameters["by"]
+        if let text = by {
+            guard ["day", "link"].contains(text) else {
+                throw .invalidParameter(name: "by", message: "expected day or link, got \(text.prefix(40))")
+            }
+            if text == "day" { by = nil }
+        }
+        return ReportQuery(
+            app: app, from: from, to: to, format: format, path: path, table: parameters["table"], by: by)
     }
 
     /// Parses one `YYYY-MM-DD` parameter (nil when absent).

@@ -7,43 +7,12 @@ extension LinkReport {
         return [
             ReportTable(
                 name: "links",
-                columns: [
-                    "path", "day", "clicks", "universal_link_opens", "matched_installs", "attributed_installs",
-                    "install_rate", "reengagements", "clicks_ios", "clicks_android", "universal_link_opens_ios",
-                    "universal_link_opens_android", "matched_installs_ios", "matched_installs_android",
-                    "attributed_installs_ios", "attributed_installs_android", "reengagements_ios",
-                    "reengagements_android", "events", "retention_events", "revenue", "events_ios", "events_android",
-                    "retention_events_ios", "retention_events_android", "revenue_ios", "revenue_android",
-                ], count: rows.count
+                columns: ["path", "day"] + linkCountColumns, count: rows.count
             ) { index, out in
                 let row = rows[index]
                 out.text(row.path)
                 out.text(row.day.iso8601)
-                out.int(row.clicks)
-                out.int(row.universalLinkOpens)
-                out.int(row.matchedInstalls)
-                out.int(row.attributedInstalls)
-                out.decimal(row.installRate)
-                out.int(row.reengagements)
-                out.int(row.ios.clicks)
-                out.int(row.android.clicks)
-                out.int(row.ios.universalLinkOpens)
-                out.int(row.android.universalLinkOpens)
-                out.int(row.ios.matchedInstalls)
-                out.int(row.android.matchedInstalls)
-                out.int(row.ios.attributedInstalls)
-                out.int(row.android.attributedInstalls)
-                out.int(row.ios.reengagements)
-                out.int(row.android.reengagements)
-                out.counts(row.events)
-                out.counts(row.retentionEvents)
-                out.amounts(row.revenue)
-                out.counts(row.ios.events)
-                out.counts(row.android.events)
-                out.counts(row.ios.retentionEvents)
-                out.counts(row.android.retentionEvents)
-                out.amounts(row.ios.revenue)
-                out.amounts(row.android.revenue)
+                out.linkCounts(row)
             },
             ReportTable(
                 name: "utm",
@@ -65,6 +34,100 @@ extension LinkReport {
                 out.decimal(row.installRate)
             },
         ]
+    }
+}
+
+extension LinkTotalsReport {
+    package var tables: [ReportTable] {
+        let rows = self.rows, utm = self.utm
+        return [
+            ReportTable(
+                name: "links",
+                columns: ["path", "days"] + linkCountColumns, count: rows.count
+            ) { index, out in
+                let row = rows[index]
+                out.text(row.path)
+                out.int(row.days)
+                out.linkCounts(row)
+            },
+            ReportTable(
+                name: "utm",
+                columns: [
+                    "path", "days", "utm_source", "utm_medium", "utm_campaign", "clicks", "universal_link_opens",
+                    "matched_installs", "attributed_installs", "install_rate",
+                ], count: utm.count
+            ) { index, out in
+                let row = utm[index]
+                out.text(row.path)
+                out.int(row.days)
+                out.text(row.source)
+                out.text(row.medium)
+                out.text(row.campaign)
+                out.int(row.clicks)
+                out.int(row.universalLinkOpens)
+                out.int(row.matchedInstalls)
+                out.int(row.attributedInstalls)
+                out.decimal(row.installRate)
+            },
+        ]
+    }
+}
+
+/// The per-link columns after a row's key (`path`, `day` or `days`), daily and totals alike.
+private let linkCountColumns = [
+    "clicks", "universal_link_opens", "matched_installs", "attributed_installs", "install_rate", "reengagements",
+    "clicks_ios", "clicks_android", "universal_link_opens_ios", "universal_link_opens_android",
+    "matched_installs_ios", "matched_installs_android", "attributed_installs_ios", "attributed_installs_android",
+    "reengagements_ios", "reengagements_android", "events", "retention_events", "revenue", "events_ios",
+    "events_android", "retention_events_ios", "retention_events_android", "revenue_ios", "revenue_android",
+]
+
+/// What a per-link row has beside its key: a day's counts or their totals.
+protocol LinkCounts {
+    var clicks: Int { get }
+    var universalLinkOpens: Int { get }
+    var matchedInstalls: Int { get }
+    var attributedInstalls: Int { get }
+    var installRate: String? { get }
+    var reengagements: Int { get }
+    var ios: PlatformCounts { get }
+    var android: PlatformCounts { get }
+    var events: NamedValues<Int> { get }
+    var retentionEvents: NamedValues<Int> { get }
+    var revenue: NamedValues<String> { get }
+}
+
+extension LinkDayRow: LinkCounts {}
+extension LinkTotalRow: LinkCounts {}
+
+extension ReportRowWriter {
+    /// Puts `row`'s values of `linkCountColumns`, in order.
+    fileprivate mutating func linkCounts(_ row: some LinkCounts) {
+        int(row.clicks)
+        int(row.universalLinkOpens)
+        int(row.matchedInstalls)
+        int(row.attributedInstalls)
+        decimal(row.installRate)
+        int(row.reengagements)
+        int(row.ios.clicks)
+        int(row.android.clicks)
+        int(row.ios.universalLinkOpens)
+        int(row.android.universalLinkOpens)
+        int(row.ios.matchedInstalls)
+        int(row.android.matchedInstalls)
+        int(row.ios.attributedInstalls)
+        int(row.android.attributedInstalls)
+        int(row.ios.reengagements)
+        int(row.android.reengagements)
+        counts(row.events)
+        counts(row.retentionEvents)
+        amounts(row.revenue)
+        counts(row.ios.events)
+        counts(row.android.events)
+        counts(row.ios.retentionEvents)
+        counts(row.android.retentionEvents)
+        amounts(row.ios.revenue)
+        amounts(row.android.revenue)
     }
 }
 

@@ -40,6 +40,11 @@ package struct ReportJSONStream: Sendable {
             out.raw(",\"path\":")
             out.string(path)
         }
+        if let by = report.by {
+            // Only in totals (`by=link`): daily reports' headers are as before.
+            out.raw(",\"by\":")
+            out.string(by)
+        }
         out.raw(",\"watermark\":")
         if let watermark = report.watermark { out.string(watermark) } else { out.raw("null") }
         for (key, value) in extra {

@@ -19,7 +19,8 @@ package enum ReportRenderer {
         switch format {
         case .table:
             var text = "\(report.kind) report for app \(report.app), \(report.from) to \(report.to)"
-            text += report.path.map { ", link \($0)\n" } ?? "\n"
+            text += report.path.map { ", link \($0)" } ?? ""
+            text += report.by.map { ", totals per \($0)\n" } ?? "\n"
             text += "load watermark: \(report.watermark ?? "none (nothing loaded yet)")\n"
             for table in report.tables {
                 text += "\n" + table.name + "\n" + self.table(table)

@@ -201,6 +201,8 @@ package protocol RenderableReport: Sendable {
     var watermark: String? { get }
     /// The one link the report was asked for, nil for every link.
     var path: String? { get }
+    /// What the rows total over instead of one per day (`link`: `--by link`), nil for daily rows.
+    var by: String? { get }
     /// The report's sections.
     var tables: [ReportTable] { get }
 }
@@ -218,5 +220,11 @@ struct ReportTableSelection: RenderableReport {
     var to: ReportDay { report.to }
     var watermark: String? { report.watermark }
     var path: String? { report.path }
+    var by: String? { report.by }
     var tables: [ReportTable] { report.tables.filter { $0.name == table } }
+}
+
+extension RenderableReport {
+    /// Daily rows (every report but the per-link totals).
+    package var by: String? { nil }
 }

@@ -64,8 +64,8 @@ package struct ReportService {
         }
     }
 
-    /// Runs the report named by `kind` for `query`'s app, days and link, with only `query.table`
-    /// when it names one.
+    /// Runs the report named by `kind` for `query`'s app, days and link, totalled per link with
+    /// `by=link`, with only `query.table` when it names one.
     ///
     /// - Throws: `ReportError.invalidParameter` for a table the report does not have (before any
     ///   query), else as `report(_:app:from:to:path:)`.
@@ -77,7 +77,15 @@ package struct ReportService {
                     "the \(kind.rawValue) report has \(kind.tableNames.joined(separator: " and ")), not \(table.prefix(64))"
             )
         }
-        let report = try report(kind, app: query.app, from: query.from, to: query.to, path: query.path)
+        let report: any RenderableReport
+        if query.by == "link" {
+            guard kind == .links else {
+                throw .invalidParameter(name: "by", message: "by=link totals the links report only")
+            }
+            report = try LinkTotalsReport(try links(app: query.app, from: query.from, to: query.to, path: query.path))
+        } else {
+            report = try self.report(kind, app: query.app, from: query.from, to: query.to, path: query.path)
+        }
         guard let table = query.table else { return report }
         return ReportTableSelection(report: report, table: table)
     }

@@ -9,7 +9,7 @@ enum ReportCommand: Command {
     static let help = """
         Usage:
           detour-analytics report links|funnel|retention|attribution --app ID [--from D] [--to D] [--path P]
-                                                             [--table T] [--format table|csv|json]
+                                                             [--by day|link] [--table T] [--format table|csv|json]
           detour-analytics report daily --date D [--app ID] --out DIR [--format csv,json,html] [--allow-partial] [--grace DUR]
           detour-analytics report rebuild
 
@@ -31,6 +31,8 @@ enum ReportCommand: Command {
                                ending today in that time zone)
           --path P             one link only, by its path exactly as stored (e.g. /promo); the organic rows
                                are left out, and attribution's installs per day stay app-wide
+          --by link            links only: one row per link (and UTM combination) with the days' totals, instead
+                               of one per day (re-engagements are summed per day)
           --table T            one table of the report only: utm of links, installs of attribution, or the
                                main one (CSV shows the main one unless told)
           --format F           table (default), csv or json; for daily a list of csv,json,html (default all)
@@ -48,7 +50,7 @@ enum ReportCommand: Command {
         switch verb {
         case "links", "funnel", "retention", "attribution":
             var parameters: [String: String] = [:]
-            for name in ["app", "from", "to", "path", "table", "format"] {
+            for name in ["app", "from", "to", "path", "by", "table", "format"] {
                 if let value = try arguments.option("--" + name) { parameters[name] = value }
             }
             let url = try arguments.databaseURL(environment)
