@@ -11,6 +11,19 @@ package struct JSONText: Sendable {
     /// Forgets the bytes written, keeping the buffer (a streamed report reuses one per piece).
     package mutating func removeAll() { bytes.removeAll(keepingCapacity: true) }
 
+    /// Writes into `buffer`'s storage, emptied first (a buffer handed back for reuse).
+    package init(reusing buffer: [UInt8]) {
+        bytes = buffer
+        bytes.removeAll(keepingCapacity: true)
+    }
+
+    /// The bytes written, moved out (no copy); the text is empty afterwards.
+    package mutating func takeBytes() -> [UInt8] {
+        let taken = bytes
+        bytes = []
+        return taken
+    }
+
     /// Makes room for `count` more bytes (an estimate saves the buffer's regrowth copies).
     package mutating func reserve(_ count: Int) { bytes.reserveCapacity(bytes.count + count) }
 

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Locking
+import Synchronization
 import Testing
 
 @testable import Ingest
@@ -184,6 +185,51 @@ struct ReportAPITests {
         #expect(server.isServing())
     }
 
+    @Test("a body made while it is sent: its first bytes leave before the rest is made, the reader waits, all arrives")
+    func producedBody() throws {
+        let body = GatedBody(first: Array(repeating: UInt8(ascii: "a"), count: 70_000), rest: Array("bc".utf8))
+        let provider = EchoReportProvider { .streamed(contentType: "application/json", body: body) }
+        let server = try TestServer(reportProvider: provider) { $0.threads = 1 }
+        let client = try server.client()
+        client.send(Self.rawRequest("links"))
+        // The worker made the first piece and waits at the gate: the event loop sent it meanwhile,
+        // then found nothing ready and suspended the connection.
+        #expect(body.firstSent.wait(timeout: .now() + 10) == .success, "the first piece was not sent before the rest")
+        #expect(server.isServing(), "a suspended stream holds no event loop")
+        body.gate.signal()
+        let response = try client.readResponse()
+        #expect(response.status == 200 && response.header("Transfer-Encoding") == "chunked")
+        #expect(response.body == body.first + body.rest)
+        #expect(body.suspensions.load(ordering: .relaxed) >= 1)
+        #expect(body.cancelled.wait(timeout: .now() + 10) == .success, "the body was not told the response is over")
+        // HEAD: made whole first (on the worker, the gate already open), answered with its length.
+        let headBody = GatedBody(first: body.first, rest: body.rest)
+        headBody.gate.signal()
+        let headServer = try TestServer(
+            reportProvider: EchoReportProvider { .streamed(contentType: "application/json", body: headBody) })
+        let head = try headServer.client().request("HEAD", "/api/reports/links", headers: Self.secret)
+        #expect(head.status == 200 && head.header("Content-Length") == "70002" && head.body.isEmpty)
+        #expect(headBody.suspensions.load(ordering: .relaxed) == 0)
+    }
+
+    @Test("a body made while it is sent, whose client leaves: the worker stops making it, the server serves on")
+    func producedBodyAbandoned() throws {
+        let body = GatedBody(first: Array(repeating: UInt8(ascii: "a"), count: 70_000), rest: Array("bc".utf8))
+        let provider = EchoReportProvider { .streamed(contentType: "application/json", body: body) }
+        let server = try TestServer(reportProvider: provider) { $0.threads = 1 }
+        do {
+            let client = try server.client()
+            client.send(Self.rawRequest("links"))
+            #expect(body.firstSent.wait(timeout: .now() + 10) == .success)
+            _ = client.isClosedByPeer()  // reads one byte of the answer, then the client closes
+        }
+        // Suspended, libmicrohttpd cannot see the client leave: the next piece resumes the
+        // connection, whose send fails, and the response ends.
+        body.gate.signal()
+        #expect(body.cancelled.wait(timeout: .now() + 20) == .success, "the abandoned body was never cancelled")
+        #expect(server.isServing())
+    }
+
     @Test("without a report provider the routes answer 503 reports_unavailable (after auth)")
     func noProvider() throws {
         let server = try TestServer()
@@ -335,4 +381,77 @@ final class PatternStream: HTTPBodyStream, @unchecked Sendable {
         offset += count
         return count
     }
+}
+
+/// A body made while it is sent (`HTTPProducedBody`), in two pieces: `first`, then, once `gate` is
+/// signalled (or after 10 s), `rest`. `firstSent` is signalled when the server has read all of
+/// `first`; `suspensions` counts the reads that found nothing ready; `cancelled` is signalled by
+/// `cancel`. `produce` makes the body once (later calls return; HEAD makes it first).
+final class GatedBody: HTTPProducedBody, @unchecked Sendable {
+    let first: [UInt8]
+    let rest: [UInt8]
+    let gate = DispatchSemaphore(value: 0)
+    let firstSent = DispatchSemaphore(value: 0)
+    let cancelled = DispatchSemaphore(value: 0)
+    let suspensions = Atomic<Int>(0)
+    private let lock = NSLock()
+    private var ready: [UInt8] = []
+    private var sent = 0
+    private var isMade = false
+    private var isStarted = false
+    private var wake: (@Sendable () -> Void)?
+
+    init(first: [UInt8], rest: [UInt8]) {
+        self.first = first
+        self.rest = rest
+    }
+
+    func produce() {
+        lock.lock()
+        let starts = !isStarted
+        isStarted = true
+        lock.unlock()
+        guard starts else { return }
+        publish(first, last: false)
+        _ = gate.wait(timeout: .now() + 10)
+        publish(rest, last: true)
+    }
+
+    private func publish(_ bytes: [UInt8], last: Bool) {
+        lock.lock()
+        ready += bytes
+        isMade = last
+        let wake = self.wake
+        self.wake = nil
+        lock.unlock()
+        wake?()
+    }
+
+    func read(into buffer: UnsafeMutableRawBufferPointer) -> Int {
+        produce()
+        return read(into: buffer, suspend: {}, wake: {})
+    }
+
+    func read(
+        into buffer: UnsafeMutableRawBufferPointer, suspend: () -> Void, wake: @escaping @Sendable () -> Void
+    ) -> Int {
+        lock.lock()
+        defer { lock.unlock() }
+        guard sent < ready.count else {
+            guard isMade else {
+                suspensions.add(1, ordering: .relaxed)
+                suspend()
+                self.wake = wake
+                return -1
+            }
+            return 0
+        }
+        let count = min(buffer.count, ready.count - sent)
+        ready.withUnsafeBytes { buffer.baseAddress!.copyMemory(from: $0.baseAddress! + sent, byteCount: count) }
+        sent += count
+        if sent == first.count { firstSent.signal() }
+        return count
+    }
+
+    func cancel() { cancelled.signal() }
 }

@@ -157,10 +157,10 @@ import Testing
                 // Whole rows, at least the size asked for: a piece ends at the first row that reaches it.
                 if pieceSize == 4096 && !report.rows.isEmpty { #expect(pieces >= whole.count / 5000) }
             }
-            // The API's body: written at once in pieces (~1 MiB, or many small ones), read out in any sizes.
+            // The API's body: written in pieces (~1 MiB, or many small ones), read out in any sizes;
+            // written whole by the first read when nothing else writes it.
             for (readSize, pieceSize) in [(7, 1 << 20), (64 * 1024, 1 << 20), (4096, 1000)] {
                 let pieces = ReportJSONPieces(report, pieceSize: pieceSize)
-                #expect(pieces.size == whole.count)
                 let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: readSize, alignment: 1)
                 defer { buffer.deallocate() }
                 var read: [UInt8] = []
@@ -168,7 +168,19 @@ import Testing
                     read.append(contentsOf: buffer[..<count])
                 }
                 #expect(read == whole, "read size \(readSize)")
+                #expect(pieces.size == whole.count && pieces.jsonSize == whole.count)
             }
+            // Written by another thread while it is read, as the report worker and the event loop
+            // do: the reader suspends when nothing is ready and is woken by the next piece.
+            for pieceSize in [100, 64 * 1024] {
+                let read = Self.readWhileProduced(ReportJSONPieces(report, pieceSize: pieceSize), readSize: 4096)
+                #expect(read == whole, "piece size \(pieceSize)")
+            }
+            // A body whose client went away stops being written at its next piece.
+            let cancelled = ReportJSONPieces(report, pieceSize: 100)
+            cancelled.cancel()
+            cancelled.produce()
+            #expect(cancelled.jsonSize < 400 && cancelled.jsonSize < whole.count, "\(cancelled.jsonSize) bytes written")
             // The endpoint's response streams the same bytes, in pieces, or whole.
             var pieces: [[UInt8]] = []
             let response = ReportResponse(
@@ -190,5 +202,35 @@ import Testing
             let csv = ReportRenderer.render(report, as: .csv)
             #expect(csv.contains("\r\n\"" + path + "\",2026-06-01,"), "\(csv.debugDescription)")
         }
+    }
+}
+
+extension RenderingTests {
+    /// Everything `body` hands out while another thread makes it (`produce`), read as the server's
+    /// event loop does: a read that finds nothing ready has suspended and waits to be woken. Bounded:
+    /// a wake that never comes fails the test after 10 s per wait.
+    static func readWhileProduced(_ body: ReportJSONPieces, readSize: Int) -> [UInt8] {
+        let woken = DispatchSemaphore(value: 0)
+        let producer = Thread { body.produce() }
+        producer.start()
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: readSize, alignment: 1)
+        defer { buffer.deallocate() }
+        var read: [UInt8] = []
+        var suspended = false
+        while true {
+            let count = body.read(into: buffer, suspend: { suspended = true }, wake: { woken.signal() })
+            if count == 0 { break }
+            if count < 0 {
+                #expect(suspended)
+                suspended = false
+                guard woken.wait(timeout: .now() + 10) == .success else {
+                    Issue.record("a suspended read was never woken")
+                    break
+                }
+                continue
+            }
+            read.append(contentsOf: buffer[..<count])
+        }
+        return read
     }
 }

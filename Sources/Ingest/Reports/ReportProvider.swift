@@ -10,13 +10,20 @@ package struct ReportRequest: Sendable, Equatable {
     /// The client's `Accept-Encoding` header as sent, nil without one: the provider may compress
     /// its answer with a coding it names (`ReportAnswer`'s `contentEncoding`).
     package var acceptEncoding: String?
+    /// A `HEAD` request: its answer is read whole before it is sent, so a body made while it is
+    /// sent (`HTTPProducedBody`) is made first.
+    package var isHead: Bool
 
     /// Makes a request.
-    package init(kind: String, appID: String, parameters: [String: String], acceptEncoding: String? = nil) {
+    package init(
+        kind: String, appID: String, parameters: [String: String], acceptEncoding: String? = nil,
+        isHead: Bool = false
+    ) {
         self.kind = kind
         self.appID = appID
         self.parameters = parameters
         self.acceptEncoding = acceptEncoding
+        self.isHead = isHead
     }
 }
 

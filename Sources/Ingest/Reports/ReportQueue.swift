@@ -18,7 +18,7 @@ final class ReportQueue: Sendable {
         var jobs: [Job] = []
         var isStopped = false
         var running = 0
-        /// Jobs a worker has taken and not finished.
+        /// Jobs a worker has taken and not finished (a body made while it is sent included).
         var active = 0
     }
 
@@ -61,7 +61,8 @@ final class ReportQueue: Sendable {
     /// Jobs waiting for a worker (not counting running ones).
     var waiting: Int { state.withLock { $0.jobs.count } }
 
-    /// Answers every waiting job with nil, lets each worker finish the report it is running, and
+    /// Answers every waiting job with nil, lets each worker finish the report it is running (and
+    /// the body it is making, so no connection stays suspended on it), and
     /// waits for the workers to exit. Safe to call more than once.
     func stop() {
         let (waiting, running) = state.withLock { state -> ([Job], Int) in
@@ -86,8 +87,15 @@ final class ReportQueue: Sendable {
             }
             if let job {
                 let answer = provider.respond(to: job.request)
-                state.withLock { $0.active -= 1 }
+                // A body made while it is sent is made here, after the answer is handed over (the
+                // connection sends what is ready meanwhile), or before it for HEAD; the worker stays
+                // counted as active until it is made.
+                var produced: (any HTTPProducedBody)?
+                if case .streamed(_, let body, _) = answer { produced = body as? any HTTPProducedBody }
+                if job.request.isHead { produced?.produce() }
                 job.completion(answer)
+                if !job.request.isHead { produced?.produce() }
+                state.withLock { $0.active -= 1 }
             }
             if isStopped, job == nil {
                 stopped.signal()

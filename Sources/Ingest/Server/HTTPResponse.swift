@@ -9,6 +9,25 @@ package protocol HTTPBodyStream: AnyObject, Sendable {
     func read(into buffer: UnsafeMutableRawBufferPointer) -> Int
 }
 
+/// A body made while it is sent: the thread that made the answer (a report worker) goes on making
+/// the body after handing the answer over (`produce`), and the connection sends what is ready, so
+/// the first bytes leave before the last are made and a client that keeps up holds little of it.
+package protocol HTTPProducedBody: HTTPBodyStream {
+    /// Copies the next ready bytes into `buffer` and returns how many, 0 at the end. When none is
+    /// ready yet, calls `suspend` while holding the body's lock (so a piece made meanwhile cannot
+    /// call `wake` before the connection is suspended), keeps `wake` and returns -1; `wake` is then
+    /// called once, by the producing thread, when bytes or the end are ready.
+    func read(
+        into buffer: UnsafeMutableRawBufferPointer, suspend: () -> Void, wake: @escaping @Sendable () -> Void
+    ) -> Int
+    /// Makes the whole body (blocking), once. The server's report queue calls it on the worker
+    /// after handing the answer over (before, for HEAD, whose answer is read whole). Plain `read`
+    /// makes the body first when nothing has.
+    func produce()
+    /// The response is over (sent, or the client went away): making the rest may stop.
+    func cancel()
+}
+
 /// One HTTP answer: status, extra headers and a body (JSON unless `contentType` says otherwise).
 package struct HTTPResponse: Sendable {
     /// The HTTP status code.

@@ -1,7 +1,7 @@
 internal import CMicroHTTPD
 import Foundation
-import Synchronization
 import Locking
+import Synchronization
 
 /// Settings `HTTPServer` needs from `IngestConfiguration`.
 package struct HTTPServerSettings: Sendable {
@@ -210,13 +210,18 @@ struct SharedResponse: @unchecked Sendable {
 }
 
 /// A libmicrohttpd response holding a copy of `response`'s body, or reading its stream, and its
-/// headers; nil when libmicrohttpd cannot allocate one.
-private func makeResponse(_ response: HTTPResponse) -> OpaquePointer? {
+/// headers; nil when libmicrohttpd cannot allocate one. A stream made while it is sent
+/// (`HTTPProducedBody`) suspends `connection` when nothing is ready, counted in `core.suspended`.
+private func makeResponse(
+    _ response: HTTPResponse, connection: OpaquePointer? = nil, core: ServerCore? = nil
+) -> OpaquePointer? {
     let made: OpaquePointer?
     if let stream = response.stream {
         // Owned by the response until libmicrohttpd frees it (`releaseStream`), which it does
         // when the body is sent or the connection ends, and at once when creating it fails.
-        let owner = Unmanaged.passRetained(StreamOwner(stream)).toOpaque()
+        let owner = Unmanaged.passRetained(
+            StreamOwner(stream, connection: connection.map(SuspendedConnection.init), core: core)
+        ).toOpaque()
         made = MHD_create_response_from_callback(sizeUnknown, streamBlockSize, readStream, owner, releaseStream)
     } else {
         made = response.body.withUnsafeBytes { bytes in
@@ -240,17 +245,45 @@ private let sizeUnknown = UInt64.max
 private let endOfStream = -1
 private let endWithError = -2
 
-/// Carries a body stream (an existential) through libmicrohttpd's `void *`.
+/// Carries a body stream (an existential) through libmicrohttpd's `void *`, with what a produced
+/// body needs to suspend and resume its connection.
 private final class StreamOwner {
     let stream: any HTTPBodyStream
-    init(_ stream: any HTTPBodyStream) { self.stream = stream }
+    let produced: (any HTTPProducedBody)?
+    let connection: SuspendedConnection?
+    let core: ServerCore?
+
+    init(_ stream: any HTTPBodyStream, connection: SuspendedConnection?, core: ServerCore?) {
+        self.stream = stream
+        self.connection = connection
+        self.core = core
+        produced = connection != nil && core != nil ? stream as? any HTTPProducedBody : nil
+    }
+
+    deinit { produced?.cancel() }
 }
 
 private let readStream: MHD_ContentReaderCallback = { cls, _, buffer, max in
     guard let cls, let buffer, max > 0 else { return endWithError }
     let owner = Unmanaged<StreamOwner>.fromOpaque(cls).takeUnretainedValue()
-    let count = owner.stream.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: max))
-    return count > 0 ? count : endOfStream
+    let target = UnsafeMutableRawBufferPointer(start: buffer, count: max)
+    guard let produced = owner.produced, let connection = owner.connection, let core = owner.core else {
+        let count = owner.stream.read(into: target)
+        return count > 0 ? count : endOfStream
+    }
+    // Nothing ready: the connection is suspended from here (microhttpd.h allows it in a content
+    // reader) and returning 0 asks again once the producer resumes it.
+    let count = produced.read(
+        into: target,
+        suspend: {
+            core.suspended.wrappingAdd(1, ordering: .relaxed)
+            MHD_suspend_connection(connection.pointer)
+        },
+        wake: {
+            MHD_resume_connection(connection.pointer)
+            core.suspended.wrappingSubtract(1, ordering: .releasing)
+        })
+    return count > 0 ? count : count == 0 ? endOfStream : 0
 }
 
 private let releaseStream: MHD_ContentReaderFreeCallback = { cls in
@@ -475,7 +508,7 @@ private func queue(_ response: HTTPResponse, on connection: OpaquePointer, state
     if let shared = core.sharedResponse(for: response) {
         result = MHD_queue_response(connection, UInt32(response.status), shared)
     } else {
-        guard let made = makeResponse(response) else { return .NO }
+        guard let made = makeResponse(response, connection: connection, core: core) else { return .NO }
         result = MHD_queue_response(connection, UInt32(response.status), made)
         MHD_destroy_response(made)
     }

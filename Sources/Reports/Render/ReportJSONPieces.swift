@@ -1,82 +1,199 @@
 import Dispatch
 import JSONText
 import Observability
+import Synchronization
 
-/// A report's JSON written at once, in pieces of about 1 MiB, and handed out a piece at a time, each
-/// piece freed once read: the report API's body (the report worker writes it, the connection's event
-/// loop only copies it out). The report's rows are not kept. Writing it on the event loop as the
-/// socket asked for it (the first byte at once) cost the ingest requests on that loop: with two
-/// clients reading the 54 MB per-link report, single events' p99.9 was 68-75 ms against 34-36 ms
-/// (docs/ingest.md, "Report API").
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A report's JSON as the report API's body: written in pieces of about 1 MiB (compressed, with an
+/// `encoding`) by the report worker, after it has handed the answer to the connection
+/// (`produce`), while the connection's event loop copies out what is ready (`read`) and frees or
+/// recycles each piece once sent. The first bytes leave before the last are written, and a client
+/// that keeps up holds a few pieces, not the whole report (a 30-day per-link report at 1,000 links
+/// is ~54 MB of JSON). Writing on the event loop itself, as the socket asked, was tried and cost the
+/// ingest requests on that loop: with two clients reading the 54 MB per-link report, single events'
+/// p99.9 was 68-75 ms against 34-36 ms (docs/ingest.md, "Report API").
 ///
-/// `@unchecked Sendable`: made on one thread, then read by one other (the server hands it over
-/// through the connection's resume), one call at a time.
+/// `@unchecked Sendable`: the writer's state (`source`, `compressor`) is used by the one thread
+/// that calls `produce` (or the first `read`, when nothing did); everything shared is in `shared`.
 package final class ReportJSONPieces: @unchecked Sendable {
-    private var pieces: [[UInt8]] = []
-    private var piece = 0
-    private var offset = 0
-    /// The whole body's length (compressed, with an `encoding`).
-    package let size: Int
-    /// The JSON's length before any compression.
-    package let jsonSize: Int
-
-    /// Writes `report`'s JSON (with a final line feed, as the API sends it) in pieces of at least
-    /// `pieceSize` bytes (whole rows; the last piece may be smaller). With an `encoding`, each piece
-    /// is compressed as it is written (into the one buffer the stream reuses) and only the
-    /// compressed bytes are kept, in pieces of about a quarter of `pieceSize`: ~3 MB instead of 54 for
-    /// a 30-day per-link report at 1,000 links.
-    package init(_ report: any RenderableReport, pieceSize: Int = 1 << 20, encoding: ReportEncoding? = nil) {
-        var json = ReportJSONStream(report, newline: true)
+    private struct Shared {
+        /// Written pieces not yet read, oldest first (`first` is the next one).
         var pieces: [[UInt8]] = []
+        var first = 0
+        /// Bytes of `pieces[first]` already read.
+        var offset = 0
+        /// Emptied uncompressed pieces handed back for the writer to reuse (at most `spareLimit`).
+        var spare: [[UInt8]] = []
+        var isProduced = false
+        var isStarted = false
+        var isCancelled = false
+        /// What `read(into:suspend:wake:)` left to call when a piece is ready.
+        var wake: (@Sendable () -> Void)?
+        var size = 0
+        var jsonSize = 0
+    }
+
+    private let shared = Mutex(Shared())
+    /// The report's rows as JSON, until written (then dropped, with the rows).
+    private var source: ReportJSONStream?
+    private let pieceSize: Int
+    private let encoding: ReportEncoding?
+    private static let spareLimit = 2
+
+    /// A body for `report`'s JSON (with a final line feed, as the API sends it), in pieces of at
+    /// least `pieceSize` bytes (whole rows; the last piece may be smaller); with an `encoding`, each
+    /// piece is compressed as it is written and only the compressed bytes are kept, in pieces of
+    /// about a quarter of `pieceSize` (~3 MB in all instead of 54 for the report above). Nothing
+    /// is written until `produce` or the first `read`.
+    package init(_ report: any RenderableReport, pieceSize: Int = 1 << 20, encoding: ReportEncoding? = nil) {
+        source = ReportJSONStream(report, newline: true)
+        self.pieceSize = max(pieceSize, 1)
+        self.encoding = encoding
+    }
+
+    /// The whole body's length (compressed, with an `encoding`), once written.
+    package var size: Int { shared.withLock { $0.size } }
+    /// The JSON's length before any compression, once written.
+    package var jsonSize: Int { shared.withLock { $0.jsonSize } }
+
+    /// Writes the whole body, handing out each piece as it is done; returns at once when writing
+    /// has started already. Stops early once `cancel` was called.
+    package func produce() {
+        let starts = shared.withLock { shared in
+            defer { shared.isStarted = true }
+            return !shared.isStarted
+        }
+        guard starts, var source else { return }
+        self.source = nil
         var jsonSize = 0
         if let encoding {
             let compressor = ReportCompressor(encoding)
             let outputSize = max(pieceSize / 4, 1)
             var out: [UInt8] = []
             out.reserveCapacity(outputSize * 2)
-            json.forEachPiece(of: pieceSize) { piece in
+            var piece = JSONText(capacity: pieceSize + pieceSize / 4)
+            while source.write(into: &piece, upTo: pieceSize) {
                 jsonSize += piece.count
                 piece.bytes.withUnsafeBytes { compressor.compress($0, into: &out) }
+                piece.removeAll()
                 if out.count >= outputSize {
-                    pieces.append(out)
+                    guard publish(out) else { return finish(jsonSize: jsonSize) }
                     out = []
                     out.reserveCapacity(outputSize * 2)
                 }
             }
             compressor.finish(into: &out)
-            pieces.append(out)
+            _ = publish(out)
         } else {
-            json.forEachPiece(of: pieceSize) { pieces.append($0.bytes) }
-            jsonSize = pieces.reduce(0) { $0 + $1.count }
+            while true {
+                var piece = JSONText(reusing: shared.withLock { $0.spare.popLast() } ?? [])
+                piece.reserve(pieceSize + pieceSize / 4)
+                guard source.write(into: &piece, upTo: pieceSize) else { break }
+                jsonSize += piece.count
+                guard publish(piece.takeBytes()) else { break }
+            }
         }
-        self.pieces = pieces
-        self.jsonSize = jsonSize
-        size = pieces.reduce(0) { $0 + $1.count }
+        finish(jsonSize: jsonSize)
+    }
+
+    /// Hands `piece` to the reader (waking it when it waits); false once the body was cancelled.
+    private func publish(_ piece: [UInt8]) -> Bool {
+        let (wake, isCancelled) = shared.withLock { shared in
+            shared.pieces.append(piece)
+            shared.size += piece.count
+            defer { shared.wake = nil }
+            return (shared.wake, shared.isCancelled)
+        }
+        wake?()
+        return !isCancelled
+    }
+
+    private func finish(jsonSize: Int) {
+        let wake = shared.withLock { shared in
+            shared.isProduced = true
+            shared.jsonSize = jsonSize
+            defer { shared.wake = nil }
+            return shared.wake
+        }
+        wake?()
     }
 
     /// Copies the next bytes into `buffer` (at most its size, which must not be 0); 0 at the end.
+    /// Writes the whole body first when nothing has started writing it (the benchmark, the tests).
     package func read(into buffer: UnsafeMutableRawBufferPointer) -> Int {
+        produce()
+        // Written whole by this thread, or by another that started first: wait for it to finish.
+        while true {
+            let count = read(into: buffer, suspend: {}, wake: {})
+            if count >= 0 { return count }
+            usleep(100)
+        }
+    }
+
+    /// Copies the next ready bytes into `buffer` and returns how many, 0 at the end; -1, having
+    /// called `suspend` and kept `wake` for the next piece, when none is ready yet.
+    package func read(
+        into buffer: UnsafeMutableRawBufferPointer, suspend: () -> Void, wake: @escaping @Sendable () -> Void
+    ) -> Int {
         precondition(buffer.count > 0, "an empty buffer")
-        while piece < pieces.count && offset == pieces[piece].count {
-            pieces[piece] = []  // read: freed
-            piece += 1
-            offset = 0
+        return shared.withLock { shared in
+            while shared.first < shared.pieces.count && shared.offset == shared.pieces[shared.first].count {
+                // Read: an uncompressed piece goes back to the writer, if it has room; else freed.
+                let done = shared.pieces[shared.first]
+                shared.pieces[shared.first] = []
+                if encoding == nil, !shared.isProduced, shared.spare.count < Self.spareLimit {
+                    shared.spare.append(done)
+                }
+                shared.first += 1
+                shared.offset = 0
+            }
+            if shared.first == shared.pieces.count {
+                // Everything ready is read: forget the empty slots.
+                shared.pieces.removeAll(keepingCapacity: true)
+                shared.first = 0
+                guard shared.isProduced else {
+                    suspend()
+                    shared.wake = wake
+                    return -1
+                }
+                return 0
+            }
+            let count = min(buffer.count, shared.pieces[shared.first].count - shared.offset)
+            let offset = shared.offset
+            shared.pieces[shared.first].withUnsafeBytes { bytes in
+                buffer.baseAddress!.copyMemory(from: bytes.baseAddress! + offset, byteCount: count)
+            }
+            shared.offset += count
+            return count
         }
-        guard piece < pieces.count else { return 0 }
-        let count = min(buffer.count, pieces[piece].count - offset)
-        pieces[piece].withUnsafeBytes { bytes in
-            buffer.baseAddress!.copyMemory(from: bytes.baseAddress! + offset, byteCount: count)
+    }
+
+    /// The response is over: writing stops at the next piece, and what is held is freed.
+    package func cancel() {
+        shared.withLock { shared in
+            shared.isCancelled = true
+            shared.pieces = []
+            shared.spare = []
+            shared.first = 0
+            shared.offset = 0
         }
-        offset += count
-        return count
     }
 
     deinit {
         // The report's rows and these pieces were freed into the heap of the worker that made them;
         // glibc keeps freed memory for reuse, so each report worker's heap would stay at its largest
         // report (~100 MB for this one). Given back on a utility queue, off any event loop.
-        pieces = []
-        if jsonSize >= Self.largeReportBytes { DispatchQueue.global(qos: .utility).async { Heap.returnFreeMemory() } }
+        let jsonSize = shared.withLock { shared in
+            shared.pieces = []
+            shared.spare = []
+            return shared.jsonSize
+        }
+        if jsonSize >= Self.largeReportBytes {
+            DispatchQueue.global(qos: .utility).async { Heap.returnFreeMemory() }
+        }
     }
 
     /// A report this large gives freed memory back when its pieces go.

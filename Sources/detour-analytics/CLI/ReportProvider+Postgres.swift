@@ -70,7 +70,7 @@ extension PostgresReportProvider {
         "the report query failed in the database; retry later (the server's log has the cause)"
 }
 
-/// The report API sends a report's JSON pieces as its streamed body.
-extension ReportJSONPieces: HTTPBodyStream {}
+/// The report API sends a report's JSON pieces as its streamed body, made on the report worker as it is sent.
+extension ReportJSONPieces: HTTPProducedBody {}
 
 private let apiLogger = Logger(label: "ingest")
