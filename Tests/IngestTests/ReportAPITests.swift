@@ -351,6 +351,28 @@ struct ReportAPITests {
         #expect(try running.readResponse().status == 200)
         #expect(stopped.wait(timeout: .now() + 20) == .success)
     }
+
+    @Test("shutdown while a report's body is being made: the body is finished and sent whole, then the server stops")
+    func shutdownFinishesProducedBody() throws {
+        let body = GatedBody(first: Array(repeating: UInt8(ascii: "a"), count: 70_000), rest: Array("bc".utf8))
+        let server = try TestServer(
+            reportProvider: EchoReportProvider { .streamed(contentType: "application/json", body: body) })
+        let client = try server.client()
+        client.send(Self.rawRequest("links"))
+        #expect(body.firstSent.wait(timeout: .now() + 10) == .success)
+        // The connection is suspended on the body: the daemon must not stop under it.
+        let stopped = DispatchSemaphore(value: 0)
+        let box = UncheckedBox(server)
+        Thread {
+            box.value.server.shutdown()
+            stopped.signal()
+        }.start()
+        #expect(stopped.wait(timeout: .now() + 0.3) == .timedOut, "stopped with a body half made")
+        body.gate.signal()
+        let response = try client.readResponse()
+        #expect(response.status == 200 && response.body == body.first + body.rest)
+        #expect(stopped.wait(timeout: .now() + 20) == .success)
+    }
 }
 
 /// Carries a non-Sendable test object to a helper thread the test joins.
