@@ -6,6 +6,8 @@ import Reports
 import TestSupport
 import Testing
 
+@testable import detour_analytics
+
 #if canImport(FoundationNetworking)
     import FoundationNetworking
 #endif
@@ -52,24 +54,10 @@ struct ReportAPIIntegrationTests {
         try connection.execute("SELECT rebuild_rollups()")
     }
 
-    /// The same `Reports` call the executable's provider makes (ReportProvider+Postgres.swift).
+    /// The executable's own provider (ReportProvider+Postgres.swift), with its today fixed.
     static func render(_ connection: Connection, _ request: ReportRequest) -> ReportAnswer {
-        do throws(ReportError) {
-            guard let kind = ReportKind(rawValue: request.kind) else {
-                throw .invalidParameter(name: "report", message: "unknown report")
-            }
-            let query = try ReportQuery.parse(
-                request.parameters, today: ReportDay(iso8601: "2026-06-30")!, defaultFormat: .json)
-            let report = try ReportService(connection: connection).report(
-                kind, app: query.app, from: query.from, to: query.to)
-            let contentType = ReportEndpoint.contentType(query.format)
-            guard query.format == .json else {
-                return .report(contentType: contentType, body: ReportRenderer.bytes(report, as: query.format))
-            }
-            return .streamed(contentType: contentType, body: ReportJSONPieces(report))
-        } catch {
-            return .failure(status: error.httpStatus, code: error.code, message: error.description)
-        }
+        PostgresReportProvider.reportAnswer(
+            connection: connection, request: request, today: ReportDay(iso8601: "2026-06-30")!)
     }
 
     /// A server whose keys come from `database` and whose reports come from `reportURL`.
