@@ -1,6 +1,7 @@
 import Foundation
 import TestSupport
 import Testing
+
 @testable import detour_analytics
 
 /// What an operator sees at a terminal: help for every command, clear refusals of bad flags.
@@ -29,7 +30,7 @@ struct CommandLineTests {
                     "--http-addr", "DETOUR_HTTP_ADDR", "--data-dir", "DETOUR_DATA_DIR", "--durability", "--max-body",
                     "--preallocate", "--max-name-length", "--max-depth", "--per-ip-connection-limit",
                     "--rate-limit-burst", "--dead-letter-retention", "--dead-letter-max-disk",
-                    "--max-buffered-bodies",
+                    "--max-buffered-bodies", "--report-threads",
                 ]
             ),
             (
@@ -142,7 +143,8 @@ struct CommandLineTests {
         }
     }
 
-    @Test("a duration keeps fractions of a millisecond (250us and 0.25ms were once cut to 0); a bad one names the units")
+    @Test(
+        "a duration keeps fractions of a millisecond (250us and 0.25ms were once cut to 0); a bad one names the units")
     func durationParsing() throws {
         #expect(try parseDuration("250us", flag: "--commit-delay") == .microseconds(250))
         #expect(try parseDuration("0.25ms", flag: "--commit-delay") == .microseconds(250))
@@ -155,12 +157,16 @@ struct CommandLineTests {
             #expect(throws: UsageError.self, "\(bad)") { try parseDuration(bad, flag: "--x") }
         }
         // Through the binary: refused with the usage status, naming the flag and the units.
-        let refused = try PipelineProcess.runToEnd(["serve", "--commit-delay", "250 parsecs", "--data-dir", "/nonexistent"])
+        let refused = try PipelineProcess.runToEnd([
+            "serve", "--commit-delay", "250 parsecs", "--data-dir", "/nonexistent",
+        ])
         #expect(refused.status == 64)
         #expect(refused.errors.contains("--commit-delay must be a duration such as 200us"), "\(refused.errors)")
     }
 
-    @Test("a limit flag out of range, a burst without a rate, or a dead-letter cap too small is refused with exit status 64")
+    @Test(
+        "a limit flag out of range, a burst without a rate, or a dead-letter cap too small is refused with exit status 64"
+    )
     func limitFlagRefusals() throws {
         let cases: [([String], String)] = [
             (["--max-depth", "1"], "--max-depth must be an integer in 2...1024, got 1"),
@@ -170,6 +176,7 @@ struct CommandLineTests {
             (["--rate-limit", "10", "--rate-limit-burst", "0.5"], "--rate-limit-burst must be a number of requests"),
             (["--dead-letter-max-disk", "100MiB"], "--dead-letter-max-disk must be at least 4x --segment-bytes or 0"),
             (["--dead-letter-retention", "soon"], "--dead-letter-retention must be a duration"),
+            (["--report-threads", "0"], "--report-threads must be an integer in 1...64, got 0"),
         ]
         for (flags, message) in cases {
             let result = try PipelineProcess.runToEnd(["serve", "--data-dir", "/nonexistent"] + flags)
@@ -181,6 +188,9 @@ struct CommandLineTests {
         let options = try PipelineOptions.parse(&arguments, environment: Environment(variables: [:]))
         #expect(options.deadLetterMaxBytes == 4 << 30)
         #expect(options.deadLetter.maxDiskBytes == 4 << 30)
+        var reportArguments = Arguments(["--report-threads", "2"])
+        let reportOptions = try PipelineOptions.parse(&reportArguments, environment: Environment(variables: [:]))
+        #expect(reportOptions.ingest.reportThreads == 2)
     }
 
     @Test(

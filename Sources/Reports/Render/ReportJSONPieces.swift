@@ -183,19 +183,15 @@ package final class ReportJSONPieces: @unchecked Sendable {
     }
 
     deinit {
-        // The report's rows and these pieces were freed into the heap of the worker that made them;
-        // glibc keeps freed memory for reuse, so each report worker's heap would stay at its largest
-        // report (~100 MB for this one). Given back on a utility queue, off any event loop.
-        let jsonSize = shared.withLock { shared in
+        // The report's rows and these pieces were freed into the heaps of the threads that made
+        // them; glibc keeps freed memory for reuse, so each report worker's heap would stay at its
+        // largest report (~100 MB for the per-link report at 1,000 links, and as much for its
+        // totals, whose JSON is 2 MB). Given back on a utility queue, off any event loop, at most
+        // once a second however many reports end.
+        shared.withLock { shared in
             shared.pieces = []
             shared.spare = []
-            return shared.jsonSize
         }
-        if jsonSize >= Self.largeReportBytes {
-            DispatchQueue.global(qos: .utility).async { Heap.returnFreeMemory() }
-        }
+        Heap.returnFreeMemorySoon()
     }
-
-    /// A report this large gives freed memory back when its pieces go.
-    static let largeReportBytes = 16 << 20
 }

@@ -34,6 +34,8 @@ struct PipelineOptions {
           --connection-memory SIZE HTTP memory per connection: request head and read buffer (default 16KiB)
           --rate-limit N          per-app requests per second, 429 beyond it (default off)
           --rate-limit-burst N    requests an app may send at once above the rate (default: one second's worth)
+          --report-threads N      report API workers: reports run at once, each holding its rows (the
+                                  per-link report at 1,000 links and 30 days: ~100 MB) (default 4; 1-64)
         """
 
     static let logHelp = """
@@ -109,7 +111,9 @@ struct PipelineOptions {
         }
         if let text = try arguments.option("--preallocate") {
             log.preallocationBytes = try parseBytes(text, flag: "--preallocate")
-            guard log.preallocationBytes <= 1 << 30 else { throw UsageError(description: "--preallocate must be 0...1GiB") }
+            guard log.preallocationBytes <= 1 << 30 else {
+                throw UsageError(description: "--preallocate must be 0...1GiB")
+            }
         }
         var deadLetter = log
         deadLetter.directory = data + "/deadletter"
@@ -140,6 +144,7 @@ struct PipelineOptions {
         ingest.host = String(address[..<colon])
         ingest.port = port  // the host is checked by IngestConfiguration.validate()
         ingest.threads = try arguments.integer("--threads", default: ingest.threads, in: 1...1024)
+        ingest.reportThreads = try arguments.integer("--report-threads", default: ingest.reportThreads, in: 1...64)
         if let text = try arguments.option("--max-body") {
             ingest.maxBodyBytes = Int(try parseBytes(text, flag: "--max-body"))
         }
@@ -207,7 +212,7 @@ extension PipelineOptions {
         ("perIPConnectionLimit", "--per-ip-connection-limit"), ("connectionLimit", "--connection-limit"),
         ("connectionMemoryBytes", "--connection-memory"), ("connectionTimeoutSeconds", "--idle-timeout"),
         ("rateLimitPerSecond", "--rate-limit"), ("rateLimitBurst", "--rate-limit-burst"), ("threads", "--threads"),
-        ("host", "--http-addr"),
+        ("host", "--http-addr"), ("reportThreads", "--report-threads"),
     ]
 
     /// `error`'s reason with the configuration's field names replaced by their flags.

@@ -37,6 +37,8 @@ extension PostgresReportProvider {
             // Compressed when the client accepts zstd or gzip (here too, on the report worker).
             let encoding = ReportEncoding.negotiate(request.acceptEncoding)
             guard query.format == .json else {
+                // The report's rows are freed when this returns (a JSON body gives memory back as it ends).
+                defer { Heap.returnFreeMemorySoon() }
                 let body = ReportRenderer.bytes(report, as: query.format)
                 guard let encoding, body.count >= minimumCompressedBytes else {
                     return .report(contentType: contentType, body: body)
