@@ -101,7 +101,9 @@ package final class ReportJSONPieces: @unchecked Sendable {
 
     /// Hands `piece` to the reader (waking it when it waits); false once the body was cancelled.
     private func publish(_ piece: [UInt8]) -> Bool {
-        let (wake, isCancelled) = shared.withLock { shared in
+        let (wake, isCancelled) = shared.withLock { shared -> ((@Sendable () -> Void)?, Bool) in
+            // Nobody will read it: the writer stops here.
+            if shared.isCancelled { return (nil, true) }
             shared.pieces.append(piece)
             shared.size += piece.count
             defer { shared.wake = nil }
