@@ -42,6 +42,8 @@ package final class ReportJSONPieces: @unchecked Sendable {
     private let pieceSize: Int
     private let encoding: ReportEncoding?
     private static let spareLimit = 2
+    /// Ends the writing of a body nobody reads any more.
+    private struct Cancelled: Error {}
 
     /// A body for `report`'s JSON (with a final line feed, as the API sends it), in pieces of at
     /// least `pieceSize` bytes (whole rows; the last piece may be smaller); with an `encoding`, each
@@ -74,19 +76,21 @@ package final class ReportJSONPieces: @unchecked Sendable {
             let outputSize = max(pieceSize / 4, 1)
             var out: [UInt8] = []
             out.reserveCapacity(outputSize * 2)
-            var piece = JSONText(capacity: pieceSize + pieceSize / 4)
-            while source.write(into: &piece, upTo: pieceSize) {
-                jsonSize += piece.count
-                piece.bytes.withUnsafeBytes { compressor.compress($0, into: &out) }
-                piece.removeAll()
-                if out.count >= outputSize {
-                    guard publish(out) else { return finish(jsonSize: jsonSize) }
+            do {
+                // The stream's one reused buffer per piece; only the compressed bytes are kept.
+                try source.forEachPiece(of: pieceSize) { piece in
+                    jsonSize += piece.count
+                    piece.bytes.withUnsafeBytes { compressor.compress($0, into: &out) }
+                    guard out.count >= outputSize else { return }
+                    guard publish(out) else { throw Cancelled() }
                     out = []
                     out.reserveCapacity(outputSize * 2)
                 }
+                compressor.finish(into: &out)
+                _ = publish(out)
+            } catch {
+                // Cancelled: nobody reads the rest.
             }
-            compressor.finish(into: &out)
-            _ = publish(out)
         } else {
             while true {
                 var piece = JSONText(reusing: shared.withLock { $0.spare.popLast() } ?? [])
