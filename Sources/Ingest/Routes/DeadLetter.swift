@@ -39,7 +39,7 @@ enum DeadLetter {
             }
         }
         writer.raw("}")
-        return writer.bytes
+        return writer.takeBytes()
     }
 
     /// The raw JSON of each event in a batch body, by index, when the body has a `batch` array

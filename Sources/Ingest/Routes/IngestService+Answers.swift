@@ -75,7 +75,7 @@ extension IngestService {
             writer.string(warning)
         }
         writer.raw("]}")
-        return HTTPResponse(status: outcome.recordCount == 0 ? 400 : 200, body: writer.bytes)
+        return HTTPResponse(status: outcome.recordCount == 0 ? 400 : 200, body: writer.takeBytes())
     }
 
     /// `{"accepted":1,"rejected":[],"warnings":[]}`, 200.

@@ -83,7 +83,7 @@ package struct HTTPResponse: Sendable {
         writer.raw(",\"message\":")
         writer.string(answer.message)
         writer.raw("}}")
-        self.init(status: answer.status, body: writer.bytes, headers: answer.headers)
+        self.init(status: answer.status, body: writer.takeBytes(), headers: answer.headers)
         errorCode = answer.code
     }
 }

@@ -54,7 +54,7 @@ package struct ReportResponse: Sendable, Equatable {
         case .bytes(let bytes):
             try bytes.withUnsafeBytes { try sink($0) }
         case .json(var stream):
-            try stream.forEachPiece(of: pieceSize) { piece in try piece.bytes.withUnsafeBytes { try sink($0) } }
+            try stream.forEachPiece(of: pieceSize) { piece in try piece.withUnsafeBytes { try sink($0) } }
         }
     }
 

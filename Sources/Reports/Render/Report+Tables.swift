@@ -9,10 +9,13 @@ extension LinkReport {
                 name: "links",
                 columns: ["path", "day"] + linkCountColumns, count: rows.count
             ) { index, out in
-                let row = rows[index]
-                out.text(row.path)
-                out.text(row.day.iso8601)
-                out.linkCounts(row)
+                // Read in place: a copy of the row (`let row = rows[index]`) retained and released its
+                // ~20 strings and arrays, a tenth of the JSON's time.
+                rows.withUnsafeBufferPointer { rows in
+                    out.text(rows[index].path)
+                    out.text(rows[index].day.iso8601)
+                    out.linkCounts(rows[index])
+                }
             },
             ReportTable(
                 name: "utm",
@@ -45,10 +48,11 @@ extension LinkTotalsReport {
                 name: "links",
                 columns: ["path", "days"] + linkCountColumns, count: rows.count
             ) { index, out in
-                let row = rows[index]
-                out.text(row.path)
-                out.int(row.days)
-                out.linkCounts(row)
+                rows.withUnsafeBufferPointer { rows in
+                    out.text(rows[index].path)
+                    out.int(rows[index].days)
+                    out.linkCounts(rows[index])
+                }
             },
             ReportTable(
                 name: "utm",
@@ -102,7 +106,7 @@ extension LinkTotalRow: LinkCounts {}
 
 extension ReportRowWriter {
     /// Puts `row`'s values of `linkCountColumns`, in order.
-    fileprivate mutating func linkCounts(_ row: some LinkCounts) {
+    fileprivate mutating func linkCounts(_ row: borrowing some LinkCounts) {
         int(row.clicks)
         int(row.universalLinkOpens)
         int(row.matchedInstalls)

@@ -80,7 +80,7 @@ package final class ReportJSONPieces: @unchecked Sendable {
                 // The stream's one reused buffer per piece; only the compressed bytes are kept.
                 try source.forEachPiece(of: pieceSize) { piece in
                     jsonSize += piece.count
-                    piece.bytes.withUnsafeBytes { compressor.compress($0, into: &out) }
+                    piece.withUnsafeBytes { compressor.compress($0, into: &out) }
                     guard out.count >= outputSize else { return }
                     guard publish(out) else { throw Cancelled() }
                     out = []

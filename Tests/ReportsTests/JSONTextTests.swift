@@ -1,0 +1,107 @@
+import Foundation
+import JSONText
+import Testing
+
+/// `JSONText`, the byte writer behind ingest's answers and every report's JSON: what it writes is
+/// checked by Foundation's own JSON parser, across the buffer's growth and reuse.
+@Suite struct JSONTextTests {
+    /// Parses `text` with Foundation (fragments allowed).
+    private func parsed(_ text: JSONText) throws -> Any {
+        try JSONSerialization.jsonObject(with: Data(text.bytes), options: .fragmentsAllowed)
+    }
+
+    @Test(arguments: [
+        0, 1, 9, 10, 11, 99, 100, 101, 999_999, 1_000_000, -1, -9, -10, -123_456_789, Int.max, Int.min,
+        Int.max - 1, Int.min + 1, 9_999_999_999_999_999, 10_000_000_000_000_000, 1_000_000_000_000_000_000,
+    ])
+    func integers(_ value: Int) throws {
+        var text = JSONText(capacity: 0)
+        text.int(value)
+        #expect(String(decoding: text.bytes, as: UTF8.self) == String(value))
+        #expect(text.count == String(value).utf8.count)
+    }
+
+    @Test func stringsAreEscapedAsRFC8259Asks() throws {
+        let samples = [
+            "", "plain", "quote \" and backslash \\", "line\nfeed\rreturn\ttab", "\u{0}\u{1}\u{1f}", "é ü 😀 中文",
+            "/l/1?utm_source=\"x\"", String(repeating: "long ", count: 1_000),
+        ]
+        for sample in samples {
+            var text = JSONText(capacity: 0)
+            text.string(sample)
+            #expect(try parsed(text) as? String == sample, "\(sample.prefix(20))")
+        }
+        var text = JSONText()
+        text.string("\u{1}")
+        #expect(String(decoding: text.bytes, as: UTF8.self) == "\"\\u0001\"")
+    }
+
+    /// A document written from an empty buffer grows through many sizes; every byte must survive
+    /// each growth, and keys, literals and raw JSON land where they were written.
+    @Test func growsWithoutLosingBytes() throws {
+        var text = JSONText(capacity: 0)
+        let keys = JSONKeys(["a", "b\"quoted", "ü"])
+        var expected: [[String: Any]] = []
+        text.raw("[")
+        for row in 0..<5_000 {
+            if row > 0 { text.raw(",") }
+            text.raw("{")
+            text.key(keys, 0)
+            text.int(row * 7 - 10_000)
+            text.raw(",")
+            text.key(keys, 1)
+            text.string("row \(row)")
+            text.raw(",")
+            text.key(keys, 2)
+            text.json(text: "12.50")
+            text.raw("}")
+            expected.append(["a": row * 7 - 10_000, "b\"quoted": "row \(row)", "ü": 12.5])
+        }
+        text.json(Array("]".utf8))
+        let rows = try #require(try parsed(text) as? [[String: Any]])
+        #expect(rows.count == expected.count)
+        for (row, want) in zip(rows, expected) {
+            #expect(row["a"] as? Int == want["a"] as? Int)
+            #expect(row["b\"quoted"] as? String == want["b\"quoted"] as? String)
+            #expect(row["ü"] as? Double == 12.5)
+        }
+        #expect(text.count == text.bytes.count)
+        text.withUnsafeBytes { #expect(Array($0) == text.bytes) }
+    }
+
+    /// A reused buffer (`removeAll`, `init(reusing:)`) holds old bytes past the written ones: they
+    /// must never show; `takeBytes` hands over exactly what was written and leaves the text empty.
+    @Test func reuseShowsOnlyWhatWasWritten() {
+        var text = JSONText(capacity: 4)
+        text.string(String(repeating: "x", count: 100))
+        text.removeAll()
+        #expect(text.count == 0 && text.bytes.isEmpty)
+        text.raw("{}")
+        #expect(text.bytes == Array("{}".utf8))
+
+        var reused = JSONText(reusing: Array(repeating: UInt8(ascii: "z"), count: 50))
+        #expect(reused.count == 0 && reused.bytes.isEmpty)
+        reused.int(42)
+        #expect(reused.bytes == Array("42".utf8))
+        let taken = reused.takeBytes()
+        #expect(taken == Array("42".utf8))
+        #expect(reused.count == 0 && reused.bytes.isEmpty)
+        reused.raw("null")
+        #expect(reused.bytes == Array("null".utf8))
+
+        var empty = JSONText(reusing: [])
+        empty.raw("x")
+        #expect(empty.takeBytes() == [UInt8(ascii: "x")])
+    }
+
+    /// A copy is a value: writing to one never changes the other.
+    @Test func copiesAreIndependent() {
+        var first = JSONText(capacity: 8)
+        first.raw("[1")
+        var second = first
+        second.raw(",2]")
+        first.raw("]")
+        #expect(first.bytes == Array("[1]".utf8))
+        #expect(second.bytes == Array("[1,2]".utf8))
+    }
+}
