@@ -7,23 +7,30 @@ package import JSONText
 /// as dictionaries were hash tables built when decoded and sorted again when written.
 ///
 /// Values decoded from a name list also share that list's JSON keys (`"name":`), encoded once per
-/// list rather than per row and map.
+/// list rather than per row and map; and the values are a slice, so a decoded per-link row keeps all
+/// of its maps' values in one array of counts and one of amounts instead of up to nine arrays.
 package struct NamedValues<Value: Equatable & Sendable>: Sendable, Equatable, ExpressibleByDictionaryLiteral {
     /// The names, unique, in ascending order.
     package private(set) var names: [String]
-    /// The value of each name.
-    package private(set) var values: [Value]
+    /// The value of each name, in the names' order (a slice: index it from `values.startIndex`, or
+    /// walk it beside `names`).
+    package private(set) var values: ArraySlice<Value>
     /// The names as JSON object keys, when the name list came with them (nil after a change of names).
     package private(set) var keys: JSONKeys?
 
     /// `values[i]` is the value of `names[i]`; the names are unique and ascending; `keys`, when
     /// given, are the names' JSON keys.
-    init(sortedNames names: [String], values: [Value], keys: JSONKeys? = nil) {
+    init(sortedNames names: [String], values: ArraySlice<Value>, keys: JSONKeys? = nil) {
         precondition(names.count == values.count, "one value per name")
         precondition(keys == nil || keys?.count == names.count, "one key per name")
         self.names = names
         self.values = values
         self.keys = keys
+    }
+
+    /// `values[i]` is the value of `names[i]` (the values in an array of their own).
+    init(sortedNames names: [String], values: [Value], keys: JSONKeys? = nil) {
+        self.init(sortedNames: names, values: values[...], keys: keys)
     }
 
     /// The pairs of a dictionary.
@@ -45,21 +52,21 @@ package struct NamedValues<Value: Equatable & Sendable>: Sendable, Equatable, Ex
     package subscript(name: String) -> Value? {
         get {
             let index = position(of: name)
-            return index < names.count && names[index] == name ? values[index] : nil
+            return index < names.count && names[index] == name ? values[values.startIndex + index] : nil
         }
         set {
             let index = position(of: name)
             let present = index < names.count && names[index] == name
             switch (present, newValue) {
-            case (true, let value?): values[index] = value
+            case (true, let value?): values[values.startIndex + index] = value
             case (true, nil):
                 keys = nil
                 names.remove(at: index)
-                values.remove(at: index)
+                values.remove(at: values.startIndex + index)
             case (false, let value?):
                 keys = nil
                 names.insert(name, at: index)
-                values.insert(value, at: index)
+                values.insert(value, at: values.startIndex + index)
             case (false, nil): break
             }
         }

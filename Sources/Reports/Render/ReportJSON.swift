@@ -66,18 +66,19 @@ package enum ReportJSON {
         _ entries: NamedValues<Value>, into out: inout JSONText, _ value: (inout JSONText, Value) -> Void
     ) {
         out.raw("{")
+        let values = entries.values
         if let keys = entries.keys {
-            for index in entries.values.indices {
+            for (index, position) in values.indices.enumerated() {
                 if index > 0 { out.raw(",") }
                 out.key(keys, index)
-                value(&out, entries.values[index])
+                value(&out, values[position])
             }
         } else {
-            for index in entries.names.indices {
+            for (index, position) in values.indices.enumerated() {
                 if index > 0 { out.raw(",") }
                 out.string(entries.names[index])
                 out.raw(":")
-                value(&out, entries.values[index])
+                value(&out, values[position])
             }
         }
         out.raw("}")

@@ -21,8 +21,7 @@ extension ReportService {
             var utm: [UTMRow] = []
             utm.reserveCapacity(result.count * 4)
             // Element buffers reused by every row.
-            var lists = ReportNameLists(), counts: [Int] = [], amounts: [String] = []
-            var zeros = SplitZeros()
+            var lists = ReportNameLists(), countScratch: [Int] = [], amountScratch: [String] = []
             var sources: [String] = [], mediums: [String] = [], campaigns: [String] = [], rates: [String] = []
             var clicks: [Int] = [], opens: [Int] = [], matched: [Int] = [], attributed: [Int] = []
             // In (path, day) order, so rows and UTM rows are appended where they belong.
@@ -37,12 +36,19 @@ extension ReportService {
                 link.ios = try Self.platform(&line)
                 link.android = try Self.platform(&line)
                 link.installRate = Self.absent(try line.field())
+                // Every map's values of the row go into one array of counts and one of amounts
+                // (sliced below, once both are complete: a slice taken earlier would make the next
+                // append copy the array).
                 let eventNames = try lists.next(&line)
-                link.events = try Self.named(&line, eventNames, &counts)
+                var counts: [Int] = []
+                counts.reserveCapacity(3 * eventNames.count + 6)
+                let events = try Self.append(&line, eventNames, to: &counts, &countScratch)
                 let retentionNames = try lists.next(&line)
-                link.retentionEvents = try Self.named(&line, retentionNames, &counts)
+                let retentionEvents = try Self.append(&line, retentionNames, to: &counts, &countScratch)
                 let currencies = try lists.next(&line)
-                link.revenue = try Self.named(&line, currencies, &amounts)
+                var amounts: [String] = []
+                amounts.reserveCapacity(3 * currencies.count)
+                let revenue = try Self.append(&line, currencies, to: &amounts, &amountScratch)
                 sources.removeAll(keepingCapacity: true)
                 mediums.removeAll(keepingCapacity: true)
                 campaigns.removeAll(keepingCapacity: true)
@@ -73,15 +79,26 @@ extension ReportService {
                             attributedInstalls: attributed[index], installRate: Self.absent(rates[index])))
                 }
                 // The platform splits (sql/066), parallel to the names and currencies read above.
-                link.ios.events = try Self.split(&platforms, eventNames, of: link.events, &zeros.counts, &counts)
-                link.android.events = try Self.split(&platforms, eventNames, of: link.events, &zeros.counts, &counts)
-                link.ios.retentionEvents = try Self.split(
-                    &platforms, retentionNames, of: link.retentionEvents, &zeros.counts, &counts)
-                link.android.retentionEvents = try Self.split(
-                    &platforms, retentionNames, of: link.retentionEvents, &zeros.counts, &counts)
-                link.ios.revenue = try Self.split(&platforms, currencies, of: link.revenue, &zeros.amounts, &amounts)
-                link.android.revenue = try Self.split(
-                    &platforms, currencies, of: link.revenue, &zeros.amounts, &amounts)
+                let iosEvents = try Self.append(&platforms, eventNames, to: &counts, &countScratch, sameAs: events)
+                let androidEvents = try Self.append(
+                    &platforms, eventNames, to: &counts, &countScratch, sameAs: events)
+                let iosRetention = try Self.append(
+                    &platforms, retentionNames, to: &counts, &countScratch, sameAs: retentionEvents)
+                let androidRetention = try Self.append(
+                    &platforms, retentionNames, to: &counts, &countScratch, sameAs: retentionEvents)
+                let iosRevenue = try Self.append(
+                    &platforms, currencies, to: &amounts, &amountScratch, sameAs: revenue)
+                let androidRevenue = try Self.append(
+                    &platforms, currencies, to: &amounts, &amountScratch, sameAs: revenue)
+                link.events = Self.named(eventNames, counts[events])
+                link.retentionEvents = Self.named(retentionNames, counts[retentionEvents])
+                link.revenue = Self.named(currencies, amounts[revenue])
+                link.ios.events = Self.named(eventNames, counts[iosEvents])
+                link.android.events = Self.named(eventNames, counts[androidEvents])
+                link.ios.retentionEvents = Self.named(retentionNames, counts[iosRetention])
+                link.android.retentionEvents = Self.named(retentionNames, counts[androidRetention])
+                link.ios.revenue = Self.named(currencies, amounts[iosRevenue])
+                link.android.revenue = Self.named(currencies, amounts[androidRevenue])
                 rows.append(link)
             }
             var report = LinkReport(app: app, from: from, to: to, watermark: watermark, rows: rows, utm: utm)
@@ -235,21 +252,33 @@ extension ReportService {
         }
     }
 
-    /// The packed array of values parallel to `names` (already read), as named values: the list's
-    /// shared names and one array of values; `scratch` is a buffer for reading them.
-    static func named<Value: PackedElement>(
-        _ line: inout ReportPacked, _ names: ReportNameLists.List, _ scratch: inout [Value]
-    ) throws -> NamedValues<Value> {
-        NamedValues(sortedNames: names.names, values: try values(&line, names, &scratch), keys: names.keys)
+    /// Named values of a decoded name list: its shared names and keys, and `values` (parallel to
+    /// its sorted names).
+    static func named<Value>(_ names: ReportNameLists.List, _ values: ArraySlice<Value>) -> NamedValues<Value> {
+        NamedValues(sortedNames: names.names, values: values, keys: names.keys)
     }
 
-    /// The next packed array, parallel to `names`, in the order of the list's sorted names.
-    private static func values<Value: PackedElement>(
-        _ line: inout ReportPacked, _ names: ReportNameLists.List, _ scratch: inout [Value]
-    ) throws -> [Value] {
+    /// Appends the next packed array, parallel to `names`, to `values` in the order of the list's
+    /// sorted names, and returns where it is; `scratch` is a buffer for reading it. With `sameAs`
+    /// (a platform split of that total), equal values are not kept twice: the total's place is
+    /// returned (a link-day whose devices are all on one platform).
+    static func append<Value: PackedElement>(
+        _ line: inout ReportPacked, _ names: ReportNameLists.List, to values: inout [Value],
+        _ scratch: inout [Value], sameAs total: Range<Int>? = nil
+    ) throws -> Range<Int> {
         try read(&line, parallelTo: names, into: &scratch)
-        guard let order = names.order else { return scratch }
-        return order.map { scratch[$0] }
+        let start = values.count
+        if let order = names.order {
+            for position in order { values.append(scratch[position]) }
+        } else {
+            values.append(contentsOf: scratch)
+        }
+        let range = start..<values.count
+        if let total, values[range] == values[total] {
+            values.removeSubrange(range)
+            return total
+        }
+        return range
     }
 
     /// Reads the next packed array into `scratch` (emptied first), in the list's own order; it must
@@ -262,25 +291,6 @@ extension ReportService {
         guard scratch.count == names.count else {
             throw ReportError.database(message: "parallel arrays of different lengths")
         }
-    }
-
-    /// The next packed array of a platform split of `total` (parallel to `names`, as the total's
-    /// values were): the total itself when equal (the platform had all of it), a zeros array shared by
-    /// every map of that length when the platform had none, else its own values beside the shared
-    /// names. A link-day whose devices are all on one platform allocates nothing for its splits.
-    static func split<Value: PackedElement & SplitZero>(
-        _ line: inout ReportPacked, _ names: ReportNameLists.List, of total: NamedValues<Value>,
-        _ zeros: inout [Int: [Value]], _ scratch: inout [Value]
-    ) throws -> NamedValues<Value> {
-        let values = try values(&line, names, &scratch)
-        if values == total.values { return total }
-        if values.allSatisfy({ $0 == Value.splitZero }) {
-            if let shared = zeros[values.count] {
-                return NamedValues(sortedNames: total.names, values: shared, keys: total.keys)
-            }
-            zeros[values.count] = values
-        }
-        return NamedValues(sortedNames: total.names, values: values, keys: total.keys)
     }
 
     /// Two parallel packed arrays (names, then values) as a dictionary; `scratch` is a buffer for
@@ -333,23 +343,4 @@ extension ReportService {
         }
         return day
     }
-}
-
-/// The zeros arrays `ReportService.split` shares, by length.
-struct SplitZeros {
-    var counts: [Int: [Int]] = [:]
-    var amounts: [Int: [String]] = [:]
-}
-
-/// The value of a platform split that had none of the total: 0, or the amount "0".
-protocol SplitZero {
-    static var splitZero: Self { get }
-}
-
-extension Int: SplitZero {
-    static var splitZero: Int { 0 }
-}
-
-extension String: SplitZero {
-    static var splitZero: String { "0" }
 }
