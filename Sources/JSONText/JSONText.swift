@@ -4,7 +4,9 @@
 ///
 /// The bytes live in an array whose elements past `count` are spare room (zeros or old bytes), so a
 /// write is a capacity check and a copy into place (`Array.append(contentsOf:)`, through its generic
-/// path, was a seventh of the per-link report's time). Writing is inlinable across modules.
+/// path, was a seventh of the per-link report's time). The writers are `@inlinable` and `public`:
+/// with `package` access, Swift 6.3 compiled every call from the reports and ingest as a call (seen
+/// in the release binary's `ReportRowWriter.int`), and the same buffer measured no faster.
 public struct JSONText: Sendable {
     /// The written bytes, then spare room: `storage[..<count]` is the text.
     @usableFromInline var storage: [UInt8]
