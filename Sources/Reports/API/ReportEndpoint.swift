@@ -40,7 +40,7 @@ package struct ReportResponse: Sendable, Equatable {
         case .json(var stream):
             var out = JSONText(capacity: stream.estimatedSize)
             stream.write(into: &out, upTo: .max)
-            return out.bytes
+            return out.takeBytes()
         }
     }
 

@@ -59,7 +59,7 @@ struct DailyReportContent {
                 ReportJSON.write(report, into: &json)
             }
             json.raw("}}\n")
-            return [("report.json", String(decoding: json.bytes, as: UTF8.self))]
+            return [("report.json", String(decoding: json.takeBytes(), as: UTF8.self))]
         case .html:
             return [("report.html", DailyReportHTML(content: self).render())]
         }

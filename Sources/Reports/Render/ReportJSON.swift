@@ -23,7 +23,7 @@ package enum ReportJSON {
     package static func bytes(_ report: any RenderableReport, extra: [(String, String)] = []) -> [UInt8] {
         var out = JSONText(capacity: 256)
         write(report, extra: extra, into: &out)
-        return out.bytes
+        return out.takeBytes()
     }
 
     /// Writes `encode(report, extra:)` into `out`, whole (`ReportJSONStream` writes it in pieces).
@@ -39,7 +39,7 @@ package enum ReportJSON {
     package static func encode(_ value: ReportValue) -> String {
         var out = JSONText()
         write(value, into: &out)
-        return String(decoding: out.bytes, as: UTF8.self)
+        return String(decoding: out.takeBytes(), as: UTF8.self)
     }
 
     /// Writes one value: counts as numbers, decimals as numbers when PostgreSQL's text is a JSON
@@ -88,7 +88,7 @@ package enum ReportJSON {
     package static func string(_ text: String) -> String {
         var out = JSONText(capacity: text.utf8.count + 2)
         out.string(text)
-        return String(decoding: out.bytes, as: UTF8.self)
+        return String(decoding: out.takeBytes(), as: UTF8.self)
     }
 
     /// True for PostgreSQL numeric text that is also a JSON number (`-12.50`, `0.333333`).

@@ -10,7 +10,7 @@ package enum ReportRenderer {
         var out = JSONText()
         ReportJSON.write(report, into: &out)
         out.raw("\n")
-        return out.bytes
+        return out.takeBytes()
     }
 
     /// The report in `format`: `table` shows every section with a heading and the watermark; `csv`
