@@ -47,9 +47,11 @@ public struct JSONText: Sendable {
     /// Makes room for `count` more bytes (an estimate saves the buffer's regrowth copies).
     public mutating func reserve(_ count: Int) { if written + count > storage.count { grow(to: written + count) } }
 
-    /// Makes the buffer at least `needed` bytes long: doubled at least, so appends stay amortised O(1).
+    /// Makes the buffer at least `needed` bytes long: first into the room the array already has (a
+    /// buffer handed back for reuse, cut to its last text by `takeBytes`, keeps its capacity), else
+    /// doubled at least, so appends stay amortised O(1).
     @usableFromInline mutating func grow(to needed: Int) {
-        let size = max(needed, storage.count * 2, 64)
+        let size = needed <= storage.capacity ? storage.capacity : max(needed, storage.count * 2, 64)
         storage.append(contentsOf: repeatElement(0, count: size - storage.count))
     }
 

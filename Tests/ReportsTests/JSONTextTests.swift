@@ -94,6 +94,29 @@ import Testing
         #expect(empty.takeBytes() == [UInt8(ascii: "x")])
     }
 
+    /// A buffer handed back for reuse (as the report API's pieces are) is written in place: taken,
+    /// reused and filled again up to its capacity, it is the same memory, not a larger copy.
+    @Test func reuseKeepsTheBuffer() {
+        var first = JSONText(capacity: 0)
+        first.reserve(1_000)
+        for _ in 0..<100 { first.raw("[1,2,3]") }
+        var taken = first.takeBytes()
+        let capacity = taken.capacity
+        let address = taken.withUnsafeBufferPointer { $0.baseAddress }
+        // The case that matters: filling the reused buffer needs more than its last text (700 bytes)
+        // but less than twice that, where growing by doubling would have moved it.
+        #expect(taken.count == 700 && capacity >= 1_000 && capacity < 1_400)
+
+        var second = JSONText(reusing: taken)
+        taken = []
+        second.reserve(capacity)
+        for _ in 0..<(capacity / 7) { second.raw("[1,2,3]") }
+        let again = second.takeBytes()
+        #expect(again.count == capacity / 7 * 7)
+        #expect(again.withUnsafeBufferPointer { $0.baseAddress } == address)
+        #expect(again.capacity == capacity)
+    }
+
     /// A copy is a value: writing to one never changes the other.
     @Test func copiesAreIndependent() {
         var first = JSONText(capacity: 8)
