@@ -13,7 +13,11 @@ public struct JSONText: Sendable {
     /// How many bytes are written.
     @usableFromInline var written = 0
 
-    public init(capacity: Int = 64) { storage = [UInt8](repeating: 0, count: max(capacity, 0)) }
+    /// An empty text with room reserved for `capacity` bytes (reserved, not yet touched).
+    public init(capacity: Int = 64) {
+        storage = []
+        storage.reserveCapacity(capacity)
+    }
 
     /// The bytes written (a copy unless the text fills its buffer exactly).
     public var bytes: [UInt8] {
@@ -44,14 +48,17 @@ public struct JSONText: Sendable {
         try storage.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[..<written])) }
     }
 
-    /// Makes room for `count` more bytes (an estimate saves the buffer's regrowth copies).
-    public mutating func reserve(_ count: Int) { if written + count > storage.count { grow(to: written + count) } }
+    /// Makes room for `count` more bytes (an estimate saves the buffer's regrowth copies): reserved
+    /// capacity, touched only as it is written.
+    public mutating func reserve(_ count: Int) { storage.reserveCapacity(written + count) }
 
-    /// Makes the buffer at least `needed` bytes long: first into the room the array already has (a
-    /// buffer handed back for reuse, cut to its last text by `takeBytes`, keeps its capacity), else
-    /// doubled at least, so appends stay amortised O(1).
+    /// Makes the buffer at least `needed` bytes long, doubling it (so appends stay amortised O(1)),
+    /// but within the capacity the array already has, reserved or kept by a buffer handed back for
+    /// reuse (cut to its last text by `takeBytes`), before it allocates anew: the spare room is
+    /// zeroed a doubling at a time, not all at once.
     @usableFromInline mutating func grow(to needed: Int) {
-        let size = needed <= storage.capacity ? storage.capacity : max(needed, storage.count * 2, 64)
+        var size = max(needed, storage.count * 2, 64)
+        if needed <= storage.capacity { size = min(size, storage.capacity) }
         storage.append(contentsOf: repeatElement(0, count: size - storage.count))
     }
 
