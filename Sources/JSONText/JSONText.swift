@@ -155,6 +155,24 @@ public struct JSONText: Sendable {
         }
     }
 
+    /// Writes UTF-8 bytes as a quoted JSON string, exactly as `string(String(decoding: utf8, as:
+    /// UTF8.self))` would: printable ASCII with no quote or backslash (nearly always) is copied at
+    /// once, anything else goes through `String` (which repairs invalid UTF-8) and `string`.
+    @inlinable
+    public mutating func string(utf8: UnsafeBufferPointer<UInt8>) {
+        guard utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x80 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") })
+        else { return string(String(decoding: utf8, as: UTF8.self)) }
+        append(UInt8(ascii: "\""))
+        if let base = utf8.baseAddress { append(base, utf8.count) }
+        append(UInt8(ascii: "\""))
+    }
+
+    /// Writes already-valid JSON bytes (a number) as they are.
+    @inlinable
+    public mutating func json(utf8: UnsafeBufferPointer<UInt8>) {
+        if let base = utf8.baseAddress { append(base, utf8.count) }
+    }
+
     /// Writes already-valid JSON bytes as they are.
     @inlinable
     public mutating func json(_ raw: [UInt8]) {

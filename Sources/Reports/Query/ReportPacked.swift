@@ -12,7 +12,8 @@ import Postgres
 /// allocates nothing but its final values (short strings are stored inline by Swift).
 /// Malformed input throws `ReportError.database`; SQL NULL elements come out as "".
 struct ReportPacked {
-    private let bytes: UnsafeBufferPointer<UInt8>
+    /// The line.
+    let bytes: UnsafeBufferPointer<UInt8>
     private var index = 0
     private let what: String
 
@@ -221,6 +222,15 @@ struct ReportPacked {
 
     /// A `text[]` in array output, its elements appended to `items`.
     mutating func strings(into items: inout [String]) throws {
+        try forEachString { slice, escaped in
+            items.append(escaped ? Self.unescape(slice) : String(decoding: slice, as: UTF8.self))
+        }
+    }
+
+    /// Calls `body` with each element of the next `text[]` (array output) where the line holds it: its
+    /// bytes without quotes, and whether they still hold `\` escapes (`unescape` removes them). An
+    /// unquoted `NULL` comes as no bytes, as "" does.
+    mutating func forEachString(_ body: (UnsafeBufferPointer<UInt8>, _ escaped: Bool) throws -> Void) throws {
         guard try openArray() else { return }
         while true {
             guard index < bytes.count else { throw malformed() }
@@ -241,8 +251,7 @@ struct ReportPacked {
                     }
                 }
                 guard index < bytes.count else { throw malformed() }
-                let slice = UnsafeBufferPointer(rebasing: bytes[start..<index])
-                items.append(escaped ? Self.unescape(slice) : String(decoding: slice, as: UTF8.self))
+                try body(UnsafeBufferPointer(rebasing: bytes[start..<index]), escaped)
                 index += 1  // the closing quote
             } else {
                 let start = index
@@ -252,7 +261,7 @@ struct ReportPacked {
                 }
                 let slice = UnsafeBufferPointer(rebasing: bytes[start..<index])
                 let isNull = slice.count == 4 && slice.elementsEqual("NULL".utf8)
-                items.append(isNull ? "" : String(decoding: slice, as: UTF8.self))
+                try body(isNull ? UnsafeBufferPointer(rebasing: bytes[start..<start]) : slice, false)
             }
             guard index < bytes.count else { throw malformed() }
             let separator = bytes[index]
@@ -261,6 +270,39 @@ struct ReportPacked {
             guard separator == UInt8(ascii: ",") else { throw malformed() }
         }
     }
+
+    /// Calls `body` with each element of the next `integer[]` as its digits in the line (an optional
+    /// `-`, then at least one digit; checked to fit an `Int`, whose value `value(ofDigits:)` reads).
+    mutating func forEachInt(_ body: (UnsafeBufferPointer<UInt8>) throws -> Void) throws {
+        guard try openArray() else { return }
+        while true {
+            try body(try digits())
+            guard index < bytes.count else { throw malformed() }
+            let separator = bytes[index]
+            index += 1
+            if separator == UInt8(ascii: "}") { return }
+            guard separator == UInt8(ascii: ",") else { throw malformed() }
+        }
+    }
+
+    /// A decimal integer followed by a comma, as its digits in the line (see `forEachInt`).
+    mutating func intDigits() throws -> UnsafeBufferPointer<UInt8> {
+        let value = try digits()
+        try expect(UInt8(ascii: ","))
+        return value
+    }
+
+    /// A text field up to the next comma (which is consumed), as the line holds it.
+    mutating func fieldBytes() throws -> UnsafeBufferPointer<UInt8> {
+        let start = index
+        while index < bytes.count, bytes[index] != UInt8(ascii: ",") { index += 1 }
+        let value = UnsafeBufferPointer(rebasing: bytes[start..<index])
+        try expect(UInt8(ascii: ","))
+        return value
+    }
+
+    /// Where the cursor is: a byte offset into the line.
+    var offset: Int { index }
 
     /// The bytes of the next array (braces included), skipped without decoding its elements.
     mutating func arrayBytes() throws -> UnsafeBufferPointer<UInt8> {
@@ -287,39 +329,49 @@ struct ReportPacked {
 
     /// An `integer[]` in array output, its elements appended to `items`.
     mutating func ints(into items: inout [Int]) throws {
-        guard try openArray() else { return }
-        while true {
-            items.append(try number())
-            guard index < bytes.count else { throw malformed() }
-            let separator = bytes[index]
-            index += 1
-            if separator == UInt8(ascii: "}") { return }
-            guard separator == UInt8(ascii: ",") else { throw malformed() }
-        }
+        try forEachInt { items.append(Self.value(ofDigits: $0)) }
     }
 
     /// An optionally negative decimal integer (at least one digit, no overflow).
-    private mutating func number() throws -> Int {
-        var negative = false
-        if index < bytes.count, bytes[index] == UInt8(ascii: "-") {
-            negative = true
-            index += 1
-        }
-        var value = 0
+    private mutating func number() throws -> Int { Self.value(ofDigits: try digits()) }
+
+    /// The bytes of an optionally negative decimal integer (at least one digit), checked to fit an
+    /// `Int` (`value(ofDigits:)` reads them).
+    private mutating func digits() throws -> UnsafeBufferPointer<UInt8> {
         let start = index
-        while index < bytes.count, bytes[index] >= UInt8(ascii: "0"), bytes[index] <= UInt8(ascii: "9") {
-            let (times, overflow1) = value.multipliedReportingOverflow(by: 10)
-            let (sum, overflow2) = times.addingReportingOverflow(Int(bytes[index] - UInt8(ascii: "0")))
-            guard !overflow1, !overflow2 else { throw malformed() }
-            value = sum
-            index += 1
+        if index < bytes.count, bytes[index] == UInt8(ascii: "-") { index += 1 }
+        let first = index
+        while index < bytes.count, bytes[index] >= UInt8(ascii: "0"), bytes[index] <= UInt8(ascii: "9") { index += 1 }
+        guard index > first else { throw malformed() }
+        if index - first > 18 {
+            // 19 digits or more may overflow: read them checked.
+            var value = 0
+            for position in first..<index {
+                let (times, overflow1) = value.multipliedReportingOverflow(by: 10)
+                let (sum, overflow2) = times.addingReportingOverflow(Int(bytes[position] - UInt8(ascii: "0")))
+                guard !overflow1, !overflow2 else { throw malformed() }
+                value = sum
+            }
         }
-        guard index > start else { throw malformed() }
-        return negative ? -value : value
+        return UnsafeBufferPointer(rebasing: bytes[start..<index])
+    }
+
+    /// The value of digits `digits()` checked.
+    static func value(ofDigits digits: UnsafeBufferPointer<UInt8>) -> Int {
+        var negative = false
+        var value = 0
+        for byte in digits {
+            if byte == UInt8(ascii: "-") {
+                negative = true
+            } else {
+                value = value &* 10 &+ Int(byte &- UInt8(ascii: "0"))
+            }
+        }
+        return negative ? 0 &- value : value
     }
 
     /// A quoted element's bytes with its `\` escapes removed.
-    private static func unescape(_ slice: UnsafeBufferPointer<UInt8>) -> String {
+    static func unescape(_ slice: UnsafeBufferPointer<UInt8>) -> String {
         var item: [UInt8] = []
         item.reserveCapacity(slice.count)
         var position = 0
@@ -346,14 +398,37 @@ struct ReportNameLists {
     private var lists: [List] = []
     /// Open addressing over `keys`: -1 = empty; twice `limit` entries, so probes stay short.
     private var slots = [Int32](repeating: -1, count: 8192)
-    private var names: [String] = []
     private let limit = 4096
 
     /// The next array of `line` (a `text[]` of names) as its length and name → position (the last
-    /// position of a repeated name, as a dictionary built in order would keep).
+    /// position of a repeated name, as a dictionary built in order would keep), remembered for the
+    /// lines after it.
     mutating func next(_ line: inout ReportPacked) throws -> List {
         let bytes = try line.arrayBytes()
-        if bytes.count == 2 { return (0, [:], [], nil, .none) }  // {}
+        if bytes.count == 2 { return Self.empty }  // {}
+        let (known, slot) = find(bytes)
+        if let known { return known }
+        let list = try Self.decode(bytes)
+        if keys.count < limit {
+            slots[slot] = Int32(keys.count)
+            keys.append(Array(bytes))
+            lists.append(list)
+        }
+        return list
+    }
+
+    /// `next(_:)` for a reader of lines whose lists were remembered before (`LinkLines` writing rows
+    /// it checked): a list not remembered (past `limit`) is decoded and not kept.
+    func known(_ line: inout ReportPacked) throws -> List {
+        let bytes = try line.arrayBytes()
+        if bytes.count == 2 { return Self.empty }
+        return try find(bytes).list ?? Self.decode(bytes)
+    }
+
+    private static let empty: List = (0, [:], [], nil, .none)
+
+    /// The list remembered for these bytes, else nil and the free slot where it would go.
+    private func find(_ bytes: UnsafeBufferPointer<UInt8>) -> (list: List?, slot: Int) {
         let mask = slots.count - 1
         var slot = Self.hash(bytes) & mask
         while slots[slot] >= 0 {
@@ -361,10 +436,15 @@ struct ReportNameLists {
             let same = keys[known].withUnsafeBufferPointer { key in
                 key.count == bytes.count && memcmp(key.baseAddress!, bytes.baseAddress!, bytes.count) == 0
             }
-            if same { return lists[known] }
+            if same { return (lists[known], slot) }
             slot = (slot + 1) & mask
         }
-        names.removeAll(keepingCapacity: true)
+        return (nil, slot)
+    }
+
+    /// Decodes a name array's bytes (braces included) into its list.
+    private static func decode(_ bytes: UnsafeBufferPointer<UInt8>) throws -> List {
+        var names: [String] = []
         var cursor = ReportPacked(bytes, what: "names")
         try cursor.strings(into: &names)
         var positions: [String: Int] = [:]
@@ -376,13 +456,7 @@ struct ReportNameLists {
         let order = sorted.map(\.value)
         let identity = order.count == names.count && order.enumerated().allSatisfy { $0.offset == $0.element }
         let sortedNames = sorted.map(\.key)
-        let list = (names.count, positions, sortedNames, identity ? nil : order, JSONKeys(sortedNames))
-        if keys.count < limit {
-            slots[slot] = Int32(keys.count)
-            keys.append(Array(bytes))
-            lists.append(list)
-        }
-        return list
+        return (names.count, positions, sortedNames, identity ? nil : order, JSONKeys(sortedNames))
     }
 
     /// A multiplicative hash of the bytes, eight at a time (lists are found by comparing bytes).

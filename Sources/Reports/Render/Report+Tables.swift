@@ -78,7 +78,7 @@ extension LinkTotalsReport {
 }
 
 /// The per-link columns after a row's key (`path`, `day` or `days`), daily and totals alike.
-private let linkCountColumns = [
+let linkCountColumns = [
     "clicks", "universal_link_opens", "matched_installs", "attributed_installs", "install_rate", "reengagements",
     "clicks_ios", "clicks_android", "universal_link_opens_ios", "universal_link_opens_android",
     "matched_installs_ios", "matched_installs_android", "attributed_installs_ios", "attributed_installs_android",

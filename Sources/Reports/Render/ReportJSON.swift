@@ -91,9 +91,20 @@ package enum ReportJSON {
         return String(decoding: out.takeBytes(), as: UTF8.self)
     }
 
+    /// Writes an exact decimal from its bytes (non-empty), as `write(decimal:into:)` writes its text.
+    static func write(decimal utf8: UnsafeBufferPointer<UInt8>, into out: inout JSONText) {
+        if isJSONNumber(utf8) { out.json(utf8: utf8) } else { out.string(utf8: utf8) }
+    }
+
     /// True for PostgreSQL numeric text that is also a JSON number (`-12.50`, `0.333333`).
     private static func isJSONNumber(_ text: String) -> Bool {
-        var bytes = Substring(text).utf8[...]
+        var text = text
+        return text.withUTF8 { isJSONNumber($0) }
+    }
+
+    /// `isJSONNumber` of UTF-8 bytes.
+    private static func isJSONNumber(_ utf8: UnsafeBufferPointer<UInt8>) -> Bool {
+        var bytes = utf8[...]
         if bytes.first == UInt8(ascii: "-") { bytes = bytes.dropFirst() }
         guard let first = bytes.first, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(first) else { return false }
         var seenDot = false

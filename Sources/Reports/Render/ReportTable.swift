@@ -179,6 +179,57 @@ package struct ReportRowWriter {
     /// The next column's value: amounts by name, from a dictionary.
     package mutating func amounts(_ dictionary: [String: String]) { amounts(NamedValues(dictionary)) }
 
+    /// True when rows are written as JSON; false when their values are collected.
+    var isWritingJSON: Bool { writesJSON }
+
+    /// The next column's value, written by `body` as JSON (JSON mode only: see `isWritingJSON`).
+    mutating func member(json body: (inout JSONText) throws -> Void) rethrows {
+        precondition(writesJSON, "a JSON member while collecting values")
+        member()
+        try body(&json)
+    }
+
+    /// The next column's value: a count, with its digits as PostgreSQL printed them (copied into JSON
+    /// as they are when they are the count's own decimal form, as they always are from PostgreSQL).
+    mutating func int(digits: UnsafeBufferPointer<UInt8>) {
+        guard writesJSON else { return values.append(.int(ReportPacked.value(ofDigits: digits))) }
+        member()
+        Self.write(digits: digits, into: &json)
+    }
+
+    /// Writes checked digits (`ReportPacked.forEachInt`) as the JSON number `JSONText.int` writes.
+    static func write(digits: UnsafeBufferPointer<UInt8>, into json: inout JSONText) {
+        if isCanonical(digits) { json.json(utf8: digits) } else { json.int(ReportPacked.value(ofDigits: digits)) }
+    }
+
+    /// True for the digits `JSONText.int` writes: no leading zero, no `-0`.
+    static func isCanonical(_ digits: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let first = digits.first else { return false }
+        if first == UInt8(ascii: "-") {
+            return digits.count > 1 && digits[1] != UInt8(ascii: "0")
+        }
+        return first != UInt8(ascii: "0") || digits.count == 1
+    }
+
+    /// The next column's value: text from UTF-8 bytes (with `escaped`, PostgreSQL array escapes
+    /// still in them), null when there are none (the rollups' "none").
+    mutating func text(utf8: UnsafeBufferPointer<UInt8>, escaped: Bool) {
+        guard !utf8.isEmpty else { return text(nil) }
+        guard writesJSON, !escaped else {
+            return text(escaped ? ReportPacked.unescape(utf8) : String(decoding: utf8, as: UTF8.self))
+        }
+        member()
+        json.string(utf8: utf8)
+    }
+
+    /// The next column's value: an exact decimal from its bytes, null when there are none.
+    mutating func decimal(utf8: UnsafeBufferPointer<UInt8>) {
+        guard !utf8.isEmpty else { return decimal(nil) }
+        guard writesJSON else { return decimal(String(decoding: utf8, as: UTF8.self)) }
+        member()
+        ReportJSON.write(decimal: utf8, into: &json)
+    }
+
     /// The next column's value: amounts by name.
     package mutating func amounts(_ value: NamedValues<String>) {
         guard writesJSON else { return values.append(.amounts(value)) }

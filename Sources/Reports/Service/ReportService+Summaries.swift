@@ -107,6 +107,21 @@ extension ReportService {
         }
     }
 
+    /// The per-link daily report as `links` reads it, for rendering: its tables are written from the
+    /// summary lines without building rows first (`LinkLines`). What `report(.links, ...)` answers.
+    ///
+    /// - Throws: as `links`.
+    func linkLines(app: String, from: ReportDay, to: ReportDay, path: String? = nil) throws(ReportError)
+        -> LinkLinesReport
+    {
+        let watermark = try validate(app: app, from: from, to: to)
+        return try run {
+            let lines = try LinkLines(
+                try connection.query(ReportSQL.linkSummary(app: app, from: from, to: to, path: path)))
+            return LinkLinesReport(app: app, from: from, to: to, watermark: watermark, path: path, lines: lines)
+        }
+    }
+
     /// The attribution report: per link and day (from `report_attribution_summary`, one row per link
     /// and day), plus app-wide installs per day.
     ///

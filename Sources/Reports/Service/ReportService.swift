@@ -57,7 +57,7 @@ package struct ReportService {
         _ kind: ReportKind, app: String, from: ReportDay, to: ReportDay, path: String? = nil
     ) throws(ReportError) -> any RenderableReport {
         switch kind {
-        case .links: return try links(app: app, from: from, to: to, path: path)
+        case .links: return try linkLines(app: app, from: from, to: to, path: path)
         case .funnel: return try funnel(app: app, from: from, to: to, path: path)
         case .retention: return try retention(app: app, from: from, to: to, path: path)
         case .attribution: return try attribution(app: app, from: from, to: to, path: path)

@@ -1,0 +1,348 @@
+import JSONText
+import Postgres
+import Synchronization
+
+/// The per-link daily report as the API and `report links` serve it: its tables written straight
+/// from the stored summary lines (sql/055, sql/066), without decoding them into `LinkDayRow`s and
+/// `UTMRow`s first. A 30-day report at 1,000 links is 30,000 lines and ~54 MB of JSON; building
+/// the rows (their maps, arrays and strings) and then writing the JSON from them took longer than
+/// writing the JSON from the lines does.
+///
+/// Every line is checked in full when the report is read (`LinkLines.init`), so a malformed line
+/// fails the report before its first byte, as with rows; writing then reads the same checked bytes.
+/// The same numbers as `ReportService.links` (its `LinkReport` is what the daily job, the totals
+/// per link and the tests read): `LinkLinesTests` compares the JSON and the CSV of both.
+struct LinkLinesReport: RenderableReport {
+    var kind: String { "links" }
+    let app: String
+    let from: ReportDay
+    let to: ReportDay
+    let watermark: String?
+    let path: String?
+    let lines: LinkLines
+
+    var tables: [ReportTable] {
+        let lines = self.lines
+        return [
+            ReportTable(name: "links", columns: LinkLines.linkColumns, count: lines.count) { index, out in
+                lines.writeLink(index, into: &out)
+            },
+            ReportTable(name: "utm", columns: LinkLines.utmColumns, count: lines.utmCount) { index, out in
+                lines.writeUTM(index, into: &out)
+            },
+        ]
+    }
+}
+
+/// A query result of `ReportSQL.linkSummary` (columns `line`, `platform_line`), checked, with its
+/// lines' order and each line's UTM rows.
+///
+/// `@unchecked Sendable`: nothing changes after `init` but the UTM cursor, which is under its mutex;
+/// the line pointers point into `result`, which it holds.
+final class LinkLines: @unchecked Sendable {
+    static let linkColumns = ["path", "day"] + linkCountColumns
+    static let utmColumns = [
+        "path", "day", "utm_source", "utm_medium", "utm_campaign", "clicks", "universal_link_opens",
+        "matched_installs", "attributed_installs", "install_rate",
+    ]
+    private static let what = "report_link_summary_lines"
+
+    private let result: QueryResult
+    /// The lines in (path, day) order: each row's path and day (as text), its two lines where the
+    /// result holds them, where the rest of the first starts after the path and day, and where its
+    /// UTM arrays start. Written in this order, so reading them is sequential but for the lines'
+    /// own bytes (libpq's lookups by position in this order had missed the cache, as had these
+    /// keys when kept by result position).
+    private let lines: [Line]
+    /// The first UTM row of each line, in (path, day) order; one more entry, the UTM row count.
+    private let utmStarts: [Int]
+    /// Every name list of the lines (as far as `ReportNameLists` keeps them).
+    private let lists: ReportNameLists
+    /// The line whose UTM rows are being written, its elements found once for all of them.
+    private let utmLine = Mutex(UTMElements())
+
+    private struct Line {
+        var path: String
+        var day: String
+        var line: UnsafeBufferPointer<UInt8>
+        var platforms: UnsafeBufferPointer<UInt8>
+        var start: Int
+        var utmOffset: Int
+    }
+
+    /// Reads and checks every line of `result`.
+    ///
+    /// - Throws: `ReportError.database` for a malformed line or other columns.
+    init(_ result: QueryResult) throws {
+        try ReportService.expect(result, ["line", "platform_line"])
+        var keys: [(path: String?, day: ReportDay)] = []
+        var lines: [Line] = [], utmCounts: [Int] = []
+        keys.reserveCapacity(result.count)
+        lines.reserveCapacity(result.count)
+        utmCounts.reserveCapacity(result.count)
+        var lists = ReportNameLists()
+        for row in result {
+            try row.withBytes(0) { bytes in
+                try row.withBytes(1) { platformBytes in
+                    var line = ReportPacked(bytes, what: Self.what)
+                    var platforms = ReportPacked(platformBytes, what: Self.what)
+                    guard let path = try line.optionalCounted() else { throw line.malformed() }
+                    let dayStart = line.offset
+                    keys.append((path, try line.day()))
+                    let day = String(
+                        decoding: UnsafeBufferPointer(rebasing: bytes[dayStart..<(dayStart + 10)]), as: UTF8.self)
+                    let start = line.offset
+                    let utm = try Self.check(&line, &platforms, &lists)
+                    lines.append(
+                        Line(
+                            path: path, day: day, line: bytes, platforms: platformBytes, start: start,
+                            utmOffset: utm.offset))
+                    utmCounts.append(utm.count)
+                }
+            }
+        }
+        let order = ReportPacked.pathDayOrder(keys)
+        var utmStarts = [0]
+        utmStarts.reserveCapacity(order.count + 1)
+        for position in order { utmStarts.append(utmStarts[utmStarts.count - 1] + utmCounts[position]) }
+        self.result = result
+        self.lines = order.map { lines[$0] }
+        self.utmStarts = utmStarts
+        self.lists = lists
+    }
+
+    /// How many lines (rows of the links table).
+    var count: Int { lines.count }
+    /// How many UTM rows.
+    var utmCount: Int { utmStarts[utmStarts.count - 1] }
+
+    /// Reads the rest of one line (after its path and day) and its platform line to their ends, as
+    /// `writeLink` and `writeUTM` will, checking each array's length; returns where the UTM arrays
+    /// start and how many UTM rows they hold.
+    private static func check(
+        _ line: inout ReportPacked, _ platforms: inout ReportPacked, _ lists: inout ReportNameLists
+    ) throws -> (offset: Int, count: Int) {
+        for _ in 0..<15 { _ = try line.intDigits() }
+        _ = try line.fieldBytes()
+        let events = try lists.next(&line).count
+        try expect(ints: &line, events)
+        let retention = try lists.next(&line).count
+        try expect(ints: &line, retention)
+        let currencies = try lists.next(&line).count
+        try expect(strings: &line, currencies)
+        let offset = line.offset
+        var sources = 0
+        try line.forEachString { _, _ in sources += 1 }
+        try expect(strings: &line, sources)
+        try expect(strings: &line, sources)
+        for _ in 0..<4 { try expect(ints: &line, sources) }
+        try expect(strings: &line, sources)
+        try line.end()
+        try expect(ints: &platforms, events)
+        try expect(ints: &platforms, events)
+        try expect(ints: &platforms, retention)
+        try expect(ints: &platforms, retention)
+        try expect(strings: &platforms, currencies)
+        try expect(strings: &platforms, currencies)
+        try platforms.end()
+        return (offset, sources)
+    }
+
+    private static func expect(ints line: inout ReportPacked, _ count: Int) throws {
+        var found = 0
+        try line.forEachInt { _ in found += 1 }
+        guard found == count else { throw ReportError.database(message: "\(what): arrays of different lengths") }
+    }
+
+    private static func expect(strings line: inout ReportPacked, _ count: Int) throws {
+        var found = 0
+        try line.forEachString { _, _ in found += 1 }
+        guard found == count else { throw ReportError.database(message: "\(what): arrays of different lengths") }
+    }
+
+    /// Runs `body` on the two lines of `row`, the first after its path and day. The lines were
+    /// checked when read, so `body` cannot meet what it does not expect: a failure here is a defect
+    /// of this type, not of the data.
+    private func read(_ row: Line, _ body: (inout ReportPacked, inout ReportPacked) throws -> Void) {
+        var line = ReportPacked(row.line, at: row.start, what: Self.what)
+        var platforms = ReportPacked(row.platforms, what: Self.what)
+        do {
+            try body(&line, &platforms)
+        } catch {
+            preconditionFailure("\(Self.what): a checked line failed when read again: \(error)")
+        }
+    }
+
+    /// Puts the links table's row `index` (the line `index`-th in (path, day) order).
+    func writeLink(_ index: Int, into out: inout ReportRowWriter) {
+        let row = lines[index]
+        out.text(row.path)
+        out.text(row.day)
+        read(row) { line, platforms in
+            // The line: clicks, opens, matched, attributed, re-engagements, then the same five for
+            // iOS and for Android, the install rate; the columns put each iOS count beside Android's.
+            try withUnsafeTemporaryAllocation(of: UnsafeBufferPointer<UInt8>.self, capacity: 15) { counts in
+                for index in 0..<15 { counts[index] = try line.intDigits() }
+                let rate = try line.fieldBytes()
+                for index in 0..<4 { out.int(digits: counts[index]) }
+                out.decimal(utf8: rate)
+                out.int(digits: counts[4])
+                for index in 0..<5 {
+                    out.int(digits: counts[5 + index])
+                    out.int(digits: counts[10 + index])
+                }
+            }
+            // events, retention_events, revenue; then each split by platform, in the platform line.
+            let events = try lists.known(&line)
+            try Self.counts(&line, events, into: &out)
+            let retention = try lists.known(&line)
+            try Self.counts(&line, retention, into: &out)
+            let currencies = try lists.known(&line)
+            try Self.amounts(&line, currencies, into: &out)
+            try Self.counts(&platforms, events, into: &out)
+            try Self.counts(&platforms, events, into: &out)
+            try Self.counts(&platforms, retention, into: &out)
+            try Self.counts(&platforms, retention, into: &out)
+            try Self.amounts(&platforms, currencies, into: &out)
+            try Self.amounts(&platforms, currencies, into: &out)
+        }
+    }
+
+    /// Puts the next array, parallel to `list`, as counts by name.
+    private static func counts(
+        _ line: inout ReportPacked, _ list: ReportNameLists.List, into out: inout ReportRowWriter
+    ) throws { try map(&line, list, Int.self, into: &out) }
+
+    /// Puts the next array, parallel to `list`, as amounts by name (strings in JSON).
+    private static func amounts(
+        _ line: inout ReportPacked, _ list: ReportNameLists.List, into out: inout ReportRowWriter
+    ) throws { try map(&line, list, String.self, into: &out) }
+
+    /// Puts the next array, parallel to `list`, as values by name: in JSON straight from the line
+    /// (each value after its name's key, in the names' order), else as `NamedValues`.
+    private static func map<Value: LineElement>(
+        _ line: inout ReportPacked, _ list: ReportNameLists.List, _: Value.Type, into out: inout ReportRowWriter
+    ) throws {
+        if out.isWritingJSON, list.order == nil {
+            try out.member(json: { json in
+                json.raw("{")
+                try Value.writeEach(&line, into: &json) { json, index in
+                    if index > 0 { json.raw(",") }
+                    json.key(list.keys, index)
+                }
+                json.raw("}")
+            })
+            return
+        }
+        var values: [Value] = []
+        try Value.read(&line, into: &values)
+        let named = NamedValues(
+            sortedNames: list.names, values: list.order.map { $0.map { values[$0] } } ?? values, keys: list.keys)
+        out.put(Value.value(named))
+    }
+
+    /// Puts the UTM table's row `index`.
+    func writeUTM(_ index: Int, into out: inout ReportRowWriter) {
+        utmLine.withLock { cursor in
+            if !cursor.rows.contains(index) {
+                // The line holding it: the last whose first UTM row is at or before it (the next line
+                // with any when the table is written in order).
+                var low = 0, high = lines.count
+                while high - low > 1 {
+                    let middle = (low + high) / 2
+                    if utmStarts[middle] <= index { low = middle } else { high = middle }
+                }
+                cursor.rows = utmStarts[low]..<utmStarts[low + 1]
+                cursor.line = low
+                var line = ReportPacked(lines[low].line, at: lines[low].utmOffset, what: Self.what)
+                do {
+                    try cursor.find(&line)
+                } catch {
+                    preconditionFailure("\(Self.what): a checked line failed when read again: \(error)")
+                }
+            }
+            let row = lines[cursor.line]
+            let element = index - cursor.rows.lowerBound
+            let count = cursor.rows.count
+            let bytes = row.line
+            out.text(row.path)
+            out.text(row.day)
+            for array in 0..<3 {
+                let range = cursor.ranges[array * count + element]
+                out.text(utf8: UnsafeBufferPointer(rebasing: bytes[range.bytes]), escaped: range.escaped)
+            }
+            for array in 3..<7 {
+                out.int(digits: UnsafeBufferPointer(rebasing: bytes[cursor.ranges[array * count + element].bytes]))
+            }
+            out.decimal(utf8: UnsafeBufferPointer(rebasing: bytes[cursor.ranges[7 * count + element].bytes]))
+        }
+    }
+}
+
+/// The line whose UTM rows are being written, with where the elements of its eight UTM arrays
+/// are (sources, mediums, campaigns, clicks, opens, matched installs, attributed installs, install
+/// rates), array after array.
+private struct UTMElements {
+    /// The UTM rows of the line, and its place in (path, day) order.
+    var rows = 0..<0
+    var line = 0
+    var ranges: [(bytes: Range<Int>, escaped: Bool)] = []
+
+    /// Finds them in `line` (a cursor at its UTM arrays).
+    mutating func find(_ line: inout ReportPacked) throws {
+        ranges.removeAll(keepingCapacity: true)
+        let start = line.bytes.baseAddress
+        for array in 0..<8 {
+            if array < 3 || array == 7 {
+                try line.forEachString { utf8, escaped in ranges.append((Self.range(utf8, start), escaped)) }
+            } else {
+                try line.forEachInt { ranges.append((Self.range($0, start), false)) }
+            }
+        }
+    }
+
+    private static func range(_ utf8: UnsafeBufferPointer<UInt8>, _ start: UnsafePointer<UInt8>?) -> Range<Int> {
+        guard let base = utf8.baseAddress, let start else { return 0..<0 }
+        let offset = base - start
+        return offset..<(offset + utf8.count)
+    }
+}
+
+/// A packed array's element type that `LinkLines` writes into JSON where the line holds it.
+protocol LineElement: PackedElement {
+    /// Writes each element of the next array as JSON, each after what `before` writes for its index.
+    static func writeEach(
+        _ line: inout ReportPacked, into json: inout JSONText, before: (inout JSONText, Int) -> Void) throws
+    /// The report value of a map of these.
+    static func value(_ named: NamedValues<Self>) -> ReportValue
+}
+
+extension Int: LineElement {
+    static func writeEach(
+        _ line: inout ReportPacked, into json: inout JSONText, before: (inout JSONText, Int) -> Void
+    ) throws {
+        var index = 0
+        try line.forEachInt { digits in
+            before(&json, index)
+            ReportRowWriter.write(digits: digits, into: &json)
+            index += 1
+        }
+    }
+
+    static func value(_ named: NamedValues<Int>) -> ReportValue { .counts(named) }
+}
+
+extension String: LineElement {
+    static func writeEach(
+        _ line: inout ReportPacked, into json: inout JSONText, before: (inout JSONText, Int) -> Void
+    ) throws {
+        var index = 0
+        try line.forEachString { utf8, escaped in
+            before(&json, index)
+            if escaped { json.string(ReportPacked.unescape(utf8)) } else { json.string(utf8: utf8) }
+            index += 1
+        }
+    }
+
+    static func value(_ named: NamedValues<String>) -> ReportValue { .amounts(named) }
+}
