@@ -800,7 +800,10 @@ class Bench:
                 ms = float(fields[key])
                 notes = []
                 if key != queried:
-                    notes.append(f"queries and decoding alone {float(fields[queried]):,.0f} ms, the JSON the rest")
+                    notes.append(f"queries and reading alone {float(fields[queried]):,.0f} ms, the JSON the rest")
+                if f"report_{kind}_rows_ms" in fields:  # since 2026-12-01: links served from its lines
+                    notes.append(f"decoded into rows instead (the daily job's and totals' read) "
+                                 f"{float(fields[f'report_{kind}_rows_ms']):,.0f} ms")
                 if f"report_{kind}_json_ms" in fields:  # since 2026-12-01: streamed, as the API sends it
                     notes.append(f"the JSON alone (written as the API's body, of a report made once) "
                                  f"{float(fields[f'report_{kind}_json_ms']):,.0f} ms")
@@ -810,7 +813,7 @@ class Bench:
                 if before in fields:
                     notes.append(f"before (the same report from the per-row views, same run, without JSON): "
                                  f"{float(fields[before]):,.0f} ms, {float(fields[before]) / max(float(fields[queried]), 0.01):.1f}x "
-                                 f"slower than the queries and decoding")
+                                 f"slower than the queries and reading")
                 served = " as served (JSON)" if key != queried else ""
                 # A new row key for the served figure, so it is not compared with the queries-only figure
                 # of runs before it (which the next run would call a regression).

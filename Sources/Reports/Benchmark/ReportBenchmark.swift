@@ -54,7 +54,11 @@ package enum ReportBenchmark {
                     name: name, medianMilliseconds: samples[samples.count / 2], minMilliseconds: samples[0], rows: rows)
             )
         }
-        try measure("links") { try service.links(app: app, from: start, to: end).rows.count }
+        // The per-link report as `report(.links, ...)` reads it for serving: the query and the check
+        // of every line (`LinkLines`; its rows are written from the lines with the JSON).
+        try measure("links") { try service.report(.links, app: app, from: start, to: end).tables[0].count }
+        // The same lines decoded into rows (`LinkReport`: what the daily job and the totals read).
+        try measure("links.rows") { try service.links(app: app, from: start, to: end).rows.count }
         // The same report assembled from the four per-link views (the pre-054 way): the baseline.
         try measure("links.views") { try service.linksFromViews(app: app, from: start, to: end).rows.count }
         try measure("attribution") { try service.attribution(app: app, from: start, to: end).rows.count }

@@ -336,24 +336,28 @@ struct ReportPacked {
     private mutating func number() throws -> Int { Self.value(ofDigits: try digits()) }
 
     /// The bytes of an optionally negative decimal integer (at least one digit), checked to fit an
-    /// `Int` (`value(ofDigits:)` reads them).
+    /// `Int` (`value(ofDigits:)` reads them). Inlined: a per-link line has ~100 of them, read twice.
+    @inline(__always)
     private mutating func digits() throws -> UnsafeBufferPointer<UInt8> {
         let start = index
         if index < bytes.count, bytes[index] == UInt8(ascii: "-") { index += 1 }
         let first = index
-        while index < bytes.count, bytes[index] >= UInt8(ascii: "0"), bytes[index] <= UInt8(ascii: "9") { index += 1 }
-        guard index > first else { throw malformed() }
-        if index - first > 18 {
-            // 19 digits or more may overflow: read them checked.
-            var value = 0
-            for position in first..<index {
-                let (times, overflow1) = value.multipliedReportingOverflow(by: 10)
-                let (sum, overflow2) = times.addingReportingOverflow(Int(bytes[position] - UInt8(ascii: "0")))
-                guard !overflow1, !overflow2 else { throw malformed() }
-                value = sum
-            }
-        }
+        while index < bytes.count, bytes[index] &- UInt8(ascii: "0") < 10 { index += 1 }
+        guard index > first, index - first <= 18 || Self.fits(UnsafeBufferPointer(rebasing: bytes[first..<index]))
+        else { throw malformed() }
         return UnsafeBufferPointer(rebasing: bytes[start..<index])
+    }
+
+    /// True when decimal digits (19 or more: fewer always fit) are at most `Int.max`.
+    private static func fits(_ digits: UnsafeBufferPointer<UInt8>) -> Bool {
+        var value = 0
+        for byte in digits {
+            let (times, overflow1) = value.multipliedReportingOverflow(by: 10)
+            let (sum, overflow2) = times.addingReportingOverflow(Int(byte - UInt8(ascii: "0")))
+            guard !overflow1, !overflow2 else { return false }
+            value = sum
+        }
+        return true
     }
 
     /// The value of digits `digits()` checked.

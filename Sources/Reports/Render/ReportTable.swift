@@ -126,6 +126,7 @@ package struct ReportRowWriter {
     }
 
     /// Starts the next member: `{"column":` for the first column, `,"column":` for the others.
+    @inline(__always)
     private mutating func member() {
         if position == 0 { json.raw("{") } else { json.raw(",") }
         json.key(keys, position)
@@ -198,11 +199,13 @@ package struct ReportRowWriter {
     }
 
     /// Writes checked digits (`ReportPacked.forEachInt`) as the JSON number `JSONText.int` writes.
+    @inline(__always)
     static func write(digits: UnsafeBufferPointer<UInt8>, into json: inout JSONText) {
         if isCanonical(digits) { json.json(utf8: digits) } else { json.int(ReportPacked.value(ofDigits: digits)) }
     }
 
     /// True for the digits `JSONText.int` writes: no leading zero, no `-0`.
+    @inline(__always)
     static func isCanonical(_ digits: UnsafeBufferPointer<UInt8>) -> Bool {
         guard let first = digits.first else { return false }
         if first == UInt8(ascii: "-") {
