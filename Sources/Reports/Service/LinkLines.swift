@@ -169,7 +169,7 @@ final class LinkLines: @unchecked Sendable {
         do {
             try body(&line, &platforms)
         } catch {
-            preconditionFailure("\(Self.what): a checked line failed when read again: \(error)")
+            fatalError("\(Self.what): a checked line failed when read again: \(error)")
         }
     }
 
@@ -258,7 +258,7 @@ final class LinkLines: @unchecked Sendable {
                 do {
                     try cursor.find(&line)
                 } catch {
-                    preconditionFailure("\(Self.what): a checked line failed when read again: \(error)")
+                    fatalError("\(Self.what): a checked line failed when read again: \(error)")
                 }
             }
             let row = lines[cursor.line]
