@@ -70,7 +70,10 @@ final class LinkLines: @unchecked Sendable {
         var utmOffset: Int
     }
 
-    /// Reads and checks every line of `result`.
+    /// Reads and checks every line of `result`, in result order, then puts them in (path, day)
+    /// order. Not through `ReportPacked.forEachLinePairByPathAndDay`, whose body reads the lines in
+    /// (path, day) order: checking them there measured ~20 ms slower at 10M (`perf stat -r 10 report
+    /// links --format json`, three alternated rounds, 0.239-0.241 s against 0.209-0.222 s).
     ///
     /// - Throws: `ReportError.database` for a malformed line or other columns.
     init(_ result: QueryResult) throws {
