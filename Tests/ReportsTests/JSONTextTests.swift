@@ -36,6 +36,30 @@ import Testing
         #expect(String(decoding: text.bytes, as: UTF8.self) == "\"\\u0001\"")
     }
 
+    /// Runs of 0 to 40 bytes, each at every offset of its source and ending at the source's last
+    /// byte (short copies are inlined as overlapping loads, which must stay inside the run), land
+    /// byte for byte, after what was there and before what follows.
+    @Test func copiesEveryLengthExactly() {
+        let source = (0..<40).map { UInt8(ascii: "a") + UInt8($0 % 26) }
+        for length in 0...source.count {
+            // Its own allocation, exactly `length` bytes, so a read past the run would leave it.
+            let run = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: max(length, 1))
+            defer { run.deallocate() }
+            _ = run.initialize(from: source[..<length])
+            var text = JSONText(capacity: 0)
+            text.raw("<")
+            text.json(utf8: UnsafeBufferPointer(rebasing: run[..<length]))
+            text.raw(">")
+            text.string(utf8: UnsafeBufferPointer(rebasing: run[..<length]))
+            var expected: [UInt8] = [UInt8(ascii: "<")]
+            expected += source[..<length]
+            expected += [UInt8(ascii: ">"), UInt8(ascii: "\"")]
+            expected += source[..<length]
+            expected.append(UInt8(ascii: "\""))
+            #expect(text.bytes == expected, "\(length) bytes")
+        }
+    }
+
     /// A document written from an empty buffer grows through many sizes; every byte must survive
     /// each growth, and keys, literals and raw JSON land where they were written.
     @Test func growsWithoutLosingBytes() throws {

@@ -304,6 +304,10 @@ struct ReportPacked {
     /// Where the cursor is: a byte offset into the line.
     var offset: Int { index }
 
+    /// Passes over the next array of names, which `list` was read from before (`ReportNameLists`):
+    /// for a line that was checked, so the array is known to be there.
+    mutating func skip(_ list: ReportNameLists.List) { index += list.byteCount }
+
     /// The bytes of the next array (braces included), skipped without decoding its elements.
     mutating func arrayBytes() throws -> UnsafeBufferPointer<UInt8> {
         let start = index
@@ -397,7 +401,28 @@ struct ReportNameLists {
     /// A list's length, its name → position, and its unique names in ascending order with the
     /// position each is read from (`order`, nil when that is the list's own order: PostgreSQL sorted
     /// the names as Swift does and none repeats), and those names as JSON keys.
-    typealias List = (count: Int, positions: [String: Int], names: [String], order: [Int]?, keys: JSONKeys)
+    /// A class, not a tuple of its five values: a lookup hands out one reference, not four (a
+    /// per-link line looks up three lists, and the tuple's retains and releases showed in its profile).
+    final class List: Sendable {
+        let count: Int
+        let positions: [String: Int]
+        let names: [String]
+        let order: [Int]?
+        let keys: JSONKeys
+        /// How many bytes its array takes in a line, braces included (`skip(_:)` passes over it).
+        let byteCount: Int
+
+        init(
+            count: Int, positions: [String: Int], names: [String], order: [Int]?, keys: JSONKeys, byteCount: Int
+        ) {
+            self.byteCount = byteCount
+            self.count = count
+            self.positions = positions
+            self.names = names
+            self.order = order
+            self.keys = keys
+        }
+    }
     private var keys: [[UInt8]] = []
     private var lists: [List] = []
     /// Open addressing over `keys`: -1 = empty; twice `limit` entries, so probes stay short.
@@ -421,15 +446,7 @@ struct ReportNameLists {
         return list
     }
 
-    /// `next(_:)` for a reader of lines whose lists were remembered before (`LinkLines` writing rows
-    /// it checked): a list not remembered (past `limit`) is decoded and not kept.
-    func known(_ line: inout ReportPacked) throws -> List {
-        let bytes = try line.arrayBytes()
-        if bytes.count == 2 { return Self.empty }
-        return try find(bytes).list ?? Self.decode(bytes)
-    }
-
-    private static let empty: List = (0, [:], [], nil, .none)
+    private static let empty = List(count: 0, positions: [:], names: [], order: nil, keys: .none, byteCount: 2)
 
     /// The list remembered for these bytes, else nil and the free slot where it would go.
     private func find(_ bytes: UnsafeBufferPointer<UInt8>) -> (list: List?, slot: Int) {
@@ -460,7 +477,9 @@ struct ReportNameLists {
         let order = sorted.map(\.value)
         let identity = order.count == names.count && order.enumerated().allSatisfy { $0.offset == $0.element }
         let sortedNames = sorted.map(\.key)
-        return (names.count, positions, sortedNames, identity ? nil : order, JSONKeys(sortedNames))
+        return List(
+            count: names.count, positions: positions, names: sortedNames, order: identity ? nil : order,
+            keys: JSONKeys(sortedNames), byteCount: bytes.count)
     }
 
     /// A multiplicative hash of the bytes, eight at a time (lists are found by comparing bytes).

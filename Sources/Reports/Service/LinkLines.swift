@@ -56,8 +56,6 @@ final class LinkLines: @unchecked Sendable {
     private let lines: [Line]
     /// The first UTM row of each line, in (path, day) order; one more entry, the UTM row count.
     private let utmStarts: [Int]
-    /// Every name list of the lines (as far as `ReportNameLists` keeps them).
-    private let lists: ReportNameLists
     /// The line whose UTM rows are being written, its elements found once for all of them.
     private let utmLine = Mutex(UTMElements())
 
@@ -68,6 +66,11 @@ final class LinkLines: @unchecked Sendable {
         var platforms: UnsafeBufferPointer<UInt8>
         var start: Int
         var utmOffset: Int
+        /// Its lists of event names, retention event names and currencies, found when it was
+        /// checked: writing passes over them (`ReportPacked.skip`) instead of finding them again.
+        var events: ReportNameLists.List
+        var retention: ReportNameLists.List
+        var currencies: ReportNameLists.List
     }
 
     /// Reads and checks every line of `result`, in result order, then puts them in (path, day)
@@ -95,12 +98,13 @@ final class LinkLines: @unchecked Sendable {
                     let day = String(
                         decoding: UnsafeBufferPointer(rebasing: bytes[dayStart..<(dayStart + 10)]), as: UTF8.self)
                     let start = line.offset
-                    let utm = try Self.check(&line, &platforms, &lists)
+                    let checked = try Self.check(&line, &platforms, &lists)
                     lines.append(
                         Line(
                             path: path, day: day, line: bytes, platforms: platformBytes, start: start,
-                            utmOffset: utm.offset))
-                    utmCounts.append(utm.count)
+                            utmOffset: checked.utmOffset, events: checked.events, retention: checked.retention,
+                            currencies: checked.currencies))
+                    utmCounts.append(checked.utmCount)
                 }
             }
         }
@@ -111,7 +115,6 @@ final class LinkLines: @unchecked Sendable {
         self.result = result
         self.lines = order.map { lines[$0] }
         self.utmStarts = utmStarts
-        self.lists = lists
     }
 
     /// How many lines (rows of the links table).
@@ -120,18 +123,24 @@ final class LinkLines: @unchecked Sendable {
     var utmCount: Int { utmStarts[utmStarts.count - 1] }
 
     /// Reads the rest of one line (after its path and day) and its platform line to their ends, as
-    /// `writeLink` and `writeUTM` will, checking each array's length; returns where the UTM arrays
-    /// start and how many UTM rows they hold.
+    /// `writeLink` and `writeUTM` will, checking each array's length; returns its name lists, where
+    /// its UTM arrays start and how many UTM rows they hold.
     private static func check(
         _ line: inout ReportPacked, _ platforms: inout ReportPacked, _ lists: inout ReportNameLists
-    ) throws -> (offset: Int, count: Int) {
+    ) throws -> (
+        events: ReportNameLists.List, retention: ReportNameLists.List, currencies: ReportNameLists.List,
+        utmOffset: Int, utmCount: Int
+    ) {
         for _ in 0..<15 { _ = try line.intDigits() }
         _ = try line.fieldBytes()
-        let events = try lists.next(&line).count
+        let eventList = try lists.next(&line)
+        let events = eventList.count
         try expect(ints: &line, events)
-        let retention = try lists.next(&line).count
+        let retentionList = try lists.next(&line)
+        let retention = retentionList.count
         try expect(ints: &line, retention)
-        let currencies = try lists.next(&line).count
+        let currencyList = try lists.next(&line)
+        let currencies = currencyList.count
         try expect(strings: &line, currencies)
         let offset = line.offset
         var sources = 0
@@ -148,7 +157,7 @@ final class LinkLines: @unchecked Sendable {
         try expect(strings: &platforms, currencies)
         try expect(strings: &platforms, currencies)
         try platforms.end()
-        return (offset, sources)
+        return (eventList, retentionList, currencyList, offset, sources)
     }
 
     private static func expect(ints line: inout ReportPacked, _ count: Int) throws {
@@ -196,11 +205,12 @@ final class LinkLines: @unchecked Sendable {
                 }
             }
             // events, retention_events, revenue; then each split by platform, in the platform line.
-            let events = try lists.known(&line)
+            let events = row.events, retention = row.retention, currencies = row.currencies
+            line.skip(events)
             try Self.counts(&line, events, into: &out)
-            let retention = try lists.known(&line)
+            line.skip(retention)
             try Self.counts(&line, retention, into: &out)
-            let currencies = try lists.known(&line)
+            line.skip(currencies)
             try Self.amounts(&line, currencies, into: &out)
             try Self.counts(&platforms, events, into: &out)
             try Self.counts(&platforms, events, into: &out)
