@@ -36,13 +36,14 @@ import Testing
         #expect(String(decoding: text.bytes, as: UTF8.self) == "\"\\u0001\"")
     }
 
-    /// Runs of 0 to 40 bytes, each at every offset of its source and ending at the source's last
-    /// byte (short copies are inlined as overlapping loads, which must stay inside the run), land
-    /// byte for byte, after what was there and before what follows.
+    /// Runs of 0 to 40 bytes land byte for byte, after what was there and before what follows: up to
+    /// 16 bytes are copied inline as overlapping loads and stores of 1, 4 or 8 bytes, a path per
+    /// length range, and each length from 0 to 40 takes one of them or `copyMemory`. Each run is read
+    /// from an allocation of exactly its size (the loads stay inside it by construction; this checks
+    /// the bytes they move).
     @Test func copiesEveryLengthExactly() {
         let source = (0..<40).map { UInt8(ascii: "a") + UInt8($0 % 26) }
         for length in 0...source.count {
-            // Its own allocation, exactly `length` bytes, so a read past the run would leave it.
             let run = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: max(length, 1))
             defer { run.deallocate() }
             _ = run.initialize(from: source[..<length])
