@@ -103,6 +103,12 @@ import Testing
             today: day("2026-06-30"), defaultFormat: .json)
         #expect(noSuchTable.status == 400 && noSuchTable.exitCode == 64)
         #expect(noSuchTable.body.contains("invalid parameter table: the funnel report has funnel, not utm"))
+        // `table=` (present, empty) is refused too, and the message says what was given.
+        let emptyTable = ReportEndpoint.respond(
+            kind: "links", parameters: ["app": "a", "table": ""], connection: database.connection,
+            today: day("2026-06-30"), defaultFormat: .json)
+        #expect(emptyTable.status == 400)
+        #expect(emptyTable.body.contains("the links report has links and utm, not an empty name"), "\(emptyTable.body)")
 
         for bad in ["", String(repeating: "/a", count: 1025)] {
             let refused = ReportEndpoint.respond(

@@ -272,4 +272,32 @@ import Testing
         let json = ReportRenderer.render(report, as: .json)
         #expect(json.contains(#""events":{"B_x":4,"_z":3,"a_y":1}"#), "\(json)")
     }
+
+    @Test(
+        "attribution: names stored in another order than Swift's read and print sorted, a repeat keeps its last value")
+    func attributionNamesInCollationOrder() throws {
+        let database = try Database()
+        defer { database.close() }
+        try loadSmallWorld(Fixture(database.connection))
+        // As above, for the attribution line's four maps (events and revenue, by cohort and activity).
+        try database.connection.execute(
+            """
+            UPDATE rollup_attribution_summary SET cohort_names = '{a_y,B_x,_z,B_x}', cohort_counts = '{1,2,3,4}',
+                cohort_currencies = '{usd,EUR,usd}', cohort_amounts = '{1.5,2,3.25}',
+                activity_names = '{b,A}', activity_counts = '{5,6}',
+                activity_currencies = '{}', activity_amounts = '{}'
+            WHERE app_id = 'a' AND path = '/x' AND day = '2026-06-01'
+            """)
+        let report = try ReportService(connection: database.connection).attribution(
+            app: "a", from: day("2026-06-01"), to: day("2026-06-01"))
+        let x1 = try #require(report.rows.first { $0.path == "/x" })
+        #expect(x1.cohortEvents == ["a_y": 1, "B_x": 4, "_z": 3])
+        #expect(x1.cohortEvents.names == ["B_x", "_z", "a_y"])
+        #expect(x1.cohortRevenue == ["EUR": "2", "usd": "3.25"])
+        #expect(x1.activityEvents == ["A": 6, "b": 5])
+        #expect(x1.activityRevenue.isEmpty)
+        let json = ReportRenderer.render(report, as: .json)
+        #expect(json.contains(#""cohort_events":{"B_x":4,"_z":3,"a_y":1},"activity_events":{"A":6,"b":5}"#), "\(json)")
+        #expect(json.contains(#""cohort_revenue":{"EUR":"2","usd":"3.25"},"activity_revenue":{}"#), "\(json)")
+    }
 }

@@ -14,14 +14,16 @@ package struct AttributionRow: Sendable, Equatable {
     package var activityActions = 0
     /// Actions that day whose open_click_id is a click on the link (any device).
     package var lastTouchOpens = 0
-    /// cohort_actions by event name.
-    package var cohortEvents: [String: Int] = [:]
+    /// cohort_actions by event name. `NamedValues`, as in the per-link rows (since the twenty-first
+    /// session; dictionaries before): a row decoded from a summary line shares its name list's sorted
+    /// names and JSON keys, so writing it sorts and encodes no names.
+    package var cohortEvents: NamedValues<Int> = [:]
     /// activity_actions by event name.
-    package var activityEvents: [String: Int] = [:]
+    package var activityEvents: NamedValues<Int> = [:]
     /// Revenue of the install-date cohort, per currency (exact decimal text).
-    package var cohortRevenue: [String: String] = [:]
+    package var cohortRevenue: NamedValues<String> = [:]
     /// Revenue of the day's activity, per currency.
-    package var activityRevenue: [String: String] = [:]
+    package var activityRevenue: NamedValues<String> = [:]
 
     /// An empty row.
     package init(path: String, day: ReportDay) {

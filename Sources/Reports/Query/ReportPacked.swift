@@ -392,20 +392,20 @@ struct ReportPacked {
     }
 }
 
-/// The name arrays (event names, currencies) already decoded by one report read, each as the
-/// dictionary from name to its position: rows repeat a few name lists thousands of times, so a row's
-/// breakdown is `positions.mapValues { values[$0] }`, which copies the hash table instead of hashing
-/// every name again. The lists are found by their bytes in the line (a hash, open addressing,
-/// `memcmp`), so a known list costs no allocation. At most `limit` lists are kept.
+/// The name arrays (event names, currencies) already decoded by one report read, each as its
+/// unique names in ascending order with the position each value is read from: rows repeat a few name
+/// lists thousands of times, so a row's breakdown is its values in that order beside the list's
+/// shared names and JSON keys (`NamedValues`), with no name hashed, sorted or encoded per row. The
+/// lists are found by their bytes in the line (a hash, open addressing, `memcmp`), so a known list
+/// costs no allocation. At most `limit` lists are kept.
 struct ReportNameLists {
-    /// A list's length, its name → position, and its unique names in ascending order with the
-    /// position each is read from (`order`, nil when that is the list's own order: PostgreSQL sorted
-    /// the names as Swift does and none repeats), and those names as JSON keys.
-    /// A class, not a tuple of its five values: a lookup hands out one reference, not four (a
-    /// per-link line looks up three lists, and the tuple's retains and releases showed in its profile).
+    /// A list's length, its unique names in ascending order with the position each is read from
+    /// (`order`, nil when that is the list's own order: PostgreSQL sorted the names as Swift does and
+    /// none repeats), and those names as JSON keys. A class, not a tuple of its values: a lookup
+    /// hands out one reference, not one per value (a per-link line looks up three lists, and the
+    /// tuple's retains and releases showed in its profile).
     final class List: Sendable {
         let count: Int
-        let positions: [String: Int]
         let names: [String]
         let order: [Int]?
         let keys: JSONKeys
@@ -413,11 +413,10 @@ struct ReportNameLists {
         let byteCount: Int
 
         init(
-            count: Int, positions: [String: Int], names: [String], order: [Int]?, keys: JSONKeys, byteCount: Int
+            count: Int, names: [String], order: [Int]?, keys: JSONKeys, byteCount: Int
         ) {
             self.byteCount = byteCount
             self.count = count
-            self.positions = positions
             self.names = names
             self.order = order
             self.keys = keys
@@ -429,9 +428,8 @@ struct ReportNameLists {
     private var slots = [Int32](repeating: -1, count: 8192)
     private let limit = 4096
 
-    /// The next array of `line` (a `text[]` of names) as its length and name → position (the last
-    /// position of a repeated name, as a dictionary built in order would keep), remembered for the
-    /// lines after it.
+    /// The next array of `line` (a `text[]` of names) as its list (a repeated name is read from its
+    /// last position, as a dictionary built in order would keep), remembered for the lines after it.
     mutating func next(_ line: inout ReportPacked) throws -> List {
         let bytes = try line.arrayBytes()
         if bytes.count == 2 { return Self.empty }  // {}
@@ -446,7 +444,7 @@ struct ReportNameLists {
         return list
     }
 
-    private static let empty = List(count: 0, positions: [:], names: [], order: nil, keys: .none, byteCount: 2)
+    private static let empty = List(count: 0, names: [], order: nil, keys: .none, byteCount: 2)
 
     /// The list remembered for these bytes, else nil and the free slot where it would go.
     private func find(_ bytes: UnsafeBufferPointer<UInt8>) -> (list: List?, slot: Int) {
@@ -478,7 +476,7 @@ struct ReportNameLists {
         let identity = order.count == names.count && order.enumerated().allSatisfy { $0.offset == $0.element }
         let sortedNames = sorted.map(\.key)
         return List(
-            count: names.count, positions: positions, names: sortedNames, order: identity ? nil : order,
+            count: names.count, names: sortedNames, order: identity ? nil : order,
             keys: JSONKeys(sortedNames), byteCount: bytes.count)
     }
 

@@ -308,14 +308,16 @@ extension ReportService {
         }
     }
 
-    /// Two parallel packed arrays (names, then values) as a dictionary; `scratch` is a buffer for
-    /// reading the values.
+    /// Two parallel packed arrays (names, then values) as values by name, sharing the name list's
+    /// sorted names and keys (for a repeated name, its last value, as a dictionary built in order
+    /// keeps); `scratch` is a buffer for reading the values.
     static func pairs<Value: PackedElement>(
         _ line: inout ReportPacked, _ lists: inout ReportNameLists, _ scratch: inout [Value]
-    ) throws -> [String: Value] {
+    ) throws -> NamedValues<Value> {
         let names = try lists.next(&line)
         try read(&line, parallelTo: names, into: &scratch)
-        return names.positions.mapValues { [scratch] in scratch[$0] }
+        let values = names.order.map { $0.map { scratch[$0] } } ?? scratch
+        return NamedValues(sortedNames: names.names, values: values, keys: names.keys)
     }
 
     /// The five packed platform counts (clicks, universal-link opens, matched installs, attributed

@@ -74,7 +74,8 @@ package struct ReportService {
             throw .invalidParameter(
                 name: "table",
                 message:
-                    "the \(kind.rawValue) report has \(kind.tableNames.joined(separator: " and ")), not \(table.prefix(64))"
+                    "the \(kind.rawValue) report has \(kind.tableNames.joined(separator: " and ")), not "
+                    + (table.isEmpty ? "an empty name" : String(table.prefix(64)))
             )
         }
         let report: any RenderableReport
