@@ -415,11 +415,11 @@ struct ReportNameLists {
         init(
             count: Int, names: [String], order: [Int]?, keys: JSONKeys, byteCount: Int
         ) {
-            self.byteCount = byteCount
             self.count = count
             self.names = names
             self.order = order
             self.keys = keys
+            self.byteCount = byteCount
         }
     }
     private var keys: [[UInt8]] = []

@@ -133,15 +133,12 @@ final class LinkLines: @unchecked Sendable {
     ) {
         for _ in 0..<15 { _ = try line.intDigits() }
         _ = try line.fieldBytes()
-        let eventList = try lists.next(&line)
-        let events = eventList.count
-        try expect(ints: &line, events)
-        let retentionList = try lists.next(&line)
-        let retention = retentionList.count
-        try expect(ints: &line, retention)
-        let currencyList = try lists.next(&line)
-        let currencies = currencyList.count
-        try expect(strings: &line, currencies)
+        let events = try lists.next(&line)
+        try expect(ints: &line, events.count)
+        let retention = try lists.next(&line)
+        try expect(ints: &line, retention.count)
+        let currencies = try lists.next(&line)
+        try expect(strings: &line, currencies.count)
         let offset = line.offset
         var sources = 0
         try line.forEachString { _, _ in sources += 1 }
@@ -150,14 +147,14 @@ final class LinkLines: @unchecked Sendable {
         for _ in 0..<4 { try expect(ints: &line, sources) }
         try expect(strings: &line, sources)
         try line.end()
-        try expect(ints: &platforms, events)
-        try expect(ints: &platforms, events)
-        try expect(ints: &platforms, retention)
-        try expect(ints: &platforms, retention)
-        try expect(strings: &platforms, currencies)
-        try expect(strings: &platforms, currencies)
+        try expect(ints: &platforms, events.count)
+        try expect(ints: &platforms, events.count)
+        try expect(ints: &platforms, retention.count)
+        try expect(ints: &platforms, retention.count)
+        try expect(strings: &platforms, currencies.count)
+        try expect(strings: &platforms, currencies.count)
         try platforms.end()
-        return (eventList, retentionList, currencyList, offset, sources)
+        return (events, retention, currencies, offset, sources)
     }
 
     private static func expect(ints line: inout ReportPacked, _ count: Int) throws {
