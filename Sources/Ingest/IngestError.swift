@@ -12,6 +12,9 @@ package enum IngestError: Error, Sendable, Equatable {
     case missingAppID
     /// The key is not known (or revoked).
     case invalidKey
+    /// No key set was ever loaded (PostgreSQL has not answered since start and there is no key
+    /// cache), so no key can be judged; retry later.
+    case keysUnavailable
     /// The key is valid but may not be used for this app or on this route.
     case keyNotAllowed(reason: String)
     /// The body on the wire is larger than `limit` bytes.
@@ -62,6 +65,12 @@ package enum IngestError: Error, Sendable, Equatable {
             (401, "missing_app_id", "send the app's id in the X-App-ID header", [])
         case .invalidKey:
             (401, "invalid_key", "the API key is not valid", [])
+        case .keysUnavailable:
+            (
+                503, "keys_unavailable",
+                "API keys are not loaded yet (the key database has not answered since start); retry later",
+                [("Retry-After", "5")]
+            )
         case .keyNotAllowed(let reason):
             (403, "key_not_allowed", reason, [])
         case .bodyTooLarge(let limit):

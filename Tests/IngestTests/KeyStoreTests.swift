@@ -137,6 +137,50 @@ struct KeyStoreTests {
         #expect(keys.verify(key: TestServer.publishableKey, appID: TestServer.app) == .valid(.publishable))
     }
 
+    @Test("with no key set ever loaded (PostgreSQL down, no cache) events get 503, not 401, until keys load")
+    func noKeysYetIs503() throws {
+        let source = StaticKeySource([
+            APIKeyRecord(appID: TestServer.app, kind: .publishable, key: TestServer.publishableKey)
+        ])
+        source.setReachable(false)
+        let directory = try Self.temporaryDirectory()
+        let keys = KeyStore(source: source, cacheFile: directory + "/keys.json", refreshInterval: .seconds(1))
+        keys.start()
+        defer { keys.stop() }
+        #expect(!keys.isLoaded)
+        var configuration = IngestConfiguration()
+        configuration.port = 0
+        configuration.threads = 1
+        let sink = MemorySink()
+        let server = try IngestServer(
+            configuration: configuration, keys: keys, sink: sink, deadLetterSink: MemorySink())
+        defer { server.shutdown() }
+        let client = try RawHTTPClient(port: server.port)
+        // A valid key cannot be told from an unknown one yet: 401 would make the SDK drop the event
+        // as if its key were wrong; 503 says "not now" (and a client that retries can retry).
+        let refused = try client.request(
+            "POST", "/api/analytics/event", headers: TestServer.sdkHeaders(), body: BadInputTests.event)
+        #expect(refused.status == 503)
+        #expect(refused.errorCode == "keys_unavailable")
+        #expect(refused.header("Retry-After") == "5")
+        let ready = try client.request("GET", "/readyz")
+        #expect(ready.status == 503)
+        #expect(ready.text.contains("keys_unavailable"))
+        #expect(sink.records.isEmpty)
+        source.setReachable(true)
+        var status = 0
+        for _ in 0..<100 {  // at most 10 s; the refresh interval is 1 s
+            status = try client.request(
+                "POST", "/api/analytics/event", headers: TestServer.sdkHeaders(), body: BadInputTests.event
+            ).status
+            if status == 200 { break }
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        #expect(status == 200)
+        #expect(try client.request("GET", "/readyz").status == 200)
+        #expect(sink.records.count == 1)
+    }
+
     @Test("a key created in PostgreSQL is accepted over HTTP after the next timed refresh")
     func timedRefresh() throws {
         let database = try TestDatabase.make()

@@ -124,7 +124,11 @@ struct OpenAPITests {
             ])
         #expect(
             spec.operations[OpenAPISpec.Key(method: "POST", path: "/api/link/events")]?[503] == [
-                "log_unavailable", "shutting_down", "overloaded",
+                "log_unavailable", "shutting_down", "overloaded", "keys_unavailable",
+            ])
+        #expect(
+            spec.operations[OpenAPISpec.Key(method: "POST", path: "/api/link/events")]?[401] == [
+                "missing_key", "invalid_key",
             ])
         #expect(spec.unmatched[404] == ["not_found"])
         // Every GET route answers HEAD, so the spec declares HEAD wherever it declares GET.
@@ -196,7 +200,7 @@ struct OpenAPITests {
             .unsupportedEncoding("br"), .unsupportedMediaType("text/plain"),
             .invalidEncoding(encoding: "gzip", reason: ""),
             .invalidJSON(message: "", byteOffset: 0), .tooManyEvents(count: 2, limit: 1), .rateLimited(retryAfter: 1),
-            .logUnavailable(reason: ""), .shuttingDown, .overloaded,
+            .logUnavailable(reason: ""), .shuttingDown, .overloaded, .keysUnavailable,
             IngestError(.notAnObject), IngestError(.emptyBatch), IngestError(.tooDeep(limit: 1)),
             IngestError(.invalidBatch(message: "")),
             .invalidParameter(name: "from", message: ""), .reportsUnavailable, .reportsBusy(retryAfter: 1),

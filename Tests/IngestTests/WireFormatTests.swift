@@ -210,6 +210,37 @@ struct WireFormatTests {
         #expect(envelopes[1].method == .probabilistic)
     }
 
+    @Test("the link service may leave out X-App-ID: its secret key names the app")
+    func linkEventsWithoutAppID() throws {
+        let server = try TestServer(useLog: true)
+        let secret = [("Authorization", "Bearer \(TestServer.secretKey)"), ("Content-Type", "application/json")]
+        let response = try server.client().request(
+            "POST", "/api/link/events", headers: secret, body: Array(Self.linkBody.utf8))
+        #expect(response.status == 200, "\(response.text)")
+        #expect(response.json["accepted"] as? Int == 2)
+        let envelopes = try server.storedLines().map { try Envelope(decoding: Array($0.utf8)) }
+        #expect(envelopes.map(\.app) == [TestServer.app, TestServer.app])
+        // Without the header a publishable key is still refused there, and an unknown key is unknown.
+        let publishable = [
+            ("Authorization", "Bearer \(TestServer.publishableKey)"), ("Content-Type", "application/json"),
+        ]
+        let refused = try server.client().request(
+            "POST", "/api/link/events", headers: publishable, body: Array(Self.linkBody.utf8))
+        #expect(refused.status == 403)
+        #expect(refused.errorCode == "key_not_allowed")
+        let unknown = [("Authorization", "Bearer sk_nobody"), ("Content-Type", "application/json")]
+        let unknownAnswer = try server.client().request(
+            "POST", "/api/link/events", headers: unknown, body: Array(Self.linkBody.utf8))
+        #expect(unknownAnswer.status == 401)
+        #expect(unknownAnswer.errorCode == "invalid_key")
+        // The SDK routes still need the header.
+        let event = try server.client().request(
+            "POST", "/api/analytics/event", headers: secret, body: Array(Self.cases[0].body.utf8))
+        #expect(event.status == 401)
+        #expect(event.errorCode == "missing_app_id")
+        #expect(try server.storedLines().count == 2)
+    }
+
     @Test("the link route refuses a publishable key even with a valid body")
     func linkWithPublishableKey() throws {
         let server = try TestServer()

@@ -1,8 +1,8 @@
 import Dispatch
 import Foundation
+import Locking
 import Observability
 import Synchronization
-import Locking
 
 /// The API keys ingest accepts, held in memory, refreshed from a `KeySource` every
 /// `refreshInterval`, and mirrored to a JSON file of hashes (`<data>/keys.json`) so ingest starts
@@ -21,12 +21,15 @@ package final class KeyStore: Sendable {
     private struct Snapshot: Sendable {
         var byApp: [String: [(kind: KeyKind, hash: [UInt8])]] = [:]
         var allHashes: Set<String> = []
+        /// The app and kind of each active key hash (a key belongs to exactly one app).
+        var owners: [String: (appID: String, kind: KeyKind)] = [:]
         var count = 0
 
         init(_ records: [APIKeyRecord] = []) {
             for record in records {
                 byApp[record.appID, default: []].append((record.kind, Array(record.keyHash.utf8)))
                 allHashes.insert(record.keyHash)
+                owners[record.keyHash] = (record.appID, record.kind)
             }
             count = records.count
         }
@@ -40,6 +43,10 @@ package final class KeyStore: Sendable {
     /// Refreshes failed since the last success: the first failure logs `keys.refresh_failed`, the
     /// next success `keys.refresh_recovered` with the count.
     private let failedRefreshes = Atomic<Int>(0)
+    /// Whether a key set was ever loaded (from the source or the cache file). Until then no key
+    /// can be judged: a valid key would be refused as unknown, and the SDKs, which send once,
+    /// would drop the event for good.
+    private let loaded = Atomic<Bool>(false)
     private let logger = Logger(label: "ingest")
     /// Memo of presented key → its SHA-256 hex, so the hot path hashes each distinct key once.
     /// Bounded: cleared when it reaches `maxMemo` entries (garbage keys cannot grow it).
@@ -108,6 +115,7 @@ package final class KeyStore: Sendable {
             current = next
             return changed
         }
+        loaded.store(true, ordering: .releasing)
         if changed {
             logger.info("keys.loaded", ["keys.count": String(records.count), "keys.source": "database"])
             writeCache(records)
@@ -118,17 +126,7 @@ package final class KeyStore: Sendable {
     /// Checks `key` (as sent by the client) for `appID`, comparing hashes in constant time.
     package func verify(key: String, appID: String) -> Verdict {
         // No issued key is this long; refusing early also keeps the hash memo small.
-        guard key.utf8.count <= maxKeyBytes else { return .unknown }
-        let hashBytes =
-            hashMemo.withLock { $0[key] }
-            ?? {
-                let computed = Array(SHA256.hex(Array(key.utf8)).utf8)
-                hashMemo.withLock { memo in
-                    if memo.count >= maxMemo { memo.removeAll(keepingCapacity: true) }
-                    memo[key] = computed
-                }
-                return computed
-            }()
+        guard let hashBytes = hash(of: key) else { return .unknown }
         return snapshot.withLock { snapshot in
             var found: KeyKind?
             for candidate in snapshot.byApp[appID] ?? [] where constantTimeEquals(candidate.hash, hashBytes) {
@@ -137,6 +135,30 @@ package final class KeyStore: Sendable {
             if let found { return .valid(found) }
             return snapshot.allHashes.contains(String(decoding: hashBytes, as: UTF8.self)) ? .otherApp : .unknown
         }
+    }
+
+    /// The app and kind of an active `key`, or nil when no active key matches: for a caller that
+    /// names no app (the link service, whose secret key belongs to exactly one app).
+    package func owner(of key: String) -> (appID: String, kind: KeyKind)? {
+        guard let hashBytes = hash(of: key) else { return nil }
+        let hex = String(decoding: hashBytes, as: UTF8.self)
+        return snapshot.withLock { $0.owners[hex] }
+    }
+
+    /// Whether a key set was ever loaded, from PostgreSQL or the cache file (an empty set counts:
+    /// the source answered). Before that, keys cannot be judged and ingest answers 503.
+    package var isLoaded: Bool { loaded.load(ordering: .acquiring) }
+
+    /// The SHA-256 hex of `key` as bytes, memoised; nil for a key longer than any issued one.
+    private func hash(of key: String) -> [UInt8]? {
+        guard key.utf8.count <= maxKeyBytes else { return nil }
+        if let memo = hashMemo.withLock({ $0[key] }) { return memo }
+        let computed = Array(SHA256.hex(Array(key.utf8)).utf8)
+        hashMemo.withLock { memo in
+            if memo.count >= maxMemo { memo.removeAll(keepingCapacity: true) }
+            memo[key] = computed
+        }
+        return computed
     }
 
     /// A Dispatch timer; `@unchecked Sendable` because Dispatch sources are thread-safe objects.
@@ -154,10 +176,18 @@ package final class KeyStore: Sendable {
 
     private func loadCache() {
         guard let cacheFile else { return }
+        guard FileManager.default.fileExists(atPath: cacheFile) else {
+            // The first start, or a new data directory: nothing to fall back on until PostgreSQL answers.
+            logger.warning(
+                "keys.unavailable",
+                ["file": cacheFile, "reason": "PostgreSQL did not answer and there is no key cache yet; answering 503"])
+            return
+        }
         do {
             let data = try Data(contentsOf: URL(fileURLWithPath: cacheFile))
             let cache = try JSONDecoder().decode(CacheFile.self, from: data)
             snapshot.withLock { $0 = Snapshot(cache.keys) }
+            loaded.store(true, ordering: .releasing)
             logger.notice("keys.loaded", ["keys.count": String(cache.keys.count), "keys.source": "cache"])
         } catch {
             logger.error("keys.cache_unreadable", ["file": cacheFile, "error": "\(error)"])

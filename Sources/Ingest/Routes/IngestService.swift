@@ -181,15 +181,28 @@ final class IngestService: HTTPHandler {
             return HTTPResponse(
                 status: 503, body: Array(#"{"status":"log_unavailable"}"#.utf8), headers: [("Retry-After", "1")])
         }
+        if !keys.isLoaded {
+            return HTTPResponse(
+                status: 503, body: Array(#"{"status":"keys_unavailable"}"#.utf8), headers: [("Retry-After", "5")])
+        }
         return HTTPResponse(status: 200, body: Array(#"{"status":"ready"}"#.utf8))
     }
 
     /// The key and app from `Authorization: Bearer` and `X-App-ID`, checked against the key store.
-    func authenticate(_ head: RequestHead) throws(IngestError) -> (appID: String, kind: KeyKind) {
+    /// With `appFromKey` (the link route) a request without `X-App-ID` is for the app its key
+    /// belongs to: the link service authenticates with the app's secret key alone (wire format §2).
+    func authenticate(_ head: RequestHead, appFromKey: Bool = false) throws(IngestError) -> (
+        appID: String, kind: KeyKind
+    ) {
         guard let key = head.withHeader("Authorization", { $0.flatMap(Self.bearerToken(bytes:)) }) else {
             throw .missingKey
         }
-        guard let appID = head.header("X-App-ID"), !appID.isEmpty else { throw .missingAppID }
+        guard keys.isLoaded else { throw .keysUnavailable }
+        guard let appID = head.header("X-App-ID"), !appID.isEmpty else {
+            guard appFromKey else { throw .missingAppID }
+            guard let owner = keys.owner(of: key) else { throw .invalidKey }
+            return owner
+        }
         switch keys.verify(key: key, appID: appID) {
         case .unknown: throw .invalidKey
         case .otherApp: throw .keyNotAllowed(reason: "the key does not belong to app \(appID.prefix(100))")
@@ -200,7 +213,7 @@ final class IngestService: HTTPHandler {
     /// Checks everything the head can tell: shutdown, auth, rate limit, media type, encoding, size.
     private func admit(_ head: RequestHead, route: Route) throws(IngestError) -> RequestInfo {
         if isShuttingDown.load(ordering: .relaxed) { throw .shuttingDown }
-        let (appID, kind) = try authenticate(head)
+        let (appID, kind) = try authenticate(head, appFromKey: route.kind == .link)
         if route.kind == .link, kind != .secret {
             throw .keyNotAllowed(reason: "the link route takes the app's secret key, not a publishable key")
         }
