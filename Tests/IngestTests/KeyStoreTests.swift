@@ -8,6 +8,14 @@ import Testing
 
 @Suite("API keys from PostgreSQL, cached in memory and on disk")
 struct KeyStoreTests {
+    /// A one-loop server on an ephemeral port with `keys`, storing accepted events in `sink`.
+    static func server(keys: KeyStore, sink: MemorySink) throws -> IngestServer {
+        var configuration = IngestConfiguration()
+        configuration.port = 0
+        configuration.threads = 1
+        return try IngestServer(configuration: configuration, keys: keys, sink: sink, deadLetterSink: MemorySink())
+    }
+
     static func temporaryDirectory() throws -> String {
         let path = NSTemporaryDirectory() + "ingest-keys-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
@@ -122,12 +130,8 @@ struct KeyStoreTests {
         defer { keys.stop() }
         #expect(keys.verify(key: TestServer.publishableKey, appID: TestServer.app) == .valid(.publishable))
 
-        var configuration = IngestConfiguration()
-        configuration.port = 0
-        configuration.threads = 1
         let sink = MemorySink()
-        let server = try IngestServer(
-            configuration: configuration, keys: keys, sink: sink, deadLetterSink: MemorySink())
+        let server = try Self.server(keys: keys, sink: sink)
         defer { server.shutdown() }
         let response = try RawHTTPClient(port: server.port).request(
             "POST", "/api/analytics/event", headers: TestServer.sdkHeaders(), body: BadInputTests.event)
@@ -148,12 +152,8 @@ struct KeyStoreTests {
         keys.start()
         defer { keys.stop() }
         #expect(!keys.isLoaded)
-        var configuration = IngestConfiguration()
-        configuration.port = 0
-        configuration.threads = 1
         let sink = MemorySink()
-        let server = try IngestServer(
-            configuration: configuration, keys: keys, sink: sink, deadLetterSink: MemorySink())
+        let server = try Self.server(keys: keys, sink: sink)
         defer { server.shutdown() }
         let client = try RawHTTPClient(port: server.port)
         // A valid key cannot be told from an unknown one yet: 401 would make the SDK drop the event
@@ -191,11 +191,7 @@ struct KeyStoreTests {
         let keys = KeyStore(source: PostgresKeySource(url: database.url), cacheFile: nil, refreshInterval: .seconds(1))
         keys.start()
         defer { keys.stop() }
-        var configuration = IngestConfiguration()
-        configuration.port = 0
-        configuration.threads = 1
-        let server = try IngestServer(
-            configuration: configuration, keys: keys, sink: MemorySink(), deadLetterSink: MemorySink())
+        let server = try Self.server(keys: keys, sink: MemorySink())
         defer { server.shutdown() }
         let headers = TestServer.sdkHeaders(key: "pk_late", app: "app_late")
         let client = try RawHTTPClient(port: server.port)
