@@ -45,7 +45,8 @@ package struct Migrator: Sendable {
         let executable = URL(fileURLWithPath: executablePath).resolvingSymlinksInPath()
         var candidates: [String] = []
         let binDirectory = executable.deletingLastPathComponent()
-        candidates.append(binDirectory.deletingLastPathComponent().appendingPathComponent("share/detour-analytics/sql").path)
+        candidates.append(
+            binDirectory.deletingLastPathComponent().appendingPathComponent("share/detour-analytics/sql").path)
         candidates.append("/usr/share/detour-analytics/sql")
         var directory = binDirectory
         for _ in 0..<8 where directory.path != "/" {
@@ -62,8 +63,8 @@ package struct Migrator: Sendable {
 
     /// The migration files in version order.
     ///
-    /// - Throws: `PostgresError.migration` if the directory cannot be read, a name is malformed,
-    ///   or two files share a version.
+    /// - Throws: `PostgresError.migration` if the directory cannot be read or holds no migration,
+    ///   a name is malformed, or two files share a version.
     package func migrations() throws(PostgresError) -> [Migration] {
         let names: [String]
         do {
@@ -84,6 +85,13 @@ package struct Migrator: Sendable {
                 throw .migration(message: "migrations \(clash.name) and \(name) share version \(version)")
             }
             result.append(Migration(version: version, name: name, sql: sql))
+        }
+        // A wrong directory (DETOUR_SQL_DIR one level off, say) said "schema is up to date" and
+        // exited 0, and the pipeline then failed every load cycle on a missing table.
+        guard !result.isEmpty else {
+            throw .migration(
+                message: "no migration files (NNN_name.sql) in \(directory); is it this binary's sql directory "
+                    + "(--sql-dir, DETOUR_SQL_DIR)?")
         }
         return result.sorted { $0.version < $1.version }
     }
@@ -176,7 +184,8 @@ package struct Migrator: Sendable {
 
     /// SHA-256 of the file text, computed by the server (hex).
     private func checksum(of sql: String, _ connection: Connection) throws(PostgresError) -> String {
-        try connection.query("select encode(sha256(convert_to(\(sql), 'UTF8')), 'hex') as c").first?["c", as: String.self]
+        try connection.query("select encode(sha256(convert_to(\(sql), 'UTF8')), 'hex') as c").first?[
+            "c", as: String.self]
             ?? ""
     }
 }

@@ -119,6 +119,28 @@ struct CommandLineTests {
         let empty = try PipelineProcess.runToEnd(["segments", "list", "--data-dir", data.path])
         #expect(empty.status == 0, "\(empty.errors)")
         #expect(empty.output.contains("total: 0 segments"))
+        let emptyVerified = try PipelineProcess.runToEnd(["segments", "verify", "--data-dir", data.path])
+        #expect(emptyVerified.status == 0, "\(emptyVerified.errors)")
+    }
+
+    @Test("segments verify given the data directory, and replay with one that holds no log, say so and exit 1")
+    func verifyAndReplayWrongDirectory() throws {
+        let data = try TemporaryDirectory()
+        try FileManager.default.createDirectory(
+            atPath: data.path + "/segments/node-1", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            atPath: data.path + "/deadletter/node-1", withIntermediateDirectories: true)
+        // It read segments/ and deadletter/ as two empty nodes: "ok: 0 segments", status 0.
+        let verify = try PipelineProcess.runToEnd(["segments", "verify", data.path])
+        #expect(verify.status == 1, "\(verify.output)")
+        #expect(verify.errors.contains("\(data.path) is a data directory, not an event log"), "\(verify.errors)")
+        // It replayed nothing and said "0 records read", status 0, before connecting anywhere useful.
+        let typo = data.path + "/no-such-data"
+        let replay = try PipelineProcess.runToEnd(
+            ["segments", "replay", "--from", "1", "--data-dir", typo],
+            environment: ["DATABASE_URL": "postgresql://nobody@127.0.0.1:1/none"])
+        #expect(replay.status == 1, "\(replay.output) \(replay.errors)")
+        #expect(replay.errors.contains("no event log at \(typo)/segments"), "\(replay.errors)")
     }
 
     @Test("a DETOUR_LOG_LEVEL that is not a level is refused with exit status 64 and the levels listed")
@@ -200,6 +222,8 @@ struct CommandLineTests {
             (["--commit-bytes", "0"], "--commit-bytes must be 1B...64MiB"),
             (["--commit-bytes", "65MiB"], "--commit-bytes must be 1B...64MiB"),
             (["--max-disk", "1KiB"], "--max-disk must be at least 64KiB, or 0 for no cap"),
+            (["--segment-age", "0"], "--segment-age must be 1s...7d, got 0"),
+            (["--segment-age", "8d"], "--segment-age must be 1s...7d, got 8d"),
             (["--idle-timeout", "0"], "--idle-timeout must be whole seconds, at least 1s"),
             (["--idle-timeout", "1500ms"], "--idle-timeout must be whole seconds, at least 1s"),
             (["--rate-limit", "inf"], "--rate-limit must be a positive number"),

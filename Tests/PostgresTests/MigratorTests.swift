@@ -1,6 +1,6 @@
 import Foundation
-import Postgres
 import Locking
+import Postgres
 import TestSupport
 import Testing
 
@@ -126,7 +126,9 @@ import Testing
         let names = try connection.query("select name from schema_migrations").map { try $0["name", as: String.self] }
         #expect(names.contains("001_core"))
         #expect(!names.contains("900_broken"))
-        #expect(try connection.query("select to_regclass('half_done') is null as gone").first?["gone", as: Bool.self] == true)
+        #expect(
+            try connection.query("select to_regclass('half_done') is null as gone").first?["gone", as: Bool.self]
+                == true)
     }
 
     @Test("badly named or duplicate migration files are refused before anything runs")
@@ -136,6 +138,16 @@ import Testing
         try "select 1;".write(toFile: directory + "/001_again.sql", atomically: true, encoding: .utf8)
         #expect(throws: PostgresError.self) { try Migrator(directory: directory).migrations() }
         #expect(throws: PostgresError.self) { try Migrator(directory: "/nonexistent/sql").migrations() }
+    }
+
+    @Test("a directory without migration files is refused, not reported as an up-to-date schema")
+    func emptyDirectory() throws {
+        let directory = NSTemporaryDirectory() + "migrations-empty-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try "not a migration".write(toFile: directory + "/README.md", atomically: true, encoding: .utf8)
+        let error = #expect(throws: PostgresError.self) { try Migrator(directory: directory).migrations() }
+        #expect("\(error!)".contains("no migration files (NNN_name.sql) in \(directory)"))
     }
 
     private func makeTemporaryCopy(of directory: String) throws -> String {

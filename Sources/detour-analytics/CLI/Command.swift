@@ -85,3 +85,14 @@ func isDirectory(_ path: String) -> Bool {
     var directory: ObjCBool = false
     return FileManager.default.fileExists(atPath: path, isDirectory: &directory) && directory.boolValue
 }
+
+/// `<data>/segments` when it is a directory; otherwise nil, after one line on standard error (for
+/// the commands that read the event log: a mistyped --data-dir must not look like an empty log).
+func eventLog(in data: String) -> String? {
+    let segments = data + "/segments"
+    guard isDirectory(segments) else {
+        FileHandle.standardError.write(Data("error: no event log at \(segments) (check --data-dir)\n".utf8))
+        return nil
+    }
+    return segments
+}

@@ -50,7 +50,7 @@ struct PipelineOptions {
                                   during a write and fsync already form the next frame)
           --commit-bytes SIZE     group commit size that triggers a write at once (default 256KiB; 1B...64MiB)
           --segment-bytes SIZE    roll a segment at this size (default 128MiB; 64KiB...64GiB)
-          --segment-age DUR       roll a segment at this age (default 5m)
+          --segment-age DUR       roll a segment at this age, 1s...7d (default 5m)
           --max-disk SIZE         stop accepting (503) when segments use this much disk (default 0 = no cap;
                                   at least 64KiB)
           --preallocate SIZE      extend the open segment with written zeros this much at a time, so
@@ -99,6 +99,12 @@ struct PipelineOptions {
         }
         if let text = try arguments.option("--segment-age") {
             log.maxSegmentAge = try parseDuration(text, flag: "--segment-age")
+            // 0 sealed the open segment at every group commit (a file, a directory fsync and a
+            // preallocation per request), unlike the 0 = "off" of --max-disk or --retention; an open
+            // segment older than a week holds back what the daily report waits for.
+            guard log.maxSegmentAge >= .seconds(1), log.maxSegmentAge <= .seconds(7 * 86_400) else {
+                throw UsageError(description: "--segment-age must be 1s...7d, got \(text)")
+            }
         }
         if let text = try arguments.option("--max-disk") {
             // 0 is "off", as for --dead-letter-max-disk, --retention and --preallocate: taken as a cap

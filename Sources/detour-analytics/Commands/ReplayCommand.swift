@@ -14,11 +14,14 @@ enum ReplayCommand {
         configuration.partitionMaxLagDays = try AggregatorOptions.partitionMaxLagDays(
             &arguments, default: configuration.partitionMaxLagDays)
         try arguments.finish()
+        // A mistyped --data-dir replayed nothing and reported "0 records read" with status 0.
+        guard eventLog(in: data) != nil else { return 1 }
         let replay = try Replay(configuration: configuration)
         let summary = try replay.replay(fromSegment: segment, nodes: node.map { [$0] })
         let damaged =
             summary.damagedFrames == 0
-            ? "" : ", \(summary.damagedFrames) damaged frame\(summary.damagedFrames == 1 ? "" : "s") skipped (see segments verify)"
+            ? ""
+            : ", \(summary.damagedFrames) damaged frame\(summary.damagedFrames == 1 ? "" : "s") skipped (see segments verify)"
         say(
             "replay: \(summary.records) records read, \(summary.rows) new rows, \(summary.batches) transactions"
                 + damaged)

@@ -43,18 +43,15 @@ enum SegmentsCommand: Command {
             let data = try arguments.dataDirectory(environment)
             try arguments.finish()
             // A mistyped --data-dir or --node listed "0 segments" and exited 0, like an empty log.
-            let segments = data + "/segments"
-            guard isDirectory(segments) else {
-                FileHandle.standardError.write(Data("error: no event log at \(segments) (check --data-dir)\n".utf8))
-                return 1
-            }
+            guard let segments = eventLog(in: data) else { return 1 }
             if let node, !FileManager.default.fileExists(atPath: segments + "/" + node) {
                 let nodes = (try? FileManager.default.contentsOfDirectory(atPath: segments).sorted()) ?? []
                 FileHandle.standardError.write(
                     Data("error: no node \(node) under \(segments) (nodes: \(nodes.joined(separator: ", ")))\n".utf8))
                 return 1
             }
-            print(SegmentInspector.renderList(try SegmentInspector.list(directory: segments, node: node)), terminator: "")
+            print(
+                SegmentInspector.renderList(try SegmentInspector.list(directory: segments, node: node)), terminator: "")
             return 0
         case "inspect":
             guard let file = arguments.popPositional() else {
@@ -70,7 +67,18 @@ enum SegmentsCommand: Command {
             let data = try arguments.dataDirectory(environment)
             let given = arguments.popPositional()
             try arguments.finish()
-            let report = try SegmentInspector.verify(path: given ?? data + "/segments")
+            let path = given ?? data + "/segments"
+            let report = try SegmentInspector.verify(path: path)
+            // The data directory itself said "ok: 0 segments" and exited 0 (its segments/ and
+            // deadletter/ read as two empty nodes): an operator checking the log after a crash was told
+            // all was well. An event log with no segment yet stays "ok: 0 segments", as for list.
+            guard !report.segments.isEmpty || !isDirectory(path + "/segments") else {
+                FileHandle.standardError.write(
+                    Data(
+                        ("error: \(path) is a data directory, not an event log: verify \(path)/segments, "
+                            + "or pass --data-dir \(path)\n").utf8))
+                return 1
+            }
             print(report.rendered(), terminator: "")
             return report.exitCode
         case "replay":
