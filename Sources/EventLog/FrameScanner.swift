@@ -15,8 +15,10 @@ final class FrameScanner {
         /// The file ends inside a frame (a torn write, or a write still in progress).
         case torn(reason: String)
         /// The bytes at the offset are not a good frame; scanning may resume at `resumeAt`
-        /// (the next offset holding a valid frame prefix), nil when none follows.
-        case damaged(reason: String, resumeAt: Int64?)
+        /// (the next offset holding a valid frame prefix), nil when none follows. `lost` is the
+        /// frame's metadata when that passed its own checksum (only the body is bad): how many
+        /// records, from which sequence number, the damage cost.
+        case damaged(reason: String, resumeAt: Int64?, lost: FrameMetadata?)
     }
 
     let path: String
@@ -50,7 +52,8 @@ final class FrameScanner {
         switch decodePrefix(available) {
         case .success(let value): metadata = value
         case .failure(.short): return .torn(reason: "file ends inside a frame prefix")
-        case .failure(.invalid(let reason)): return .damaged(reason: reason, resumeAt: try resync(after: offset))
+        case .failure(.invalid(let reason)):
+            return .damaged(reason: reason, resumeAt: try resync(after: offset), lost: nil)
         }
         let bodyOffset = offset + Int64(SegmentFormat.prefixSize(metadata.codec))
         guard bodyOffset + Int64(metadata.bodyLength) <= size else {
@@ -58,10 +61,13 @@ final class FrameScanner {
         }
         body.removeAll(keepingCapacity: true)
         _ = try FileSystem.read(fd, at: bodyOffset, count: metadata.bodyLength, into: &body, path: path)
-        let good = body.withUnsafeBytes { checksum(UnsafeRawBufferPointer(rebasing: $0[0..<metadata.bodyLength])) } == metadata.bodyChecksum
+        let good =
+            body.withUnsafeBytes { checksum(UnsafeRawBufferPointer(rebasing: $0[0..<metadata.bodyLength])) }
+            == metadata.bodyChecksum
         if body.count > metadata.bodyLength { body.removeLast(body.count - metadata.bodyLength) }
         guard good else {
-            return .damaged(reason: "body checksum mismatch", resumeAt: offset + Int64(metadata.frameLength))
+            return .damaged(
+                reason: "body checksum mismatch", resumeAt: offset + Int64(metadata.frameLength), lost: metadata)
         }
         return .frame(metadata)
     }
@@ -225,7 +231,7 @@ extension FrameScanner {
             case .torn(let reason):
                 problems.append(Problem(offset: offset, reason: reason, isTail: true))
                 break scan
-            case .damaged(let reason, let resumeAt):
+            case .damaged(let reason, let resumeAt, _):
                 problems.append(Problem(offset: offset, reason: reason, isTail: resumeAt == nil))
                 guard let resumeAt else { break scan }
                 offset = resumeAt

@@ -8,8 +8,27 @@ package struct FrameDamage: Sendable, Equatable, CustomStringConvertible {
     package var path: String
     /// Byte offset of the damaged frame (or of the damaged bytes) in the segment.
     package var offset: Int64
-    /// What is wrong (checksum mismatch, torn tail of a sealed segment, ...).
+    /// What is wrong (checksum mismatch, torn tail of a sealed segment, ...), followed by the
+    /// records lost when the frame's metadata was readable: `body checksum mismatch (100 records,
+    /// sequence 7...106, not loaded)`.
     package var reason: String
+
+    /// Creates a report; `lost` is the damaged frame's metadata when it passed its own checksum.
+    package init(segment: UInt64, path: String, offset: Int64, reason: String, lost: FrameMetadata? = nil) {
+        self.segment = segment
+        self.path = path
+        self.offset = offset
+        self.reason = reason + (lost.map { " (\(FrameDamage.lostRecords($0)), not loaded)" } ?? "")
+    }
+
+    /// `N records, sequence A...B` of a damaged frame's metadata (`1 record, sequence A`).
+    package static func lostRecords(_ metadata: FrameMetadata) -> String {
+        let count = metadata.recordCount
+        let last = metadata.firstSequence &+ UInt64(max(count, 1)) &- 1
+        return count == 1
+            ? "1 record, sequence \(metadata.firstSequence)"
+            : "\(count) records, sequence \(metadata.firstSequence)...\(last)"
+    }
 
     /// `path offset N: reason`.
     package var description: String { "\(path) offset \(offset): \(reason)" }

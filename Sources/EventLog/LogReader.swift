@@ -56,7 +56,7 @@ package struct LogReader: Sendable {
         var offset = batch.next.offset
         while true {
             var step = try scanner.step(at: offset)
-            if isOpen, case .damaged(_, let resumeAt?) = step {
+            if isOpen, case .damaged(_, let resumeAt?, _) = step {
                 // In the open segment a bad frame may be one the writer is still copying into its
                 // zero tail. Only when a good frame prefix follows was it written completely (the
                 // writer writes frames one after another), and then a second look decides.
@@ -70,7 +70,8 @@ package struct LogReader: Sendable {
                 if isOpen { return false }  // the zero tail: the end of the frames written so far
                 // A sealed segment has no zero tail (it is cut off at sealing): report it.
                 let resumeAt = try scanner.resync(after: offset)
-                batch.damaged.append(FrameDamage(segment: id, path: scanner.path, offset: offset, reason: "zero bytes inside the data"))
+                batch.damaged.append(
+                    FrameDamage(segment: id, path: scanner.path, offset: offset, reason: "zero bytes inside the data"))
                 guard let resumeAt else { return true }
                 offset = resumeAt
                 batch.next.offset = offset
@@ -86,14 +87,17 @@ package struct LogReader: Sendable {
                     decompressor.decompress(body, metadata: metadata, appendingTo: &batch.bytes)
                 }
                 if let failure {
-                    batch.damaged.append(FrameDamage(segment: id, path: scanner.path, offset: offset, reason: failure))
+                    batch.damaged.append(
+                        FrameDamage(segment: id, path: scanner.path, offset: offset, reason: failure, lost: metadata))
                 } else {
                     let rangeStart = batch.ranges.count
                     if batch.indexRecords(from: start) != metadata.recordCount {
                         batch.ranges.removeSubrange(rangeStart...)
                         batch.bytes.removeSubrange(start...)
                         batch.damaged.append(
-                            FrameDamage(segment: id, path: scanner.path, offset: offset, reason: "record count mismatch"))
+                            FrameDamage(
+                                segment: id, path: scanner.path, offset: offset, reason: "record count mismatch",
+                                lost: metadata))
                     } else {
                         if batch.firstSequence == nil { batch.firstSequence = metadata.firstSequence }
                         batch.newestCommittedAt = max(batch.newestCommittedAt ?? .min, metadata.committedAt)
@@ -106,9 +110,10 @@ package struct LogReader: Sendable {
                 if isOpen { return false }  // a frame still being written: wait for it
                 batch.damaged.append(FrameDamage(segment: id, path: scanner.path, offset: offset, reason: reason))
                 return true
-            case .damaged(let reason, let resumeAt):
+            case .damaged(let reason, let resumeAt, let lost):
                 if isOpen && resumeAt == nil { return false }  // possibly a write in progress at the tail
-                batch.damaged.append(FrameDamage(segment: id, path: scanner.path, offset: offset, reason: reason))
+                batch.damaged.append(
+                    FrameDamage(segment: id, path: scanner.path, offset: offset, reason: reason, lost: lost))
                 guard let resumeAt else { return true }
                 offset = resumeAt
                 batch.next.offset = offset
@@ -123,7 +128,9 @@ package struct LogReader: Sendable {
         for id in ids {
             let path = nodeDirectory + "/" + SegmentFormat.fileName(segment: id)
             guard let status = try FileSystem.status(path) else { continue }
-            files.append(SegmentFile(id: id, path: path, bytes: status.size, modifiedAt: status.modified, isOpen: id == ids.last))
+            files.append(
+                SegmentFile(id: id, path: path, bytes: status.size, modifiedAt: status.modified, isOpen: id == ids.last)
+            )
         }
         return files
     }

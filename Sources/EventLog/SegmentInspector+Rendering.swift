@@ -6,7 +6,8 @@ extension SegmentInspector {
         // Columns padded to their widths (they were single-space runs under a padded header, so
         // nothing lined up); still split by runs of spaces for awk.
         let width = max("segment".count, reports.map(\.path.count).max() ?? 0)
-        var out = leftAligned("segment", width) + "  state   " + rightAligned("frames", 7) + "  "
+        var out =
+            leftAligned("segment", width) + "  state   " + rightAligned("frames", 7) + "  "
             + rightAligned("records", 9) + "  " + rightAligned("bytes", 16) + "  " + rightAligned("ratio", 6)
             + "  " + leftAligned("received_at range", 52) + "  damage\n"
         for report in reports {
@@ -63,7 +64,8 @@ extension SegmentReport {
             out += zip(cells, widths).map { rightAligned($0, $1) }.joined(separator: "  ") + "  " + status + "\n"
         }
         if zeroTailBytes > 0 {
-            out += rightAligned("\(bytes - zeroTailBytes)", 12)
+            out +=
+                rightAligned("\(bytes - zeroTailBytes)", 12)
                 + "  zero tail: \(zeroTailBytes) bytes preallocated by the writer (not data)\n"
         }
         return out
@@ -76,19 +78,26 @@ extension VerifyReport {
         var out = ""
         for segment in segments {
             for frame in segment.damage {
-                out += "DAMAGED \(segment.path) offset \(frame.offset) (\(frame.frameBytes) bytes): \(frame.problem ?? "")\n"
+                let lost =
+                    frame.records > 0
+                    ? "; \(frame.records) record\(frame.records == 1 ? "" : "s") lost"
+                        + (frame.firstSequence.map { " from sequence \($0)" } ?? "") : ""
+                out +=
+                    "DAMAGED \(segment.path) offset \(frame.offset) (\(frame.frameBytes) bytes): \(frame.problem ?? "")\(lost)\n"
             }
         }
         for segment in segments {
             if let tail = segment.incompleteTail {
-                out += "incomplete \(segment.path) offset \(tail.offset) (\(tail.frameBytes) bytes): "
+                out +=
+                    "incomplete \(segment.path) offset \(tail.offset) (\(tail.frameBytes) bytes): "
                     + "\(tail.problem ?? ""); not counted as damage: \(SegmentReport.tailNote)\n"
             }
         }
         let frames = segments.reduce(0) { $0 + $1.goodFrames }
         let records = segments.reduce(0) { $0 + $1.records }
         let damaged = segments.reduce(0) { $0 + $1.damage.count }
-        out += isHealthy
+        out +=
+            isHealthy
             ? "ok: \(segments.count) segments, \(frames) frames, \(records) records verified\n"
             : "FAILED: \(damaged) damaged regions in \(segments.count) segments (\(frames) good frames, \(records) records)\n"
         return out

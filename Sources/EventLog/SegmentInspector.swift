@@ -93,7 +93,9 @@ package enum SegmentInspector {
         for nodeDirectory in try nodeDirectories(directory: directory, node: node) {
             let ids = try FileSystem.segmentIDs(in: nodeDirectory)
             for id in ids {
-                reports.append(try inspect(path: nodeDirectory + "/" + SegmentFormat.fileName(segment: id), isOpen: id == ids.last))
+                reports.append(
+                    try inspect(path: nodeDirectory + "/" + SegmentFormat.fileName(segment: id), isOpen: id == ids.last)
+                )
             }
         }
         return reports
@@ -125,12 +127,15 @@ package enum SegmentInspector {
                 let resumeAt = try scanner.resync(after: offset)
                 let end = resumeAt ?? scanner.size
                 report.frames.append(
-                    FrameReport(offset: offset, records: 0, frameBytes: Int(end - offset), uncompressedBytes: 0, problem: "zero bytes inside the data"))
+                    FrameReport(
+                        offset: offset, records: 0, frameBytes: Int(end - offset), uncompressedBytes: 0,
+                        problem: "zero bytes inside the data"))
                 guard let resumeAt else { break scan }
                 offset = resumeAt
             case .frame(let metadata):
                 var frame = FrameReport(
-                    offset: offset, codec: metadata.codec, records: metadata.recordCount, frameBytes: metadata.frameLength,
+                    offset: offset, codec: metadata.codec, records: metadata.recordCount,
+                    frameBytes: metadata.frameLength,
                     uncompressedBytes: metadata.uncompressedLength, firstSequence: metadata.firstSequence,
                     committedAt: metadata.committedAt)
                 text.removeAll(keepingCapacity: true)
@@ -145,11 +150,21 @@ package enum SegmentInspector {
                 report.frames.append(frame)
                 offset += Int64(metadata.frameLength)
             case .torn(let reason):
-                report.frames.append(FrameReport(offset: offset, records: 0, frameBytes: Int(scanner.size - offset), uncompressedBytes: 0, problem: reason))
+                report.frames.append(
+                    FrameReport(
+                        offset: offset, records: 0, frameBytes: Int(scanner.size - offset), uncompressedBytes: 0,
+                        problem: reason))
                 break scan
-            case .damaged(let reason, let resumeAt):
+            case .damaged(let reason, let resumeAt, let lost):
                 let end = resumeAt ?? scanner.size
-                report.frames.append(FrameReport(offset: offset, records: 0, frameBytes: Int(end - offset), uncompressedBytes: 0, problem: reason))
+                // With readable metadata the frame's records and first sequence are shown (they
+                // are what the damage cost); `records` of the segment counts good frames only.
+                report.frames.append(
+                    FrameReport(
+                        offset: offset, codec: lost?.codec, records: lost?.recordCount ?? 0,
+                        frameBytes: Int(end - offset),
+                        uncompressedBytes: lost?.uncompressedLength ?? 0, firstSequence: lost?.firstSequence,
+                        committedAt: lost?.committedAt, problem: reason))
                 guard let resumeAt else { break scan }
                 offset = resumeAt
             }
@@ -165,7 +180,8 @@ package enum SegmentInspector {
                 let ids = try FileSystem.segmentIDs(in: path)
                 var segments: [SegmentReport] = []
                 for id in ids {
-                    segments.append(try inspect(path: path + "/" + SegmentFormat.fileName(segment: id), isOpen: id == ids.last))
+                    segments.append(
+                        try inspect(path: path + "/" + SegmentFormat.fileName(segment: id), isOpen: id == ids.last))
                 }
                 return VerifyReport(segments: segments)
             }
@@ -177,7 +193,8 @@ package enum SegmentInspector {
     private static func nodeDirectories(directory: String, node: String?) throws(LogError) -> [String] {
         if let node { return [directory + "/" + node] }
         var result: [String] = []
-        for name in (try FileSystem.list(directory) ?? []).sorted() where try FileSystem.list(directory + "/" + name) != nil {
+        for name in (try FileSystem.list(directory) ?? []).sorted()
+        where try FileSystem.list(directory + "/" + name) != nil {
             result.append(directory + "/" + name)
         }
         return result

@@ -90,6 +90,9 @@ struct OperatorTests {
         let verify = try Binary.run(["segments", "verify", "--data-dir", data.path], environment: [:])
         #expect(verify.status == 1, "\(verify.output) \(verify.errors)")
         #expect(verify.output.contains("DAMAGED \(segment) offset 0"), "\(verify.output)")
+        // The frame's metadata passed its own checksum: what the damage cost is named (it said only
+        // the offset, and inspect showed 0 records for the frame).
+        #expect(verify.output.contains("body checksum mismatch; 1 record lost from sequence "), "\(verify.output)")
         let list = try Binary.run(["segments", "list"], environment: environment)
         #expect(list.status == 0)
         #expect(list.output.contains("1 damaged"), "\(list.output)")
@@ -103,6 +106,7 @@ struct OperatorTests {
         #expect(replay.output.contains("1 damaged frame skipped"), "\(replay.output)")
         #expect(
             replay.errors.contains("log.frame_damaged segment.path=\(segment) segment.offset=0"), "\(replay.errors)")
+        #expect(replay.errors.contains("body checksum mismatch (1 record, sequence "), "\(replay.errors)")
         let connection = try database.connect()
         defer { connection.close() }
         let rows = try connection.query("SELECT event_id FROM events WHERE app_id = \(app.id) ORDER BY event_id")
@@ -244,7 +248,7 @@ struct OperatorTests {
                 #expect(answer?.status == 200, "\(answer?.text ?? "no answer")")
             }
             for _ in 0..<10 {  // refused: a bad key, a body over --max-body, a body that is not JSON (dead-lettered)
-            let badKey = RawHTTP.post(port: serve.port, "/api/analytics/event", key: "pk_no", app: app.id, body: [])
+                let badKey = RawHTTP.post(port: serve.port, "/api/analytics/event", key: "pk_no", app: app.id, body: [])
                 #expect(badKey?.status == 401)
                 let large = RawHTTP.post(
                     port: serve.port, "/api/analytics/event", key: app.publishable, app: app.id,
