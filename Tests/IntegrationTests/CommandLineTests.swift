@@ -210,6 +210,24 @@ struct CommandLineTests {
         let options = try PipelineOptions.parse(&arguments, environment: Environment(variables: [:]))
         #expect(options.deadLetterMaxBytes == 4 << 30)
         #expect(options.deadLetter.maxDiskBytes == 4 << 30)
+        // A value from the environment is refused under the variable's name, not a flag never typed.
+        func refusal(_ flags: [String], _ variables: [String: String]) -> String? {
+            var arguments = Arguments(flags)
+            do {
+                _ = try PipelineOptions.parse(&arguments, environment: Environment(variables: variables))
+                return nil
+            } catch {
+                return (error as? UsageError)?.description
+            }
+        }
+        #expect(
+            refusal([], ["DETOUR_HTTP_ADDR": "localhost:8080"])
+                == "DETOUR_HTTP_ADDR must be an IPv4 address such as 127.0.0.1:8080, got localhost:8080")
+        #expect(refusal([], ["DETOUR_HTTP_ADDR": "127.0.0.1"]) == "DETOUR_HTTP_ADDR must be HOST:PORT, got 127.0.0.1")
+        #expect(refusal([], ["DETOUR_NODE": "../n1"]) == "DETOUR_NODE must be a plain name, got ../n1")
+        #expect(
+            refusal(["--http-addr", "localhost:8080"], ["DETOUR_HTTP_ADDR": "127.0.0.1:9"])
+                == "--http-addr must be an IPv4 address such as 127.0.0.1:8080, got localhost:8080")
         var reportArguments = Arguments(["--report-threads", "2"])
         let reportOptions = try PipelineOptions.parse(&reportArguments, environment: Environment(variables: [:]))
         #expect(reportOptions.ingest.reportThreads == 2)

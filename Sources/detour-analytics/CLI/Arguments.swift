@@ -46,6 +46,16 @@ struct Arguments {
         try option(name) ?? fallback
     }
 
+    /// Like `option`, falling back to the environment variable `variable`; also says which of the two
+    /// set the value (the flag or the variable, the flag when neither did), so a refusal names it.
+    mutating func option(
+        _ name: String, orEnvironment variable: String, _ environment: Environment
+    ) throws -> (value: String?, source: String) {
+        if let value = try option(name) { return (value, name) }
+        if let value = environment[variable] { return (value, variable) }
+        return (nil, name)
+    }
+
     /// Like `option`, parsed as an integer within `range`.
     mutating func integer(_ name: String, default fallback: Int, in range: ClosedRange<Int>) throws -> Int {
         guard let text = try option(name) else { return fallback }

@@ -65,9 +65,10 @@ struct PipelineOptions {
     static func parse(_ arguments: inout Arguments, environment: Environment) throws -> PipelineOptions {
         let data = try arguments.dataDirectory(environment)
         let url = try arguments.databaseURL(environment)
-        let node = try arguments.option("--node", default: environment["DETOUR_NODE"]) ?? "node-1"
+        let (nodeName, nodeSource) = try arguments.option("--node", orEnvironment: "DETOUR_NODE", environment)
+        let node = nodeName ?? "node-1"
         guard !node.isEmpty, !node.contains("/"), !node.hasPrefix(".") else {
-            throw UsageError(description: "--node must be a plain name")
+            throw UsageError(description: "\(nodeSource) must be a plain name, got \(node)")
         }
 
         var log = LogConfiguration(directory: data + "/segments", node: node)
@@ -143,12 +144,20 @@ struct PipelineOptions {
         if let cap = deadLetterMaxBytes { deadLetter.maxDiskBytes = min(cap, deadLetter.maxDiskBytes ?? cap) }
 
         var ingest = IngestConfiguration()
-        let address = try arguments.option("--http-addr", default: environment["DETOUR_HTTP_ADDR"]) ?? "127.0.0.1:8080"
+        // A refusal names what the operator set: a bad DETOUR_HTTP_ADDR was reported as --http-addr.
+        let (addressValue, addressSource) = try arguments.option(
+            "--http-addr", orEnvironment: "DETOUR_HTTP_ADDR", environment)
+        let address = addressValue ?? "127.0.0.1:8080"
         guard let colon = address.lastIndex(of: ":"), let port = UInt16(address[address.index(after: colon)...]) else {
-            throw UsageError(description: "--http-addr must be HOST:PORT, got \(address)")
+            throw UsageError(description: "\(addressSource) must be HOST:PORT, got \(address)")
         }
         ingest.host = String(address[..<colon])
-        ingest.port = port  // the host is checked by IngestConfiguration.validate()
+        ingest.port = port
+        var probe = in_addr()
+        guard inet_pton(AF_INET, ingest.host, &probe) == 1 else {
+            throw UsageError(
+                description: "\(addressSource) must be an IPv4 address such as 127.0.0.1:8080, got \(address)")
+        }
         ingest.threads = try arguments.integer("--threads", default: ingest.threads, in: 1...1024)
         ingest.reportThreads = try arguments.integer("--report-threads", default: ingest.reportThreads, in: 1...64)
         if let text = try arguments.option("--max-body") {
