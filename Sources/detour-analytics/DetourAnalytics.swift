@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Observability
+import Postgres
 
 /// The one executable: parses the command word and hands off to the command.
 @main
@@ -45,9 +46,19 @@ enum DetourAnalytics {
             FileHandle.standardError.write(Data("error: \(error)\n\n\(command.help)\n".utf8))
             exit(64)
         } catch {
-            FileHandle.standardError.write(Data("error: \(error)\n".utf8))
+            FileHandle.standardError.write(Data("error: \(error)\(schemaHint(error))\n".utf8))
             exit(1)
         }
+    }
+
+    /// The likely cause of a PostgreSQL error naming a table, column or function the schema lacks, as
+    /// the aggregator gives it: `apps list` on a database never migrated said only
+    /// `relation "apps" does not exist`.
+    static func schemaHint(_ error: any Error) -> String {
+        guard let error = error as? PostgresError, let state = error.sqlState,
+            ["42P01", "42703", "42883"].contains(state)
+        else { return "" }
+        return " (the schema is older than this binary, or not there at all: run detour-analytics migrate)"
     }
 
     static var topLevelHelp: String {

@@ -101,6 +101,10 @@ struct CommandLineTests {
             ["aggregate", "--once", "--data-dir", data.path], environment: ["DATABASE_URL": database.url])
         #expect(result.status == 69, "\(result.errors)")
         #expect(result.errors.contains("run detour-analytics migrate"), "\(result.errors)")
+        // The other commands say so too (apps list said only: relation "apps" does not exist).
+        let apps = try PipelineProcess.runToEnd(["apps", "list"], environment: ["DATABASE_URL": database.url])
+        #expect(apps.status == 1, "\(apps.errors)")
+        #expect(apps.errors.contains("run detour-analytics migrate"), "\(apps.errors)")
     }
 
     @Test("segments list with a data directory that holds no event log, or an unknown node, says so and exits 1")
