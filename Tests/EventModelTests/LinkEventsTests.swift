@@ -5,23 +5,30 @@ import Testing
 @Suite struct LinkEventsTests {
     static let received: Timestamp = Timestamp(iso8601: "2026-06-01T10:20:31.000Z")!
     static let context: RequestContext = RequestContext(appID: "app_1", receivedAt: received)
-    static let click = #"{"click_id":"clk_1","url":"https://acme.godetour.link/VnAqasAabE/articles/2?utm_source=news&utm_campaign=spring%20sale&q=a+b","timestamp":"2026-06-01T10:20:30.123Z","platform":"ios","kind":"web","user_agent":"Mozilla/5.0","ip":"203.0.113.7","referrer":"https://news.example/"}"#
-    static let match = #"{"click_id":"clk_1","timestamp":"2026-06-01T10:25:00.000Z","method":"probabilistic","score":900}"#
+    static let click =
+        #"{"click_id":"clk_1","url":"https://acme.godetour.link/VnAqasAabE/articles/2?utm_source=news&utm_campaign=spring%20sale&q=a+b","timestamp":"2026-06-01T10:20:30.123Z","platform":"ios","kind":"web","user_agent":"Mozilla/5.0","ip":"203.0.113.7","referrer":"https://news.example/"}"#
+    static let match =
+        #"{"click_id":"clk_1","timestamp":"2026-06-01T10:25:00.000Z","method":"probabilistic","score":900}"#
 
     @Test("clicks and matches are accepted with path, query and method")
     func clicksAndMatches() throws {
-        let body = #"{"clicks":[\#(Self.click)],"matches":[\#(Self.match),{"click_id":"clk_2","timestamp":"2026-06-01T10:25:00.000Z","method":"deterministic"}]}"#
+        let body =
+            #"{"clicks":[\#(Self.click)],"matches":[\#(Self.match),{"click_id":"clk_2","timestamp":"2026-06-01T10:25:00.000Z","method":"deterministic"}]}"#
         let result = try Normalizer.linkEvents(body: Array(body.utf8), context: Self.context)
         #expect(result.rejected.isEmpty)
         #expect(result.accepted.map(\.kind) == [.click, .match, .match])
         let click = result.accepted[0]
         #expect(click.clickID == "clk_1")
-        #expect(click.url == "https://acme.godetour.link/VnAqasAabE/articles/2?utm_source=news&utm_campaign=spring%20sale&q=a+b")
+        #expect(
+            click.url
+                == "https://acme.godetour.link/VnAqasAabE/articles/2?utm_source=news&utm_campaign=spring%20sale&q=a+b")
         #expect(click.path == "/articles/2")
-        #expect(click.query == [
-            QueryParameter(name: "utm_source", value: "news"), QueryParameter(name: "utm_campaign", value: "spring sale"),
-            QueryParameter(name: "q", value: "a b"),
-        ])
+        #expect(
+            click.query == [
+                QueryParameter(name: "utm_source", value: "news"),
+                QueryParameter(name: "utm_campaign", value: "spring sale"),
+                QueryParameter(name: "q", value: "a b"),
+            ])
         #expect(click.platform == .ios)
         #expect(click.clickKind == .web)
         #expect(click.userAgent == "Mozilla/5.0")
@@ -35,12 +42,15 @@ import Testing
         #expect(result.accepted[2].score == nil)
         for envelope in result.accepted { #expect(try Envelope(decoding: envelope.encoded()) == envelope) }
         let line = String(decoding: match.encoded(), as: UTF8.self)
-        #expect(line.hasSuffix(#""click_id":"clk_1","method":"probabilistic","score":900,"client_ts":"2026-06-01T10:25:00.000Z"}"#))
+        #expect(
+            line.hasSuffix(
+                #""click_id":"clk_1","method":"probabilistic","score":900,"client_ts":"2026-06-01T10:25:00.000Z"}"#))
     }
 
     @Test("the batch form reads type click or match")
     func batchForm() throws {
-        let body = #"{"batch":[\#(Self.click.dropLast()),"type":"click"},\#(Self.match.dropLast()),"type":"match"},\#(Self.match)]}"#
+        let body =
+            #"{"batch":[\#(Self.click.dropLast()),"type":"click"},\#(Self.match.dropLast()),"type":"match"},\#(Self.match)]}"#
         let result = try Normalizer.linkEvents(body: Array(body.utf8), context: Self.context)
         #expect(result.accepted.map(\.kind) == [.click, .match])
         #expect(result.rejected.map(\.code) == ["missing_field"])
@@ -48,14 +58,22 @@ import Testing
     }
 
     static let paths: [(String, String, [QueryParameter])] = [
-        ("https://acme.godetour.link/VnAqasAabE/articles/2?utm_source=news", "/articles/2", [QueryParameter(name: "utm_source", value: "news")]),
+        (
+            "https://acme.godetour.link/VnAqasAabE/articles/2?utm_source=news", "/articles/2",
+            [QueryParameter(name: "utm_source", value: "news")]
+        ),
         ("https://acme.godetour.link/VnAqasAabE", "/", []),
         ("https://acme.godetour.link/VnAqasAabE/", "/", []),
         ("https://acme.godetour.link/VnAqasAabE?x=1", "/", [QueryParameter(name: "x", value: "1")]),
         ("https://acme.godetour.link", "/", []),
         ("https://acme.godetour.link/H/a/b/c/#frag?x=1", "/a/b/c/", []),
-        ("https://links.acme.com/H/p%2Fq?a=1&a=2&b&=x&%zz=%E2%9C%93", "/p%2Fq",
-         [QueryParameter(name: "a", value: "1"), QueryParameter(name: "b", value: ""), QueryParameter(name: "%zz", value: "✓")]),
+        (
+            "https://links.acme.com/H/p%2Fq?a=1&a=2&b&=x&%zz=%E2%9C%93", "/p%2Fq",
+            [
+                QueryParameter(name: "a", value: "1"), QueryParameter(name: "b", value: ""),
+                QueryParameter(name: "%zz", value: "✓"),
+            ]
+        ),
     ]
 
     @Test("the link path is what follows the app hash and query parameters are decoded", arguments: paths)
@@ -65,18 +83,48 @@ import Testing
         #expect(link.query == query)
     }
 
-    @Test("URLs without scheme and host are refused", arguments: ["", "acme.godetour.link/H/x", "https:///H/x", "://h/x", "ht tp://h/x", "https://h/a\nb"])
+    @Test("query names are told apart by their bytes, and the first of each wins among thousands")
+    func queryNamesByBytes() throws {
+        // "é" as one code point and as e + combining acute: equal Strings, different bytes (and
+        // different jsonb keys); the second was dropped as a repeat.
+        let link = try #require(LinkURL(Array("https://a.godetour.link/H/x?caf%C3%A9=1&cafe%CC%81=2&caf%C3%A9=3".utf8)))
+        #expect(link.query.map(\.value) == ["1", "2"])
+        #expect(link.query.map { Array($0.name.utf8) } == [Array("caf\u{E9}".utf8), Array("cafe\u{301}".utf8)])
+        let many = (0..<5_000).map { "p\($0)=\($0)" } + (0..<5_000).map { "p\($0)=again" }
+        let long = try #require(LinkURL(Array(("https://a.godetour.link/H/x?" + many.joined(separator: "&")).utf8)))
+        #expect(long.query.count == 5_000)
+        #expect(long.query.allSatisfy { $0.value != "again" })
+    }
+
+    @Test(
+        "URLs without scheme and host are refused",
+        arguments: ["", "acme.godetour.link/H/x", "https:///H/x", "://h/x", "ht tp://h/x", "https://h/a\nb"])
     func badURL(_ url: String) {
         #expect(LinkURL(Array(url.utf8)) == nil)
     }
 
     static let rejections: [(String, String)] = [
-        (#"{"url":"https://a.godetour.link/H/x","timestamp":"2026-06-01T10:20:30.123Z","kind":"web"}"#, "missing_field"),
-        (#"{"click_id":"","url":"https://a.godetour.link/H/x","timestamp":"2026-06-01T10:20:30.123Z","kind":"web"}"#, "invalid_click_id"),
+        (
+            #"{"url":"https://a.godetour.link/H/x","timestamp":"2026-06-01T10:20:30.123Z","kind":"web"}"#,
+            "missing_field"
+        ),
+        (
+            #"{"click_id":"","url":"https://a.godetour.link/H/x","timestamp":"2026-06-01T10:20:30.123Z","kind":"web"}"#,
+            "invalid_click_id"
+        ),
         (#"{"click_id":"c","url":"not a url","timestamp":"2026-06-01T10:20:30.123Z","kind":"web"}"#, "invalid_url"),
-        (#"{"click_id":"c","url":"https://a.godetour.link/H/x","timestamp":"2026-06-01T10:20:30.123Z","kind":"app"}"#, "invalid_click_kind"),
-        (#"{"click_id":"c","url":"https://a.godetour.link/H/x","timestamp":"2026-06-01T10:20:30.123Z"}"#, "missing_field"),
-        (#"{"click_id":"c","url":"https://a.godetour.link/H/x","timestamp":"2026-06-01T10:20:30.123Z","kind":"web","platform":"tv"}"#, "invalid_platform"),
+        (
+            #"{"click_id":"c","url":"https://a.godetour.link/H/x","timestamp":"2026-06-01T10:20:30.123Z","kind":"app"}"#,
+            "invalid_click_kind"
+        ),
+        (
+            #"{"click_id":"c","url":"https://a.godetour.link/H/x","timestamp":"2026-06-01T10:20:30.123Z"}"#,
+            "missing_field"
+        ),
+        (
+            #"{"click_id":"c","url":"https://a.godetour.link/H/x","timestamp":"2026-06-01T10:20:30.123Z","kind":"web","platform":"tv"}"#,
+            "invalid_platform"
+        ),
         (#"{"click_id":"c","url":"https://a.godetour.link/H/x","timestamp":"soon","kind":"web"}"#, "invalid_timestamp"),
     ]
 
@@ -88,7 +136,8 @@ import Testing
 
     @Test("bad matches are rejected with stable codes, indexed after the clicks")
     func matchRejection() throws {
-        let body = #"{"clicks":[\#(Self.click)],"matches":[{"click_id":"c","timestamp":"2026-06-01T10:20:30.123Z","method":"guess"},{"click_id":"c","timestamp":"2026-06-01T10:20:30.123Z","method":"deterministic","score":"high"}]}"#
+        let body =
+            #"{"clicks":[\#(Self.click)],"matches":[{"click_id":"c","timestamp":"2026-06-01T10:20:30.123Z","method":"guess"},{"click_id":"c","timestamp":"2026-06-01T10:20:30.123Z","method":"deterministic","score":"high"}]}"#
         let result = try Normalizer.linkEvents(body: Array(body.utf8), context: Self.context)
         #expect(result.accepted.count == 1)
         #expect(result.rejected.map(\.code) == ["invalid_method", "invalid_type"])
@@ -97,7 +146,8 @@ import Testing
 
     @Test("a click without platform is recorded as unknown")
     func unknownPlatform() throws {
-        let body = #"{"clicks":[{"click_id":"c","url":"https://a.godetour.link/H","timestamp":"2026-06-01T10:20:30.123Z","kind":"universal_link"}]}"#
+        let body =
+            #"{"clicks":[{"click_id":"c","url":"https://a.godetour.link/H","timestamp":"2026-06-01T10:20:30.123Z","kind":"universal_link"}]}"#
         let result = try Normalizer.linkEvents(body: Array(body.utf8), context: Self.context)
         #expect(result.accepted.first?.platform == .unknown)
         #expect(result.accepted.first?.clickKind == .universalLink)
@@ -106,7 +156,8 @@ import Testing
 
     @Test("each platform the link service sends is kept as sent", arguments: ["ios", "android", "desktop", "unknown"])
     func clickPlatforms(platform: String) throws {
-        let body = #"{"clicks":[{"click_id":"c","url":"https://a.godetour.link/H/x","timestamp":"2026-06-01T10:20:30.123Z","kind":"web","platform":"\#(platform)"}]}"#
+        let body =
+            #"{"clicks":[{"click_id":"c","url":"https://a.godetour.link/H/x","timestamp":"2026-06-01T10:20:30.123Z","kind":"web","platform":"\#(platform)"}]}"#
         let result = try Normalizer.linkEvents(body: Array(body.utf8), context: Self.context)
         #expect(result.rejected.isEmpty)
         #expect(result.accepted.first?.platform?.rawValue == platform)
