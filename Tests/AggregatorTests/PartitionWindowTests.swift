@@ -21,6 +21,10 @@ import Testing
             ("2024-06-29T23:59:59.999Z", "2024-06-30T00:00:00.000Z", 0, false),
             ("1970-01-01T00:00:00.000Z", "2024-06-30T12:00:00.000Z", 3660, false),  // a reset clock
             ("1969-12-31T23:59:59.999Z", "1970-01-01T00:00:00.000Z", 0, false),  // days before 1970 floor
+            // Only days a `_pYYYYMMDD` name can name: year 0000 (1 BC) has none, even when received then.
+            ("0000-06-01T00:00:00.000Z", "0000-06-01T00:00:00.000Z", 92, false),
+            ("0001-01-01T00:00:00.000Z", "0001-01-01T00:00:00.000Z", 92, true),
+            ("9999-12-31T00:00:00.000Z", "9999-12-31T00:00:00.000Z", 92, true),
         ])
     func rule(time: String, receivedAt: String, maxLagDays: Int, expected: Bool) {
         let window = PartitionWindow(maxLagDays: maxLagDays)
