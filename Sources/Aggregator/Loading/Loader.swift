@@ -319,7 +319,8 @@ final class Loader {
         report.undecodable = staging.undecodable
         report.newestReceivedAt = staging.newestReceivedAt
         if staging.undecodable > 0 {
-            logger.warning("records.undecodable", ["count": "\(staging.undecodable)", "first.error": staging.firstError ?? ""])
+            logger.warning(
+                "records.undecodable", ["count": "\(staging.undecodable)", "first.error": staging.firstError ?? ""])
         }
         try hooks.afterCopy?(connection)
 
@@ -371,7 +372,7 @@ final class Loader {
     /// With `binary`, the stream gets the binary format's header and trailer around the rows.
     private func copy(
         _ connection: Connection, _ sql: SQL, _ rows: StagingBatch.Rows, facts: (Int) -> StagingBatch.RowFacts,
-        fresh: Set<[String]>?, binary: Bool = false
+        fresh: Set<StagingBatch.RowKey>?, binary: Bool = false
     ) throws {
         guard rows.count > 0, fresh.map({ !$0.isEmpty }) ?? true else { return }
         _ = try connection.copyIn(sql) { buffer in
@@ -391,8 +392,11 @@ final class Loader {
 
     /// The click and match rows of `inserted` straight into their tables.
     private func copyRest(_ connection: Connection, _ staging: StagingBatch, inserted: InsertedRows) throws {
-        try copy(connection, LoadSQL.copyClicks, staging.clicks, facts: { staging.clickFacts[$0] }, fresh: inserted.clicks)
-        try copy(connection, LoadSQL.copyMatches, staging.matches, facts: { staging.matchFacts[$0] }, fresh: inserted.matches)
+        try copy(
+            connection, LoadSQL.copyClicks, staging.clicks, facts: { staging.clickFacts[$0] }, fresh: inserted.clicks)
+        try copy(
+            connection, LoadSQL.copyMatches, staging.matches, facts: { staging.matchFacts[$0] }, fresh: inserted.matches
+        )
     }
 
     /// Deduplication first: stages every row's key, inserts the keys with `ON CONFLICT DO NOTHING`,
@@ -401,11 +405,12 @@ final class Loader {
     private func dedupFirst(_ connection: Connection, _ staging: StagingBatch, safeCasts: Bool) throws -> InsertedRows {
         var inserted = InsertedRows()
         try copy(connection, LoadSQL.copyStaging, staging.staged)
-        func fresh(_ table: LoadSQL.Table) throws -> Set<[String]> {
+        func fresh(_ table: LoadSQL.Table) throws -> Set<StagingBatch.RowKey> {
             guard staging.count(table) > 0 else { return [] }
-            var keys = Set<[String]>()
+            var keys = Set<StagingBatch.RowKey>()
             for row in try connection.query(LoadSQL.freshKeys[table]!) {
-                keys.insert([try row["app_id", as: String.self], try row["id", as: String.self]])
+                keys.insert(
+                    StagingBatch.RowKey(app: try row["app_id", as: String.self], id: try row["id", as: String.self]))
             }
             return keys
         }
