@@ -86,6 +86,8 @@ final class Loader {
     private let logger = Logger(label: "aggregator")
     private(set) var connection: Connection?
     private var partitions = PartitionCache()
+    /// The last attempt to create pending day partitions failed (logged once until one succeeds).
+    private var isPartitionsFailing = false
     /// Which rows' days get a partition (`partitionMaxLagDays`).
     private let window: PartitionWindow
     /// The last cycle met a key loaded before: the next one deduplicates first instead of loading
@@ -107,7 +109,7 @@ final class Loader {
             try connection.unsafeSQL(LoadSQL.sessionSettings)
             try connection.unsafeSQL(LoadSQL.createStaging)
             self.connection = connection
-            partitions = PartitionCache()
+            partitions.reset()
             return connection
         } catch {
             throw .database(describing: error)
@@ -118,7 +120,7 @@ final class Loader {
     func disconnect() {
         connection?.close()
         connection = nil
-        partitions = PartitionCache()
+        partitions.reset()
     }
 
     /// Runs one cycle. Returns nil when another aggregator holds the load lock.
@@ -150,20 +152,29 @@ final class Loader {
             let committedAt = ContinuousClock.now
             guard var report else { return nil }
             if let started = report.startedCommitAt { report.phases.append(("commit", committedAt - started)) }
-            if !report.days.isEmpty {
+            if !report.days.isEmpty || !partitions.pending.isEmpty {
                 do {
                     try partitions.ensure(days: report.days, connection)
+                    if isPartitionsFailing {
+                        isPartitionsFailing = false
+                        logger.notice("partitions.recovered")
+                    }
                 } catch {
-                    // The rows are safe in the default partition; the day is tried again next cycle.
-                    logger.warning("partitions.failed", ["error": "\(error)"])
+                    // The rows are safe in the default partition; the days stay pending and are tried
+                    // again after every later cycle. One line per state change, not per attempt.
+                    if !isPartitionsFailing {
+                        isPartitionsFailing = true
+                        logger.warning(
+                            "partitions.failed", ["error": "\(error)", "days.pending": "\(partitions.pending.count)"])
+                    }
                 }
             }
             return report
         } catch let error as AggregatorError {
-            partitions = PartitionCache()
+            partitions.reset()
             throw error
         } catch {
-            partitions = PartitionCache()
+            partitions.reset()
             throw .database(describing: error)
         }
     }
