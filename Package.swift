@@ -43,7 +43,7 @@ let package = Package(
             swiftSettings: strict),
         .target(
             name: "Aggregator",
-            dependencies: ["EventModel", "EventLog", "Postgres", "Observability"],
+            dependencies: ["EventModel", "EventLog", "Postgres", "Observability", "CivilTime"],
             swiftSettings: strict),
         .target(
             name: "Reports", dependencies: ["Postgres", "Observability", "CivilTime", "JSONText", "CZlib", "CZstd"],

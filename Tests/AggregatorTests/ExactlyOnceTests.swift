@@ -2,9 +2,9 @@ import Dispatch
 import EventLog
 import EventModel
 import Foundation
+import Locking
 import Postgres
 import Synchronization
-import Locking
 import Testing
 
 @testable import Aggregator
@@ -18,7 +18,8 @@ import Testing
         try world.write(manyEvents(100, prefix: "f"), newSegment: true)
         let aggregator = try world.aggregator()
         _ = try aggregator.runUntilCaughtUp()
-        let checkpoint = try world.rows("select segment::text, frame_offset::text, loaded_events::text from load_checkpoints")
+        let checkpoint = try world.rows(
+            "select segment::text, frame_offset::text, loaded_events::text from load_checkpoints")
 
         let replay = try Replay(configuration: world.configuration())
         let first = try replay.replay(fromSegment: 0)
@@ -26,7 +27,9 @@ import Testing
         #expect(first.records == 300 && second.records == 300)
         #expect(first.rows == 0 && second.rows == 0)
         #expect(try world.count("select count(*) from events") == 300)
-        #expect(try world.rows("select segment::text, frame_offset::text, loaded_events::text from load_checkpoints") == checkpoint)
+        #expect(
+            try world.rows("select segment::text, frame_offset::text, loaded_events::text from load_checkpoints")
+                == checkpoint)
         aggregator.stop()
     }
 
@@ -61,6 +64,45 @@ import Testing
         #expect(summaries.reduce(0) { $0 + $1.rows } == 0)
         #expect(try world.count("select count(*) from events") == 150)
         aggregator.stop()
+    }
+
+    @Test(
+        "replay restores a dropped day partition once its orphaned dedup keys are deleted, as docs/aggregator.md says")
+    func replayRestoresDroppedPartition() throws {
+        let world = try World()
+        defer { world.tearDown() }
+        try world.write(manyEvents(30) + [click("drop-c"), match("drop-c")])
+        let aggregator = try world.aggregator()
+        _ = try aggregator.runUntilCaughtUp()
+        aggregator.stop()
+        let connection = try world.connect()
+        defer { connection.close() }
+        try connection.unsafeSQL("drop table events_p20260601, clicks_p20260601, matches_p20260601")
+        #expect(try world.count("select count(*) from events") == 20)
+        let replay = try Replay(configuration: world.configuration())
+        // The dedup keys survive the DROP: the replay takes every row for a duplicate.
+        #expect(try replay.replay(fromSegment: 0).rows == 0)
+        // docs/aggregator.md, "Replay and rebuild": the statements, verbatim, for the dropped day.
+        try connection.unsafeSQL(
+            """
+            BEGIN;
+            DELETE FROM event_ids k WHERE k.event_time >= '2026-06-01' AND k.event_time < '2026-06-02'
+              AND NOT EXISTS (SELECT 1 FROM events e WHERE e.app_id = k.app_id AND e.event_id = k.event_id
+                              AND e.event_time = k.event_time);
+            DELETE FROM click_ids k WHERE k.click_time >= '2026-06-01' AND k.click_time < '2026-06-02'
+              AND NOT EXISTS (SELECT 1 FROM clicks c WHERE c.app_id = k.app_id AND c.click_id = k.click_id
+                              AND c.click_time = k.click_time);
+            DELETE FROM match_ids k WHERE k.match_time >= '2026-06-01' AND k.match_time < '2026-06-02'
+              AND NOT EXISTS (SELECT 1 FROM matches m WHERE m.app_id = k.app_id AND m.click_id = k.click_id
+                              AND m.match_time = k.match_time);
+            COMMIT;
+            """)
+        #expect(try world.count("select count(*) from event_ids") == 20)
+        #expect(try replay.replay(fromSegment: 0).rows == 12)
+        #expect(try world.count("select count(*) from events") == 30)
+        #expect(try world.count("select count(*) from clicks") == 1 && world.count("select count(*) from matches") == 1)
+        #expect(try world.count("select count(*) from events_p20260601") == 10)
+        #expect(try replay.replay(fromSegment: 0).rows == 0)
     }
 
     @Test("two aggregators at once, on two threads and two connections, load everything once")
@@ -110,7 +152,9 @@ import Testing
         let crashes = Atomic<Int>(2)
         var hooks = LoaderHooks()
         hooks.afterCopy = { _ in
-            if crashes.wrappingSubtract(1, ordering: .relaxed).oldValue > 0 { throw AggregatorError.injected(step: "after COPY") }
+            if crashes.wrappingSubtract(1, ordering: .relaxed).oldValue > 0 {
+                throw AggregatorError.injected(step: "after COPY")
+            }
         }
         let aggregator = try world.aggregator(hooks: hooks)
         #expect(throws: AggregatorError.self) { try aggregator.runOnce() }

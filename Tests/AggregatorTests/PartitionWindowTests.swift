@@ -21,6 +21,10 @@ import Testing
             ("2024-06-29T23:59:59.999Z", "2024-06-30T00:00:00.000Z", 0, false),
             ("1970-01-01T00:00:00.000Z", "2024-06-30T12:00:00.000Z", 3660, false),  // a reset clock
             ("1969-12-31T23:59:59.999Z", "1970-01-01T00:00:00.000Z", 0, false),  // days before 1970 floor
+            // Only days a `_pYYYYMMDD` name can name: year 0000 (1 BC) has none, even when received then.
+            ("0000-06-01T00:00:00.000Z", "0000-06-01T00:00:00.000Z", 92, false),
+            ("0001-01-01T00:00:00.000Z", "0001-01-01T00:00:00.000Z", 92, true),
+            ("9999-12-31T00:00:00.000Z", "9999-12-31T00:00:00.000Z", 92, true),
         ])
     func rule(time: String, receivedAt: String, maxLagDays: Int, expected: Bool) {
         let window = PartitionWindow(maxLagDays: maxLagDays)
@@ -183,5 +187,30 @@ import Testing
             order by 1
             """)
         return try result.map { try $0[0, as: String.self] }
+    }
+
+    @Test("a day whose partition could not be created is tried again after a later cycle, and its rows move into it")
+    func failedPartitionIsRetried() throws {
+        let world = try World()
+        defer { world.tearDown() }
+        let connection = try world.connect()
+        defer { connection.close() }
+        // A type named like the partition makes its CREATE TABLE fail (the table's row type clashes).
+        try connection.unsafeSQL("create domain events_p20240315 as int")
+        try world.write([event("late-1", time: "2024-03-15T10:00:00.000Z")])
+        let aggregator = try world.aggregator()
+        #expect(try aggregator.runOnce().events == 1)
+        #expect(try world.count("select count(*) from pg_class where relname = 'events_p20240315'") == 0)
+        #expect(try world.count("select count(*) from events_default where event_id = 'late-1'") == 1)
+
+        try connection.unsafeSQL("drop domain events_p20240315")
+        // A later cycle with rows of another day only: the failed day is created too.
+        try world.write([event("late-2", time: "2024-03-20T10:00:00.000Z")])
+        #expect(try aggregator.runOnce().events == 1)
+        #expect(try world.count("select count(*) from events_p20240315 where event_id = 'late-1'") == 1)
+        #expect(try world.count("select count(*) from events_p20240320 where event_id = 'late-2'") == 1)
+        #expect(try world.count("select count(*) from events_default") == 0)
+        #expect(try world.count("select count(*) from pg_class where relname = 'clicks_p20240315'") == 1)
+        aggregator.stop()
     }
 }

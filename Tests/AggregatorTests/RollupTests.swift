@@ -39,20 +39,28 @@ import Testing
         try Replay(configuration: configuration).rebuildRollups()
         #expect(try world.rows(Self.rollupQuery) == incremental)
         // And the rollups agree with the raw table.
-        #expect(try world.count("select sum(events)::int from rollup_events_daily") == world.count("select count(*) from events"))
+        #expect(
+            try world.count("select sum(events)::int from rollup_events_daily")
+                == world.count("select count(*) from events"))
         aggregator.stop()
     }
 
-    /// Every rollup table, each row as text, in a stable order.
-    private static func allRollups(_ world: World) throws -> [String: [[String?]]] {
+    /// Every rollup table, each row as text, in a stable order; with `exact`, each row's UTF-8 bytes
+    /// in hex (Swift's `String ==` would take an NFC and an NFD spelling for the same row).
+    private static func allRollups(_ world: World, exact: Bool = false) throws -> [String: [[String?]]] {
         var tables: [String: [[String?]]] = [:]
         for table in [
-            "rollup_events_daily", "rollup_devices", "rollup_funnel_entries", "rollup_link_daily", "rollup_link_utm_daily",
+            "rollup_events_daily", "rollup_devices", "rollup_funnel_entries", "rollup_link_daily",
+            "rollup_link_utm_daily",
             "rollup_link_events_daily", "rollup_link_revenue_daily", "rollup_cohort_events_daily",
             "rollup_cohort_revenue_daily", "rollup_installs_daily", "rollup_retention_daily", "rollup_funnel_daily",
             "rollup_apps", "rollup_clicks",
         ] {
-            tables[table] = try world.rows("select t::text from \(identifier: table) t order by 1")
+            tables[table] =
+                exact
+                ? try world.rows(
+                    "select encode(convert_to(t::text, 'UTF8'), 'hex') from \(identifier: table) t order by 1")
+                : try world.rows("select t::text from \(identifier: table) t order by 1")
         }
         return tables
     }
@@ -93,7 +101,8 @@ import Testing
                     event(
                         "q-\(id)", app: ["app_1", "app_2"][id % 2], name: ["purchase", "app_open", "share"][id % 3],
                         device: "dev-\(id % 17)", time: "2026-05-0\(day)T0\(id % 10):00:00.000Z",
-                        installClick: id % 5 == 0 ? "q-click-\(id % 30)" : nil, kind: id % 3 == 1 ? .retention : .event))
+                        installClick: id % 5 == 0 ? "q-click-\(id % 30)" : nil, kind: id % 3 == 1 ? .retention : .event)
+                )
             }
         }
         for start in stride(from: 0, to: batch.count, by: 10) {  // one frame per write: cycles split between them
@@ -129,7 +138,9 @@ import Testing
                     select u.app_id, u.device_id, u.min_time from rollup_pending_device_batches b
                     cross join lateral unnest(b.app_ids, b.device_ids, b.min_times) as u(app_id, device_id, min_time)
                 ) x group by 1, 2 order by 1, 2
-                """) == world.rows("select app_id, device_id, min(event_time)::text from events group by 1, 2 order by 1, 2"))
+                """)
+                == world.rows("select app_id, device_id, min(event_time)::text from events group by 1, 2 order by 1, 2")
+        )
         // The cycles queued their devices and clicks as one batch row each (sql/061), not one row each.
         #expect(try world.count("select count(*) from rollup_pending_devices") == 0)
         #expect(try world.count("select count(*) from rollup_pending_device_batches") > 0)
@@ -159,6 +170,52 @@ import Testing
         #expect(!(incremental["rollup_events_daily"] ?? []).isEmpty)
         try Replay(configuration: configuration).rebuildRollups()
         #expect(try Self.allRollups(world) == incremental)
+        aggregator.stop()
+    }
+
+    @Test("ids, device ids and paths that differ only by Unicode normalisation stay distinct, as PostgreSQL keeps them")
+    func normalisationVariantsAreDistinct() throws {
+        let world = try World()
+        defer { world.tearDown() }
+        // NFC and NFD spellings: one string to Swift's `==`, two to PostgreSQL's `text`.
+        let (idNFC, idNFD) = ("caf\u{E9}-1", "cafe\u{301}-1")
+        let (deviceNFC, deviceNFD) = ("d\u{E9}v", "de\u{301}v")
+        let (clickNFC, clickNFD) = ("clic-\u{E9}", "clic-e\u{301}")
+        #expect(idNFC == idNFD && deviceNFC == deviceNFD)
+        try world.write([
+            event(idNFC, device: deviceNFC, time: "2026-06-01T10:00:00.000Z"),
+            event(idNFD, device: deviceNFD, time: "2026-06-01T11:00:00.000Z", installClick: clickNFD),
+            click(clickNFC, path: "/caf\u{E9}"), click(clickNFD, path: "/cafe\u{301}"),
+            match(clickNFC), match(clickNFD),
+        ])
+        let aggregator = try world.aggregator()
+        let first = try aggregator.runOnce()
+        #expect(first.events == 2 && first.clicks == 2 && first.matches == 2)
+        // A deduplicating cycle (one row is a duplicate of the first cycle's) with a new pair.
+        try world.write([
+            event(idNFD, device: deviceNFD, time: "2026-06-01T11:00:00.000Z"),
+            event("caf\u{E9}-2", device: deviceNFC, time: "2026-06-01T09:00:00.000Z"),
+            event("cafe\u{301}-2", device: deviceNFD, time: "2026-06-01T08:00:00.000Z"),
+        ])
+        #expect(try aggregator.runOnce().events == 2)
+        func hex(_ text: String) -> String { text.utf8.map { String(format: "%02x", $0) }.joined() }
+        #expect(
+            try world.rows("select encode(convert_to(event_id, 'UTF8'), 'hex') from events order by 1")
+                == [idNFC, idNFD, "caf\u{E9}-2", "cafe\u{301}-2"].map { [hex($0)] }.sorted { $0[0]! < $1[0]! })
+        #expect(
+            try world.rows(
+                "select encode(convert_to(device_id, 'UTF8'), 'hex'), first_seen::text, (install_click_id is not null)::text from devices order by 1"
+            )
+                == [
+                    [hex(deviceNFC), "2026-06-01 09:00:00+00", "false"],
+                    [hex(deviceNFD), "2026-06-01 08:00:00+00", "true"],
+                ].sorted { $0[0]! < $1[0]! })
+        #expect(try world.count("select count(*) from links") == 2)
+        #expect(try world.count("select count(*) from clicks") == 2 && world.count("select count(*) from matches") == 2)
+        let incremental = try Self.allRollups(world, exact: true)
+        #expect(!(incremental["rollup_devices"] ?? []).isEmpty)
+        try Replay(configuration: world.configuration()).rebuildRollups()
+        #expect(try Self.allRollups(world, exact: true) == incremental)
         aggregator.stop()
     }
 
@@ -254,12 +311,17 @@ import Testing
         let summary = try aggregator.runOnce()
         #expect(summary.events == 1 && summary.touchedKeys == 1)
         #expect(
-            try world.rows("select tableoid::regclass::text from events where event_id = 'late'") == [["events_p20260402"]])
+            try world.rows("select tableoid::regclass::text from events where event_id = 'late'") == [
+                ["events_p20260402"]
+            ])
         #expect(
             try world.rows("select day::text, events::text from rollup_events_daily order by 1")
                 == [["2026-04-02", "1"], ["2026-06-10", "2"]])
         // The late event is the device's earliest: its first_seen moves back.
-        #expect(try world.rows("select first_seen::text from devices where device_id = 'dev-9'") == [["2026-04-02 08:00:00+00"]])
+        #expect(
+            try world.rows("select first_seen::text from devices where device_id = 'dev-9'") == [
+                ["2026-04-02 08:00:00+00"]
+            ])
         aggregator.stop()
     }
 
@@ -273,13 +335,19 @@ import Testing
             event("2", device: "d", time: "2026-06-05T11:00:00.000Z", installClick: "clk_late"),
         ])
         _ = try aggregator.runOnce()
-        #expect(try world.rows("select install_click_id, first_seen::text from devices") == [["clk_late", "2026-06-05 10:00:00+00"]])
+        #expect(
+            try world.rows("select install_click_id, first_seen::text from devices") == [
+                ["clk_late", "2026-06-05 10:00:00+00"]
+            ])
         try world.write([event("3", device: "d", time: "2026-06-06T10:00:00.000Z", installClick: "clk_newer")])
         _ = try aggregator.runOnce()
         #expect(try world.rows("select install_click_id from devices") == [["clk_late"]])
         try world.write([event("0", device: "d", time: "2026-06-04T09:00:00.000Z", installClick: "clk_first")])
         _ = try aggregator.runOnce()
-        #expect(try world.rows("select install_click_id, first_seen::text from devices") == [["clk_first", "2026-06-04 09:00:00+00"]])
+        #expect(
+            try world.rows("select install_click_id, first_seen::text from devices") == [
+                ["clk_first", "2026-06-04 09:00:00+00"]
+            ])
         aggregator.stop()
     }
 }

@@ -86,6 +86,8 @@ final class Loader {
     private let logger = Logger(label: "aggregator")
     private(set) var connection: Connection?
     private var partitions = PartitionCache()
+    /// The last attempt to create pending day partitions failed (logged once until one succeeds).
+    private var isPartitionsFailing = false
     /// Which rows' days get a partition (`partitionMaxLagDays`).
     private let window: PartitionWindow
     /// The last cycle met a key loaded before: the next one deduplicates first instead of loading
@@ -107,7 +109,7 @@ final class Loader {
             try connection.unsafeSQL(LoadSQL.sessionSettings)
             try connection.unsafeSQL(LoadSQL.createStaging)
             self.connection = connection
-            partitions = PartitionCache()
+            partitions.reset()
             return connection
         } catch {
             throw .database(describing: error)
@@ -118,7 +120,7 @@ final class Loader {
     func disconnect() {
         connection?.close()
         connection = nil
-        partitions = PartitionCache()
+        partitions.reset()
     }
 
     /// Runs one cycle. Returns nil when another aggregator holds the load lock.
@@ -150,20 +152,29 @@ final class Loader {
             let committedAt = ContinuousClock.now
             guard var report else { return nil }
             if let started = report.startedCommitAt { report.phases.append(("commit", committedAt - started)) }
-            if !report.days.isEmpty {
+            if !report.days.isEmpty || !partitions.pending.isEmpty {
                 do {
                     try partitions.ensure(days: report.days, connection)
+                    if isPartitionsFailing {
+                        isPartitionsFailing = false
+                        logger.notice("partitions.recovered")
+                    }
                 } catch {
-                    // The rows are safe in the default partition; the day is tried again next cycle.
-                    logger.warning("partitions.failed", ["error": "\(error)"])
+                    // The rows are safe in the default partition; the days stay pending and are tried
+                    // again after every later cycle. One line per state change, not per attempt.
+                    if !isPartitionsFailing {
+                        isPartitionsFailing = true
+                        logger.warning(
+                            "partitions.failed", ["error": "\(error)", "days.pending": "\(partitions.pending.count)"])
+                    }
                 }
             }
             return report
         } catch let error as AggregatorError {
-            partitions = PartitionCache()
+            partitions.reset()
             throw error
         } catch {
-            partitions = PartitionCache()
+            partitions.reset()
             throw .database(describing: error)
         }
     }
@@ -319,7 +330,8 @@ final class Loader {
         report.undecodable = staging.undecodable
         report.newestReceivedAt = staging.newestReceivedAt
         if staging.undecodable > 0 {
-            logger.warning("records.undecodable", ["count": "\(staging.undecodable)", "first.error": staging.firstError ?? ""])
+            logger.warning(
+                "records.undecodable", ["count": "\(staging.undecodable)", "first.error": staging.firstError ?? ""])
         }
         try hooks.afterCopy?(connection)
 
@@ -371,7 +383,7 @@ final class Loader {
     /// With `binary`, the stream gets the binary format's header and trailer around the rows.
     private func copy(
         _ connection: Connection, _ sql: SQL, _ rows: StagingBatch.Rows, facts: (Int) -> StagingBatch.RowFacts,
-        fresh: Set<[String]>?, binary: Bool = false
+        fresh: Set<StagingBatch.RowKey>?, binary: Bool = false
     ) throws {
         guard rows.count > 0, fresh.map({ !$0.isEmpty }) ?? true else { return }
         _ = try connection.copyIn(sql) { buffer in
@@ -391,8 +403,11 @@ final class Loader {
 
     /// The click and match rows of `inserted` straight into their tables.
     private func copyRest(_ connection: Connection, _ staging: StagingBatch, inserted: InsertedRows) throws {
-        try copy(connection, LoadSQL.copyClicks, staging.clicks, facts: { staging.clickFacts[$0] }, fresh: inserted.clicks)
-        try copy(connection, LoadSQL.copyMatches, staging.matches, facts: { staging.matchFacts[$0] }, fresh: inserted.matches)
+        try copy(
+            connection, LoadSQL.copyClicks, staging.clicks, facts: { staging.clickFacts[$0] }, fresh: inserted.clicks)
+        try copy(
+            connection, LoadSQL.copyMatches, staging.matches, facts: { staging.matchFacts[$0] }, fresh: inserted.matches
+        )
     }
 
     /// Deduplication first: stages every row's key, inserts the keys with `ON CONFLICT DO NOTHING`,
@@ -401,11 +416,12 @@ final class Loader {
     private func dedupFirst(_ connection: Connection, _ staging: StagingBatch, safeCasts: Bool) throws -> InsertedRows {
         var inserted = InsertedRows()
         try copy(connection, LoadSQL.copyStaging, staging.staged)
-        func fresh(_ table: LoadSQL.Table) throws -> Set<[String]> {
+        func fresh(_ table: LoadSQL.Table) throws -> Set<StagingBatch.RowKey> {
             guard staging.count(table) > 0 else { return [] }
-            var keys = Set<[String]>()
+            var keys = Set<StagingBatch.RowKey>()
             for row in try connection.query(LoadSQL.freshKeys[table]!) {
-                keys.insert([try row["app_id", as: String.self], try row["id", as: String.self]])
+                keys.insert(
+                    StagingBatch.RowKey(app: try row["app_id", as: String.self], id: try row["id", as: String.self]))
             }
             return keys
         }

@@ -1,3 +1,4 @@
+import CivilTime
 import EventModel
 
 /// Which UTC days earn a day partition of their own: a row's day counts only when it is plausible
@@ -23,8 +24,15 @@ struct PartitionWindow: Sendable {
     /// True when `day` (UTC days since 1970-01-01) may have a partition created for a row received on
     /// `receivedDay`.
     func contains(day: Int64, receivedDay: Int64) -> Bool {
-        day >= receivedDay - maxLagDays && day <= receivedDay + 1
+        day >= receivedDay - maxLagDays && day <= receivedDay + 1 && Self.nameableDays.contains(day)
     }
+
+    /// The days a partition name `<table>_pYYYYMMDD` (sql/001's `ensure_day_partitions`) can name:
+    /// AD 0001-01-01 through 9999-12-31. A row of year 0000 (1 BC to PostgreSQL) stays in the default
+    /// partition, as any row outside the window does, even when it was received then (only a forged or
+    /// test envelope is).
+    static let nameableDays =
+        CivilCalendar.days(year: 1, month: 1, day: 1)...CivilCalendar.days(year: 9999, month: 12, day: 31)
 
     /// True when a row of time `time`, received at `receivedAt`, may have its day's partition created.
     func contains(time: Timestamp, receivedAt: Timestamp) -> Bool {

@@ -121,14 +121,14 @@ struct StagingBatch {
 
     /// The dedup key of the raw table the envelope goes to (see sql/001_core.sql): events by
     /// (app_id, event_id), clicks by (app_id, click_id), matches by (app_id, click_id).
+    /// Compared by UTF-8 bytes, as the dedup tables' primary keys compare (`UTF8Key`).
     private struct Key: Hashable {
         var table: UInt8
-        var app: String
-        var id: String
+        var row: RowKey
 
         /// The key, or nil when the envelope lacks a member its table requires.
         init?(_ envelope: Envelope) {
-            app = envelope.app
+            let id: String
             switch envelope.kind {
             case .event, .retention:
                 guard envelope.name != nil, envelope.device != nil else { return nil }
@@ -143,6 +143,18 @@ struct StagingBatch {
                 table = 2
                 id = click
             }
+            row = RowKey(app: envelope.app, id: id)
+        }
+    }
+
+    /// A row's dedup key (app, id) within its table, compared by UTF-8 bytes (`UTF8Key`).
+    struct RowKey: Hashable {
+        var app: UTF8Key
+        var id: UTF8Key
+
+        init(app: String, id: String) {
+            self.app = UTF8Key(app)
+            self.id = UTF8Key(id)
         }
     }
 
@@ -170,7 +182,9 @@ struct StagingBatch {
             }
             guard let key = Key(envelope) else {
                 undecodable += 1
-                if firstError == nil { firstError = "envelope of kind \(envelope.kind.rawValue) lacks a required member" }
+                if firstError == nil {
+                    firstError = "envelope of kind \(envelope.kind.rawValue) lacks a required member"
+                }
                 continue
             }
             guard seen.insert(key).inserted else { continue }
@@ -179,7 +193,8 @@ struct StagingBatch {
             if isInWindow { days.insert(day) }
             row.removeAll(keepingCapacity: true)
             let facts = RowFacts(
-                app: key.app, id: key.id, time: envelope.time, path: envelope.path, isInPartitionWindow: isInWindow)
+                app: key.row.app.value, id: key.row.id.value, time: envelope.time, path: envelope.path,
+                isInPartitionWindow: isInWindow)
             switch envelope.kind {
             case .event, .retention:
                 if binaryEvents {
@@ -208,7 +223,7 @@ struct StagingBatch {
             }
             if derivedAll != nil {
                 StagingEncoder.appendKeyBinary(
-                    app: key.app, id: key.id, time: envelope.time, to: &keyRows[Int(key.table)])
+                    app: key.row.app.value, id: key.row.id.value, time: envelope.time, to: &keyRows[Int(key.table)])
             }
             rows += 1
         }
@@ -243,10 +258,10 @@ struct StagingBatch {
 /// Which rows of a batch a cycle inserted: all of them (the optimistic load met no duplicate), or
 /// those whose key the dedup table accepted.
 struct InsertedRows {
-    /// Fresh keys (app, id) per table; nil: every row of that table.
-    var events: Set<[String]>?
-    var clicks: Set<[String]>?
-    var matches: Set<[String]>?
+    /// Fresh keys (app, id) per table, compared by UTF-8 bytes; nil: every row of that table.
+    var events: Set<StagingBatch.RowKey>?
+    var clicks: Set<StagingBatch.RowKey>?
+    var matches: Set<StagingBatch.RowKey>?
 
     /// Every row.
     static let all = InsertedRows()
@@ -258,8 +273,8 @@ struct InsertedRows {
             && (matches?.count ?? batch.matches.count) == batch.matches.count
     }
 
-    static func contains(_ fresh: Set<[String]>?, _ facts: StagingBatch.RowFacts) -> Bool {
-        fresh?.contains([facts.app, facts.id]) ?? true
+    static func contains(_ fresh: Set<StagingBatch.RowKey>?, _ facts: StagingBatch.RowFacts) -> Bool {
+        fresh?.contains(StagingBatch.RowKey(app: facts.app, id: facts.id)) ?? true
     }
 }
 
@@ -281,7 +296,9 @@ struct DerivedRows {
     /// The rows of `batch` that `inserted` holds.
     init(_ batch: StagingBatch, inserted: InsertedRows) {
         var builder = Builder()
-        for facts in batch.eventFacts where InsertedRows.contains(inserted.events, facts.key) { builder.addEvent(facts) }
+        for facts in batch.eventFacts where InsertedRows.contains(inserted.events, facts.key) {
+            builder.addEvent(facts)
+        }
         for facts in batch.clickFacts where InsertedRows.contains(inserted.clicks, facts) { builder.addClick(facts) }
         for facts in batch.matchFacts where InsertedRows.contains(inserted.matches, facts) { builder.addMatch(facts) }
         self = builder.rows()
@@ -291,13 +308,20 @@ struct DerivedRows {
 
     /// Accumulates rows one by one (also while a batch is decoded, when every row is expected to go in).
     struct Builder {
+        /// (app, device id) or (app, link path), compared by UTF-8 bytes as `devices` and `links`
+        /// compare their keys (`UTF8Key`).
         private struct DeviceKey: Hashable {
-            var app: String
-            var device: String
+            var app: UTF8Key
+            var device: UTF8Key
+
+            init(app: String, device: String) {
+                self.app = UTF8Key(app)
+                self.device = UTF8Key(device)
+            }
         }
 
         private struct DayKey: Hashable {
-            var app: String
+            var app: UTF8Key
             var day: Int64
         }
 
@@ -334,7 +358,7 @@ struct DerivedRows {
         private mutating func touch(_ facts: StagingBatch.RowFacts, event: Bool = false) {
             if !facts.isInPartitionWindow { outsidePartitionWindow += 1 }
             let time = facts.time
-            let key = DayKey(app: facts.app, day: StagingBatch.day(of: time))
+            let key = DayKey(app: UTF8Key(facts.app), day: StagingBatch.day(of: time))
             guard var span = touched[key] else {
                 touched[key] = Span(first: time, last: time, lastEvent: event ? time : nil)
                 touchedOrder.append(key)
@@ -395,19 +419,20 @@ struct DerivedRows {
                 let device = devices[key]!
                 StagingEncoder.appendRowBinary(
                     [
-                        .text(key.app), .text(key.device), .timestamp(device.first.key.time),
+                        .text(key.app.value), .text(key.device.value), .timestamp(device.first.key.time),
                         .text(device.first.platform), .text(device.first.sdk), .text(device.clicked?.installClickID),
                         .timestamp(device.clicked?.key.time),
                     ], to: &rows.devices)
             }
             for key in linkOrder {
-                StagingEncoder.appendRowBinary([.text(key.app), .text(key.device), .timestamp(links[key])], to: &rows.links)
+                StagingEncoder.appendRowBinary(
+                    [.text(key.app.value), .text(key.device.value), .timestamp(links[key])], to: &rows.links)
             }
             for key in touchedOrder {
                 let span = touched[key]!
                 StagingEncoder.appendRowBinary(
                     [
-                        .text(key.app), .date(key.day), .timestamp(span.first), .timestamp(span.last),
+                        .text(key.app.value), .date(key.day), .timestamp(span.first), .timestamp(span.last),
                         .timestamp(span.lastEvent),
                     ], to: &rows.touched)
             }

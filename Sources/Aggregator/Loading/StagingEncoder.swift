@@ -1,3 +1,4 @@
+import CivilTime
 import EventModel
 
 /// Turns envelopes into rows of PostgreSQL's COPY text format: one encoder per target table
@@ -26,7 +27,9 @@ struct StagingEncoder {
         "platform", "click_kind", "click_time", "received_at", "user_agent", "ip", "referrer", "clock",
     ]
     /// `matches` columns, in COPY order.
-    static let matchColumns = ["app_id", "click_id", "event_id", "method", "score", "match_time", "received_at", "clock"]
+    static let matchColumns = [
+        "app_id", "click_id", "event_id", "method", "score", "match_time", "received_at", "clock",
+    ]
     /// `pg_temp.load_staging` columns, in COPY order: what deduplication and the rollup queue read.
     static let stagedColumns = ["kind", "app_id", "event_id", "time", "device_id", "click_id"]
 
@@ -248,11 +251,62 @@ struct StagingEncoder {
 
     private static func timestamp(_ value: Timestamp?, _ out: inout [UInt8]) {
         if let value {
-            value.appendISO8601(to: &out)
+            appendTimestampText(value, to: &out)
         } else {
             out.append(contentsOf: null)
         }
         out.append(tab)
+    }
+
+    /// Appends `value` in the text form PostgreSQL's `timestamptz` input reads for every year:
+    /// `YYYY-MM-DD HH:MM:SS.ffffff+00`, a year before 1 with the era, `0001-06-01 ... BC` for the
+    /// astronomical year 0 (PostgreSQL has no year 0: 1 BC comes right before AD 1), a year past 9999
+    /// with all its digits. Not the envelope's ISO-8601 form: that writes year 0 as `0000`, which
+    /// PostgreSQL refuses (SQLSTATE 22008), and one such click once stopped every later cycle.
+    /// The log's times are years 0000-9999, well inside PostgreSQL's range (4713 BC to AD 294276).
+    static func appendTimestampText(_ value: Timestamp, to out: inout [UInt8]) {
+        let perDay: Int64 = 86_400_000_000
+        let days = StagingBatch.day(of: value)
+        var micros = value.microseconds - days * perDay
+        let (year, month, day) = CivilCalendar.date(fromDays: days)
+        let isBC = year < 1
+        decimal(isBC ? 1 - year : year, digits: 4, &out)
+        out.append(UInt8(ascii: "-"))
+        decimal(month, digits: 2, &out)
+        out.append(UInt8(ascii: "-"))
+        decimal(day, digits: 2, &out)
+        out.append(UInt8(ascii: " "))
+        decimal(micros / 3_600_000_000, digits: 2, &out)
+        out.append(UInt8(ascii: ":"))
+        micros %= 3_600_000_000
+        decimal(micros / 60_000_000, digits: 2, &out)
+        out.append(UInt8(ascii: ":"))
+        micros %= 60_000_000
+        decimal(micros / 1_000_000, digits: 2, &out)
+        out.append(UInt8(ascii: "."))
+        decimal(micros % 1_000_000, digits: 6, &out)
+        out.append(contentsOf: "+00".utf8)
+        if isBC { out.append(contentsOf: " BC".utf8) }
+    }
+
+    /// Appends a non-negative `value` in decimal, zero-padded to at least `digits` digits.
+    private static func decimal(_ value: Int64, digits: Int, _ out: inout [UInt8]) {
+        var width = 1
+        var power: Int64 = 10
+        while power <= value, width < 18 {
+            width += 1
+            power *= 10
+        }
+        width = max(width, digits)
+        let start = out.count
+        out.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: width))
+        var rest = value
+        var index = start + width - 1
+        while rest > 0 {
+            out[index] = UInt8(truncatingIfNeeded: 48 + rest % 10)
+            rest /= 10
+            index -= 1
+        }
     }
 
     private static func json(_ value: [UInt8]?, _ out: inout [UInt8]) {
@@ -346,7 +400,8 @@ extension StagingEncoder {
         func parameter(_ name: String) -> [UInt8]? { utf8(envelope.query?.first(where: { $0.name == name })?.value) }
         let fields: [[UInt8]?] = [
             utf8(envelope.kind.rawValue), utf8(envelope.app), utf8(envelope.id), utf8(envelope.time.iso8601),
-            utf8(envelope.receivedAt.iso8601), utf8(envelope.clock.rawValue), utf8(envelope.name), utf8(envelope.device),
+            utf8(envelope.receivedAt.iso8601), utf8(envelope.clock.rawValue), utf8(envelope.name),
+            utf8(envelope.device),
             utf8(envelope.platform?.rawValue), utf8(envelope.sdk), utf8(envelope.clientTimestamp?.iso8601),
             utf8(envelope.sentAt?.iso8601), utf8(envelope.attribution?.installClickID),
             utf8(envelope.attribution?.openClickID), utf8(envelope.attribution?.openType), utf8(envelope.clickID),

@@ -8,7 +8,9 @@ import Postgres
 ///
 /// A replay reads every node's log from segment `SEG` (offset 0) to its current end in bounded
 /// batches, each loaded in its own transaction under the same load lock the aggregator takes, with
-/// the same deduplication: rows already loaded are skipped, missing ones are inserted, rollups of the
+/// the same deduplication: rows whose dedup key (`event_ids`, `click_ids`, `match_ids`) exists are
+/// skipped even when the raw row is gone (a dropped partition: docs/aggregator.md, "Replay and rebuild",
+/// has the statements that delete such orphaned keys first), the others are inserted, rollups of the
 /// keys that received rows are queued and processed at the end. Checkpoints are never moved (in particular never
 /// backwards): records after a checkpoint that a replay loaded are skipped as duplicates when the
 /// aggregator reaches them.
