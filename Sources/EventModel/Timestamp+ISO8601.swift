@@ -1,4 +1,5 @@
 import CivilTime
+
 // ISO-8601 parsing and formatting without Foundation.
 //
 // Accepted: `YYYY-MM-DDTHH:MM:SS[.f{0,9}](Z|±hh:mm|±hhmm|±hh)`; `T` may be `t`, `Z` may be `z`. A
@@ -45,7 +46,13 @@ extension Timestamp {
 
     /// Writes the formatted form and returns its length (24 bytes for years 0...9999).
     private func writeISO8601(into out: UnsafeMutablePointer<UInt8>) -> Int {
-        let millis = Timestamp.floorDiv(microseconds, 1000)
+        // An instant outside years 0000-9999 (a zone offset at the edge of the range) is written
+        // as the nearest end of it. Clamping only the year kept the other fields:
+        // 0000-01-01T00:00+01:00 (0001 BC, December 31st 23:00Z) came out as 0000-12-31T23:00Z,
+        // a year later.
+        let millis = Swift.min(
+            Swift.max(Timestamp.floorDiv(microseconds, 1000), Timestamp.formattableMillis.lowerBound),
+            Timestamp.formattableMillis.upperBound)
         let days = Timestamp.floorDiv(millis, 86_400_000)
         var msOfDay = millis - days * 86_400_000
         let (year, month, day) = Timestamp.civil(fromDays: days)
@@ -64,12 +71,7 @@ extension Timestamp {
             out[i] = c
             i += 1
         }
-        if year < 0 || year > 9999 {
-            // Out of the ISO basic range: clamp rather than emit a form PostgreSQL cannot read.
-            put(year < 0 ? 0 : 9999, digits: 4)
-        } else {
-            put(year, digits: 4)
-        }
+        put(year, digits: 4)
         char(UInt8(ascii: "-"))
         put(month, digits: 2)
         char(UInt8(ascii: "-"))
@@ -91,6 +93,11 @@ extension Timestamp {
         char(UInt8(ascii: "Z"))
         return i
     }
+
+    /// The instants `iso8601` can write, in milliseconds: 0000-01-01T00:00:00.000Z through
+    /// 9999-12-31T23:59:59.999Z.
+    static let formattableMillis: ClosedRange<Int64> =
+        days(year: 0, month: 1, day: 1) * 86_400_000...days(year: 10_000, month: 1, day: 1) * 86_400_000 - 1
 
     static func floorDiv(_ a: Int64, _ b: Int64) -> Int64 {
         let q = a / b

@@ -25,7 +25,9 @@ import Testing
         let time = try #require(Timestamp(iso8601: text))
         #expect(time.iso8601 == formatted)
         #expect(Timestamp(iso8601: Array(text.utf8)) == time)
-        #expect(Timestamp(iso8601: formatted)?.microseconds == time.microseconds / 1000 * 1000 - (time.microseconds % 1000 < 0 ? 1000 : 0))
+        #expect(
+            Timestamp(iso8601: formatted)?.microseconds == time.microseconds / 1000 * 1000
+                - (time.microseconds % 1000 < 0 ? 1000 : 0))
     }
 
     static let refused = [
@@ -56,6 +58,17 @@ import Testing
         for day in 0..<(103 * 366) {
             let time = Timestamp(microseconds: start.microseconds + Int64(day) * 86_400_000_000)
             #expect(Timestamp(iso8601: time.iso8601) == time)
+        }
+    }
+
+    @Test("an instant outside years 0000-9999 is written as the nearest end of the range, not a year off")
+    func edgesOfTheRange() throws {
+        // 0000-01-01T00:00+01:00 is 23:00Z on the last day of the year before 0000.
+        #expect(try #require(Timestamp(iso8601: "0000-01-01T00:00:00+01:00")).iso8601 == "0000-01-01T00:00:00.000Z")
+        #expect(try #require(Timestamp(iso8601: "9999-12-31T23:30:00-01:00")).iso8601 == "9999-12-31T23:59:59.999Z")
+        // Inside the range nothing moves, the first and last millisecond included.
+        for text in ["0000-01-01T00:00:00.000Z", "0000-06-01T12:00:00.000Z", "9999-12-31T23:59:59.999Z"] {
+            #expect(try #require(Timestamp(iso8601: text)).iso8601 == text)
         }
     }
 
