@@ -1,5 +1,6 @@
 import EventLog
 import Foundation
+import Glibc
 
 /// The ingest nodes' logs as the loader sees them: nodes are the sub-directories of
 /// `<data>/segments/`, each read from a position with a bound on records and bytes.
@@ -21,8 +22,16 @@ struct LogSource {
                     && isDir.boolValue
             }.sorted()
         } catch {
-            throw .log(node: "*", reason: "cannot list \(directory): \(error)")
+            // Foundation's error reads `NSCocoaErrorDomain Code=257 "(null)"`; say what errno says.
+            throw .log(node: "*", reason: "cannot list \(directory): \(systemReason(listing: directory) ?? "\(error)")")
         }
+    }
+
+    /// errno's words for why `directory` cannot be listed (`Permission denied`), nil when it can.
+    private func systemReason(listing directory: String) -> String? {
+        guard let handle = opendir(directory) else { return String(cString: strerror(errno)) }
+        closedir(handle)
+        return nil
     }
 
     /// Each node directory's log id (`LogIdentity`), where one was written.
