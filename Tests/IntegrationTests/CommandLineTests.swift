@@ -79,6 +79,19 @@ struct CommandLineTests {
         #expect(result.output.isEmpty)
     }
 
+    @Test(
+        "report daily with a malformed --format exits 64 (bad usage, as cron.md says), not 1",
+        arguments: ["pdf", "", "csv,pdf"])
+    func reportDailyBadFormat(format: String) throws {
+        // No database is needed: the list is refused while the arguments are read.
+        let result = try PipelineProcess.runToEnd([
+            "report", "daily", "--date", "2026-06-01", "--out", NSTemporaryDirectory() + "detour-report-bad-format",
+            "--format", format, "--database-url", "postgresql://postgres@127.0.0.1:1/detour?connect_timeout=5",
+        ])
+        #expect(result.status == 64, "\(result.errors)")
+        #expect(result.errors.hasPrefix("error: --format: invalid parameter format"), "\(result.errors)")
+    }
+
     @Test("report daily writes every complete app, refuses the others, and exits 75 so cron tries again")
     func reportDailyEachApp() throws {
         let database = try TestDatabase.make()

@@ -101,7 +101,7 @@ enum ReportCommand: Command {
         }
         let app = try arguments.option("--app")
         let out = try arguments.required("--out")
-        let formats = try DailyReportFormat.parseList(try arguments.option("--format") ?? "csv,json,html")
+        let formats = try dailyFormats(try arguments.option("--format"))
         let allowPartial = arguments.flag("--allow-partial")
         let grace = try arguments.option("--grace").map { try parseDuration($0, flag: "--grace") }
         let url = try arguments.databaseURL(environment)
@@ -110,6 +110,17 @@ enum ReportCommand: Command {
             daily(
                 date: date, app: app, out: out, formats: formats, allowPartial: allowPartial, grace: grace,
                 connection: connection)
+        }
+    }
+
+    /// The daily job's `--format` list (default every format). A malformed list (`pdf`, or empty) is
+    /// a usage error, exit status 64 as docs/cron.md says; thrown as the `ReportError` it was, it
+    /// reached the generic handler and exited 1.
+    static func dailyFormats(_ text: String?) throws -> Set<DailyReportFormat> {
+        do {
+            return try DailyReportFormat.parseList(text ?? "csv,json,html")
+        } catch {
+            throw UsageError(description: "--format: \(error.description)")
         }
     }
 
