@@ -1,4 +1,5 @@
 import Foundation
+import Postgres
 import TestSupport
 import Testing
 
@@ -76,6 +77,51 @@ struct CommandLineTests {
         #expect(result.errors.hasPrefix("error: "))
         #expect(result.errors.lowercased().contains("database"), "\(result.errors)")
         #expect(result.output.isEmpty)
+    }
+
+    @Test(
+        "report daily with a malformed --format exits 64 (bad usage, as cron.md says), not 1",
+        arguments: ["pdf", "", "csv,pdf"])
+    func reportDailyBadFormat(format: String) throws {
+        // No database is needed: the list is refused while the arguments are read.
+        let result = try PipelineProcess.runToEnd([
+            "report", "daily", "--date", "2026-06-01", "--out", NSTemporaryDirectory() + "detour-report-bad-format",
+            "--format", format, "--database-url", "postgresql://postgres@127.0.0.1:1/detour?connect_timeout=5",
+        ])
+        #expect(result.status == 64, "\(result.errors)")
+        #expect(result.errors.hasPrefix("error: --format: invalid parameter format"), "\(result.errors)")
+    }
+
+    @Test("report daily writes every complete app, refuses the others, and exits 75 so cron tries again")
+    func reportDailyEachApp() throws {
+        let database = try TestDatabase.make()
+        defer { database.drop() }
+        let connection = try database.connect()
+        defer { connection.close() }
+        try connection.execute(
+            """
+            INSERT INTO apps (id, name, time_zone) VALUES ('la', 'la', 'America/Los_Angeles'), ('utc', 'utc', 'UTC')
+            """)
+        // 01:20Z: the UTC app's 2026-06-01 is complete (00:10Z), Los Angeles' is not (07:10Z).
+        try connection.execute(
+            """
+            INSERT INTO load_checkpoints (node, segment, frame_offset, newest_received_at)
+            VALUES ('node-1', 1, 0, '2026-06-02T01:20:00Z')
+            """)
+        let out = try TemporaryDirectory()
+        let arguments = ["report", "daily", "--date", "2026-06-01", "--out", out.path, "--format", "json"]
+        let result = try PipelineProcess.runToEnd(arguments, environment: ["DATABASE_URL": database.url])
+        #expect(result.status == 75, "\(result.errors)")
+        #expect(result.output.hasPrefix("report daily: utc → \(out.path)/2026-06-01/utc"), "\(result.output)")
+        #expect(result.errors.hasPrefix("error: day 2026-06-01 of app la is not completely loaded yet"))
+        #expect(FileManager.default.fileExists(atPath: out.path + "/2026-06-01/utc/report.json"))
+        #expect(!FileManager.default.fileExists(atPath: out.path + "/2026-06-01/la"))
+
+        try connection.execute("UPDATE load_checkpoints SET newest_received_at = '2026-06-02T07:10:00Z'")
+        let later = try PipelineProcess.runToEnd(arguments, environment: ["DATABASE_URL": database.url])
+        #expect(later.status == 0, "\(later.errors)")
+        #expect(later.output.contains("report daily: la → ") && later.output.contains("report daily: utc → "))
+        #expect(later.errors.isEmpty, "\(later.errors)")
     }
 
     @Test("aggregate --once with PostgreSQL unreachable exits 69, as the report commands, not 1 as for a bug")

@@ -12,26 +12,67 @@ import Testing
         let out = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: out) }
         let job = DailyReport(connection: database.connection)
-        var caught: ReportError?
-        do {
-            _ = try job.run(
-                date: day("2026-06-05"), app: "a", outDirectory: out, formats: [.csv, .json, .html], allowPartial: false
-            )
-        } catch {
-            caught = error
-        }
-        #expect(caught?.exitCode == 75)
+        let refused = try job.run(
+            date: day("2026-06-05"), app: "a", outDirectory: out, formats: [.csv, .json, .html], allowPartial: false)
+        #expect(refused.exitCode == 75)
+        #expect(refused.outputs.isEmpty)
         #expect(
-            caught
-                == .dayNotComplete(
+            refused.refusals == [
+                .dayNotComplete(
                     app: "a", day: day("2026-06-05"), watermark: "2026-06-05T12:00:00.000000Z",
-                    requiredWatermark: "2026-06-06T00:10:00.000000Z"))
+                    requiredWatermark: "2026-06-06T00:10:00.000000Z")
+            ])
         #expect(try FileManager.default.contentsOfDirectory(atPath: out).isEmpty)
 
         // The day before is complete: the watermark passed its end plus the grace period.
-        let outputs = try job.run(
+        let run = try job.run(
             date: day("2026-06-04"), app: "a", outDirectory: out, formats: [.json], allowPartial: false)
-        #expect(outputs.first?.isComplete == true)
+        #expect(run.outputs.first?.isComplete == true)
+        #expect(run.exitCode == 0)
+    }
+
+    @Test("every app is decided on its own: a complete UTC app is written while an incomplete LA app is refused")
+    func eachAppOnItsOwn() throws {
+        let database = try Database()
+        defer { database.close() }
+        let fixture = Fixture(database.connection)
+        try fixture.app("la", timeZone: "America/Los_Angeles")  // 06-01 ends at 06-02T07:00Z (PDT)
+        try fixture.app("utc")  // 06-01 ends at 06-02T00:00Z
+        fixture.click("c1", app: "utc", path: "/x", at: "2026-06-01T10:00:00Z")
+        fixture.click("c2", app: "la", path: "/y", at: "2026-06-01T18:00:00Z")
+        try fixture.load()
+        // 01:20Z, as the crontab's second try: the UTC day is complete, the Los Angeles one is not
+        // (it needs 07:10Z). "la" sorts first: before, its refusal stopped the run before "utc".
+        try fixture.watermark("2026-06-02T01:20:00Z")
+        let out = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let job = DailyReport(connection: database.connection)
+        let run = try job.run(
+            date: day("2026-06-01"), app: nil, outDirectory: out, formats: [.csv, .json], allowPartial: false)
+        #expect(run.outputs.map(\.app) == ["utc"])
+        #expect(
+            run.refusals == [
+                .dayNotComplete(
+                    app: "la", day: day("2026-06-01"), watermark: "2026-06-02T01:20:00.000000Z",
+                    requiredWatermark: "2026-06-02T07:10:00.000000Z")
+            ])
+        #expect(run.exitCode == 75)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: out + "/2026-06-01") == ["utc"])
+        let json = try String(contentsOfFile: out + "/2026-06-01/utc/report.json", encoding: .utf8)
+        #expect(json.contains(#""complete":true"#) && json.contains(#""clicks":1"#))
+
+        // Once Los Angeles' day is complete too, the rerun writes both and succeeds.
+        try fixture.watermark("2026-06-02T07:10:00Z")
+        let later = try job.run(
+            date: day("2026-06-01"), app: nil, outDirectory: out, formats: [.csv, .json], allowPartial: false)
+        #expect(later.outputs.map(\.app) == ["la", "utc"])
+        #expect(later.refusals.isEmpty && later.exitCode == 0)
+
+        // With --app, only that app is considered: refused, nothing written, 75.
+        let tomorrow = try job.run(
+            date: day("2026-06-02"), app: "utc", outDirectory: out, formats: [.json], allowPartial: false)
+        #expect(tomorrow.outputs.isEmpty && tomorrow.refusals.count == 1 && tomorrow.exitCode == 75)
+        #expect(!FileManager.default.fileExists(atPath: out + "/2026-06-02"))
     }
 
     @Test("refuses while rollup work is queued, and runs once process_rollups has applied it")
@@ -46,12 +87,13 @@ import Testing
         let out = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: out) }
         let job = DailyReport(connection: database.connection)
-        #expect(throws: ReportError.rollupsPending(app: "a", days: 1)) {
-            _ = try job.run(date: day("2026-06-01"), app: "a", outDirectory: out, formats: [.json], allowPartial: false)
-        }
+        let refused = try job.run(
+            date: day("2026-06-01"), app: "a", outDirectory: out, formats: [.json], allowPartial: false)
+        #expect(refused.refusals == [.rollupsPending(app: "a", days: 1)] && refused.outputs.isEmpty)
         #expect(try ReportService(connection: database.connection).processPending() == 1)
         let outputs = try job.run(
-            date: day("2026-06-01"), app: "a", outDirectory: out, formats: [.json], allowPartial: false)
+            date: day("2026-06-01"), app: "a", outDirectory: out, formats: [.json], allowPartial: false
+        ).outputs
         #expect(outputs.first?.isComplete == true)
         let json = try String(contentsOfFile: out + "/2026-06-01/a/report.json", encoding: .utf8)
         #expect(json.contains(#""clicks":1"#))
@@ -96,7 +138,8 @@ import Testing
         let out = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: out) }
         let outputs = try job.run(
-            date: day("2026-06-01"), app: "a", outDirectory: out, formats: [.json], allowPartial: false)
+            date: day("2026-06-01"), app: "a", outDirectory: out, formats: [.json], allowPartial: false
+        ).outputs
         #expect(outputs.first?.isComplete == true)
         // Every node counts: a second node last read to its end before the day ended holds the day back.
         try fixture.caughtUp("2026-06-01T23:00:00Z", node: "node-2", newestReceivedAt: "2026-06-01T19:00:00Z")
@@ -114,7 +157,8 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: out) }
         let job = DailyReport(connection: database.connection)
         let first = try job.run(
-            date: day("2026-06-01"), app: nil, outDirectory: out, formats: [.csv, .json, .html], allowPartial: true)
+            date: day("2026-06-01"), app: nil, outDirectory: out, formats: [.csv, .json, .html], allowPartial: true
+        ).outputs
         #expect(first.map(\.app) == ["a"])
         #expect(first[0].isComplete == true)
         let names = try FileManager.default.contentsOfDirectory(atPath: out + "/2026-06-01/a").sorted()
@@ -125,7 +169,8 @@ import Testing
             ])
         let before = try contents(of: first[0].files)
         let again = try job.run(
-            date: day("2026-06-01"), app: "a", outDirectory: out, formats: [.csv, .json, .html], allowPartial: false)
+            date: day("2026-06-01"), app: "a", outDirectory: out, formats: [.csv, .json, .html], allowPartial: false
+        ).outputs
         #expect(try contents(of: again[0].files) == before)
 
         let json = try String(contentsOfFile: out + "/2026-06-01/a/report.json", encoding: .utf8)
@@ -138,7 +183,8 @@ import Testing
         #expect(links.contains("2026-06-01,true,2026-06-05T12:00:00.000000Z,/x,2026-06-01,2,0,2,2,1.000000,"))
 
         let partial = try job.run(
-            date: day("2026-06-09"), app: "a", outDirectory: out, formats: [.csv, .json, .html], allowPartial: true)
+            date: day("2026-06-09"), app: "a", outDirectory: out, formats: [.csv, .json, .html], allowPartial: true
+        ).outputs
         #expect(partial[0].isComplete == false)
         let partialJSON = try String(contentsOfFile: out + "/2026-06-09/a/report.json", encoding: .utf8)
         #expect(partialJSON.contains(#""complete":false"#))
@@ -161,7 +207,8 @@ import Testing
         let out = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: out) }
         let outputs = try DailyReport(connection: database.connection).run(
-            date: day("2026-06-01"), app: "a", outDirectory: out, formats: [.html], allowPartial: false)
+            date: day("2026-06-01"), app: "a", outDirectory: out, formats: [.html], allowPartial: false
+        ).outputs
         let path = try #require(outputs.first?.files.first)
         let html = try String(contentsOfFile: path, encoding: .utf8)
         for id in ["chart-links", "chart-funnel", "chart-retention"] {
@@ -262,7 +309,8 @@ struct Chromium {
         let dump = probe + ".dom"
         let profile = NSTemporaryDirectory() + "chromium-profile-" + UUID().uuidString
         defer { for path in [probe, dump, profile] { try? FileManager.default.removeItem(atPath: path) } }
-        let script = #"<script>document.body.setAttribute("data-scroll-width", "#
+        let script =
+            #"<script>document.body.setAttribute("data-scroll-width", "#
             + #"String(document.documentElement.scrollWidth))</script></body>"#
         let page = try String(contentsOfFile: html, encoding: .utf8).replacingOccurrences(of: "</body>", with: script)
         try page.write(toFile: probe, atomically: true, encoding: .utf8)

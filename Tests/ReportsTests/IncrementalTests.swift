@@ -27,17 +27,7 @@ import Testing
         var checks = 0
         func check(_ step: String) throws {
             if queued { try fixture.process() }
-            let incremental = try snapshot(connection)
-            do {
-                try connection.withTransaction { connection in
-                    try connection.execute("SELECT rebuild_rollups()")
-                    let rebuilt = try snapshot(connection)
-                    for (relation, lines) in incremental.sorted(by: { $0.key < $1.key }) {
-                        #expect(lines == rebuilt[relation], "after \(step): \(relation) differs from a rebuild")
-                    }
-                    throw Rollback()
-                }
-            } catch is Rollback {}
+            try expectEqualsRebuild(connection, after: step)
             checks += 1
         }
 
@@ -198,10 +188,79 @@ import Testing
                 == (try ReportService(connection: connection).funnelFromViews(
                     app: "a", from: day("2026-06-01"), to: day("2026-06-01"))))
     }
+
+    /// reports.md: each step performed "in order": a step that repeats an earlier step's event name
+    /// needs another event. Before 068 a device with one app_open converted app_open -> app_open
+    /// (the same event twice, median 0 s).
+    @Test("a funnel step repeating an earlier step's event name needs another event, incrementally and rebuilt")
+    func repeatedStepName() throws {
+        let database = try Database()
+        defer { database.close() }
+        let connection = database.connection
+        let fixture = Fixture(connection)
+        try fixture.app("a")
+        try connection.execute(
+            "INSERT INTO funnels (app_id, funnel_id, name, steps) VALUES ('a', 'again', 'Again', \(["app_open", "app_open"])::text[]), ('a', 'around', 'Around', \(["app_open", "sign_up", "app_open"])::text[])"
+        )
+        fixture.event("app_open", device: "d1", at: "2026-06-01T10:00:00Z", kind: "retention")  // once only
+        fixture.event("app_open", device: "d2", at: "2026-06-01T10:00:00Z", kind: "retention")
+        // d3: two distinct app_opens at the same instant: equal times are allowed for distinct events.
+        fixture.event("app_open", device: "d3", at: "2026-06-01T11:00:00Z", kind: "retention")
+        fixture.event("app_open", device: "d3", at: "2026-06-01T11:00:00Z", kind: "retention")
+        // d4: app_open, sign_up, and no second app_open: "around" stops at sign_up.
+        fixture.event("app_open", device: "d4", at: "2026-06-01T12:00:00Z", kind: "retention")
+        fixture.event("sign_up", device: "d4", at: "2026-06-01T12:05:00Z")
+        // d5: app_open and sign_up at the same instant: step 3 may not take step 1's app_open again.
+        fixture.event("app_open", device: "d5", at: "2026-06-01T13:00:00Z", kind: "retention")
+        fixture.event("sign_up", device: "d5", at: "2026-06-01T13:00:00Z")
+        try fixture.load()
+
+        func rows(_ funnel: String) throws -> [(devices: Int, median: String?)] {
+            try ReportService(connection: connection).funnel(app: "a", from: day("2026-06-01"), to: day("2026-06-01"))
+                .rows.filter { $0.funnelID == funnel }.map { ($0.devices, $0.medianSecondsFromPrevious) }
+        }
+        #expect(try rows("again").map(\.devices) == [5, 1])  // d3 only: the others have one app_open
+        #expect(try rows("again").map(\.median) == [nil, "0"])
+        #expect(try rows("around").map(\.devices) == [5, 2, 0])
+        try expectEqualsRebuild(connection, after: "first load")
+
+        // d2's second app_open arrives late: d2 now reaches step 2, two hours after step 1.
+        fixture.event("app_open", device: "d2", at: "2026-06-01T12:00:00Z", kind: "retention")
+        try fixture.load()
+        #expect(try rows("again").map(\.devices) == [5, 2])
+        #expect(try rows("again").map(\.median) == [nil, "3600"])
+        // d4's second app_open, after its sign_up: "around" completes for d4.
+        fixture.event("app_open", device: "d4", at: "2026-06-01T12:05:00Z", kind: "retention")
+        try fixture.load()
+        #expect(try rows("around").map(\.devices) == [5, 2, 1])
+        #expect(try rows("again").map(\.devices) == [5, 3])
+        try expectEqualsRebuild(connection, after: "late second app_opens")
+
+        // After a rebuild, the same numbers.
+        try connection.execute("SELECT rebuild_rollups()")
+        #expect(try rows("again").map(\.devices) == [5, 3])
+        #expect(try rows("around").map(\.devices) == [5, 2, 1])
+    }
 }
 
 /// Thrown to roll a transaction back on purpose.
 struct Rollback: Error {}
+
+/// Expects every rollup table and report view to equal what `rebuild_rollups()` computes from the
+/// raw tables (the rebuild is rolled back).
+func expectEqualsRebuild(_ connection: Connection, after step: String) throws {
+    let incremental = try snapshot(connection)
+    do {
+        try connection.withTransaction { connection in
+            try connection.execute("SELECT rebuild_rollups()")
+            let rebuilt = try snapshot(connection)
+            for (relation, lines) in incremental.sorted(by: { $0.key < $1.key }) {
+                #expect(lines == rebuilt[relation], "after \(step): \(relation) differs from a rebuild")
+            }
+            throw Rollback()
+        }
+    } catch is Rollback {}
+}
 
 @Suite struct AppSettingsTests {
     @Test("an unknown reporting time zone is refused when the app is created or changed")

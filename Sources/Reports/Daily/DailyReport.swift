@@ -8,10 +8,11 @@ package import Postgres
 /// - Completeness: day D of an app is complete when the load watermark (the newest `received_at`
 ///   loaded, from `load_checkpoints`), or else `loaded_through` (every node's log read to its end
 ///   after it, as after a quiet night; sql/063), is at or after the end of D in the app's time zone
-///   plus `graceSeconds` (default 600), and no rollup work of the app is queued unprocessed. An
-///   incomplete day is refused with `ReportError.dayNotComplete`
-///   (exit status 75) before anything is written, unless `allowPartial`, in which case every file
-///   says `complete: false`.
+///   plus `graceSeconds` (default 600), and no rollup work of the app is queued unprocessed. Each
+///   app is decided on its own: an app whose day is incomplete is refused with
+///   `ReportError.dayNotComplete` (or `.rollupsPending`) and nothing of it is written, while the
+///   complete apps are written; unless `allowPartial`, in which case every app is written and the
+///   files of an incomplete day say `complete: false`. Any refusal makes the CLI exit 75.
 /// - Idempotent: the files depend only on the data and the watermark (no generation time inside),
 ///   and each is written to a temporary file in the same directory and renamed over the old one,
 ///   so a reader never sees a half-written file and a rerun replaces the previous output.
@@ -34,6 +35,12 @@ package struct DailyReport {
 
     /// Writes the report of `date` for `app` (every app when nil) under `outDirectory`.
     ///
+    /// Each app is decided on its own: every app whose day is complete (every app with
+    /// `allowPartial`) is written, and every other app is refused (`DailyReportRun.refusals`)
+    /// without writing anything of it. Before 2026-12 the first incomplete app refused the whole
+    /// run, so one app in a time zone behind the crontab's window (America/Los_Angeles completes at
+    /// 08:10Z) kept every app from ever getting its report.
+    ///
     /// - Parameters:
     ///   - date: the day, in each app's reporting time zone.
     ///   - app: one app id, or nil for every app.
@@ -41,49 +48,51 @@ package struct DailyReport {
     ///   - formats: which files to write (`csv`: one CSV per section, `json`: `report.json`,
     ///     `html`: `report.html`).
     ///   - allowPartial: write even when the day is not completely loaded (the output says so).
-    /// - Returns: one output per app, in app order.
-    /// - Throws: `ReportError.dayNotComplete` (nothing written), `.unknownApp`, `.database`, `.io`.
+    /// - Returns: what was written and what was refused, each in app order.
+    /// - Throws: `.unknownApp`, `.database`, `.io` (an app written before the failure keeps its files).
     package func run(
         date: ReportDay, app: String?, outDirectory: String, formats: Set<DailyReportFormat>, allowPartial: Bool
-    ) throws(ReportError) -> [DailyReportOutput] {
-        let apps = try appIDs(app)
-        var statuses: [(String, Completeness)] = []
-        for id in apps {
+    ) throws(ReportError) -> DailyReportRun {
+        var result = DailyReportRun(outputs: [], refusals: [])
+        for id in try appIDs(app) {
             let status = try completeness(app: id, date: date)
             if !status.isComplete && !allowPartial {
-                if status.pendingDays > 0 {
-                    throw .rollupsPending(app: id, days: status.pendingDays)
-                }
-                throw .dayNotComplete(
-                    app: id, day: date, watermark: status.watermark, requiredWatermark: status.required)
+                result.refusals.append(
+                    status.pendingDays > 0
+                        ? .rollupsPending(app: id, days: status.pendingDays)
+                        : .dayNotComplete(
+                            app: id, day: date, watermark: status.watermark, requiredWatermark: status.required))
+                continue
             }
-            statuses.append((id, status))
+            result.outputs.append(
+                try write(app: id, date: date, status: status, outDirectory: outDirectory, formats: formats))
         }
-        var outputs: [DailyReportOutput] = []
-        for (id, status) in statuses {
-            let content = try DailyReportContent.load(
-                connection: connection, app: id, date: date, isComplete: status.isComplete,
-                requiredWatermark: status.required)
-            let directory = outDirectory + "/" + date.iso8601 + "/" + id
-            var files: [String] = []
-            do {
-                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-            } catch {
-                throw .io(path: directory, message: "\(error)")
-            }
-            for format in DailyReportFormat.allCases where formats.contains(format) {
-                for (name, text) in content.files(format) {
-                    let path = directory + "/" + name
-                    try AtomicFile.write(text, to: path)
-                    files.append(path)
-                }
-            }
-            outputs.append(
-                DailyReportOutput(
-                    app: id, directory: directory, files: files, isComplete: status.isComplete,
-                    watermark: content.watermark))
+        return result
+    }
+
+    /// Writes one app's files for `date` (each atomically).
+    private func write(
+        app id: String, date: ReportDay, status: Completeness, outDirectory: String, formats: Set<DailyReportFormat>
+    ) throws(ReportError) -> DailyReportOutput {
+        let content = try DailyReportContent.load(
+            connection: connection, app: id, date: date, isComplete: status.isComplete,
+            requiredWatermark: status.required)
+        let directory = outDirectory + "/" + date.iso8601 + "/" + id
+        var files: [String] = []
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        } catch {
+            throw .io(path: directory, message: "\(error)")
         }
-        return outputs
+        for format in DailyReportFormat.allCases where formats.contains(format) {
+            for (name, text) in content.files(format) {
+                let path = directory + "/" + name
+                try AtomicFile.write(text, to: path)
+                files.append(path)
+            }
+        }
+        return DailyReportOutput(
+            app: id, directory: directory, files: files, isComplete: status.isComplete, watermark: content.watermark)
     }
 
     /// Whether day `date` of `app` is completely loaded, with the watermark and what it must reach.
@@ -153,6 +162,19 @@ package enum DailyReportFormat: String, Sendable, CaseIterable {
         guard !formats.isEmpty else { throw .invalidParameter(name: "format", message: "empty list") }
         return formats
     }
+}
+
+/// What one run of the daily job did: the apps written and the apps refused.
+package struct DailyReportRun: Sendable, Equatable {
+    /// The apps written, in app order.
+    package var outputs: [DailyReportOutput]
+    /// The apps not written because their day is not complete yet (`.dayNotComplete` or
+    /// `.rollupsPending`), in app order.
+    package var refusals: [ReportError]
+
+    /// The CLI's exit status: 0 when every app was written, 75 (EX_TEMPFAIL, so cron tries again)
+    /// when any app was refused.
+    package var exitCode: Int32 { refusals.map(\.exitCode).max() ?? 0 }
 }
 
 /// What the daily job wrote for one app.

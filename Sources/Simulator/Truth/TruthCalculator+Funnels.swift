@@ -4,11 +4,16 @@ extension TruthCalculator {
     ///
     /// Step 2 joins the click to the device whose events carry it as `install_click_id` (install at
     /// or after the click); each later step is the device's earliest such event at or after the
-    /// previous step's time; every step within the conversion window from the click.
+    /// previous step's time; every step within the conversion window from the click. The steps'
+    /// names are distinct, so each later step's event is a different event, as sql/068 requires of
+    /// a funnel that repeats a name (the simulator computes only this funnel); `install` is derived
+    /// (the first event), so the install's own app_open satisfies the app_open step, as in SQL.
     func funnels() -> [Funnel] {
         var deviceByClick: [Int32: Int32] = [:]
         for install in installs {
-            if let click = world.events[ranges[Int(install.device)]].lazy.compactMap({ $0.attribution?.installClick }).first {
+            if let click = world.events[ranges[Int(install.device)]].lazy.compactMap({ $0.attribution?.installClick })
+                .first
+            {
                 deviceByClick[click] = install.device
             }
         }

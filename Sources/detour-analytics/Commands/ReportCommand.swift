@@ -20,9 +20,10 @@ enum ReportCommand: Command {
         attribution  installs (matched, attributed, organic, unattributable), actions and revenue of attributed
                      devices by install date and by event date, last-touch opens
         daily        writes <DIR>/<D>/<app>/ (report.html with inline SVG charts, report.json, CSVs) for cron;
-                     idempotent; exits 75 without writing when day D is not completely loaded (everything
-                     received before the end of D in the app's time zone plus --grace, default 10m) unless
-                     --allow-partial, which the output then states
+                     idempotent; each app on its own: writes every app whose day D is completely loaded
+                     (everything received before the end of D in the app's time zone plus --grace, default
+                     10m), refuses the others without writing them, and exits 75 if it refused any (so cron
+                     tries again), unless --allow-partial, which writes every app and the output then states
         rebuild      recomputes every rollup from the raw tables (after changing an app's settings or funnels)
 
         Options:
@@ -40,7 +41,8 @@ enum ReportCommand: Command {
           --out DIR            output root for daily
         \(databaseHelp)
 
-        Exit status: 0 done, 64 bad usage, 69 database unavailable, 74 write failed, 75 day not complete yet.
+        Exit status: 0 done, 64 bad usage, 69 database unavailable, 74 write failed, 75 day not complete yet
+        (for daily: for at least one app; the complete apps were written).
         """
 
     static func run(_ arguments: inout Arguments, environment: Environment) throws -> Int32 {
@@ -99,7 +101,7 @@ enum ReportCommand: Command {
         }
         let app = try arguments.option("--app")
         let out = try arguments.required("--out")
-        let formats = try DailyReportFormat.parseList(try arguments.option("--format") ?? "csv,json,html")
+        let formats = try dailyFormats(try arguments.option("--format"))
         let allowPartial = arguments.flag("--allow-partial")
         let grace = try arguments.option("--grace").map { try parseDuration($0, flag: "--grace") }
         let url = try arguments.databaseURL(environment)
@@ -108,6 +110,17 @@ enum ReportCommand: Command {
             daily(
                 date: date, app: app, out: out, formats: formats, allowPartial: allowPartial, grace: grace,
                 connection: connection)
+        }
+    }
+
+    /// The daily job's `--format` list (default every format). A malformed list (`pdf`, or empty) is
+    /// a usage error, exit status 64 as docs/cron.md says; thrown as the `ReportError` it was, it
+    /// reached the generic handler and exited 1.
+    static func dailyFormats(_ text: String?) throws -> Set<DailyReportFormat> {
+        do {
+            return try DailyReportFormat.parseList(text ?? "csv,json,html")
+        } catch {
+            throw UsageError(description: "--format: \(error.description)")
         }
     }
 
@@ -140,12 +153,16 @@ enum ReportCommand: Command {
             let job = DailyReport(
                 connection: connection,
                 graceSeconds: grace.map { Int($0.components.seconds) } ?? DailyReport.defaultGraceSeconds)
-            let outputs = try job.run(
+            // Each app on its own: the complete ones are written, the others refused (75, so cron retries).
+            let run = try job.run(
                 date: date, app: app, outDirectory: out, formats: formats, allowPartial: allowPartial)
-            for output in outputs {
+            for output in run.outputs {
                 say("report daily: \(output.app) → \(output.directory) (\(output.files.joined(separator: ", ")))")
             }
-            return 0
+            for refusal in run.refusals {
+                FileHandle.standardError.write(Data("error: \(refusal.description)\n".utf8))
+            }
+            return run.exitCode
         } catch {
             FileHandle.standardError.write(Data("error: \(error.description)\n".utf8))
             return error.exitCode
