@@ -65,6 +65,18 @@ struct ReportAPIEndToEndTests {
         #expect(cli.status == 0, "\(cli.errors)")
         #expect(api.text == cli.output)
         #expect(api.text.hasSuffix("}}\n"))
+        // A CSV cannot hold the watermark: the CLI states it on standard error (stdout stays the
+        // CSV scripts parse), the API in a header.
+        let csvCLI = try PipelineProcess.runToEnd(
+            [
+                "report", "links", "--app", "report-app", "--from", "2026-06-01", "--to", "2026-06-01", "--format",
+                "csv",
+            ],
+            environment: environment)
+        #expect(csvCLI.status == 0 && csvCLI.output.hasPrefix("path,day,"), "\(csvCLI.errors)")
+        let apiWatermark = try #require(api.headers["x-detour-watermark"])
+        #expect(csvCLI.errors.contains("report: load watermark \(apiWatermark)"), "\(csvCLI.errors)")
+        #expect(api.text.contains(#""watermark":"\#(apiWatermark)""#))
 
         // Compressed as the client accepts (URLSession's libcurl decodes zstd and gzip itself, and
         // offers both unless told otherwise): the same text, with its coding named.

@@ -153,6 +153,7 @@ struct ReportAPIIntegrationTests {
             #expect(body["report"] as? String == kind)
             #expect(body["app"] as? String == Self.appA)
             #expect(body["watermark"] as? String == "2026-06-05T12:00:00.000000Z")
+            #expect(response.headers["x-detour-watermark"] == "2026-06-05T12:00:00.000000Z")
             #expect(!response.text.contains("/b-secret-link"))
         }
         let links = try server.get("/api/reports/links?from=2026-06-01&to=2026-06-30", key: "sk_a_2222")
@@ -165,6 +166,8 @@ struct ReportAPIIntegrationTests {
         let csv = try server.get("/api/reports/links?from=2026-06-01&to=2026-06-30&format=csv", key: "sk_a_2222")
         #expect(csv.status == 200)
         #expect(csv.headers["content-type"] == "text/csv; charset=utf-8")
+        // The CSV's rows have no place for the watermark; the header states it.
+        #expect(csv.headers["x-detour-watermark"] == "2026-06-05T12:00:00.000000Z")
         #expect(csv.text.hasPrefix("path,day,"))
         #expect(csv.text.contains("/a-only-link") && !csv.text.contains("/b-secret-link"))
     }

@@ -30,11 +30,13 @@ package struct ReportRequest: Sendable, Equatable {
 /// What a report provider answers.
 package enum ReportAnswer: Sendable, Equatable {
     /// The rendered report (200); `contentEncoding` names the coding `body` is compressed with
-    /// (`Content-Encoding`), nil for none.
-    case report(contentType: String, body: [UInt8], contentEncoding: String? = nil)
+    /// (`Content-Encoding`), nil for none; `watermark`, the load watermark it was computed at, is
+    /// sent as `X-Detour-Watermark` (a CSV body has no place for it).
+    case report(contentType: String, body: [UInt8], contentEncoding: String? = nil, watermark: String? = nil)
     /// The report (200), its body handed out while it is sent (a large report's JSON), compressed
     /// with `contentEncoding` when not nil.
-    case streamed(contentType: String, body: any HTTPBodyStream, contentEncoding: String? = nil)
+    case streamed(
+        contentType: String, body: any HTTPBodyStream, contentEncoding: String? = nil, watermark: String? = nil)
     /// A refusal with its HTTP status, stable machine code and a message safe to show the client
     /// (`invalid_parameter` 400, `unknown_app` 404, `rollups_pending` 409, `database_unavailable` 503).
     case failure(status: Int, code: String, message: String)
@@ -43,14 +45,15 @@ package enum ReportAnswer: Sendable, Equatable {
     package static func == (left: ReportAnswer, right: ReportAnswer) -> Bool {
         switch (left, right) {
         case (
-            .report(let leftType, let leftBody, let leftCoding), .report(let rightType, let rightBody, let rightCoding)
+            .report(let leftType, let leftBody, let leftCoding, let leftMark),
+            .report(let rightType, let rightBody, let rightCoding, let rightMark)
         ):
-            return leftType == rightType && leftBody == rightBody && leftCoding == rightCoding
+            return leftType == rightType && leftBody == rightBody && leftCoding == rightCoding && leftMark == rightMark
         case (
-            .streamed(let leftType, let leftBody, let leftCoding),
-            .streamed(let rightType, let rightBody, let rightCoding)
+            .streamed(let leftType, let leftBody, let leftCoding, let leftMark),
+            .streamed(let rightType, let rightBody, let rightCoding, let rightMark)
         ):
-            return leftType == rightType && leftBody === rightBody && leftCoding == rightCoding
+            return leftType == rightType && leftBody === rightBody && leftCoding == rightCoding && leftMark == rightMark
         case (.failure(let status, let code, let message), .failure(let otherStatus, let otherCode, let otherMessage)):
             return status == otherStatus && code == otherCode && message == otherMessage
         default:

@@ -91,7 +91,7 @@ final class ReportQueue: Sendable {
                 // connection sends what is ready meanwhile), or before it for HEAD; the worker stays
                 // counted as active until it is made.
                 var produced: (any HTTPProducedBody)?
-                if case .streamed(_, let body, _) = answer { produced = body as? any HTTPProducedBody }
+                if case .streamed(_, let body, _, _) = answer { produced = body as? any HTTPProducedBody }
                 if job.request.isHead { produced?.produce() }
                 job.completion(answer)
                 if !job.request.isHead { produced?.produce() }

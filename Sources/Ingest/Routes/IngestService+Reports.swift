@@ -72,18 +72,21 @@ extension IngestService {
     }
 
     /// The HTTP answer for a provider's answer; refusals use the same error body as ingest. A report
-    /// says `Vary: Accept-Encoding` whether compressed or not: its coding follows that header.
+    /// says `Vary: Accept-Encoding` whether compressed or not: its coding follows that header; and
+    /// `X-Detour-Watermark` when it has a watermark (every format: CSV has nowhere else to state it).
     static func response(for answer: ReportAnswer) -> HTTPResponse {
-        func headers(_ contentEncoding: String?) -> [(String, String)] {
+        func headers(_ contentEncoding: String?, _ watermark: String?) -> [(String, String)] {
             [("Cache-Control", "no-store"), ("Vary", "Accept-Encoding")]
                 + (contentEncoding.map { [("Content-Encoding", $0)] } ?? [])
+                + (watermark.map { [("X-Detour-Watermark", $0)] } ?? [])
         }
         switch answer {
-        case .report(let contentType, let body, let contentEncoding):
-            return HTTPResponse(status: 200, body: body, contentType: contentType, headers: headers(contentEncoding))
-        case .streamed(let contentType, let body, let contentEncoding):
+        case .report(let contentType, let body, let contentEncoding, let watermark):
             return HTTPResponse(
-                status: 200, stream: body, contentType: contentType, headers: headers(contentEncoding))
+                status: 200, body: body, contentType: contentType, headers: headers(contentEncoding, watermark))
+        case .streamed(let contentType, let body, let contentEncoding, let watermark):
+            return HTTPResponse(
+                status: 200, stream: body, contentType: contentType, headers: headers(contentEncoding, watermark))
         case .failure(let status, let code, let message):
             return HTTPResponse(error: .report(status: status, code: code, message: message))
         }

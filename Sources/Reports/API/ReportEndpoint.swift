@@ -19,6 +19,9 @@ package struct ReportResponse: Sendable, Equatable {
     package var content: Content
     /// The CLI's exit status (0, or `ReportError.exitCode`).
     package var exitCode: Int32
+    /// The load watermark of a report answer (nil for a refusal, or before any load): the CLI states
+    /// it on standard error beside a CSV, whose rows have no place for it.
+    package var watermark: String? = nil
 
     /// A response with a body of bytes.
     package init(status: Int, contentType: String, bytes: [UInt8], exitCode: Int32) {
@@ -95,7 +98,10 @@ package enum ReportEndpoint {
                 query.format == .json
                 ? .json(ReportJSONStream(report, newline: true))
                 : .bytes(ReportRenderer.bytes(report, as: query.format))
-            return ReportResponse(status: 200, contentType: contentType(query.format), content: content, exitCode: 0)
+            var response = ReportResponse(
+                status: 200, contentType: contentType(query.format), content: content, exitCode: 0)
+            response.watermark = report.watermark
+            return response
         } catch {
             return failure(error, format: format)
         }

@@ -41,16 +41,18 @@ extension PostgresReportProvider {
                 defer { Heap.returnFreeMemorySoon() }
                 let body = ReportRenderer.bytes(report, as: query.format)
                 guard let encoding, body.count >= minimumCompressedBytes else {
-                    return .report(contentType: contentType, body: body)
+                    return .report(contentType: contentType, body: body, watermark: report.watermark)
                 }
-                return .report(contentType: contentType, body: encoding.compress(body), contentEncoding: encoding.name)
+                return .report(
+                    contentType: contentType, body: encoding.compress(body), contentEncoding: encoding.name,
+                    watermark: report.watermark)
             }
             // Written here, off the event loop, in pieces that are freed as they are sent (a 30-day
             // per-link report at 1,000 links is ~54 MB of JSON: as one buffer, it was held twice;
             // compressed with zstd, ~3 MB).
             return .streamed(
                 contentType: contentType, body: ReportJSONPieces(report, encoding: encoding),
-                contentEncoding: encoding?.name)
+                contentEncoding: encoding?.name, watermark: report.watermark)
         } catch {
             guard case .database(let detail) = error else {
                 return .failure(status: error.httpStatus, code: error.code, message: error.description)

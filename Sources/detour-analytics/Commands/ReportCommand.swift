@@ -61,6 +61,12 @@ enum ReportCommand: Command {
                 let response = ReportEndpoint.respond(
                     kind: verb, parameters: parameters, connection: connection, defaultFormat: .table)
                 if response.exitCode == 0 {
+                    // JSON and the terminal table state the watermark; a CSV's rows have no place for
+                    // it, and scripts parse standard output, so it goes to standard error.
+                    if response.contentType == ReportEndpoint.contentType(.csv) {
+                        FileHandle.standardError.write(
+                            Data("report: load watermark \(response.watermark ?? "none (nothing loaded yet)")\n".utf8))
+                    }
                     // A JSON report is written in pieces as it is made (a 30-day per-link report at
                     // 1,000 links is ~54 MB), never whole in memory.
                     do {
