@@ -148,6 +148,22 @@ import Testing
         #expect(try job.completeness(app: "a", date: day("2026-06-01")).isComplete == true)
     }
 
+    @Test("an output directory under a file is refused with errno's words, not a Foundation error dump")
+    func outUnderAFile() throws {
+        let database = try Database()
+        defer { database.close() }
+        try loadSmallWorld(Fixture(database.connection))
+        let out = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        try "not a directory".write(toFile: out + "/file", atomically: true, encoding: .utf8)
+        let job = DailyReport(connection: database.connection)
+        #expect(throws: ReportError.io(path: out + "/file", message: "it is a file, not a directory")) {
+            _ = try job.run(
+                date: day("2026-06-01"), app: nil, outDirectory: out + "/file/reports", formats: [.json],
+                allowPartial: true)
+        }
+    }
+
     @Test("allowPartial writes every format, says so, and a rerun gives identical files")
     func partialAndIdempotent() throws {
         let database = try Database()

@@ -79,11 +79,7 @@ package struct DailyReport {
             requiredWatermark: status.required)
         let directory = outDirectory + "/" + date.iso8601 + "/" + id
         var files: [String] = []
-        do {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        } catch {
-            throw .io(path: directory, message: "\(error)")
-        }
+        try AtomicFile.makeDirectories(directory)
         for format in DailyReportFormat.allCases where formats.contains(format) {
             for (name, text) in content.files(format) {
                 let path = directory + "/" + name
