@@ -26,16 +26,16 @@ struct TruthCalculator {
         installs = world.devices.indices.map { resolveInstall(Int32($0))! }
     }
 
-    /// Install = earliest event; attributed when an event carries the install click of a click made
-    /// at most the lookback before the install (and not after it).
+    /// Install = earliest event; attributed when any event carries the install click of a click made
+    /// at most the lookback before the install (and not after it), the latest such click when
+    /// several qualify (sql/069; the generator gives a device one install click, so this only
+    /// matters for worlds built by hand).
     private func resolveInstall(_ device: Int32) -> DeviceInstall? {
         let events = world.events[ranges[Int(device)]]
         guard let install = events.map(\.time).min() else { return nil }
-        var link: Int32?
-        if let click = events.lazy.compactMap({ $0.attribution?.installClick }).first {
-            let clickTime = world.clicks[Int(click)].time
-            if clickTime <= install && install - clickTime <= Self.lookback { link = world.clicks[Int(click)].link }
-        }
+        let qualifying = events.lazy.compactMap { $0.attribution?.installClick }.map { self.world.clicks[Int($0)] }
+            .filter { $0.time <= install && install - $0.time <= Self.lookback }
+        let link = qualifying.max { $0.time < $1.time }?.link
         return DeviceInstall(
             device: device, install: install, link: link, isUnattributable: !events.contains { $0.attribution != nil })
     }

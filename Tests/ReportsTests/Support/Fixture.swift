@@ -147,7 +147,8 @@ final class Fixture {
 /// with a rebuild.
 func snapshot(_ connection: Connection) throws -> [String: [String]] {
     let relations = [
-        "rollup_events_daily", "rollup_apps", "rollup_devices", "rollup_clicks", "rollup_funnel_entries",
+        "rollup_events_daily", "rollup_apps", "rollup_devices", "rollup_device_install_clicks", "rollup_clicks",
+        "rollup_funnel_entries",
         "rollup_link_daily",
         "rollup_link_utm_daily",
         "rollup_link_events_daily", "rollup_link_revenue_daily", "rollup_cohort_events_daily",
