@@ -20,7 +20,6 @@ package final class KeyStore: Sendable {
 
     private struct Snapshot: Sendable {
         var byApp: [String: [(kind: KeyKind, hash: [UInt8])]] = [:]
-        var allHashes: Set<String> = []
         /// The app and kind of each active key hash (a key belongs to exactly one app).
         var owners: [String: (appID: String, kind: KeyKind)] = [:]
         var count = 0
@@ -28,7 +27,6 @@ package final class KeyStore: Sendable {
         init(_ records: [APIKeyRecord] = []) {
             for record in records {
                 byApp[record.appID, default: []].append((record.kind, Array(record.keyHash.utf8)))
-                allHashes.insert(record.keyHash)
                 owners[record.keyHash] = (record.appID, record.kind)
             }
             count = records.count
@@ -111,7 +109,9 @@ package final class KeyStore: Sendable {
         }
         let changed = snapshot.withLock { current in
             let next = Snapshot(records)
-            let changed = next.allHashes != current.allHashes || next.count != current.count
+            let changed =
+                next.count != current.count || next.owners.count != current.owners.count
+                || next.owners.keys.contains { current.owners[$0] == nil }
             current = next
             return changed
         }
@@ -133,7 +133,7 @@ package final class KeyStore: Sendable {
                 found = candidate.kind
             }
             if let found { return .valid(found) }
-            return snapshot.allHashes.contains(String(decoding: hashBytes, as: UTF8.self)) ? .otherApp : .unknown
+            return snapshot.owners[String(decoding: hashBytes, as: UTF8.self)] != nil ? .otherApp : .unknown
         }
     }
 
