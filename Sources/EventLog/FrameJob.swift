@@ -22,10 +22,10 @@ final class FrameJob {
     /// Set when compression or the commit failed; the appenders receive it.
     var error: LogError?
 
-    /// Drops the contents but keeps the buffers' capacity for the next batch (unless a rare huge
-    /// batch made them large: those are released so one burst does not pin memory forever).
-    func recycle() {
-        let keep = 16 << 20
+    /// Drops the contents but keeps the buffers' capacity for the next batch, up to `keep` bytes
+    /// (twice the writer's `maxBatchBytes`): a rare huge append made them larger, and those are
+    /// released so one burst does not pin memory in every job of the pool.
+    func recycle(keep: Int) {
         if ndjson.capacity > keep { ndjson = [] } else { ndjson.removeAll(keepingCapacity: true) }
         if frame.count > keep { frame = [] }
         records = 0

@@ -340,7 +340,7 @@ extension LogWriter {
                     shared.frames += 1
                 }
                 monitor.broadcast(Condition.firstDone + job.batch.slot)
-                job.recycle()
+                job.recycle(keep: 2 * maxBatchBytes)
                 shared.freeJobs.append(job)
             }
             if let lastError {

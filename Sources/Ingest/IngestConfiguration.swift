@@ -23,6 +23,11 @@ package struct IngestConfiguration: Sendable {
     package var maxNameLength: Int = 128
     /// Deepest JSON nesting accepted in a body. Default 32.
     package var maxDepth: Int = 32
+    /// Most JSON values in one request body, object keys included; more is answered 413
+    /// `too_many_values`. Bounds the scanner's memory per request (16 bytes per value) whatever the
+    /// body's density. Default 1,000,000 (16 MB; a body at `maxDecompressedBytes` of SDK-like JSON
+    /// holds under 900,000).
+    package var maxValues: Int = 1_000_000
     /// Request body bytes the server holds at once across all connections (received and not yet
     /// answered); a body that would cross it is answered 503 `overloaded`. Bounds memory against
     /// many concurrent large uploads (4,096 connections x 1 MiB would be 4 GiB). Default 256 MiB.
@@ -79,6 +84,7 @@ package struct IngestConfiguration: Sendable {
         try check(maxBatchEvents >= 1, "maxBatchEvents", "must be at least 1")
         try check(maxNameLength >= 1, "maxNameLength", "must be at least 1")
         try check(maxDepth >= 2, "maxDepth", "must be at least 2")
+        try check(maxValues >= 1000 && maxValues <= 100_000_000, "maxValues", "must be between 1000 and 100000000")
         try check(connectionLimit >= 1, "connectionLimit", "must be at least 1")
         try check(perIPConnectionLimit >= 0, "perIPConnectionLimit", "must not be negative")
         try check(

@@ -33,6 +33,8 @@ package enum IngestError: Error, Sendable, Equatable {
     case invalidBody(code: String, message: String)
     /// A batch holds more events than allowed.
     case tooManyEvents(count: Int, limit: Int)
+    /// The body holds more JSON values than `IngestConfiguration.maxValues`.
+    case tooManyValues(limit: Int)
     /// The app exceeded its configured request rate; retry after `retryAfter` seconds.
     case rateLimited(retryAfter: Int)
     /// The event log could not make the events durable.
@@ -92,6 +94,11 @@ package enum IngestError: Error, Sendable, Equatable {
             (400, code, message, [])
         case .tooManyEvents(let count, let limit):
             (400, "too_many_events", "batch has \(count) events; the limit is \(limit)", [])
+        case .tooManyValues(let limit):
+            (
+                413, "too_many_values",
+                "the body holds more than \(limit) JSON values (keys included); send its events in smaller batches", []
+            )
         case .rateLimited(let retryAfter):
             (429, "rate_limited", "too many requests for this app", [("Retry-After", String(retryAfter))])
         case .logUnavailable:

@@ -85,7 +85,9 @@ import Testing
 
     @Test("pairs, escaped backslashes and other escapes are not lone surrogates, and are left as they are")
     func notLoneSurrogates() throws {
-        for text in [#""\ud83d\ude00""#, #""\\ud800""#, #""\\\ud83d\ude00\u00e9""#, #"{"a":"\/\"\\"}"#, "\"😀\"", #""\u0000""#] {
+        for text in [
+            #""\ud83d\ude00""#, #""\\ud800""#, #""\\\ud83d\ude00\u00e9""#, #"{"a":"\/\"\\"}"#, "\"😀\"", #""\u0000""#,
+        ] {
             let document = try JSONDocument(parsing: Array(text.utf8))
             #expect(!document.hasLoneSurrogates, "\(text)")
             #expect(repairingEscapes(Array(text.utf8), .loneSurrogates) == nil, "\(text)")
@@ -133,9 +135,46 @@ import Testing
         #expect(throws: JSONError.self) { try JSONDocument(parsing: Array(huge.utf8), maxDepth: 512) }
     }
 
+    @Test("a text of N values and keys is scanned at maxValues N and refused at N - 1, with a bounded tape")
+    func valueLimit() throws {
+        // An object counts its keys.
+        let object = Array(#"{"a":1,"b":[true],"c":"x"}"#.utf8)
+        // 1 (object) + 3 keys + 3 values + the array's element = 8 tokens.
+        let document = try JSONDocument(parsing: object, maxValues: 8)
+        #expect(document.tape.count == 8)
+        #expect(throws: JSONError(.tooManyValues, at: 22)) { try JSONDocument(parsing: object, maxValues: 7) }
+        // 10 MiB of [0,0,...]: 5 million values, 80 MB of tape without a limit. At 1,000 the scan stops
+        // at the 1,000th zero (the array is the first token).
+        var dense = [UInt8](repeating: UInt8(ascii: ","), count: 10 << 20 + 1)
+        for index in stride(from: 1, to: dense.count, by: 2) { dense[index] = UInt8(ascii: "0") }
+        dense[0] = UInt8(ascii: "[")
+        dense[dense.count - 1] = UInt8(ascii: "]")
+        #expect(throws: JSONError(.tooManyValues, at: 1 + 2 * 999)) {
+            try JSONDocument(parsing: dense, maxValues: 1000)
+        }
+        // A text that could pass its limit is counted as it is scanned, and its tape grows only up to
+        // the limit: `[0, 0, ...]` of 3 million zeros (3 bytes each) at exactly its own count, then one less.
+        var spaced = [UInt8](repeating: UInt8(ascii: " "), count: 3 * 3_000_000 + 1)
+        for index in stride(from: 1, to: spaced.count, by: 3) {
+            spaced[index] = UInt8(ascii: "0")
+            spaced[index + 1] = UInt8(ascii: ",")
+        }
+        spaced[0] = UInt8(ascii: "[")
+        spaced[spaced.count - 2] = UInt8(ascii: " ")
+        spaced[spaced.count - 1] = UInt8(ascii: "]")
+        let count = 1 + 3_000_000
+        let whole = try JSONDocument(parsing: spaced, maxValues: count)
+        #expect(whole.tape.count == count)
+        #expect(whole.tape.capacity <= count + 2 + 256, "the tape grows only up to the limit")
+        #expect(throws: JSONError(.tooManyValues, at: 1 + 3 * 2_999_999)) {
+            try JSONDocument(parsing: spaced, maxValues: count - 1)
+        }
+    }
+
     @Test("every truncation of a valid document is an error, never a crash")
     func truncations() throws {
-        let text = #"{"event_name":"purchase","data":{"revenue":29.99,"tags":["a","b\u00e9"],"ok":true,"x":null,"n":-1e-5,"s":"ünï😀"},"timestamp":"2026-06-01T10:20:30.123Z"}"#
+        let text =
+            #"{"event_name":"purchase","data":{"revenue":29.99,"tags":["a","b\u00e9"],"ok":true,"x":null,"n":-1e-5,"s":"ünï😀"},"timestamp":"2026-06-01T10:20:30.123Z"}"#
         let bytes = Array(text.utf8)
         _ = try JSONDocument(parsing: bytes)
         for cut in 0..<bytes.count {
@@ -145,7 +184,8 @@ import Testing
 
     @Test("member lookup, strings, numbers and raw slices read what was written")
     func accessors() throws {
-        let text = #"{"name":"plain","esc":"a\"b\u00e9\ud83d\ude00","n":42,"neg":-9223372036854775808,"big":9223372036854775808,"f":29.99,"obj":{"k":[1,2,3]},"t":true,"z":null,"name":"second"}"#
+        let text =
+            #"{"name":"plain","esc":"a\"b\u00e9\ud83d\ude00","n":42,"neg":-9223372036854775808,"big":9223372036854775808,"f":29.99,"obj":{"k":[1,2,3]},"t":true,"z":null,"name":"second"}"#
         let document = try JSONDocument(parsing: Array(text.utf8))
         let root = document.root
         #expect(root.kind == .object)
@@ -175,7 +215,8 @@ import Testing
 
     @Test("numbers out of range read as nil rather than infinity or a wrapped integer")
     func hugeNumbers() throws {
-        let document = try JSONDocument(parsing: Array("[1e400, -1e400, 1e-400, 123456789012345678901234567890, 9223372036854775807, 1.0]".utf8))
+        let document = try JSONDocument(
+            parsing: Array("[1e400, -1e400, 1e-400, 123456789012345678901234567890, 9223372036854775807, 1.0]".utf8))
         let values = Array(document.root.elements)
         #expect(values[0].double == nil)
         #expect(values[1].double == nil)

@@ -107,6 +107,45 @@ struct BadInputTests {
         #expect(server.isServing())
     }
 
+    @Test("a body denser than the value limit is 413 too_many_values and dead-lettered; one under it is stored")
+    func valueLimit() throws {
+        // Default limits: 5 million zeros in an event's data, 10 MB inflated from ~10 KB of gzip, would
+        // be 80 MB of scanner tape; the scan stops at 1,000,000 values.
+        let server = try TestServer()
+        func event(zeros: Int) -> [UInt8] {
+            var body = Array(#"{"event_name":"dense","timestamp":"2026-06-01T10:20:30.123Z","platform":"ios","#.utf8)
+            body += Array(#""device_id":"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b","data":["#.utf8)
+            body.reserveCapacity(body.count + zeros * 2 + 2)
+            for index in 0..<zeros {
+                body += index == 0 ? [UInt8(ascii: "0")] : [UInt8(ascii: ","), UInt8(ascii: "0")]
+            }
+            return body + Array("]}".utf8)
+        }
+        let bomb = Compression.gzip(event(zeros: 5_000_000))
+        #expect(bomb.count < 64 << 10)
+        let response = try server.client().request(
+            "POST", "/api/analytics/event", headers: TestServer.sdkHeaders() + [("Content-Encoding", "gzip")],
+            body: bomb)
+        #expect(response.status == 413)
+        #expect(response.errorCode == "too_many_values")
+        #expect(server.deadLetters.lines.first?.contains(#""code":"too_many_values""#) == true)
+        #expect(server.sink.records.isEmpty)
+        #expect(server.isServing())
+
+        // The limit is configurable and counts every value and key of the body: this event has 11
+        // tokens besides its zeros (the object, five keys, four values and the array).
+        let small = try TestServer { $0.maxValues = 1000 }
+        let under = try small.client().request(
+            "POST", "/api/analytics/event", headers: TestServer.sdkHeaders(), body: event(zeros: 989))
+        #expect(under.status == 200)
+        let over = try small.client().request(
+            "POST", "/api/analytics/event", headers: TestServer.sdkHeaders(), body: event(zeros: 990))
+        #expect(over.status == 413)
+        #expect(over.errorCode == "too_many_values")
+        #expect(small.sink.records.count == 1)
+        #expect(small.isServing())
+    }
+
     @Test("a body that is not valid gzip is 400 invalid_encoding")
     func corruptGzip() throws {
         let server = try TestServer()
@@ -189,16 +228,20 @@ struct BadInputTests {
         let server = try TestServer()
         let client = try server.client()
         for _ in 0..<2 {
-            _ = try client.request("POST", "/api/analytics/event", headers: TestServer.sdkHeaders(), body: Array("nope".utf8))
+            _ = try client.request(
+                "POST", "/api/analytics/event", headers: TestServer.sdkHeaders(), body: Array("nope".utf8))
         }
         _ = try client.request("POST", "/api/analytics/event", headers: TestServer.sdkHeaders(), body: Self.event)
         _ = try client.request("POST", "/api/analytics/event", headers: TestServer.sdkHeaders(), body: Array("{}".utf8))
         // Refused from the head alone: two 401s an operator must tell apart, and a 415.
-        _ = try client.request("POST", "/api/analytics/event", headers: TestServer.sdkHeaders(key: "nope"), body: Self.event)
         _ = try client.request(
-            "POST", "/api/analytics/event", headers: [("Authorization", "Bearer \(TestServer.publishableKey)")], body: Self.event)
+            "POST", "/api/analytics/event", headers: TestServer.sdkHeaders(key: "nope"), body: Self.event)
         _ = try client.request(
-            "POST", "/api/analytics/event", headers: [("Content-Type", "text/plain")] + TestServer.sdkHeaders().dropFirst(),
+            "POST", "/api/analytics/event", headers: [("Authorization", "Bearer \(TestServer.publishableKey)")],
+            body: Self.event)
+        _ = try client.request(
+            "POST", "/api/analytics/event",
+            headers: [("Content-Type", "text/plain")] + TestServer.sdkHeaders().dropFirst(),
             body: Self.event)
         let text = try client.request("GET", "/metrics").text
         // Two codes and two statuses on one route, each its own series with its own count.

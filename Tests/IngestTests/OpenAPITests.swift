@@ -200,6 +200,7 @@ struct OpenAPITests {
             .unsupportedEncoding("br"), .unsupportedMediaType("text/plain"),
             .invalidEncoding(encoding: "gzip", reason: ""),
             .invalidJSON(message: "", byteOffset: 0), .tooManyEvents(count: 2, limit: 1), .rateLimited(retryAfter: 1),
+            IngestError(.tooManyValues(limit: 1)),
             .logUnavailable(reason: ""), .shuttingDown, .overloaded, .keysUnavailable,
             IngestError(.notAnObject), IngestError(.emptyBatch), IngestError(.tooDeep(limit: 1)),
             IngestError(.invalidBatch(message: "")),

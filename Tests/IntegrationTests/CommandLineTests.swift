@@ -31,7 +31,7 @@ struct CommandLineTests {
                     "--http-addr", "DETOUR_HTTP_ADDR", "--data-dir", "DETOUR_DATA_DIR", "--durability", "--max-body",
                     "--preallocate", "--max-name-length", "--max-depth", "--per-ip-connection-limit",
                     "--rate-limit-burst", "--dead-letter-retention", "--dead-letter-max-disk",
-                    "--max-buffered-bodies", "--report-threads",
+                    "--max-buffered-bodies", "--report-threads", "--max-values",
                 ]
             ),
             (
@@ -242,6 +242,7 @@ struct CommandLineTests {
     func limitFlagRefusals() throws {
         let cases: [([String], String)] = [
             (["--max-depth", "1"], "--max-depth must be an integer in 2...1024, got 1"),
+            (["--max-values", "10"], "--max-values must be an integer in 1000...100000000, got 10"),
             (["--max-name-length", "0"], "--max-name-length must be an integer in 1...65536, got 0"),
             (["--per-ip-connection-limit", "-1"], "--per-ip-connection-limit must be an integer in 0...1000000"),
             (["--rate-limit-burst", "5"], "--rate-limit-burst needs --rate-limit"),

@@ -24,7 +24,7 @@ enum HostileCorpus {
         #"{"event_name":"\#(name)","timestamp":"\#(timestamp)","platform":"ios","device_id":"\#(device)"\#(extra)}"#
     }
 
-    static func cases(app: AppKeys, bombs: (gzip: [UInt8], zstd: [UInt8])) -> [HostileCase] {
+    static func cases(app: AppKeys, bombs: (gzip: [UInt8], zstd: [UInt8], dense: [UInt8])) -> [HostileCase] {
         let auth: [(String, String)] = [("Authorization", "Bearer \(app.publishable)"), ("X-App-ID", app.id)]
         let json = auth + [("Content-Type", "application/json")]
         func post(_ body: [UInt8], path: String = "/api/analytics/event", headers: [(String, String)]? = nil) -> [UInt8] {
@@ -63,6 +63,7 @@ enum HostileCorpus {
         add("truncated gzip stream", post(Array(bombs.gzip.prefix(64)), headers: json + [("Content-Encoding", "gzip")]), 400, "invalid_encoding")
         add("gzip bomb: 1 GB of zeros in ~1 MB", post(bombs.gzip, headers: json + [("Content-Encoding", "gzip")]), 413, "decompressed_too_large")
         add("zstd bomb: 1 GB of zeros", post(bombs.zstd, headers: json + [("Content-Encoding", "zstd")]), 413, "decompressed_too_large")
+        add("5 million zeros in 10 KB of gzip", post(bombs.dense, headers: json + [("Content-Encoding", "gzip")]), 413, "too_many_values")
         add("declared body of 2 MiB", RawHTTP.request("POST", "/api/analytics/batch", headers: json + [("Content-Length", "2097152")], body: []), 413, "body_too_large")
         add("body of 1.5 MiB", post([UInt8](repeating: 0x20, count: 1_572_864), path: "/api/analytics/batch"), 413, "body_too_large")
 

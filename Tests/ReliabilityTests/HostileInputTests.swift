@@ -37,13 +37,18 @@ struct HostileInputTests {
         }
     }
 
-    /// 1 GB of zeros as gzip (about 1 MB) and as zstd, made with the stock tools.
-    static func bombs(in directory: String) throws -> (gzip: [UInt8], zstd: [UInt8]) {
+    /// 1 GB of zeros as gzip (about 1 MB) and as zstd, and an event whose data is 5 million
+    /// zeros (10 MB, 80 MB of scanner tape unbounded) as gzip, made with the stock tools.
+    static func bombs(in directory: String) throws -> (gzip: [UInt8], zstd: [UInt8], dense: [UInt8]) {
         try LocalCluster.shell(
             #"head -c 1000000000 /dev/zero | gzip -9 > "$1/bomb.gz" && head -c 1000000000 /dev/zero | zstd -q -3 -c > "$1/bomb.zst""#,
             directory)
-        return (Array(try Data(contentsOf: URL(fileURLWithPath: directory + "/bomb.gz"))),
-                Array(try Data(contentsOf: URL(fileURLWithPath: directory + "/bomb.zst"))))
+        let prefix = HostileCorpus.event(name: "dense", extra: #","data":["#).dropLast()
+        try LocalCluster.shell(
+            #"{ printf '%s' "$2"; yes 0 | head -n 5000000 | paste -sd, - | tr -d '\n'; printf ']}'; } | gzip -9 > "$1/dense.gz""#,
+            directory, String(prefix))
+        func read(_ name: String) throws -> [UInt8] { Array(try Data(contentsOf: URL(fileURLWithPath: directory + "/" + name))) }
+        return (try read("bomb.gz"), try read("bomb.zst"), try read("dense.gz"))
     }
 
     @Test("every hostile request gets its documented status and code, and normal traffic succeeds throughout")
@@ -123,7 +128,7 @@ struct HostileInputTests {
     func commandLineLimits() throws {
         let fixture = try Fixture(extraArguments: [
             "--max-name-length", "16", "--max-depth", "4", "--max-batch-events", "3", "--max-event", "1KiB",
-            "--max-body", "8KiB", "--max-decompressed", "16KiB", "--per-ip-connection-limit", "3",
+            "--max-body", "8KiB", "--max-decompressed", "16KiB", "--per-ip-connection-limit", "3", "--max-values", "1000",
         ])
         let port = fixture.pipeline.port
         func post(_ body: String, _ path: String = "/api/analytics/event") -> (Int, String?) {
@@ -137,12 +142,22 @@ struct HostileInputTests {
         let nested = HostileCorpus.event(name: "deep", extra: #","data":{"a":{"b":{"c":{"d":1}}}}"#)
         let padded = HostileCorpus.event(name: "big", extra: #","data":{"pad":"\#(String(repeating: "x", count: 1100))"}"#)
         let four = "{\"batch\":[" + Array(repeating: HostileCorpus.event(name: "b"), count: 4).joined(separator: ",") + "]}"
+        // A batch of three events whose data holds `counts` zeros: 3 tokens for the body (object, key,
+        // array) and 11 for each event besides its zeros (the object, five keys, four values, the array).
+        func zeros(_ counts: [Int]) -> String {
+            let events = counts.map {
+                HostileCorpus.event(name: "z", extra: #","data":["# + Array(repeating: "0", count: $0).joined(separator: ",") + "]")
+            }
+            return "{\"batch\":[" + events.joined(separator: ",") + "]}"
+        }
         let cases: [(String, (Int, String?), (Int, String?))] = [
             ("a name of 17 characters", post(HostileCorpus.event(name: String(repeating: "n", count: 17))), (400, "name_too_long")),
             ("a name of 16 characters", post(HostileCorpus.event(name: String(repeating: "n", count: 16))), (200, nil)),
             ("nesting 5 deep", post(nested), (400, "too_deep")),
             ("an event over 1 KiB", post(padded), (400, "event_too_large")),
             ("a batch of 4", post(four, "/api/analytics/batch"), (400, "too_many_events")),
+            ("1,000 values", post(zeros([321, 321, 322]), "/api/analytics/batch"), (200, nil)),
+            ("1,001 values", post(zeros([321, 321, 323]), "/api/analytics/batch"), (413, "too_many_values")),
             ("a body over 8 KiB", post("{\"batch\":[\"" + String(repeating: "y", count: 9000) + "\"]}", "/api/analytics/batch"), (413, "body_too_large")),
         ]
         for (name, got, expected) in cases {

@@ -62,18 +62,20 @@ package struct JSONDocument: Sendable {
     /// - Parameters:
     ///   - bytes: the document.
     ///   - maxDepth: the deepest nesting of objects and arrays allowed (the root container is 1).
+    ///   - maxValues: the most values in the text, object keys included (each is one 16-byte
+    ///     token on the tape); more is `.tooManyValues`.
     /// - Throws: `JSONError` with the offset of the first offending byte.
-    package init(parsing bytes: [UInt8], maxDepth: Int = 512) throws(JSONError) {
+    package init(parsing bytes: [UInt8], maxDepth: Int = 512, maxValues: Int = Int(UInt32.max)) throws(JSONError) {
         do throws(JSONError) {
-            tape = try JSONScanner.scan(bytes, maxDepth: maxDepth)
+            tape = try JSONScanner.scan(bytes, maxDepth: maxDepth, maxValues: maxValues)
             self.bytes = bytes
             hasLoneSurrogates = false
-        } catch where error.reason == .loneSurrogate {
+        } catch  where error.reason == .loneSurrogate {
             // Rare, so the strict scan stays as fast as it was: scan a copy with `\ufffd` for each
             // lone surrogate escape (the same length, so any other error keeps its offset).
             let repaired = repairingEscapes(bytes, .loneSurrogates) ?? bytes
             do throws(JSONError) {
-                tape = try JSONScanner.scan(repaired, maxDepth: maxDepth)
+                tape = try JSONScanner.scan(repaired, maxDepth: maxDepth, maxValues: maxValues)
             } catch {
                 throw error.reason == .loneSurrogate ? JSONError(.invalidEscape, at: error.byteOffset) : error
             }

@@ -23,6 +23,8 @@ package struct JSONError: Error, Equatable, Sendable, CustomStringConvertible {
         case tooDeep = "nesting too deep"
         /// An input too large to index (over 4 GiB).
         case tooLarge = "document too large"
+        /// More values (keys included) than the caller allows; the offset is the first one over.
+        case tooManyValues = "too many JSON values"
     }
 
     /// What went wrong.

@@ -12,18 +12,33 @@
 // depth is bounded only by `maxDepth`.
 
 enum JSONScanner {
-    static func scan(_ bytes: [UInt8], maxDepth: Int) throws(JSONError) -> [Token] {
+    /// Scans `bytes` into a tape of at most `maxValues` tokens (values and keys), so the tape's
+    /// memory is bounded by `maxValues` x 16 bytes whatever the input (a dense `[0,0,...]` has one
+    /// value per 2 bytes: 8x its size in tokens).
+    static func scan(_ bytes: [UInt8], maxDepth: Int, maxValues: Int) throws(JSONError) -> [Token] {
         guard bytes.count < Int(UInt32.max) else { throw JSONError(.tooLarge, at: 0) }
         var tape: [Token] = []
-        // SDK JSON has about one value per 12 bytes; the array grows if a body is denser. (Sizing
-        // for the worst case, one value per 2 bytes, would cost 8x the body in memory.)
-        tape.reserveCapacity(bytes.count / 12 + 16)
+        // SDK JSON has about one value per 12 bytes; the array grows if a body is denser, never past
+        // the limit (a key may follow the last value checked, hence the slack). Sizing for the worst
+        // case, one value per 2 bytes, would cost 8x the body in memory.
+        let maxValues = max(maxValues, 1)
+        tape.reserveCapacity(min(bytes.count / 12 + 16, maxValues + 2))
         guard !bytes.isEmpty else { throw JSONError(.unexpectedEnd, at: 0) }
+        // Every value or key takes at least one byte and one separator or bracket, so n bytes hold
+        // at most n / 2 + 1 of them: a text that short cannot pass the limit and is scanned without
+        // counting (the count cost the scan a fifth of its speed on SDK bodies).
+        let mayPassLimit = bytes.count / 2 + 1 > maxValues
         let result = bytes.withUnsafeBufferPointer { (buffer) -> JSONError? in
-            // Token depths are 16-bit.
-            var scanner = Scanner(p: buffer, maxDepth: min(maxDepth, Int(UInt16.max)))
             do throws(JSONError) {
-                try scanner.run(&tape)
+                // Token depths are 16-bit.
+                let depth = min(maxDepth, Int(UInt16.max))
+                if mayPassLimit {
+                    var scanner = Scanner<CountedTape>(p: buffer, maxDepth: depth)
+                    try scanner.run(&tape, maxValues: maxValues)
+                } else {
+                    var scanner = Scanner<FreeTape>(p: buffer, maxDepth: depth)
+                    try scanner.run(&tape, maxValues: maxValues)
+                }
                 return nil
             } catch {
                 return error
@@ -34,7 +49,13 @@ enum JSONScanner {
     }
 }
 
-private struct Scanner {
+/// Whether a scan counts its tokens against the limit (a type, so each kind is its own
+/// specialisation and the common one carries no check).
+private protocol TapeLimit { static var isCounted: Bool { get } }
+private enum CountedTape: TapeLimit { static var isCounted: Bool { true } }
+private enum FreeTape: TapeLimit { static var isCounted: Bool { false } }
+
+private struct Scanner<Limit: TapeLimit> {
     let p: UnsafeBufferPointer<UInt8>
     let base: UnsafePointer<UInt8>
     let n: Int
@@ -61,11 +82,14 @@ private struct Scanner {
         return i
     }
 
-    mutating func run(_ tape: inout [Token]) throws(JSONError) {
+    mutating func run(_ tape: inout [Token], maxValues: Int) throws(JSONError) {
         var i = 0
+        // The tape length at which `grow` runs: the capacity left for a value and a key, or the limit.
+        var growAt = min(tape.capacity - 1, maxValues)
         value: while true {
             i = skipWhitespace(i)
             guard i < n else { throw JSONError(.unexpectedEnd, at: n) }
+            if Limit.isCounted, tape.count >= growAt { growAt = try Self.grow(&tape, maxValues: maxValues, at: i) }
             let depth = UInt16(truncatingIfNeeded: stack.count)
             let c = byte(i)
             switch c {
@@ -73,9 +97,10 @@ private struct Scanner {
                 guard stack.count < maxDepth else { throw JSONError(.tooDeep, at: i) }
                 let isObject = c == UInt8(ascii: "{")
                 stack.append(UInt32(truncatingIfNeeded: tape.count))
-                tape.append(Token(
-                    start: UInt32(truncatingIfNeeded: i), end: 0, next: 0,
-                    kind: isObject ? JSONKind.object.rawValue : JSONKind.array.rawValue, flags: 0, depth: depth))
+                tape.append(
+                    Token(
+                        start: UInt32(truncatingIfNeeded: i), end: 0, next: 0,
+                        kind: isObject ? JSONKind.object.rawValue : JSONKind.array.rawValue, flags: 0, depth: depth))
                 i = skipWhitespace(i &+ 1)
                 guard i < n else { throw JSONError(.unexpectedEnd, at: n) }
                 if byte(i) == (isObject ? UInt8(ascii: "}") : UInt8(ascii: "]")) {
@@ -126,6 +151,15 @@ private struct Scanner {
         guard i == n else { throw JSONError(.trailingGarbage, at: i) }
     }
 
+    /// Makes room for a value and the key that may follow it (the tape never grows on its own, so
+    /// its capacity stays within `maxValues` plus that slack); throws `.tooManyValues` at the value
+    /// that would pass the limit, so a text of N values and keys is scanned iff N <= `maxValues`.
+    @inline(never) static func grow(_ tape: inout [Token], maxValues: Int, at offset: Int) throws(JSONError) -> Int {
+        guard tape.count < maxValues else { throw JSONError(.tooManyValues, at: offset) }
+        if tape.count &+ 2 > tape.capacity { tape.reserveCapacity(min(max(tape.capacity * 2, 16), maxValues + 2)) }
+        return min(tape.capacity - 1, maxValues)
+    }
+
     @inline(__always) mutating func close(_ tape: inout [Token], at end: Int) {
         let top = Int(stack.removeLast())
         tape[top].end = UInt32(truncatingIfNeeded: end)
@@ -142,16 +176,19 @@ private struct Scanner {
         return i &+ 1
     }
 
-    func literal(_ tape: inout [Token], at start: Int, depth: UInt16, _ word: StaticString, kind: JSONKind) throws(JSONError) -> Int {
+    func literal(_ tape: inout [Token], at start: Int, depth: UInt16, _ word: StaticString, kind: JSONKind)
+        throws(JSONError) -> Int
+    {
         let count = word.utf8CodeUnitCount
         let w = word.utf8Start
         for k in 0..<count {
             guard start &+ k < n else { throw JSONError(.unexpectedEnd, at: n) }
             guard byte(start &+ k) == w[k] else { throw JSONError(.unexpectedByte, at: start &+ k) }
         }
-        tape.append(Token(
-            start: UInt32(truncatingIfNeeded: start), end: UInt32(truncatingIfNeeded: start &+ count),
-            next: UInt32(truncatingIfNeeded: tape.count &+ 1), kind: kind.rawValue, flags: 0, depth: depth))
+        tape.append(
+            Token(
+                start: UInt32(truncatingIfNeeded: start), end: UInt32(truncatingIfNeeded: start &+ count),
+                next: UInt32(truncatingIfNeeded: tape.count &+ 1), kind: kind.rawValue, flags: 0, depth: depth))
         return start &+ count
     }
 
@@ -185,10 +222,11 @@ private struct Scanner {
             guard byte(i) &- 48 < 10 else { throw JSONError(.invalidNumber, at: i) }
             while i < n, byte(i) &- 48 < 10 { i &+= 1 }
         }
-        tape.append(Token(
-            start: UInt32(truncatingIfNeeded: start), end: UInt32(truncatingIfNeeded: i),
-            next: UInt32(truncatingIfNeeded: tape.count &+ 1), kind: JSONKind.number.rawValue,
-            flags: isInteger ? Token.isInteger : 0, depth: depth))
+        tape.append(
+            Token(
+                start: UInt32(truncatingIfNeeded: start), end: UInt32(truncatingIfNeeded: i),
+                next: UInt32(truncatingIfNeeded: tape.count &+ 1), kind: JSONKind.number.rawValue,
+                flags: isInteger ? Token.isInteger : 0, depth: depth))
         return i
     }
 
@@ -224,10 +262,11 @@ private struct Scanner {
                 i &+= 1
             }
         }
-        tape.append(Token(
-            start: UInt32(truncatingIfNeeded: quote &+ 1), end: UInt32(truncatingIfNeeded: i),
-            next: UInt32(truncatingIfNeeded: tape.count &+ 1), kind: JSONKind.string.rawValue,
-            flags: flags, depth: depth))
+        tape.append(
+            Token(
+                start: UInt32(truncatingIfNeeded: quote &+ 1), end: UInt32(truncatingIfNeeded: i),
+                next: UInt32(truncatingIfNeeded: tape.count &+ 1), kind: JSONKind.string.rawValue,
+                flags: flags, depth: depth))
         return i &+ 1
     }
 

@@ -63,7 +63,7 @@ struct EventNormalizer {
             }
         } catch {
             result.rejected.append(
-                EventRejection(index: index, code: error.code.rawValue, message: error.message, rawEvent: Array(value.rawBytes)))
+                EventRejection(index: index, code: error.code.rawValue, message: error.message, rawEvent: value.rawBytes))
         }
     }
 
@@ -131,7 +131,7 @@ struct EventNormalizer {
             result.accepted.append(envelope)
         } catch {
             result.rejected.append(
-                EventRejection(index: index, code: error.code.rawValue, message: error.message, rawEvent: Array(value.rawBytes)))
+                EventRejection(index: index, code: error.code.rawValue, message: error.message, rawEvent: value.rawBytes))
         }
     }
 

@@ -8,13 +8,22 @@ package struct IngestLimits: Sendable, Equatable {
     package var maxNameLength: Int
     /// Deepest nesting inside one event, the event object itself being depth 1 (default 32).
     package var maxDepth: Int
+    /// Most JSON values in one body, object keys included (default 1,000,000). The scanner keeps
+    /// 16 bytes per value, so this bounds a request's parse to 16 MB whatever its density: 10 MiB
+    /// of `[0,0,...]` would be 5 million values (80 MB), while SDK JSON has about one value per 12
+    /// bytes, so a body at the 10 MiB decompressed limit holds under 900,000.
+    package var maxValues: Int
 
     /// Creates limits; every argument defaults to the documented default.
-    package init(maxEventBytes: Int = 32 * 1024, maxBatchEvents: Int = 2000, maxNameLength: Int = 128, maxDepth: Int = 32) {
+    package init(
+        maxEventBytes: Int = 32 * 1024, maxBatchEvents: Int = 2000, maxNameLength: Int = 128, maxDepth: Int = 32,
+        maxValues: Int = 1_000_000
+    ) {
         self.maxEventBytes = maxEventBytes
         self.maxBatchEvents = maxBatchEvents
         self.maxNameLength = maxNameLength
         self.maxDepth = maxDepth
+        self.maxValues = maxValues
     }
 }
 
@@ -43,11 +52,13 @@ package struct EventRejection: Sendable, Equatable {
     package var code: String
     /// A human-readable explanation, safe to return to the client.
     package var message: String
-    /// The event's JSON exactly as received, for the dead-letter log (not for the client).
-    package var rawEvent: [UInt8]
+    /// The event's JSON exactly as received, for the dead-letter log (not for the client): a slice
+    /// of the body, so an event over the size limit is not copied (a lone surrogate escape reads
+    /// `\ufffd` here, as in the scanned document).
+    package var rawEvent: ArraySlice<UInt8>
 
     /// Creates a rejection.
-    package init(index: Int, code: String, message: String, rawEvent: [UInt8] = []) {
+    package init(index: Int, code: String, message: String, rawEvent: ArraySlice<UInt8> = []) {
         self.index = index
         self.code = code
         self.message = message
@@ -86,6 +97,8 @@ package enum BodyError: Error, Equatable, CustomStringConvertible {
     case tooDeep(limit: Int)
     /// The body is an object but has no usable event list (`batch`, `clicks`, `matches`).
     case invalidBatch(message: String)
+    /// The body holds more JSON values (keys included) than `IngestLimits.maxValues`.
+    case tooManyValues(limit: Int)
 
     /// The stable machine code for the client.
     package var code: String {
@@ -96,6 +109,7 @@ package enum BodyError: Error, Equatable, CustomStringConvertible {
         case .emptyBatch: "empty_batch"
         case .tooDeep: "too_deep"
         case .invalidBatch: "invalid_batch"
+        case .tooManyValues: "too_many_values"
         }
     }
 
@@ -108,6 +122,8 @@ package enum BodyError: Error, Equatable, CustomStringConvertible {
         case .emptyBatch: "the batch has no events"
         case .tooDeep(let limit): "the body nests deeper than \(limit) levels"
         case .invalidBatch(let message): message
+        case .tooManyValues(let limit):
+            "the body holds more than \(limit) JSON values (keys included); send its events in smaller batches"
         }
     }
 }

@@ -30,7 +30,8 @@ package enum Normalizer {
         guard root.kind == .object else { throw .notAnObject }
         var normalizer = EventNormalizer(document, context: context, limits: limits)
         if encode { normalizer.lines = LineBuffer(capacity: body.count * 2 + 512) }
-        normalizer.sdkEvent(root, index: 0, kind: kind == .retention ? .retention : .event, allowsType: false, encode: encode)
+        normalizer.sdkEvent(
+            root, index: 0, kind: kind == .retention ? .retention : .event, allowsType: false, encode: encode)
         return normalizer
     }
 
@@ -133,9 +134,10 @@ package enum Normalizer {
     static func parse(_ body: [UInt8], limits: IngestLimits) throws(BodyError) -> JSONDocument {
         let depthLimit = limits.maxDepth + bodyDepthAllowance
         do throws(JSONError) {
-            return try JSONDocument(parsing: body, maxDepth: depthLimit)
+            return try JSONDocument(parsing: body, maxDepth: depthLimit, maxValues: limits.maxValues)
         } catch {
             if error.reason == .tooDeep { throw .tooDeep(limit: depthLimit) }
+            if error.reason == .tooManyValues { throw .tooManyValues(limit: limits.maxValues) }
             throw .invalidJSON(message: error.reason.rawValue, byteOffset: error.byteOffset)
         }
     }

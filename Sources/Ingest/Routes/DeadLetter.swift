@@ -12,7 +12,9 @@ enum DeadLetter {
         receivedAt: Timestamp, app: String, route: String, index: Int?, code: String, message: String,
         raw: ArraySlice<UInt8>?, rawIsJSON: Bool
     ) -> [UInt8] {
-        var writer = JSONText(capacity: 128 + (raw?.count ?? 0))
+        // Sized for the whole record, so a 10 MB raw event is not copied into a buffer of twice its size.
+        let rawBytes = raw.map { rawIsJSON ? $0.count : ($0.count + 2) / 3 * 4 } ?? 0
+        var writer = JSONText(capacity: 256 + rawBytes + 6 * (app.utf8.count + route.utf8.count + message.utf8.count))
         writer.raw("{\"v\":1,\"received_at\":")
         writer.string(receivedAt.iso8601)
         writer.raw(",\"app\":")
@@ -32,7 +34,7 @@ enum DeadLetter {
                 // Valid JSON holds CR and LF only as whitespace (inside strings they must be
                 // escaped), so turning them into spaces keeps the value and the record one line.
                 writer.raw(",\"raw\":")
-                writer.json(raw.map { $0 == 0x0A || $0 == 0x0D ? 0x20 : $0 })
+                writeOneLine(raw, to: &writer)
             } else {
                 writer.raw(",\"raw_base64\":")
                 writer.string(Data(raw).base64EncodedString())
@@ -42,18 +44,20 @@ enum DeadLetter {
         return writer.takeBytes()
     }
 
-    /// The raw JSON of each event in a batch body, by index, when the body has a `batch` array
-    /// (batch and link routes); nil when it cannot be split (then the whole body is kept).
-    static func batchElements(_ body: [UInt8]) -> [ArraySlice<UInt8>]? {
-        guard let document = try? JSONDocument(parsing: body), document.root.kind == .object else { return nil }
-        if let batch = document.root["batch"], batch.kind == .array {
-            return batch.elements.map(\.rawBytes)
+    /// Writes `json` with CR and LF as spaces, through a small buffer (no copy of the whole value).
+    private static func writeOneLine(_ json: ArraySlice<UInt8>, to writer: inout JSONText) {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 4096) { buffer in
+            var start = json.startIndex
+            while start < json.endIndex {
+                let end = min(start + buffer.count, json.endIndex)
+                var count = 0
+                for byte in json[start..<end] {
+                    buffer[count] = byte == 0x0A || byte == 0x0D ? 0x20 : byte
+                    count += 1
+                }
+                writer.json(utf8: UnsafeBufferPointer(rebasing: buffer[..<count]))
+                start = end
+            }
         }
-        // Link service shape {"clicks":[...],"matches":[...]}: clicks first, then matches.
-        var elements: [ArraySlice<UInt8>] = []
-        for key in ["clicks", "matches"] {
-            if let list = document.root[key], list.kind == .array { elements += list.elements.map(\.rawBytes) }
-        }
-        return elements.isEmpty ? nil : elements
     }
 }

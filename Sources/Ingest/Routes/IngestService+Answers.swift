@@ -16,19 +16,14 @@ extension IngestService {
         }
     }
 
-    /// One dead-letter record per rejected event, with the event's own JSON where the body splits.
-    func deadLetters(for rejected: [EventRejection], body: [UInt8], info: RequestInfo) -> [[UInt8]] {
-        let elements: [ArraySlice<UInt8>]? =
-            switch info.route.kind {
-            case .batch, .link: DeadLetter.batchElements(body)
-            default: nil
-            }
-        return rejected.map { rejection in
+    /// One dead-letter record per rejected event, with the event's own JSON (the normaliser keeps
+    /// it with the rejection; until 2026-12-02 the body was scanned a second time to find it).
+    func deadLetters(for rejected: [EventRejection], info: RequestInfo) -> [[UInt8]] {
+        rejected.map { rejection in
             metrics.eventRejected(route: info.route.name, code: rejection.code)
-            let raw = elements.flatMap { rejection.index < $0.count ? $0[rejection.index] : nil } ?? body[...]
             return DeadLetter.record(
                 receivedAt: info.receivedAt, app: info.appID, route: info.route.name, index: rejection.index,
-                code: rejection.code, message: rejection.message, raw: raw, rawIsJSON: true)
+                code: rejection.code, message: rejection.message, raw: rejection.rawEvent, rawIsJSON: true)
         }
     }
 
@@ -90,6 +85,7 @@ extension IngestError {
         switch error {
         case .invalidJSON(let message, let byteOffset): self = .invalidJSON(message: message, byteOffset: byteOffset)
         case .tooManyEvents(let count, let limit): self = .tooManyEvents(count: count, limit: limit)
+        case .tooManyValues(let limit): self = .tooManyValues(limit: limit)
         default: self = .invalidBody(code: error.code, message: error.description)
         }
     }

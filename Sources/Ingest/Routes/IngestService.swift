@@ -58,7 +58,8 @@ final class IngestService: HTTPHandler {
         }
         self.limits = IngestLimits(
             maxEventBytes: configuration.maxEventBytes, maxBatchEvents: configuration.maxBatchEvents,
-            maxNameLength: configuration.maxNameLength, maxDepth: configuration.maxDepth)
+            maxNameLength: configuration.maxNameLength, maxDepth: configuration.maxDepth,
+            maxValues: configuration.maxValues)
         self.reports = reportProvider.map {
             ReportQueue(provider: $0, workers: configuration.reportThreads, depth: configuration.reportQueueDepth)
         }
@@ -115,22 +116,27 @@ final class IngestService: HTTPHandler {
             // The body as received (compressed, so bounded by maxBodyBytes even for a bomb).
             return refuse(error, info: info, raw: body, rawIsJSON: false)
         }
+        // glibc keeps what a rare large request freed (its body, dead letters, the log's copies) for
+        // reuse, resident; give it back a second later, at most once a second.
+        if decoded.count >= Self.largeBodyBytes { Heap.returnFreeMemorySoon() }
         let outcome: EncodedRequest
         do {
             outcome = try normalize(decoded, info: info)
         } catch {
-            // Only bodies the scanner validated completely are kept as JSON.
+            // Only bodies the scanner validated completely are kept as JSON. One it did not is kept
+            // as received: compressed, that is far smaller than its base64 once decoded (a 10 MB
+            // body too dense to scan is ~10 KB of gzip).
             let isJSON =
                 switch error {
-                case .invalidJSON, .tooDeep: false
+                case .invalidJSON, .tooDeep, .tooManyValues: false
                 default: true
                 }
-            return refuse(IngestError(error), info: info, raw: decoded, rawIsJSON: isJSON)
+            return refuse(IngestError(error), info: info, raw: isJSON ? decoded : body, rawIsJSON: isJSON)
         }
         // The normaliser writes every envelope line straight from the body into one NDJSON buffer
         // (no Envelope values, no array per event), always one line per event (pretty-printed data
         // has its line breaks turned into spaces).
-        let deadLetters = outcome.rejected.isEmpty ? [] : deadLetters(for: outcome.rejected, body: decoded, info: info)
+        let deadLetters = outcome.rejected.isEmpty ? [] : deadLetters(for: outcome.rejected, info: info)
         if deadLetters.isEmpty, outcome.lines.lines > 0, let log = completingSink {
             // The common case: every event accepted. No committer thread: the worker queues the
             // lines in the log and the log's thread that synced them (its committer, with one sync
@@ -159,6 +165,9 @@ final class IngestService: HTTPHandler {
         }
         return .later(start: job)
     }
+
+    /// A decoded body this large makes the heap be trimmed after it (SDK bodies are ~0.3-40 KB).
+    static let largeBodyBytes = 1 << 20
 
     /// Counted by `completed` like a declared size over the limit (`ingest_requests_total` with
     /// code `body_too_large`); the body is not kept, so there is no dead letter.

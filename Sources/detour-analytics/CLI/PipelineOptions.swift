@@ -28,6 +28,8 @@ struct PipelineOptions {
           --max-name-length N     longest event name in characters (default 128)
           --max-depth N           deepest JSON nesting of one event (default 32; deeper: that event is
                                   rejected too_deep; a body nesting over N + 64 is refused whole)
+          --max-values N          most JSON values in one body, keys included: more is 413
+                                  too_many_values (default 1000000: 16 MB of parse per request)
           --connection-limit N    most open connections (default 4096)
           --per-ip-connection-limit N  most open connections from one client address (default 0 = none)
           --idle-timeout DUR      close connections idle this long (default 30s; whole seconds, at least 1s)
@@ -124,6 +126,10 @@ struct PipelineOptions {
         }
         var deadLetter = log
         deadLetter.directory = data + "/deadletter"
+        // Dead letters are few, and one may be a whole 10 MiB body: frames of at most 1 MiB (plus
+        // the append that reaches it) keep the writer's pooled buffers at 2 MiB each, where the
+        // events log's 8 MiB kept every dead letter of up to 16 MiB in each of its five jobs.
+        deadLetter.maxBatchBytes = 1 << 20
         // Nothing loads dead letters, so nothing else would ever delete them: without these bounds a
         // client sending bad bodies (a publishable key ships inside every app) could fill the disk.
         var deadLetterRetention: Duration? = .seconds(7 * 86400)
@@ -176,6 +182,7 @@ struct PipelineOptions {
             "--max-batch-events", default: ingest.maxBatchEvents, in: 1...100_000)
         ingest.maxNameLength = try arguments.integer("--max-name-length", default: ingest.maxNameLength, in: 1...65_536)
         ingest.maxDepth = try arguments.integer("--max-depth", default: ingest.maxDepth, in: 2...1024)
+        ingest.maxValues = try arguments.integer("--max-values", default: ingest.maxValues, in: 1000...100_000_000)
         ingest.connectionLimit = try arguments.integer(
             "--connection-limit", default: ingest.connectionLimit, in: 1...1_000_000)
         ingest.perIPConnectionLimit = try arguments.integer(
@@ -224,6 +231,7 @@ extension PipelineOptions {
         ("maxDecompressedBytes", "--max-decompressed"), ("maxBufferedBodyBytes", "--max-buffered-bodies"),
         ("maxBodyBytes", "--max-body"), ("maxEventBytes", "--max-event"), ("maxBatchEvents", "--max-batch-events"),
         ("maxNameLength", "--max-name-length"), ("maxDepth", "--max-depth"),
+        ("maxValues", "--max-values"),
         ("perIPConnectionLimit", "--per-ip-connection-limit"), ("connectionLimit", "--connection-limit"),
         ("connectionMemoryBytes", "--connection-memory"), ("connectionTimeoutSeconds", "--idle-timeout"),
         ("rateLimitPerSecond", "--rate-limit"), ("rateLimitBurst", "--rate-limit-burst"), ("threads", "--threads"),
