@@ -227,15 +227,15 @@ struct OpenAPITests {
         let spec = try OpenAPISpec.load()
         let codes: [Rejection.Code] = [
             .missingField, .invalidType, .invalidTimestamp, .invalidName, .nameTooLong, .eventTooLarge,
-            .invalidPlatform, .invalidDeviceID, .invalidEventID, .invalidKind, .invalidURL, .invalidClickID,
-            .invalidClickKind, .invalidMethod, .tooDeep, .duplicateKey, .invalidEvent,
+            .invalidPlatform, .invalidDeviceID, .invalidEventID, .invalidKind, .invalidURL, .pathTooLong,
+            .invalidClickID, .invalidClickKind, .invalidMethod, .tooDeep, .duplicateKey, .invalidEvent,
         ]
         // Exhaustive, so a new case does not compile until it is in `codes` above.
         for code in codes {
             switch code {
             case .missingField, .invalidType, .invalidTimestamp, .invalidName, .nameTooLong, .eventTooLarge,
-                .invalidPlatform, .invalidDeviceID, .invalidEventID, .invalidKind, .invalidURL, .invalidClickID,
-                .invalidClickKind, .invalidMethod, .tooDeep, .duplicateKey, .invalidEvent:
+                .invalidPlatform, .invalidDeviceID, .invalidEventID, .invalidKind, .invalidURL, .pathTooLong,
+                .invalidClickID, .invalidClickKind, .invalidMethod, .tooDeep, .duplicateKey, .invalidEvent:
                 break
             }
         }

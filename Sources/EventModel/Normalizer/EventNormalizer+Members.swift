@@ -83,6 +83,9 @@ extension EventNormalizer {
 
     /// `attribution`: an object whose three members are strings or null; absent members are null
     /// (Android drops null members). Unknown members are ignored; the first of a repeated one wins.
+    /// The two click ids are at most 128 bytes, as the link service's click ids are: PostgreSQL's
+    /// btree indexes on them (`events_app_open_click`, the rollups' install-click keys) cannot hold
+    /// a value over about 2.7 KB, and one such event once failed every later load cycle.
     func attribution() throws(Rejection) -> AttributionValues? {
         guard let value = fields[.attribution], !value.isNull else { return nil }
         guard value.kind == .object else { throw Rejection(.invalidType, "\"attribution\" must be an object") }
@@ -97,6 +100,12 @@ extension EventNormalizer {
                 throw Rejection(.invalidType, "\"attribution.\(key.string ?? "")\" must be a string or null")
             }
             let text = isString ? member : nil
+            if isInstall || isOpen, let text, text.byteRange.count > Self.maxIdentifierBytes,
+                (text.withStringBytes { $0.count } ?? 0) > Self.maxIdentifierBytes
+            {
+                throw Rejection(
+                    .invalidClickID, "\"attribution.\(key.string ?? "")\" must be at most \(Self.maxIdentifierBytes) bytes")
+            }
             if isInstall {
                 if !seen.install { attribution.installClickID = text }
                 seen.install = true

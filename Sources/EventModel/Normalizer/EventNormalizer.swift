@@ -15,6 +15,8 @@ struct EventNormalizer {
 
     /// Longest accepted device id, event id, click id or SDK string, in bytes.
     static let maxIdentifierBytes = 128
+    /// The longest link path (the click URL after the app hash) a click may have, in bytes.
+    static let maxLinkPathBytes = 1024
 
     /// `received_at` as a quoted JSON timestamp: the same for every line of the request.
     let receivedAtJSON: [UInt8]
@@ -182,6 +184,13 @@ struct EventNormalizer {
     private func readClick(into envelope: inout Envelope) throws(Rejection) {
         let url = try requiredString(.url)
         guard let link = LinkURL(url.utf8) else { throw Rejection(.invalidURL, "\"url\" must be an absolute URL") }
+        // The path is a key of `links` and of the link rollups: PostgreSQL's btree indexes cannot
+        // hold a value over about 2.7 KB, and one such click once failed every later load cycle.
+        guard link.path.utf8.count <= Self.maxLinkPathBytes else {
+            throw Rejection(
+                .pathTooLong,
+                "the link path of \"url\" has \(link.path.utf8.count) bytes, at most \(Self.maxLinkPathBytes) are allowed")
+        }
         envelope.url = url
         envelope.path = link.path
         envelope.query = link.query

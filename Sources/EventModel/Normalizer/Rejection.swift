@@ -13,6 +13,7 @@ struct Rejection: Error {
         case invalidEventID = "invalid_event_id"
         case invalidKind = "invalid_kind"
         case invalidURL = "invalid_url"
+        case pathTooLong = "path_too_long"
         case invalidClickID = "invalid_click_id"
         case invalidClickKind = "invalid_click_kind"
         case invalidMethod = "invalid_method"
