@@ -82,7 +82,9 @@ package struct IngestConfiguration: Sendable {
         try check(maxEventBytes >= 256, "maxEventBytes", "must be at least 256 bytes")
         try check(maxBufferedBodyBytes >= maxBodyBytes, "maxBufferedBodyBytes", "must be at least maxBodyBytes")
         try check(maxBatchEvents >= 1, "maxBatchEvents", "must be at least 1")
-        try check(maxNameLength >= 1, "maxNameLength", "must be at least 1")
+        // Names are keys of the rollups beside a link path (docs/aggregator.md): 256 characters of up
+        // to 4 bytes each keep that key within what a PostgreSQL index entry holds.
+        try check(maxNameLength >= 1 && maxNameLength <= 256, "maxNameLength", "must be between 1 and 256")
         try check(maxDepth >= 2, "maxDepth", "must be at least 2")
         try check(maxValues >= 1000 && maxValues <= 100_000_000, "maxValues", "must be between 1000 and 100000000")
         try check(connectionLimit >= 1, "connectionLimit", "must be at least 1")

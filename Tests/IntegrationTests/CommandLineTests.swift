@@ -243,7 +243,7 @@ struct CommandLineTests {
         let cases: [([String], String)] = [
             (["--max-depth", "1"], "--max-depth must be an integer in 2...1024, got 1"),
             (["--max-values", "10"], "--max-values must be an integer in 1000...100000000, got 10"),
-            (["--max-name-length", "0"], "--max-name-length must be an integer in 1...65536, got 0"),
+            (["--max-name-length", "0"], "--max-name-length must be an integer in 1...256, got 0"),
             (["--per-ip-connection-limit", "-1"], "--per-ip-connection-limit must be an integer in 0...1000000"),
             (["--rate-limit-burst", "5"], "--rate-limit-burst needs --rate-limit"),
             (["--rate-limit", "10", "--rate-limit-burst", "0.5"], "--rate-limit-burst must be a number of requests"),

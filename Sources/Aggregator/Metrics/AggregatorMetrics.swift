@@ -40,7 +40,8 @@ struct AggregatorMetrics: Sendable {
         recordsRead = registry.counter(
             "aggregator_records_read_total", help: "Log records read by committed cycles (duplicates included).")
         recordsUndecodable = registry.counter(
-            "aggregator_records_undecodable_total", help: "Log records skipped because they are not valid envelopes.")
+            "aggregator_records_undecodable_total",
+            help: "Log records skipped because they are not valid envelopes or their keys are too long to index.")
         damagedFrames = registry.counter(
             "aggregator_damaged_frames_total", help: "Damaged log frames the reader skipped.")
         failures = registry.counter("aggregator_failures_total", help: "Load cycles that failed and were rolled back.")

@@ -25,7 +25,7 @@ struct PipelineOptions {
           --max-batch-events N    most events per batch request (default 2000)
           --max-buffered-bodies SIZE  request body bytes held at once across all connections; more is
                                   503 overloaded (default 256MiB; at least --max-body)
-          --max-name-length N     longest event name in characters (default 128)
+          --max-name-length N     longest event name in characters (default 128; at most 256)
           --max-depth N           deepest JSON nesting of one event (default 32; deeper: that event is
                                   rejected too_deep; a body nesting over N + 64 is refused whole)
           --max-values N          most JSON values in one body, keys included: more is 413
@@ -180,7 +180,7 @@ struct PipelineOptions {
         }
         ingest.maxBatchEvents = try arguments.integer(
             "--max-batch-events", default: ingest.maxBatchEvents, in: 1...100_000)
-        ingest.maxNameLength = try arguments.integer("--max-name-length", default: ingest.maxNameLength, in: 1...65_536)
+        ingest.maxNameLength = try arguments.integer("--max-name-length", default: ingest.maxNameLength, in: 1...256)
         ingest.maxDepth = try arguments.integer("--max-depth", default: ingest.maxDepth, in: 2...1024)
         ingest.maxValues = try arguments.integer("--max-values", default: ingest.maxValues, in: 1000...100_000_000)
         ingest.connectionLimit = try arguments.integer(

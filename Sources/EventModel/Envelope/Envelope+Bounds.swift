@@ -1,0 +1,38 @@
+extension Envelope {
+    /// The most bytes a key column of an envelope may have for PostgreSQL to index it: a btree entry
+    /// holds at most ~2,700 bytes, and the widest key (`app_id, day, path, kind, name`) takes a
+    /// link path and an event name together.
+    package static let maxLinkPathBytes = EventNormalizer.maxLinkPathBytes
+    /// See `maxLinkPathBytes`: 256 characters of up to 4 bytes each (`--max-name-length` is at most
+    /// 256 since 2026-12-02).
+    package static let maxNameBytes = 1024
+
+    /// Why PostgreSQL could not index this envelope's keys, or nil. Ingest refuses such events
+    /// (ids, device ids and link events' click ids over 128 bytes, link paths over 1,024, names over
+    /// 256 characters); an envelope over them was written before a bound existed (link paths and
+    /// attribution click ids until 2026-12-02) and would fail every load or rollup pass, so the
+    /// aggregator skips it and counts it with the undecodable records.
+    package var indexBoundViolation: String? {
+        let idLimit = EventNormalizer.maxIdentifierBytes
+        let identifiers: [(String, String?)] = [
+            // An SDK event's own `click_id` is not a key (and not bounded at ingest): only a link event's.
+            ("app", app), ("id", id), ("device", device),
+            ("click_id", kind == .click || kind == .match ? clickID : nil),
+            ("attribution.install_click_id", attribution?.installClickID),
+            ("attribution.open_click_id", attribution?.openClickID),
+        ]
+        for (name, value) in identifiers {
+            if let value, value.utf8.count > idLimit {
+                return "\(name) of \(value.utf8.count) bytes is over \(idLimit), more than PostgreSQL indexes"
+            }
+        }
+        if let path, path.utf8.count > Self.maxLinkPathBytes {
+            return
+                "link path of \(path.utf8.count) bytes is over \(Self.maxLinkPathBytes), more than PostgreSQL indexes"
+        }
+        if let name, name.utf8.count > Self.maxNameBytes {
+            return "name of \(name.utf8.count) bytes is over \(Self.maxNameBytes), more than PostgreSQL indexes"
+        }
+        return nil
+    }
+}
