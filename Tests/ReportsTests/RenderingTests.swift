@@ -86,6 +86,36 @@ import Testing
         #expect(table.contains("(no rows)"))  // the empty utm section
     }
 
+    @Test(
+        "CSV: a text cell a spreadsheet would run as a formula gets a leading apostrophe; numbers and JSON are unchanged"
+    )
+    func csvFormulas() {
+        var row = LinkDayRow(path: "/promo", day: day("2026-06-01"))
+        row.clicks = -1  // not possible, but a number is never prefixed
+        row.events = ["@SUM(A1)": 2]
+        row.revenue = ["EUR": "-0.01"]
+        let utm = [
+            UTMRow(
+                path: "/promo", day: day("2026-06-01"), source: "=HYPERLINK(\"http://x\",\"y\")", medium: "+1",
+                campaign: "-x", clicks: 1, universalLinkOpens: 0, matchedInstalls: 0, attributedInstalls: 0),
+            UTMRow(
+                path: "/promo", day: day("2026-06-01"), source: "\tsheet", medium: "news", campaign: "a=b", clicks: 1,
+                universalLinkOpens: 0, matchedInstalls: 0, attributedInstalls: 0),
+        ]
+        let report = LinkReport(
+            app: "acme", from: day("2026-06-01"), to: day("2026-06-01"), watermark: nil, rows: [row], utm: utm)
+        let links = ReportRenderer.render(report, as: .csv).split(separator: "\r\n")
+        #expect(links[1].hasPrefix("/promo,2026-06-01,-1,"))
+        #expect(links[1].contains(",'@SUM(A1)=2,"))
+        #expect(links[1].contains(",EUR=-0.01,"))
+        let utmCSV = ReportRenderer.csv(report.tables[1]).split(separator: "\r\n")
+        #expect(utmCSV[1].hasPrefix(#"/promo,2026-06-01,"'=HYPERLINK(""http://x"",""y"")",'+1,'-x,1,"#))
+        #expect(utmCSV[2].hasPrefix("/promo,2026-06-01,'\tsheet,news,a=b,1,"))
+        let json = ReportRenderer.render(report, as: .json)
+        #expect(json.contains(#""utm_source":"=HYPERLINK(\"http://x\",\"y\")""#))
+        #expect(json.contains(#""events":{"@SUM(A1)":2}"#))
+    }
+
     @Test("JSON bytes: escapes, integers at their limits, and the API's bytes equal the text form")
     func jsonBytes() throws {
         #expect(ReportJSON.string("a\"b\\c\n\r\t\u{01}\u{1f}é✓") == #""a\"b\\c\n\r\t\u0001\u001fé✓""#)

@@ -70,7 +70,10 @@ package enum ReportRenderer {
     }
 
     /// A table as RFC 4180 CSV: a header row, CRLF line ends, fields quoted when they contain a
-    /// comma, quote, CR or LF.
+    /// comma, quote, CR or LF. A text cell (a name, path, UTM value, or `name=value` pairs) that
+    /// starts with `=`, `+`, `-`, `@`, a tab or CR gets a leading `'`: spreadsheets run such a cell
+    /// as a formula, and anyone can put one in a click's UTM values or an event name (OWASP, "CSV
+    /// injection"; since 2026-12-02). Numbers are never changed; JSON keeps every value exact.
     package static func csv(_ table: ReportTable) -> String {
         func field(_ text: String) -> String {
             // By bytes: "\r\n" is one Character in Swift, equal to neither "\r" nor "\n".
@@ -79,9 +82,21 @@ package enum ReportRenderer {
             }
             return text
         }
+        func cell(_ value: ReportValue) -> String {
+            let text = value.plainText
+            switch value {
+            case .text, .counts, .amounts:
+                // = + - @ tab CR
+                if let first = text.utf8.first, [0x3D, 0x2B, 0x2D, 0x40, 0x09, 0x0D].contains(first) {
+                    return field("'" + text)
+                }
+            case .int, .decimal, .null: break
+            }
+            return field(text)
+        }
         var lines = [table.columns.map(field).joined(separator: ",")]
         for index in 0..<table.count {
-            lines.append(table.row(index).map { field($0.plainText) }.joined(separator: ","))
+            lines.append(table.row(index).map(cell).joined(separator: ","))
         }
         return lines.joined(separator: "\r\n") + "\r\n"
     }
