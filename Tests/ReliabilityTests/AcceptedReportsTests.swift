@@ -57,7 +57,8 @@ struct AcceptedReportsTests {
 
         // The report world: links, matches and attributed devices whose strings are hostile.
         world.build()
-        let linkBody = #"{"clicks":["# + world.clicks.joined(separator: ",") + #"],"matches":["#
+        let linkBody =
+            #"{"clicks":["# + world.clicks.joined(separator: ",") + #"],"matches":["#
             + world.matches.joined(separator: ",") + "]}"
         let linkAnswer = try server.post("/api/link/events", key: app.secret, app: app.id, body: linkBody)
         #expect(linkAnswer.status == 200, "report world's clicks: \(linkAnswer.status) \(linkAnswer.text.prefix(500))")
@@ -173,7 +174,8 @@ struct AcceptedReportsTests {
             "from=0000-12-31&to=0001-01-01", "from=9999-12-31&to=10000-01-01", "from=0001-01-01&to=9999-12-31",
             "to=0001-01-01", "to=0001-01-10", "from=9999-12-31", "from=0001-01-01", "to=9999-12-31",
             "from=9999-12-01&to=9999-12-31&by=link", "to=0001-12-31&format=csv", "from=2026-02-30",
-            "from=-001-01-01", "from=+2026-01-01", "to=99999-01-01", "path=%00", "path=" + String(repeating: "%FF", count: 80),
+            "from=-001-01-01", "from=+2026-01-01", "to=99999-01-01", "path=%00",
+            "path=" + String(repeating: "%FF", count: 80),
         ]
         for query in refusals {
             for kind in ReportWorld.kinds {
@@ -205,14 +207,17 @@ struct AcceptedReportsTests {
                 environment: environment, timeout: .seconds(120))
             #expect(run.status == 0, "report daily \(date): \(run.status) \(run.errors.suffix(2000))")
             let folder = out.path + "/\(date)/\(app.id)"
-            let html = String(decoding: FileManager.default.contents(atPath: folder + "/report.html") ?? Data(), as: UTF8.self)
+            let html = String(
+                decoding: FileManager.default.contents(atPath: folder + "/report.html") ?? Data(), as: UTF8.self)
             #expect(!html.isEmpty, "report daily \(date): no report.html")
             let problems = HTMLCheck.problems(html)
             #expect(problems.isEmpty, "report daily \(date) HTML: \(problems.prefix(10))")
             for text in world.sentTexts where text.contains("<") || text.contains("&") {
                 // Every occurrence of the raw text is part of its escaped form ("&amp;" holds "&").
-                let escaped = text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
-                    .replacingOccurrences(of: ">", with: "&gt;")
+                let escaped = text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(
+                    of: "<", with: "&lt;"
+                )
+                .replacingOccurrences(of: ">", with: "&gt;")
                 #expect(
                     html.components(separatedBy: text).count <= html.components(separatedBy: escaped).count,
                     "report daily \(date): \(String(reflecting: text)) unescaped in HTML")
@@ -233,7 +238,8 @@ struct AcceptedReportsTests {
                 // The day of the report world's 2026 links: its hostile paths are in the page, escaped.
                 let daily = (try? JSONSerialization.jsonObject(with: jsonData)) as? [String: Any]
                 let reports = daily?["reports"] as? [String: Any]
-                let links = ((reports?["links"] as? [String: Any])?["tables"] as? [String: Any])?["links"] as? [[String: Any]]
+                let links =
+                    ((reports?["links"] as? [String: Any])?["tables"] as? [String: Any])?["links"] as? [[String: Any]]
                 #expect((links?.count ?? 0) > 0, "report daily \(date): no link rows")
             }
         }
@@ -326,7 +332,8 @@ private final class ReportClient {
         if let acceptEncoding { headers.append(("Accept-Encoding", acceptEncoding)) }
         var answer = try #require(
             RawHTTP.exchange(
-                port: port, RawHTTP.request("GET", "/api/reports/\(kind)?\(query)", headers: headers, contentLength: false),
+                port: port,
+                RawHTTP.request("GET", "/api/reports/\(kind)?\(query)", headers: headers, contentLength: false),
                 timeout: 60),
             "no answer to \(kind)?\(query)")
         if answer.headers["transfer-encoding"]?.lowercased() == "chunked" {
@@ -341,7 +348,9 @@ private final class ReportClient {
         }
         guard let object = try? JSONSerialization.jsonObject(with: Data(answer.body)) as? [String: Any],
             let tables = object["tables"] as? [String: [[String: Any]]]
-        else { throw ChaosError("\(label): JSON does not parse: \(answer.text.prefix(300))...\(answer.text.suffix(300))") }
+        else {
+            throw ChaosError("\(label): JSON does not parse: \(answer.text.prefix(300))...\(answer.text.suffix(300))")
+        }
         return JSONAnswer(bytes: answer.body, object: object, tables: tables)
     }
 
@@ -430,9 +439,15 @@ private enum CSV {
             case "\"" where fieldStart:
                 quoted = true
             default:
-                if afterQuote { throw Invalid(description: "text after a closing quote in record \(records.count + 1)") }
-                if scalar == "\"" { throw Invalid(description: "a quote inside an unquoted field in record \(records.count + 1)") }
-                if scalar == "\r" { throw Invalid(description: "a bare CR in an unquoted field in record \(records.count + 1)") }
+                if afterQuote {
+                    throw Invalid(description: "text after a closing quote in record \(records.count + 1)")
+                }
+                if scalar == "\"" {
+                    throw Invalid(description: "a quote inside an unquoted field in record \(records.count + 1)")
+                }
+                if scalar == "\r" {
+                    throw Invalid(description: "a bare CR in an unquoted field in record \(records.count + 1)")
+                }
                 field.unicodeScalars.append(scalar)
             }
             fieldStart = false
@@ -557,7 +572,9 @@ private struct Seen {
                 if let value = bytes(row["step_name"]) { stepNames.insert(value) }
             }
         case "retention":
-            for row in answer.tables["retention"] ?? [] { if let value = bytes(row["path"]) { retentionPaths.insert(value) } }
+            for row in answer.tables["retention"] ?? [] {
+                if let value = bytes(row["path"]) { retentionPaths.insert(value) }
+            }
         case "attribution":
             for row in answer.tables["attribution"] ?? [] {
                 if let value = bytes(row["path"]) { attributionPaths.insert(value) }
@@ -581,13 +598,20 @@ private struct Seen {
             )
         }
         let days = "day BETWEEN '0001-01-01' AND '9999-12-31'"
-        same("link paths", paths, try set(SQL(stringLiteral: "SELECT path AS v FROM report_link_daily WHERE app_id = '\(app)' AND \(days)")))
+        same(
+            "link paths", paths,
+            try set(SQL(stringLiteral: "SELECT path AS v FROM report_link_daily WHERE app_id = '\(app)' AND \(days)")))
         same(
             "event names", eventNames,
-            try set(SQL(stringLiteral: "SELECT name AS v FROM report_link_daily_events WHERE app_id = '\(app)' AND \(days)")))
+            try set(
+                SQL(stringLiteral: "SELECT name AS v FROM report_link_daily_events WHERE app_id = '\(app)' AND \(days)")
+            ))
         same(
             "currencies", currencies,
-            try set(SQL(stringLiteral: "SELECT currency AS v FROM report_link_daily_revenue WHERE app_id = '\(app)' AND \(days)")))
+            try set(
+                SQL(
+                    stringLiteral:
+                        "SELECT currency AS v FROM report_link_daily_revenue WHERE app_id = '\(app)' AND \(days)")))
         same(
             "UTM values", utm,
             try set(
@@ -610,14 +634,22 @@ private struct Seen {
             "attribution paths", attributionPaths,
             try set(SQL(stringLiteral: "SELECT path AS v FROM report_attribution WHERE app_id = '\(app)' AND \(days)")))
         // What the report world sent, as stored after the documented rewrites.
-        for path in world.paths { #expect(paths.contains(Array(path.utf8)), "link path \(String(reflecting: path)) not in the API's links") }
-        for path in world.paths { #expect(retentionPaths.contains(Array(path.utf8)), "path \(String(reflecting: path)) not in retention") }
+        for path in world.paths {
+            #expect(paths.contains(Array(path.utf8)), "link path \(String(reflecting: path)) not in the API's links")
+        }
+        for path in world.paths {
+            #expect(retentionPaths.contains(Array(path.utf8)), "path \(String(reflecting: path)) not in retention")
+        }
         for path in world.paths {
             #expect(attributionPaths.contains(Array(path.utf8)), "path \(String(reflecting: path)) not in attribution")
         }
-        for name in world.names { #expect(eventNames.contains(Array(name.utf8)), "event \(String(reflecting: name)) not in the links' events") }
+        for name in world.names {
+            #expect(eventNames.contains(Array(name.utf8)), "event \(String(reflecting: name)) not in the links' events")
+        }
         for step in ReportWorld.funnelStepsStored {
-            #expect(stepNames.contains(Array(step.utf8)), "funnel step \(String(reflecting: step)) not in the funnel report")
+            #expect(
+                stepNames.contains(Array(step.utf8)), "funnel step \(String(reflecting: step)) not in the funnel report"
+            )
         }
         #expect(funnelNames.contains(Array(ReportWorld.funnelName.utf8)), "funnel name not served exactly")
     }
@@ -690,7 +722,11 @@ private struct ReportWorld {
             case "\r": out += "\\r"
             case "\t": out += "\\t"
             default:
-                if scalar.value < 0x20 { out += String(format: "\\u%04x", scalar.value) } else { out.unicodeScalars.append(scalar) }
+                if scalar.value < 0x20 {
+                    out += String(format: "\\u%04x", scalar.value)
+                } else {
+                    out.unicodeScalars.append(scalar)
+                }
             }
         }
         return out + "\""
@@ -726,7 +762,8 @@ private struct ReportWorld {
                 let currency = pick(Self.currencies)
                 func event(_ name: String, _ time: String, _ extra: String = "") -> String {
                     serial += 1
-                    return #"{"event_id":"rw-event-\#(serial)","event_name":"\#(name)","timestamp":"\#(time)","platform":"\#(platform)","device_id":"\#(deviceID)"\#(extra)}"#
+                    return
+                        #"{"event_id":"rw-event-\#(serial)","event_name":"\#(name)","timestamp":"\#(time)","platform":"\#(platform)","device_id":"\#(deviceID)"\#(extra)}"#
                 }
                 let attribution = #","attribution":{"install_click_id":"\#(clickID)"}"#
                 events.append(event("app_open", "\(day)T10:10:00Z", attribution))
@@ -735,7 +772,9 @@ private struct ReportWorld {
                 events.append(event("=step,2", "\(day)T10:26:00Z"))
                 events.append(event("sign_up", "\(day)T10:30:00Z"))
                 events.append(
-                    event("purchase", "\(day)T10:40:00Z", #","data":{"revenue":"1\#(device).99","currency":"\#(currency)"}"#))
+                    event(
+                        "purchase", "\(day)T10:40:00Z",
+                        #","data":{"revenue":"1\#(device).99","currency":"\#(currency)"}"#))
                 events.append(event("refund", "\(day)T10:45:00Z", #","data":{"value":0.5,"currency":"\#(currency)"}"#))
                 events.append(event("opened", "\(day)T11:00:00Z", #","attribution":{"open_click_id":"\#(clickID)"}"#))
                 if day != "9999-12-31" {
