@@ -13,6 +13,9 @@ import Testing
             ["app": "acme", "from": "2026-05-01", "to": "2026-05-31", "format": "JSON"], today: today,
             defaultFormat: .table)
         #expect(explicit.from == day("2026-05-01") && explicit.to == day("2026-05-31") && explicit.format == .json)
+        // The default range stops at 0001-01-01 (29 days before 0001-01-10 is in year 0).
+        let early = try ReportQuery.parse(["app": "acme", "to": "0001-01-10"], today: today, defaultFormat: .json)
+        #expect(early.from == day("0001-01-01") && early.to == day("0001-01-10"))
         let cases: [([String: String], String)] = [
             ([:], "app"),
             (["app": "a b"], "app"),

@@ -23,8 +23,9 @@ struct DailyReportContent {
             watermark: links.watermark, links: links,
             attribution: try service.attribution(app: app, from: date, to: date),
             funnel: try service.funnel(app: app, from: date, to: date),
+            // The 31 cohorts stop at 0001-01-01: a day of year 0 is out of PostgreSQL's date range.
             retention: try service.retention(
-                app: app, from: date.adding(days: -(DailyReport.retentionDays - 1)), to: date))
+                app: app, from: max(date.adding(days: -(DailyReport.retentionDays - 1)), ReportDay.first), to: date))
     }
 
     var reports: [any RenderableReport] { [links, attribution, funnel, retention] }

@@ -10,6 +10,9 @@ package struct ReportDay: Comparable, Hashable, Sendable, CustomStringConvertibl
     /// Makes a day from its number of days since 1970-01-01.
     package init(daysSinceEpoch: Int) { self.daysSinceEpoch = daysSinceEpoch }
 
+    /// 0001-01-01, the first day `init(year:month:day:)` and `init(iso8601:)` make.
+    package static let first = ReportDay(year: 1, month: 1, day: 1)!
+
     /// Today in UTC, by this machine's clock.
     package static var todayUTC: ReportDay {
         ReportDay(daysSinceEpoch: Int((Date().timeIntervalSince1970 / 86_400).rounded(.down)))

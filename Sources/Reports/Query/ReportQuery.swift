@@ -75,7 +75,10 @@ package struct ReportQuery: Sendable, Equatable {
             throw .invalidParameter(name: "app", message: "must match [A-Za-z0-9_.-]{1,64}")
         }
         let to = try day(parameters["to"], name: "to") ?? today
-        let from = try day(parameters["from"], name: "from") ?? to.adding(days: -(defaultDays - 1))
+        // The default range stops at 0001-01-01, the first day a query can name: 29 days before
+        // an early `to` would be in year 0, which PostgreSQL's dates refuse (the query failed, 503).
+        let from =
+            try day(parameters["from"], name: "from") ?? max(to.adding(days: -(defaultDays - 1)), ReportDay.first)
         guard from <= to else {
             throw .invalidParameter(name: "from", message: "\(from) is after to (\(to))")
         }
