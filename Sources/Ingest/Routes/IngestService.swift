@@ -167,7 +167,7 @@ final class IngestService: HTTPHandler {
     }
 
     /// A decoded body this large makes the heap be trimmed after it (SDK bodies are ~0.3-40 KB).
-    static let largeBodyBytes = 1 << 20
+    static let largeBodyBytes = 256 << 10
 
     /// Counted by `completed` like a declared size over the limit (`ingest_requests_total` with
     /// code `body_too_large`); the body is not kept, so there is no dead letter.
