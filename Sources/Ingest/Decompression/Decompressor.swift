@@ -5,6 +5,15 @@ internal import CZstd
 package enum ContentEncoding: Sendable, Equatable {
     case identity, gzip, zstd
 
+    /// `gzip` or `zstd`; nil for identity (as dead letters name a body kept compressed).
+    var name: String? {
+        switch self {
+        case .identity: nil
+        case .gzip: "gzip"
+        case .zstd: "zstd"
+        }
+    }
+
     /// Parses a `Content-Encoding` header value; nil/empty means identity. Throws
     /// `unsupportedEncoding` for anything else (including stacked encodings).
     package init(header: String?) throws(IngestError) {

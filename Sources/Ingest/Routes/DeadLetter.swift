@@ -5,12 +5,13 @@ import JSONText
 /// Dead-letter records: one JSON line per refused event (or per refused request), so nothing
 /// that arrived disappears without a trace. Layout:
 /// `{"v":1,"received_at":"…Z","app":"…","route":"batch","index":3,"code":"…","message":"…","raw":<event JSON>}`;
-/// a body that is not JSON is kept as `"raw_base64":"…"` instead of `raw`, and `index` is omitted
-/// for whole-request refusals.
+/// a body that is not JSON is kept as `"raw_base64":"…"` instead of `raw` (with `"encoding":"gzip"`
+/// or `"zstd"` when it is kept as received, compressed), and `index` is omitted for whole-request
+/// refusals.
 enum DeadLetter {
     static func record(
         receivedAt: Timestamp, app: String, route: String, index: Int?, code: String, message: String,
-        raw: ArraySlice<UInt8>?, rawIsJSON: Bool
+        raw: ArraySlice<UInt8>?, rawIsJSON: Bool, encoding: String? = nil
     ) -> [UInt8] {
         // Sized for the whole record, so a 10 MB raw event is not copied into a buffer of twice its size.
         let rawBytes = raw.map { rawIsJSON ? $0.count : ($0.count + 2) / 3 * 4 } ?? 0
@@ -38,6 +39,10 @@ enum DeadLetter {
             } else {
                 writer.raw(",\"raw_base64\":")
                 writer.string(Data(raw).base64EncodedString())
+                if let encoding {
+                    writer.raw(",\"encoding\":")
+                    writer.string(encoding)
+                }
             }
         }
         writer.raw("}")

@@ -3,13 +3,16 @@ import JSONText
 
 extension IngestService {
     /// Refuses a whole request whose body was read: dead-letters the body (bounded by the size
-    /// limits), counts it, and answers with the error once the dead letter is written.
-    func refuse(_ error: IngestError, info: RequestInfo, raw: [UInt8], rawIsJSON: Bool) -> RequestFinish {
+    /// limits), counts it, and answers with the error once the dead letter is written. `encoding` is
+    /// that of `raw`: the request's when it is kept as received, else identity.
+    func refuse(
+        _ error: IngestError, info: RequestInfo, raw: [UInt8], rawIsJSON: Bool, encoding: ContentEncoding
+    ) -> RequestFinish {
         let answer = error.answer
         metrics.eventRejected(route: info.route.name, code: answer.code)
         let record = DeadLetter.record(
             receivedAt: info.receivedAt, app: info.appID, route: info.route.name, index: nil, code: answer.code,
-            message: answer.message, raw: raw[...], rawIsJSON: rawIsJSON)
+            message: answer.message, raw: raw[...], rawIsJSON: rawIsJSON, encoding: encoding.name)
         let response = HTTPResponse(error: error)
         return .later { complete in
             self.commits.enqueue(CommitQueue.Job(records: [], deadLetters: [record]) { _ in complete(response) })

@@ -114,7 +114,7 @@ final class IngestService: HTTPHandler {
             decoded = try Decompressor.decode(body, encoding: info.encoding, limit: configuration.maxDecompressedBytes)
         } catch {
             // The body as received (compressed, so bounded by maxBodyBytes even for a bomb).
-            return refuse(error, info: info, raw: body, rawIsJSON: false)
+            return refuse(error, info: info, raw: body, rawIsJSON: false, encoding: info.encoding)
         }
         // glibc keeps what a rare large request freed (its body, dead letters, the log's copies) for
         // reuse, resident; give it back a second later, at most once a second.
@@ -131,7 +131,9 @@ final class IngestService: HTTPHandler {
                 case .invalidJSON, .tooDeep, .tooManyValues: false
                 default: true
                 }
-            return refuse(IngestError(error), info: info, raw: isJSON ? decoded : body, rawIsJSON: isJSON)
+            return refuse(
+                IngestError(error), info: info, raw: isJSON ? decoded : body, rawIsJSON: isJSON,
+                encoding: isJSON ? .identity : info.encoding)
         }
         // The normaliser writes every envelope line straight from the body into one NDJSON buffer
         // (no Envelope values, no array per event), always one line per event (pretty-printed data
