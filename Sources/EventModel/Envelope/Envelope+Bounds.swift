@@ -13,26 +13,18 @@ extension Envelope {
     /// attribution click ids until 2026-12-02) and would fail every load or rollup pass, so the
     /// aggregator skips it and counts it with the undecodable records.
     package var indexBoundViolation: String? {
+        // Checked per record by the loader: no array of the fields, so nothing is allocated.
         let idLimit = EventNormalizer.maxIdentifierBytes
-        let identifiers: [(String, String?)] = [
-            // An SDK event's own `click_id` is not a key (and not bounded at ingest): only a link event's.
-            ("app", app), ("id", id), ("device", device),
-            ("click_id", kind == .click || kind == .match ? clickID : nil),
-            ("attribution.install_click_id", attribution?.installClickID),
-            ("attribution.open_click_id", attribution?.openClickID),
-        ]
-        for (name, value) in identifiers {
-            if let value, value.utf8.count > idLimit {
-                return "\(name) of \(value.utf8.count) bytes is over \(idLimit), more than PostgreSQL indexes"
-            }
+        func over(_ name: String, _ value: String?, _ limit: Int) -> String? {
+            guard let value, value.utf8.count > limit else { return nil }
+            return "\(name) of \(value.utf8.count) bytes is over \(limit), more than PostgreSQL indexes"
         }
-        if let path, path.utf8.count > Self.maxLinkPathBytes {
-            return
-                "link path of \(path.utf8.count) bytes is over \(Self.maxLinkPathBytes), more than PostgreSQL indexes"
-        }
-        if let name, name.utf8.count > Self.maxNameBytes {
-            return "name of \(name.utf8.count) bytes is over \(Self.maxNameBytes), more than PostgreSQL indexes"
-        }
-        return nil
+        // An SDK event's own `click_id` is not a key (and not bounded at ingest): only a link event's.
+        let linkClickID = kind == .click || kind == .match ? clickID : nil
+        return over("app", app, idLimit) ?? over("id", id, idLimit) ?? over("device", device, idLimit)
+            ?? over("click_id", linkClickID, idLimit)
+            ?? over("attribution.install_click_id", attribution?.installClickID, idLimit)
+            ?? over("attribution.open_click_id", attribution?.openClickID, idLimit)
+            ?? over("link path", path, Self.maxLinkPathBytes) ?? over("name", name, Self.maxNameBytes)
     }
 }
