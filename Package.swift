@@ -65,7 +65,7 @@ let package = Package(
             name: "TestSupport", dependencies: ["Postgres", "Locking"], path: "Tests/TestSupport", swiftSettings: strict
         ),
         .testTarget(name: "ObservabilityTests", dependencies: ["Observability", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "EventModelTests", dependencies: ["EventModel"], swiftSettings: strict),
+        .testTarget(name: "EventModelTests", dependencies: ["EventModel", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "EventLogTests", dependencies: ["EventLog", "EventModel", "Locking"], swiftSettings: strict),
         .testTarget(
             name: "PostgresTests", dependencies: ["Postgres", "TestSupport", "Locking"], swiftSettings: strict),

@@ -1,3 +1,4 @@
+import TestSupport
 import Testing
 
 @testable import EventModel
@@ -57,7 +58,7 @@ import Testing
 
     @Test("300 mutated batches: both paths agree on every outcome")
     func mutations() {
-        var random = ScannerFuzzTests.Random(state: 7)
+        var random = SeededGenerator(state: 7)
         let seed = ScannerBenchmark.sampleBodies.last!
         let context = RequestContext(appID: "app_1", receivedAt: Self.received)
         for _ in 0..<300 {

@@ -1,21 +1,10 @@
+import TestSupport
 import Testing
 
 @testable import EventModel
 
 /// Bounded, deterministic mutation testing: damaged bodies must produce errors or rejections, never crashes.
 @Suite struct ScannerFuzzTests {
-    /// SplitMix64, so every run mutates the same way.
-    struct Random {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
-    }
 
     static let interesting: [UInt8] = Array(#"{}[]",:\u0-1eE.+tfn "#.utf8) + [0x00, 0x1F, 0x7F, 0x80, 0xC3, 0xE2, 0xED, 0xF0, 0xF4, 0xFF]
 
@@ -40,7 +29,7 @@ import Testing
 
     @Test("3,000 mutated SDK batches never crash the scanner or the normaliser")
     func mutations() {
-        var random = Random(state: 42)
+        var random = SeededGenerator(state: 42)
         let seed = ScannerBenchmark.sampleBodies
         let context = RequestContext(appID: "app", receivedAt: Timestamp(iso8601: "2026-06-01T10:20:31.000Z")!)
         var accepted = 0

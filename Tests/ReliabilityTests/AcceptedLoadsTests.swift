@@ -25,18 +25,11 @@ struct AcceptedLoadsTests {
         let data = try TemporaryDirectory(prefix: "detour-accepted-loads")
         let environment = ["DATABASE_URL": database.url, "DETOUR_DATA_DIR": data.path]
         let app = try AppKeys.create(id: "accepted-app", environment: environment)
-        let server = try AcceptServe(environment: environment)
+        let server = try ServeProcess(environment: environment)
         var corpus = AcceptedCorpus(seed: 0x5EED_ACC3)
 
         // Single events and retention events, one per request.
-        for index in 0..<300 {
-            let retention = index % 4 == 3
-            let (event, expected) = corpus.sdkEvent(retention: retention, batch: false)
-            let path = retention ? "/api/analytics/retention" : "/api/analytics/event"
-            let answer = try server.post(
-                path, key: app.publishable, app: app.id, body: event, headers: corpus.sdkHeader())
-            corpus.record(answer, [expected], request: "\(path) #\(index)")
-        }
+        try corpus.postSingles(300, to: server, app: app)
         // Batches of events and retention events, with client ids and `sent_at` variants.
         for index in 0..<60 {
             var elements: [String] = []

@@ -28,19 +28,12 @@ struct AcceptedReportsTests {
         let data = try TemporaryDirectory(prefix: "detour-accepted-reports")
         let environment = ["DATABASE_URL": database.url, "DETOUR_DATA_DIR": data.path]
         let app = try AppKeys.create(id: "reports-app", environment: environment)
-        var server = try AcceptServe(environment: environment)
+        var server = try ServeProcess(environment: environment)
         var corpus = AcceptedCorpus(seed: 0x5EED_4E90)
         var world = ReportWorld(seed: 0x5EED_4E91)
 
         // The random hostile corpus, smaller than AcceptedLoadsTests' (its loading is checked there).
-        for index in 0..<60 {
-            let retention = index % 4 == 3
-            let (event, expected) = corpus.sdkEvent(retention: retention, batch: false)
-            let path = retention ? "/api/analytics/retention" : "/api/analytics/event"
-            let answer = try server.post(
-                path, key: app.publishable, app: app.id, body: event, headers: corpus.sdkHeader())
-            corpus.record(answer, [expected], request: "\(path) #\(index)")
-        }
+        try corpus.postSingles(60, to: server, app: app)
         for index in 0..<20 {
             var clicks: [(String, AcceptedCorpus.Expected)] = []
             var matches: [(String, AcceptedCorpus.Expected)] = []
@@ -125,7 +118,7 @@ struct AcceptedReportsTests {
         // Ingest sets a time more than 24 hours ahead to received_at: no rows after today.
         #expect(days.contains { $0.text.hasPrefix("0001-") } && days.contains { $0.text.hasPrefix("1582-") })
 
-        server = try AcceptServe(environment: environment)
+        server = try ServeProcess(environment: environment)
         defer { _ = server.stop() }
         let client = ReportClient(port: server.port, app: app)
         var seen = Seen()

@@ -305,31 +305,3 @@ struct OperatorTests {
             + #""device_id":"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b"}"#
     }
 }
-
-/// `detour-analytics serve` on an ephemeral port, stopped with SIGTERM.
-private final class ServeProcess {
-    let process: ChildProcess
-    let port: Int
-
-    init(environment: [String: String], arguments: [String]) throws {
-        process = try ChildProcess(
-            PipelineProcess.binaryPath, ["serve", "--http-addr", "127.0.0.1:0"] + arguments, environment: environment)
-        guard let address = process.waitForLine(startingWith: "listening on ", timeout: .seconds(60)),
-            let port = address.split(separator: ":").last.flatMap({ Int($0) })
-        else {
-            process.signal(SIGKILL)
-            _ = process.wait(timeout: .seconds(10))
-            throw ChaosError("serve did not start: \(process.errors.suffix(2000))")
-        }
-        self.port = port
-    }
-
-    /// SIGTERM; the exit status, or nil when it had to be killed.
-    func stop() -> Int32? {
-        process.signal(SIGTERM)
-        if let status = process.wait(timeout: .seconds(30)) { return status }
-        process.signal(SIGKILL)
-        _ = process.wait(timeout: .seconds(10))
-        return nil
-    }
-}

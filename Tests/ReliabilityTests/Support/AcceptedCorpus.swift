@@ -3,15 +3,15 @@ import Glibc
 import TestSupport
 import Testing
 
-/// `detour-analytics serve` on an ephemeral port (no aggregator of its own: the test runs
-/// `aggregate --once` itself).
-final class AcceptServe {
+/// `detour-analytics serve` on an ephemeral port (no aggregator of its own: a test runs
+/// `aggregate --once` itself), stopped with SIGTERM.
+final class ServeProcess {
     let process: ChildProcess
     let port: Int
 
-    init(environment: [String: String]) throws {
+    init(environment: [String: String], arguments: [String] = []) throws {
         process = try ChildProcess(
-            PipelineProcess.binaryPath, ["serve", "--http-addr", "127.0.0.1:0"], environment: environment)
+            PipelineProcess.binaryPath, ["serve", "--http-addr", "127.0.0.1:0"] + arguments, environment: environment)
         guard let address = process.waitForLine(startingWith: "listening on ", timeout: .seconds(60)),
             let port = address.split(separator: ":").last.flatMap({ Int($0.trimmingCharacters(in: .whitespaces)) })
         else {
@@ -37,18 +37,6 @@ final class AcceptServe {
         process.signal(SIGKILL)
         _ = process.wait(timeout: .seconds(10))
         return nil
-    }
-}
-
-/// SplitMix64: a small seeded generator, so the corpus is the same on every run.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
 
@@ -100,6 +88,18 @@ struct AcceptedCorpus {
     private var keys = Set<[UInt8]>()
 
     init(seed: UInt64) { random = SeededGenerator(state: seed) }
+
+    /// Posts `count` SDK events, one per request (every fourth on the retention route), and records
+    /// each answer.
+    mutating func postSingles(_ count: Int, to server: ServeProcess, app: AppKeys) throws {
+        for index in 0..<count {
+            let retention = index % 4 == 3
+            let (event, expected) = sdkEvent(retention: retention, batch: false)
+            let path = retention ? "/api/analytics/retention" : "/api/analytics/event"
+            let answer = try server.post(path, key: app.publishable, app: app.id, body: event, headers: sdkHeader())
+            record(answer, [expected], request: "\(path) #\(index)")
+        }
+    }
 
     mutating func chance(_ p: Double) -> Bool { Double.random(in: 0..<1, using: &random) < p }
     mutating func pick<T>(_ values: [T]) -> T { values[Int.random(in: 0..<values.count, using: &random)] }
