@@ -18,14 +18,8 @@ import Testing
 /// lone surrogates become U+FFFD).
 @Suite(.serialized)
 struct AcceptedLoadsTests {
-    @Test("every accepted event, click and match of a seeded hostile corpus is loaded by one aggregate run")
-    func acceptedIsLoaded() throws {
-        let database = try TestDatabase.make()
-        defer { database.drop() }
-        let data = try TemporaryDirectory(prefix: "detour-accepted-loads")
-        let environment = ["DATABASE_URL": database.url, "DETOUR_DATA_DIR": data.path]
-        let app = try AppKeys.create(id: "accepted-app", environment: environment)
-        let server = try ServeProcess(environment: environment)
+    /// Posts the seeded hostile corpus to every ingest route and returns what was accepted.
+    static func postCorpus(to server: ServeProcess, app: AppKeys) throws -> AcceptedCorpus {
         var corpus = AcceptedCorpus(seed: 0x5EED_ACC3)
 
         // Single events and retention events, one per request.
@@ -69,6 +63,18 @@ struct AcceptedLoadsTests {
             let answer = try server.post("/api/link/events", key: app.secret, app: app.id, body: body)
             corpus.record(answer, expectations, request: "/api/link/events #\(index)")
         }
+        return corpus
+    }
+
+    @Test("every accepted event, click and match of a seeded hostile corpus is loaded by one aggregate run")
+    func acceptedIsLoaded() throws {
+        let database = try TestDatabase.make()
+        defer { database.drop() }
+        let data = try TemporaryDirectory(prefix: "detour-accepted-loads")
+        let environment = ["DATABASE_URL": database.url, "DETOUR_DATA_DIR": data.path]
+        let app = try AppKeys.create(id: "accepted-app", environment: environment)
+        let server = try ServeProcess(environment: environment)
+        let corpus = try Self.postCorpus(to: server, app: app)
         #expect(server.stop() == 0, "serve stops cleanly")
         #expect(corpus.problems.isEmpty, "ingest answers: \(corpus.problems.prefix(20))")
         // The corpus must exercise both sides: plenty accepted, some rejected, on every table.
@@ -147,5 +153,105 @@ struct AcceptedLoadsTests {
         #expect(try devices[0]["n", as: Int.self] == corpus.devices.count, "one devices row per accepted device id")
         let links = try connection.query("SELECT count(*)::int AS n FROM links WHERE app_id = \(app.id)")
         #expect(try links[0]["n", as: Int.self] == corpus.linkPaths.count, "one links row per accepted link path")
+    }
+
+    /// Replaying the whole log and rebuilding the rollups are idempotent on the same hostile data: after
+    /// one `aggregate --once`, a `segments replay --from 1` (every segment) and another
+    /// `aggregate --once` leave every raw table (events, clicks, matches, devices, links) exactly as it
+    /// was, row for row, and `report rebuild` run twice gives the rollups the incremental passes built.
+    @Test("replaying the whole log and rebuilding the rollups change nothing on the hostile corpus")
+    func replayAndRebuildAreIdempotent() throws {
+        let database = try TestDatabase.make()
+        defer { database.drop() }
+        let data = try TemporaryDirectory(prefix: "detour-accepted-replay")
+        let environment = ["DATABASE_URL": database.url, "DETOUR_DATA_DIR": data.path]
+        let app = try AppKeys.create(id: "accepted-replay", environment: environment)
+        let server = try ServeProcess(environment: environment)
+        let corpus = try Self.postCorpus(to: server, app: app)
+        #expect(server.stop() == 0, "serve stops cleanly")
+        #expect(corpus.problems.isEmpty, "ingest answers: \(corpus.problems.prefix(20))")
+        #expect(corpus.accepted[.event, default: []].count > 400)
+
+        func run(_ arguments: [String]) throws -> String {
+            let result = try Binary.run(arguments, environment: environment, timeout: .seconds(180))
+            #expect(result.status == 0, "\(arguments.joined(separator: " ")) failed: \(result.errors.suffix(4000))")
+            #expect(!result.errors.contains("records_undecodable"), "\(result.errors.suffix(2000))")
+            return result.output
+        }
+        _ = try run(["aggregate", "--once"])
+
+        let connection = try database.connect()
+        defer { connection.close() }
+        /// Row count and an order-independent checksum of every row's text, per relation.
+        func snapshot(_ relations: [String]) throws -> [String: String] {
+            var result: [String: String] = [:]
+            for relation in relations {
+                let row = try connection.query(
+                    """
+                    SELECT count(*)::text || ' rows, md5 ' || coalesce(md5(string_agg(t::text, '|' ORDER BY t::text)), '-')
+                           AS summary
+                    FROM \(identifier: relation) t
+                    """)[0]
+                result[relation] = try row["summary", as: String.self]
+            }
+            return result
+        }
+        func differences(_ before: [String: String], _ after: [String: String]) -> [String] {
+            Set(before.keys).union(after.keys).sorted().compactMap { relation in
+                before[relation] == after[relation]
+                    ? nil : "\(relation): \(before[relation] ?? "absent") -> \(after[relation] ?? "absent")"
+            }
+        }
+        let rawTables = ["events", "clicks", "matches", "devices", "links"]
+        // Every rollup table but the work queues (rollup_pending_*), and every report view that reads
+        // only rollups and raw rows (not the watermark, the queue, or now()).
+        let rollupRelations = try connection.query(
+            """
+            SELECT c.relname AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+            WHERE n.nspname = current_schema() AND (
+                (c.relkind IN ('r', 'p') AND c.relname LIKE 'rollup\\_%' AND c.relname NOT LIKE 'rollup\\_pending\\_%'
+                 AND NOT c.relispartition)
+                OR (c.relkind = 'v' AND c.relname LIKE 'report\\_%' AND pg_get_viewdef(c.oid) !~* 'now\\(|load_checkpoints|report_watermark|rollup_pending'))
+            ORDER BY 1
+            """
+        ).map { try $0["name", as: String.self] }
+        #expect(rollupRelations.count > 10, "rollup tables and report views found: \(rollupRelations)")
+        let raw = try snapshot(rawTables)
+        let rollups = try snapshot(rollupRelations)
+        #expect(raw["events"]?.hasPrefix("0 rows") == false, "events were loaded: \(raw)")
+        print("accepted-replay: raw \(raw.sorted { $0.key < $1.key })")
+        print(
+            "accepted-replay: rollups \(rollups.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value.split(separator: ",")[0])" })"
+        )
+
+        // The whole log again (segment ids start at 1), then the aggregator again: nothing new.
+        let replay = try run(["segments", "replay", "--from", "1"])
+        print("accepted-replay: replay said: \(replay.suffix(500))")
+        let acceptedTotal = corpus.accepted.values.reduce(0) { $0 + $1.count }
+        #expect(replay.contains("\(acceptedTotal) records read, 0 new rows"), "replay: \(replay.suffix(500))")
+        _ = try run(["aggregate", "--once"])
+        let rawAfterReplay = try snapshot(rawTables)
+        #expect(
+            differences(raw, rawAfterReplay).isEmpty,
+            "raw tables changed by replay + aggregate:\n\(differences(raw, rawAfterReplay).joined(separator: "\n"))")
+        let rollupsAfterReplay = try snapshot(rollupRelations)
+        #expect(
+            differences(rollups, rollupsAfterReplay).isEmpty,
+            "rollups changed by replay + aggregate:\n\(differences(rollups, rollupsAfterReplay).joined(separator: "\n"))"
+        )
+
+        // A rebuild from the raw tables equals the incremental rollups, and a second one changes nothing.
+        _ = try run(["report", "rebuild"])
+        let rebuilt = try snapshot(rollupRelations)
+        #expect(
+            differences(rollups, rebuilt).isEmpty,
+            "first rebuild differs from the incremental rollups:\n\(differences(rollups, rebuilt).joined(separator: "\n"))"
+        )
+        _ = try run(["report", "rebuild"])
+        let rebuiltAgain = try snapshot(rollupRelations)
+        #expect(
+            differences(rebuilt, rebuiltAgain).isEmpty,
+            "second rebuild differs from the first:\n\(differences(rebuilt, rebuiltAgain).joined(separator: "\n"))")
+        #expect(differences(raw, try snapshot(rawTables)).isEmpty, "rebuild changed the raw tables")
     }
 }
