@@ -1,3 +1,4 @@
+import EventModel
 import Foundation
 
 /// Everything the ingest HTTP edge can be told at start-up; the CLI fills it from flags and
@@ -66,6 +67,13 @@ package struct IngestConfiguration: Sendable {
     /// Longest query-string argument name or value, in bytes (after percent-decoding). Default 256.
     package var maxQueryArgumentBytes: Int = 256
 
+    /// What `maxNameLength` may be: names are keys of the rollups beside a link path
+    /// (docs/aggregator.md), and 256 characters of up to 4 bytes each keep that key within what a
+    /// PostgreSQL index entry holds (`Envelope.maxNameCharacters`).
+    package static let maxNameLengthRange = 1...Envelope.maxNameCharacters
+    /// What `maxValues` may be.
+    package static let maxValuesRange = 1000...100_000_000
+
     /// A configuration with every default.
     package init() {}
 
@@ -82,11 +90,13 @@ package struct IngestConfiguration: Sendable {
         try check(maxEventBytes >= 256, "maxEventBytes", "must be at least 256 bytes")
         try check(maxBufferedBodyBytes >= maxBodyBytes, "maxBufferedBodyBytes", "must be at least maxBodyBytes")
         try check(maxBatchEvents >= 1, "maxBatchEvents", "must be at least 1")
-        // Names are keys of the rollups beside a link path (docs/aggregator.md): 256 characters of up
-        // to 4 bytes each keep that key within what a PostgreSQL index entry holds.
-        try check(maxNameLength >= 1 && maxNameLength <= 256, "maxNameLength", "must be between 1 and 256")
+        try check(
+            Self.maxNameLengthRange.contains(maxNameLength), "maxNameLength",
+            "must be between 1 and \(Self.maxNameLengthRange.upperBound)")
         try check(maxDepth >= 2, "maxDepth", "must be at least 2")
-        try check(maxValues >= 1000 && maxValues <= 100_000_000, "maxValues", "must be between 1000 and 100000000")
+        try check(
+            Self.maxValuesRange.contains(maxValues), "maxValues",
+            "must be between \(Self.maxValuesRange.lowerBound) and \(Self.maxValuesRange.upperBound)")
         try check(connectionLimit >= 1, "connectionLimit", "must be at least 1")
         try check(perIPConnectionLimit >= 0, "perIPConnectionLimit", "must not be negative")
         try check(

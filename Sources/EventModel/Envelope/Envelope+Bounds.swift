@@ -3,9 +3,11 @@ extension Envelope {
     /// holds at most ~2,700 bytes, and the widest key (`app_id, day, path, kind, name`) takes a
     /// link path and an event name together.
     package static let maxLinkPathBytes = EventNormalizer.maxLinkPathBytes
-    /// See `maxLinkPathBytes`: 256 characters of up to 4 bytes each (`--max-name-length` is at most
-    /// 256 since 2026-12-02).
-    package static let maxNameBytes = 1024
+    /// The longest event name ingest may be configured to accept (`--max-name-length`, since
+    /// 2026-12-02), in characters.
+    package static let maxNameCharacters = 256
+    /// See `maxLinkPathBytes`: `maxNameCharacters` of up to 4 bytes each.
+    package static let maxNameBytes = 4 * maxNameCharacters
 
     /// Why PostgreSQL could not index this envelope's keys, or nil. Ingest refuses such events
     /// (ids, device ids and link events' click ids over 128 bytes, link paths over 1,024, names over

@@ -180,9 +180,10 @@ struct PipelineOptions {
         }
         ingest.maxBatchEvents = try arguments.integer(
             "--max-batch-events", default: ingest.maxBatchEvents, in: 1...100_000)
-        ingest.maxNameLength = try arguments.integer("--max-name-length", default: ingest.maxNameLength, in: 1...256)
+        ingest.maxNameLength = try arguments.integer("--max-name-length", default: ingest.maxNameLength, in: IngestConfiguration.maxNameLengthRange)
         ingest.maxDepth = try arguments.integer("--max-depth", default: ingest.maxDepth, in: 2...1024)
-        ingest.maxValues = try arguments.integer("--max-values", default: ingest.maxValues, in: 1000...100_000_000)
+        ingest.maxValues = try arguments.integer(
+            "--max-values", default: ingest.maxValues, in: IngestConfiguration.maxValuesRange)
         ingest.connectionLimit = try arguments.integer(
             "--connection-limit", default: ingest.connectionLimit, in: 1...1_000_000)
         ingest.perIPConnectionLimit = try arguments.integer(
