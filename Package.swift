@@ -90,7 +90,8 @@ let package = Package(
             swiftSettings: strict),
         // Crash, outage, disk-full, hostile-input and isolation tests against the real binary (issue 9).
         .testTarget(
-            name: "ReliabilityTests", dependencies: ["EventModel", "EventLog", "Postgres", "TestSupport", "Locking"],
+            name: "ReliabilityTests",
+            dependencies: ["EventModel", "EventLog", "Postgres", "TestSupport", "Locking", "CivilTime", "JSONText"],
             swiftSettings: strict),
     ]
 )

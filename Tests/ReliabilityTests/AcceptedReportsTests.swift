@@ -1,5 +1,7 @@
+import CivilTime
 import Foundation
 import Glibc
+import JSONText
 import Postgres
 import TestSupport
 import Testing
@@ -241,7 +243,7 @@ struct AcceptedReportsTests {
 }
 
 /// A day as the API writes it, with its number of days since 1970-01-01 (proleptic Gregorian,
-/// as PostgreSQL and the reports count; Foundation's calendar turns Julian before 1582).
+/// `CivilCalendar`, as PostgreSQL and the reports count; Foundation's calendar turns Julian before 1582).
 private struct Day: CustomStringConvertible {
     var number: Int
     var text: String
@@ -249,29 +251,16 @@ private struct Day: CustomStringConvertible {
     static let last = Day("9999-12-31")!
 
     init?(_ text: String) {
-        let parts = text.split(separator: "-").compactMap { Int($0) }
+        let parts = text.split(separator: "-").compactMap { Int64($0) }
         guard parts.count == 3, text.count == 10 else { return nil }
-        let (y, m, d) = (parts[1] <= 2 ? parts[0] - 1 : parts[0], parts[1], parts[2])
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yoe = y - era * 400
-        let doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-        number = era * 146_097 + doe - 719_468
+        number = Int(CivilCalendar.days(year: parts[0], month: parts[1], day: parts[2]))
         self.text = text
     }
 
     init(number: Int) {
         self.number = number
-        let z = number + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let d = doy - (153 * mp + 2) / 5 + 1
-        let m = mp < 10 ? mp + 3 : mp - 9
-        let y = yoe + era * 400 + (m <= 2 ? 1 : 0)
-        text = String(format: "%04d-%02d-%02d", y, m, d)
+        let date = CivilCalendar.date(fromDays: Int64(number))
+        text = String(format: "%04d-%02d-%02d", Int(date.year), Int(date.month), Int(date.day))
     }
 
     var description: String { text }
@@ -590,42 +579,22 @@ private struct Seen {
                 "\(label): in the views, not the API: \(missing.prefix(8).map { String(reflecting: $0) }); in the API, not the views: \(extra.prefix(8).map { String(reflecting: $0) })"
             )
         }
-        let days = "day BETWEEN '0001-01-01' AND '9999-12-31'"
-        same(
-            "link paths", paths,
-            try set(SQL(stringLiteral: "SELECT path AS v FROM report_link_daily WHERE app_id = '\(app)' AND \(days)")))
-        same(
-            "event names", eventNames,
-            try set(
-                SQL(stringLiteral: "SELECT name AS v FROM report_link_daily_events WHERE app_id = '\(app)' AND \(days)")
-            ))
-        same(
-            "currencies", currencies,
+        /// The distinct values of `column` in `view` for the app, over every day a report can name.
+        func viewValues(_ column: String, _ view: String, day: String = "day") throws -> Set<[UInt8]> {
             try set(
                 SQL(
-                    stringLiteral:
-                        "SELECT currency AS v FROM report_link_daily_revenue WHERE app_id = '\(app)' AND \(days)")))
+                    stringLiteral: "SELECT \(column) AS v FROM \(view) WHERE app_id = '\(app)' AND \(day) "
+                        + "BETWEEN '0001-01-01' AND '9999-12-31'"))
+        }
+        same("link paths", paths, try viewValues("path", "report_link_daily"))
+        same("event names", eventNames, try viewValues("name", "report_link_daily_events"))
+        same("currencies", currencies, try viewValues("currency", "report_link_daily_revenue"))
         same(
             "UTM values", utm,
-            try set(
-                SQL(
-                    stringLiteral: """
-                        SELECT unnest(ARRAY[utm_source, utm_medium, utm_campaign]) AS v FROM report_link_daily_utm
-                        WHERE app_id = '\(app)' AND \(days)
-                        """)))
-        same(
-            "funnel step names", stepNames,
-            try set(SQL(stringLiteral: "SELECT step_name AS v FROM report_funnel WHERE app_id = '\(app)' AND \(days)")))
-        same(
-            "retention paths", retentionPaths,
-            try set(
-                SQL(
-                    stringLiteral:
-                        "SELECT path AS v FROM report_retention WHERE app_id = '\(app)' AND cohort_day BETWEEN '0001-01-01' AND '9999-12-31'"
-                )))
-        same(
-            "attribution paths", attributionPaths,
-            try set(SQL(stringLiteral: "SELECT path AS v FROM report_attribution WHERE app_id = '\(app)' AND \(days)")))
+            try viewValues("unnest(ARRAY[utm_source, utm_medium, utm_campaign])", "report_link_daily_utm"))
+        same("funnel step names", stepNames, try viewValues("step_name", "report_funnel"))
+        same("retention paths", retentionPaths, try viewValues("path", "report_retention", day: "cohort_day"))
+        same("attribution paths", attributionPaths, try viewValues("path", "report_attribution"))
         // What the report world sent, as stored after the documented rewrites.
         for path in world.paths {
             #expect(paths.contains(Array(path.utf8)), "link path \(String(reflecting: path)) not in the API's links")
@@ -706,23 +675,9 @@ private struct ReportWorld {
     mutating func pick<T>(_ values: [T]) -> T { values[Int.random(in: 0..<values.count, using: &random)] }
 
     static func jsonString(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default:
-                if scalar.value < 0x20 {
-                    out += String(format: "\\u%04x", scalar.value)
-                } else {
-                    out.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        return out + "\""
+        var writer = JSONText()
+        writer.string(text)
+        return String(decoding: writer.takeBytes(), as: UTF8.self)
     }
 
     mutating func build() {
