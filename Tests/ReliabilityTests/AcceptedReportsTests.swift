@@ -292,7 +292,7 @@ private func gunzip(_ bytes: [UInt8]) throws -> [UInt8] {
 }
 
 /// GETs of the report API with the app's secret key over raw HTTP (chunked bodies decoded).
-private final class ReportClient {
+final class ReportClient {
     let port: Int
     let app: AppKeys
     var requests = 0

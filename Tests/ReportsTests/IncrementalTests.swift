@@ -243,6 +243,47 @@ import Testing
         #expect(try rows("again").map(\.devices) == [5, 3])
         #expect(try rows("around").map(\.devices) == [5, 2, 1])
     }
+
+    /// docs/reports.md tells operators to run `SELECT rebuild_rollups();` (from psql, whose session
+    /// TimeZone is the server's default, not the aggregator's UTC). Before sql/070 the funnel's
+    /// deadline (click time + conversion window) and refresh_rollups' whole UTC days (midnight +
+    /// 1 day) were computed in the session's zone: across Europe/Berlin's switch to summer time
+    /// (2026-03-29T01:00Z) "7 days" were 167 hours and a UTC day 23, so the rebuild dropped a funnel
+    /// step and the refresh missed an event that the aggregator's own numbers had.
+    @Test("rollups refreshed or rebuilt from a session in another time zone equal the UTC ones")
+    func sessionTimeZone() throws {
+        let database = try Database()
+        defer { database.close() }
+        let connection = database.connection
+        let fixture = Fixture(connection, staging: false)
+        try fixture.app("a")
+        fixture.click("c1", path: "/x", at: "2026-03-25T12:00:00Z")
+        fixture.event("app_open", device: "d1", at: "2026-03-25T12:01:00Z", kind: "retention")
+        // 167.5 hours after the click: within the 7-day conversion window.
+        fixture.event("sign_up", device: "d1", at: "2026-04-01T11:30:00Z", installClick: "c1", openType: "deferred")
+        try fixture.load()
+        func funnel() throws -> [Int] {
+            try ReportService(connection: connection).funnel(app: "a", from: day("2026-03-25"), to: day("2026-03-25"))
+                .rows.filter { $0.funnelID == "default" }.map(\.devices)
+        }
+        #expect(try funnel() == [1, 1, 1, 1, 0])
+
+        try connection.execute("SET TimeZone TO 'Europe/Berlin'")
+        try connection.execute("SELECT rebuild_rollups()")
+        try connection.execute("SET TimeZone TO 'UTC'")
+        #expect(try funnel() == [1, 1, 1, 1, 0], "rebuilt from a Europe/Berlin session")
+        try expectEqualsRebuild(connection, after: "a rebuild from a Europe/Berlin session")
+
+        // Without the staging table a refresh reads whole UTC days; 23:30Z is in UTC day 03-29.
+        fixture.event("view_item", device: "d1", at: "2026-03-29T23:30:00Z", installClick: "c1", openType: "deferred")
+        try connection.execute("SET TimeZone TO 'Europe/Berlin'")
+        try fixture.load()
+        try connection.execute("SET TimeZone TO 'UTC'")
+        let events = try ReportService(connection: connection).links(
+            app: "a", from: day("2026-03-29"), to: day("2026-03-29"))
+        #expect(events.rows.map { $0.events["view_item"] } == [1], "refreshed from a Europe/Berlin session")
+        try expectEqualsRebuild(connection, after: "a refresh from a Europe/Berlin session")
+    }
 }
 
 /// Thrown to roll a transaction back on purpose.

@@ -18,9 +18,11 @@ struct AppKeys: Sendable {
     var publishable: String
     var secret: String
 
-    static func create(id: String, environment: [String: String]) throws -> AppKeys {
+    /// `timeZone`: the app's reporting time zone (`--time-zone`), UTC when nil.
+    static func create(id: String, timeZone: String? = nil, environment: [String: String]) throws -> AppKeys {
+        let zone = timeZone.map { ["--time-zone", $0] } ?? []
         let created = try Binary.run(
-            ["apps", "create", "--id", id, "--name", "Reliability \(id)", "--json"], environment: environment,
+            ["apps", "create", "--id", id, "--name", "Reliability \(id)", "--json"] + zone, environment: environment,
             timeout: .seconds(120))
         guard created.status == 0,
             let keys = try JSONSerialization.jsonObject(with: Data(created.output.utf8)) as? [String: String],
