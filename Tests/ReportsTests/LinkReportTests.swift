@@ -181,6 +181,44 @@ import Testing
                 == (try ReportService(connection: database.connection).retentionFromViews(
                     app: "a", from: day("2026-06-01"), to: day("2026-06-30"))))
     }
+
+    /// Day N is reported once it is over in the app's time zone (the watermark is on a later local
+    /// day) and the app's data reaches it. Until sql/071 a day counted as reached once it had begun,
+    /// so the daily report run just after midnight printed the newest cohort's d1 as a final 0.
+    @Test("a retention day still going on is null until it is over in the app's time zone")
+    func retentionDayInProgress() throws {
+        let database = try Database()
+        defer { database.close() }
+        let fixture = Fixture(database.connection)
+        try fixture.app("a")
+        try fixture.app("la", timeZone: "America/Los_Angeles")
+        for app in ["a", "la"] {
+            // Installed on 06-04 (local), back on 06-05 (day 1) in both zones.
+            fixture.event("app_open", device: "d1", app: app, at: "2026-06-04T18:00:00Z", kind: "retention")
+            fixture.event("app_open", device: "d1", app: app, at: "2026-06-05T18:00:00Z", kind: "retention")
+        }
+        try fixture.load()
+        func retained(_ app: String) throws -> [Int?] {
+            let service = ReportService(connection: database.connection)
+            let report = try service.retention(app: app, from: day("2026-06-04"), to: day("2026-06-04"))
+            #expect(
+                report == (try service.retentionFromViews(app: app, from: day("2026-06-04"), to: day("2026-06-04"))))
+            return report.rows.first?.retained ?? []
+        }
+        // 06-05 is under way (and the open at 18:00 is loaded): no final number for day 1 yet.
+        try fixture.watermark("2026-06-05T20:00:00Z")
+        #expect(try retained("a") == [nil, nil, nil, nil, nil])
+        // Past midnight UTC: day 1 is over for the UTC app; in Los Angeles it is 06-05 17:00.
+        try fixture.watermark("2026-06-06T00:00:00Z")
+        #expect(try retained("a") == [1, nil, nil, nil, nil])
+        #expect(try retained("la") == [nil, nil, nil, nil, nil])
+        try fixture.watermark("2026-06-06T07:00:00Z")
+        #expect(try retained("la") == [1, nil, nil, nil, nil])
+        // Days later, with nothing new from the app: the days its data reaches are reported, day 3
+        // (06-07, after its newest event) stays null rather than 0.
+        try fixture.watermark("2026-06-09T00:00:00Z")
+        #expect(try retained("a") == [1, nil, nil, nil, nil])
+    }
 }
 
 @Suite struct SummaryDecodingTests {
