@@ -454,7 +454,12 @@ extension RequestHead {
         }
         guard found == .YES, let value else { return try body(nil) }
         return try value.withMemoryRebound(to: UInt8.self, capacity: length) { (bytes) throws(Failure) in
-            try body(UnsafeBufferPointer(start: bytes, count: length))
+            // Whitespace around a field value is not part of it (RFC 9112 §5). libmicrohttpd 0.9.75
+            // drops the leading but keeps the trailing: `X-App-ID: app_1 ` was 403 for app "app_1 ",
+            // and `X-SDK: ios/1.0.2 ` was stored with its blank. One byte compare when there is none.
+            var end = length
+            while end > 0, bytes[end - 1] == 0x20 || bytes[end - 1] == 0x09 { end -= 1 }
+            return try body(UnsafeBufferPointer(start: bytes, count: end))
         }
     }
 
