@@ -97,6 +97,21 @@ extension WireFormatTests {
             body: #"{\#(event),"timestamp":"2026-06-01T10:20:30.123Z"}"#,
             check: { $0.sdk == "ios/1.0.2" && $0.name == "purchase" }),
         Case(
+            label:
+                "numbers in every RFC 8259 form and as strings are kept byte for byte; an escaped member name is read",
+            path: "/api/analytics/event",
+            headers: auth + [("Content-Type", "application/json; charset=utf-8")],
+            body: #"{"event\u005fname":"purchase","platform":"ios","device_id":"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b","#
+                + #""timestamp":"2026-06-01T10:20:30.12+00:00","data":{"a":1e2,"b":-0,"c":29.990000000000002,"#
+                + #""d":90071992547409931234,"e":"29.99","f":-1.5E-7,"g":0.0}}"#,
+            check: {
+                $0.name == "purchase" && $0.clientTimestamp?.iso8601 == "2026-06-01T10:20:30.120Z"
+                    && $0.data
+                        == Array(
+                            #"{"a":1e2,"b":-0,"c":29.990000000000002,"d":90071992547409931234,"e":"29.99","f":-1.5E-7,"g":0.0}"#
+                                .utf8)
+            }),
+        Case(
             label: "a Unicode event name, escaped as a surrogate pair, is stored as UTF-8",
             path: "/api/analytics/event",
             headers: auth,
@@ -108,6 +123,50 @@ extension WireFormatTests {
     @Test("what SDK HTTP and JSON libraries really send is accepted and stored with its fields", arguments: variants)
     func variant(_ testCase: Case) throws {
         try Self.expectStored(testCase)
+    }
+
+    /// OkHttp's GzipRequestInterceptor (the OkHttp recipe an app adds to its client) gzips the body
+    /// with no length known in advance, so the request goes out chunked with `Content-Encoding: gzip`;
+    /// an HTTP/1.0 client (no Host, no keep-alive) sends the plain body. Both are stored whole.
+    @Test(
+        "a chunked gzip body (OkHttp's gzip interceptor) and an HTTP/1.0 request are stored with their fields",
+        arguments: ["chunked gzip", "HTTP/1.0"])
+    func rawRequest(kind: String) throws {
+        let server = try TestServer(useLog: true)
+        let text =
+            #"{"event_name":"app_open","timestamp":"2026-06-01T10:20:30.123Z","platform":"android","#
+            + #""device_id":"3F2B8C1E-9A4D-4E2B-8F1A-2C3D4E5F6A7B"}"#
+        let body = Array(text.utf8)
+        var head: String
+        var payload: [UInt8]
+        if kind == "HTTP/1.0" {
+            head = "POST /api/analytics/retention HTTP/1.0\r\nContent-Length: \(body.count)\r\n"
+            payload = body
+        } else {
+            head =
+                "POST /api/analytics/retention HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+                + "Content-Encoding: gzip\r\nAccept-Encoding: gzip\r\nUser-Agent: okhttp/4.12.0\r\n"
+            let gzipped = Compression.gzip(body)
+            let cut = gzipped.count / 2
+            payload = []
+            for chunk in [gzipped[..<cut], gzipped[cut...]] {
+                payload += Array(String(chunk.count, radix: 16).utf8) + [13, 10] + chunk + [13, 10]
+            }
+            payload += Array("0\r\n\r\n".utf8)
+        }
+        head +=
+            "Content-Type: application/json; charset=utf-8\r\nAuthorization: Bearer \(TestServer.publishableKey)\r\n"
+        head += "X-App-ID: \(TestServer.app)\r\nX-SDK: android/1.1.0\r\n\r\n"
+        let client = try server.client()
+        client.send(Array(head.utf8) + payload)
+        let response = try client.readResponse()
+        #expect(response.status == 200, "\(response.text)")
+        let lines = try server.storedLines()
+        try #require(lines.count == 1)
+        let envelope = try Envelope(decoding: Array(lines[0].utf8))
+        #expect(envelope.kind == .retention && envelope.name == "app_open" && envelope.platform == .android)
+        #expect(envelope.device == Self.device && envelope.sdk == "android/1.1.0")
+        #expect(envelope.clientTimestamp?.iso8601 == "2026-06-01T10:20:30.123Z")
     }
 
     @Test("a string cut inside an emoji (a lone surrogate escape, as JSON.stringify writes it) is kept as U+FFFD")
