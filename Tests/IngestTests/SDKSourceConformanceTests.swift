@@ -28,13 +28,15 @@ extension WireFormatTests {
         var clickID: String?
         /// `data` as stored: the raw bytes of the request body.
         var data: String?
+        /// `metadata` as stored: the raw bytes of the request body.
+        var metadata: String?
 
         func matches(_ envelope: Envelope) -> Bool {
             envelope.kind == kind && envelope.name == name && envelope.platform == platform
                 && envelope.device == device && envelope.sdk == sdk
                 && envelope.clientTimestamp?.iso8601 == clientTimestamp && envelope.time.iso8601 == clientTimestamp
                 && envelope.clock == .ok && envelope.attribution == attribution && envelope.clickID == clickID
-                && envelope.data == data.map { Array($0.utf8) } && envelope.metadata == nil
+                && envelope.data == data.map { Array($0.utf8) } && envelope.metadata == metadata.map { Array($0.utf8) }
         }
     }
 
@@ -67,7 +69,7 @@ extension WireFormatTests {
             ("Connection", "Keep-Alive"), ("Accept-Encoding", "gzip"),
         ]
 
-    static let sourceCases: [Case] = reactNativeCases + iosCases + androidCases + flutterCases
+    static let sourceCases: [Case] = reactNativeCases + laterReactNativeCases + iosCases + androidCases + flutterCases
 
     // MARK: React Native (fetch + JSON.stringify: members in source order, `undefined` members left out,
     // "/" not escaped, non-ASCII as UTF-8, numbers in JavaScript's shortest form: 1e+21, 5e-7)
@@ -138,6 +140,57 @@ extension WireFormatTests {
             check: Stored(
                 name: "login", platform: .ios, device: rnDevice, sdk: "react-native/1.1.0",
                 clientTimestamp: "2026-04-02T15:51:10.000Z"
+            ).matches),
+    ]
+
+    // MARK: Later React Native sources (read 2026-12-02). The code index holds src/analytics/api/events.ts and
+    // retention.ts of a later react-native-detour (double-quoted, expo-crypto device ids, expo-localization)
+    // without naming their repository or commit (index file ids 66003233087, 66168906883, 65810251347,
+    // 65886358333). First the identity and app fields at the top level of the body, then moved into a
+    // `metadata` object built by toMetadataFields (JSON.stringify drops the undefined ones). The same
+    // sources post conversions to POST /api/analytics/conversion, which ingest does not serve (404):
+    // docs/ingest.md, "What the SDK sources send".
+
+    static let laterReactNativeCases: [Case] = [
+        Case(
+            label: "RN later: identity and app fields at the top level are ignored, the event stored",
+            path: eventPath,
+            headers: urlSession([("X-SDK", "react-native/1.3.0")]),
+            body: #"{"event_name":"purchase","data":{"revenue":29.99,"currency":"USD"},"#
+                + #""timestamp":"2026-09-01T12:00:00.000Z","platform":"ios","#
+                + #""device_id":"5b0c4a1e-7d2f-4c3b-9e8a-1f2d3c4b5a69","idfv":"E621E1F8-C36C-495A-93FC-0C247A3E6E5F","#
+                + #""customer_user_id":"u-42","app_version":"2.4.0","build_number":"118","#
+                + #""consent":{"analytics":true,"advertising":false},"os_version":"17.5","#
+                + #""locale":[{"languageTag":"pl-PL"},{"languageTag":"en-US"}]}"#,
+            check: Stored(
+                name: "purchase", platform: .ios, device: rnDevice, sdk: "react-native/1.3.0",
+                clientTimestamp: "2026-09-01T12:00:00.000Z", data: #"{"revenue":29.99,"currency":"USD"}"#
+            ).matches),
+        Case(
+            label: "RN later: event with a metadata object (consent, locale list) stored byte for byte",
+            path: eventPath,
+            headers: urlSession([("X-SDK", "react-native/1.4.0")]),
+            body: #"{"event_name":"view_item","data":{"item_id":"sku/42"},"timestamp":"2026-09-01T12:00:00.000Z","#
+                + #""platform":"android","device_id":"5b0c4a1e-7d2f-4c3b-9e8a-1f2d3c4b5a69","#
+                + #""metadata":{"aaid":"38400000-8cf0-11bd-b23e-10b96e40000d","app_version":"2.4.0","#
+                + #""build_number":"118","consent":{"analytics":true,"advertising":true},"os_version":"14","#
+                + #""locale":[{"languageTag":"de-DE"}],"session_id":"7c0e5d9a-2f4b-4e1a-9d3c-8b7a6f5e4d3c"}}"#,
+            check: Stored(
+                name: "view_item", platform: .android, device: rnDevice, sdk: "react-native/1.4.0",
+                clientTimestamp: "2026-09-01T12:00:00.000Z", data: #"{"item_id":"sku/42"}"#,
+                metadata: #"{"aaid":"38400000-8cf0-11bd-b23e-10b96e40000d","app_version":"2.4.0","#
+                    + #""build_number":"118","consent":{"analytics":true,"advertising":true},"os_version":"14","#
+                    + #""locale":[{"languageTag":"de-DE"}],"session_id":"7c0e5d9a-2f4b-4e1a-9d3c-8b7a6f5e4d3c"}"#
+            ).matches),
+        Case(
+            label: "RN later: retention with an empty metadata object (every member undefined)",
+            path: retentionPath,
+            headers: urlSession([("X-SDK", "react-native/1.4.0")]),
+            body: #"{"event_name":"app_open","timestamp":"2026-09-01T12:00:00.000Z","platform":"ios","#
+                + #""device_id":"5b0c4a1e-7d2f-4c3b-9e8a-1f2d3c4b5a69","metadata":{}}"#,
+            check: Stored(
+                kind: .retention, name: "app_open", platform: .ios, device: rnDevice, sdk: "react-native/1.4.0",
+                clientTimestamp: "2026-09-01T12:00:00.000Z", metadata: "{}"
             ).matches),
     ]
 
