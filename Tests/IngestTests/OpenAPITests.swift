@@ -29,6 +29,14 @@ struct OpenAPITests {
     static let goodBodies: [String: [String]] = [
         "/api/analytics/event": [event],
         "/api/analytics/retention": [event],
+        "/api/analytics/conversion": [
+            event,
+            #"{"event_name":"purchase","revenue":29.99,"currency":"USD","product_id":"p","quantity":1,"#
+                + #""transaction_id":"T-1","timestamp":"2026-06-01T10:20:30.123Z","platform":"ios","#
+                + #""device_id":"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b","metadata":{}}"#,
+            #"{"event_name":"refund","revenue":1,"revenue":2,"timestamp":"2026-06-01T10:20:30.123Z","platform":"ios","#
+                + #""device_id":"d"}"#,
+        ],
         "/api/analytics/batch": [
             "{\"batch\":[\(event)]}",
             #"{"sent_at":"2026-06-01T10:20:31.000Z","batch":[{"type":"retention","event_id":"e-1","#
@@ -117,7 +125,7 @@ struct OpenAPITests {
     @Test("every answer's status, error code, headers, Content-Type and body are declared for its route")
     func answersAreDeclared() throws {
         let spec = try OpenAPISpec.load()
-        #expect(spec.operations.count == 18)
+        #expect(spec.operations.count == 19)
         #expect(
             spec.operations[OpenAPISpec.Key(method: "POST", path: "/api/analytics/batch")]?[401] == [
                 "missing_key", "invalid_key", "missing_app_id",

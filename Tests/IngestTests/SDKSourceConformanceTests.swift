@@ -42,6 +42,7 @@ extension WireFormatTests {
 
     static let eventPath = "/api/analytics/event"
     static let retentionPath = "/api/analytics/retention"
+    static let conversionPath = "/api/analytics/conversion"
     static let rnDevice = "5b0c4a1e-7d2f-4c3b-9e8a-1f2d3c4b5a69"
     static let iosDevice = "0d6f1b7e-3c2a-4e9b-a1d8-7f6e5d4c3b2a"
     static let androidDevice = "9b2e6d4c-1a3f-4e5b-8c7d-0e1f2a3b4c5d"
@@ -148,8 +149,8 @@ extension WireFormatTests {
     // without naming their repository or commit (index file ids 66003233087, 66168906883, 65810251347,
     // 65886358333). First the identity and app fields at the top level of the body, then moved into a
     // `metadata` object built by toMetadataFields (JSON.stringify drops the undefined ones). The same
-    // sources post conversions to POST /api/analytics/conversion, which ingest does not serve (404):
-    // docs/ingest.md, "What the SDK sources send".
+    // sources post conversions to POST /api/analytics/conversion (served since 2026-12-02, stored as
+    // actions with the purchase fields in `data`): docs/ingest.md, "What the SDK sources send".
 
     static let laterReactNativeCases: [Case] = [
         Case(
@@ -191,6 +192,33 @@ extension WireFormatTests {
             check: Stored(
                 kind: .retention, name: "app_open", platform: .ios, device: rnDevice, sdk: "react-native/1.4.0",
                 clientTimestamp: "2026-09-01T12:00:00.000Z", metadata: "{}"
+            ).matches),
+        // sendConversion: the purchase fields at the top level (JSON.stringify drops undefined
+        // product_id / quantity / transaction_id), metadata from toMetadataFields.
+        Case(
+            label: "RN later: conversion with its purchase fields stored in data",
+            path: conversionPath,
+            headers: urlSession([("X-SDK", "react-native/1.5.0")]),
+            body: #"{"event_name":"purchase","revenue":29.99,"currency":"USD","product_id":"pro_monthly","#
+                + #""quantity":1,"transaction_id":"2000000512345678","timestamp":"2026-09-01T12:00:00.000Z","#
+                + #""platform":"ios","device_id":"5b0c4a1e-7d2f-4c3b-9e8a-1f2d3c4b5a69","#
+                + #""metadata":{"app_version":"2.4.0","session_id":"7c0e5d9a"}}"#,
+            check: Stored(
+                name: "purchase", platform: .ios, device: rnDevice, sdk: "react-native/1.5.0",
+                clientTimestamp: "2026-09-01T12:00:00.000Z",
+                data: #"{"revenue":29.99,"currency":"USD","product_id":"pro_monthly","quantity":1,"#
+                    + #""transaction_id":"2000000512345678"}"#,
+                metadata: #"{"app_version":"2.4.0","session_id":"7c0e5d9a"}"#
+            ).matches),
+        Case(
+            label: "RN later: conversion of a refund with only revenue and currency",
+            path: conversionPath,
+            headers: urlSession([("X-SDK", "react-native/1.5.0")]),
+            body: #"{"event_name":"refund","revenue":4.5,"currency":"EUR","timestamp":"2026-09-01T12:00:00.000Z","#
+                + #""platform":"android","device_id":"5b0c4a1e-7d2f-4c3b-9e8a-1f2d3c4b5a69","metadata":{}}"#,
+            check: Stored(
+                name: "refund", platform: .android, device: rnDevice, sdk: "react-native/1.5.0",
+                clientTimestamp: "2026-09-01T12:00:00.000Z", data: #"{"revenue":4.5,"currency":"EUR"}"#, metadata: "{}"
             ).matches),
     ]
 

@@ -23,7 +23,8 @@ import Testing
 /// - dB1 ios installs 01-01T00:00:00.000, 1 ms after cb1 (click day 12-31, install day 01-01);
 ///   sign_up 00:10; a purchase of 9.99 USD at exactly cb1 + 7 days (funnel step 5 counts).
 /// - dB2 android installs 01-01T00:02; purchases 10 USD (posted twice: one event) and "5.50" "eur"
-///   (`value`), a refund of 2.5 USD, a sign_up 7 days + 1 ms after cb2 (outside the funnel window).
+///   (`value`), a refund of 2.5 USD (posted to /api/analytics/conversion), a sign_up 7 days + 1 ms
+///   after cb2 (outside the funnel window).
 /// - dO ios: app_open 01-01T10:00 (organic, unattributable); round 2 brings its app_open of 12-30,
 ///   which moves its install day.
 ///
@@ -139,9 +140,11 @@ struct ReportEdgesTests {
         try action(
             utc, dB2, "purchase", "2026-01-01T01:30:00.000Z", "android", attribution: viaCB2,
             data: #"{"value":"5.50","currency":"eur"}"#)
-        try action(
-            utc, dB2, "refund", "2026-01-01T02:00:00.000Z", "android", attribution: viaCB2,
-            data: #"{"revenue":2.5,"currency":"USD"}"#)
+        // The refund as a later React Native SDK posts it: to /conversion, its amount at the top level.
+        try send(
+            "/api/analytics/conversion", utc,
+            #"{"event_name":"refund","revenue":2.5,"currency":"USD","timestamp":"2026-01-01T02:00:00.000Z","#
+                + #""platform":"android","device_id":"\#(dB2)","attribution":\#(viaCB2)}"#)
         try action(utc, dB2, "sign_up", "2026-01-08T00:00:00.001Z", "android", attribution: viaCB2)
         try open(utc, dO, "2026-01-01T10:00:00.000Z", "ios")
         try open(ny, nd2, "2026-03-08T05:00:01.000Z", "ios")

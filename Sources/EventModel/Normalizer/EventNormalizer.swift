@@ -32,12 +32,12 @@ struct EventNormalizer {
         receivedAtJSON = JSONWriter.timestampBytes(context.receivedAt)
         var header = context.sdkHeader ?? ""
         isSDKHeaderValid = header.withUTF8 { DeviceID.isValidIdentifier($0) }
-        if document.hasLoneSurrogates {
-            result.warnings.append(
-                "a string held a lone UTF-16 surrogate escape (\\uD800-\\uDFFF without its other half); "
-                    + "it was read as U+FFFD")
-        }
+        if document.hasLoneSurrogates { result.warnings.append(Self.loneSurrogateWarning) }
     }
+
+    /// The warning for a body whose strings held a lone surrogate escape (read as U+FFFD).
+    static let loneSurrogateWarning =
+        "a string held a lone UTF-16 surrogate escape (\\uD800-\\uDFFF without its other half); it was read as U+FFFD"
 
     /// Reads `sent_at` (or Segment's `sentAt`; a `null` counts as absent); an unreadable one is
     /// ignored with a warning.

@@ -95,7 +95,7 @@ final class IngestService: HTTPHandler {
             } catch {
                 return .respond(HTTPResponse(error: error), route: route.name)
             }
-        case .event, .retention, .batch, .link:
+        case .event, .retention, .conversion, .batch, .link:
             do {
                 let info = try admit(head, route: route)
                 return .readBody(limit: configuration.maxBodyBytes, route: route.name, context: info)
@@ -317,6 +317,7 @@ final class IngestService: HTTPHandler {
         case .event: return try Normalizer.encodedSingle(body: body, kind: .event, context: context, limits: limits)
         case .retention:
             return try Normalizer.encodedSingle(body: body, kind: .retention, context: context, limits: limits)
+        case .conversion: return try Normalizer.encodedConversion(body: body, context: context, limits: limits)
         case .batch: return try Normalizer.encodedBatch(body: body, context: context, limits: limits)
         default: return try Normalizer.encodedLinkEvents(body: body, context: context, limits: limits)
         }

@@ -1,6 +1,8 @@
 /// What a route does.
 package enum RouteKind: Sendable, Hashable {
     case event, retention, batch, link, healthz, readyz, metrics
+    /// `POST /api/analytics/conversion`: an action with its purchase fields at the top level.
+    case conversion
     /// `GET /api/reports/<kind>`: a read-only report (secret key), run on a report worker.
     case report
 }
@@ -26,6 +28,7 @@ struct Router: Sendable {
     static let ingestRoutes: [Route] = [
         Route(method: "POST", path: "/api/analytics/event", kind: .event, name: "event"),
         Route(method: "POST", path: "/api/analytics/retention", kind: .retention, name: "retention"),
+        Route(method: "POST", path: "/api/analytics/conversion", kind: .conversion, name: "conversion"),
         Route(method: "POST", path: "/api/analytics/batch", kind: .batch, name: "batch"),
         Route(method: "POST", path: "/api/link/events", kind: .link, name: "link_events"),
         Route(method: "GET", path: "/healthz", kind: .healthz, name: "healthz"),

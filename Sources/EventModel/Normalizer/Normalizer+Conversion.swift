@@ -1,0 +1,104 @@
+// `POST /api/analytics/conversion`: the conversions of later React Native SDK sources
+// (docs/ingest.md, "What the SDK sources send"). Their body is an SDK event whose purchase fields
+// sit at the top level instead of in `data`:
+//
+//   {"event_name":"purchase","revenue":29.99,"currency":"USD","product_id":"sku_1","quantity":1,
+//    "transaction_id":"T-1","timestamp":"...","platform":"ios","device_id":"...","metadata":{...}}
+//
+// It is stored as an ordinary action (kind `event`) whose `data` holds those fields, so the
+// reports count its revenue like any `purchase` or `refund` sent to /event. The body is rewritten
+// into the /event form and normalised by the same code: same checks, codes and envelope. Only this
+// route pays for the rewrite.
+
+extension Normalizer {
+    /// The top-level members of a conversion moved into `data`, in this order.
+    static let conversionMembers: [StaticString] = ["revenue", "currency", "product_id", "quantity", "transaction_id"]
+
+    /// Normalises one conversion from `POST /api/analytics/conversion` into envelope lines: an
+    /// action whose `data` is `{"revenue":…,"currency":…,"product_id":…,"quantity":…,
+    /// "transaction_id":…}` (members as sent; absent and `null` ones left out), followed by the
+    /// members of the body's own `data` object if it has one. Every other member is read as on
+    /// `/event`. A rejected conversion is dead-lettered as it arrived.
+    ///
+    /// - Throws: `BodyError` when the body is not a JSON object.
+    package static func encodedConversion(
+        body: [UInt8], context: RequestContext, limits: IngestLimits = IngestLimits()
+    ) throws(BodyError) -> EncodedRequest {
+        let document = try parse(body, limits: limits)
+        let root = document.root
+        guard root.kind == .object else { throw .notAnObject }
+        let warnings = document.hasLoneSurrogates ? [EventNormalizer.loneSurrogateWarning] : []
+        let rewritten: [UInt8]
+        do throws(Rejection) {
+            rewritten = try eventBody(ofConversion: root)
+        } catch {
+            let rejection = EventRejection(
+                index: 0, code: error.code.rawValue, message: error.message, rawEvent: root.rawBytes)
+            return EncodedRequest(rejected: [rejection], warnings: warnings)
+        }
+        var outcome = try encodedSingle(body: rewritten, kind: .event, context: context, limits: limits)
+        for k in outcome.rejected.indices { outcome.rejected[k].rawEvent = root.rawBytes }
+        outcome.warnings = warnings + outcome.warnings
+        return outcome
+    }
+
+    /// The `/event` body of a conversion: its members as sent, with the conversion members moved
+    /// into `data`.
+    ///
+    /// - Throws: `Rejection` `duplicate_key` when a moved member or `data` appears twice,
+    ///   `invalid_type` when `data` is neither an object nor `null`.
+    static func eventBody(ofConversion root: JSONValue) throws(Rejection) -> [UInt8] {
+        var moved: [JSONValue?] = Array(repeating: nil, count: conversionMembers.count)
+        var seen = Array(repeating: false, count: conversionMembers.count)
+        var data: JSONValue?
+        var out: [UInt8] = []
+        out.reserveCapacity(root.byteRange.count + 16)
+        out.append(UInt8(ascii: "{"))
+        for (key, value) in root.members {
+            if let slot = conversionMembers.firstIndex(where: { key.stringEquals($0) }) {
+                guard !seen[slot] else {
+                    throw Rejection(.duplicateKey, "the member \"\(conversionMembers[slot])\" appears more than once")
+                }
+                seen[slot] = true
+                if !value.isNull { moved[slot] = value }
+            } else if key.stringEquals("data") {
+                guard data == nil else { throw Rejection(.duplicateKey, "the member \"data\" appears more than once") }
+                data = value
+            } else {
+                if out.count > 1 { out.append(UInt8(ascii: ",")) }
+                out += key.rawBytes
+                out.append(UInt8(ascii: ":"))
+                out += value.rawBytes
+            }
+        }
+        if let given = data, !given.isNull, given.kind != .object {
+            throw Rejection(.invalidType, "\"data\" must be an object or null on /api/analytics/conversion")
+        }
+        let own = data.flatMap { $0.isNull ? nil : $0 }
+        if own != nil || moved.contains(where: { $0 != nil }) {
+            if out.count > 1 { out.append(UInt8(ascii: ",")) }
+            out += Array(#""data":{"#.utf8)
+            var first = true
+            for (slot, value) in moved.enumerated() {
+                guard let value else { continue }
+                if !first { out.append(UInt8(ascii: ",")) }
+                first = false
+                out.append(UInt8(ascii: "\""))
+                out += UnsafeBufferPointer(
+                    start: conversionMembers[slot].utf8Start, count: conversionMembers[slot].utf8CodeUnitCount)
+                out += Array(#"":"#.utf8)
+                out += value.rawBytes
+            }
+            for (key, value) in own?.members.map({ $0 }) ?? [] {
+                if !first { out.append(UInt8(ascii: ",")) }
+                first = false
+                out += key.rawBytes
+                out.append(UInt8(ascii: ":"))
+                out += value.rawBytes
+            }
+            out.append(UInt8(ascii: "}"))
+        }
+        out.append(UInt8(ascii: "}"))
+        return out
+    }
+}
