@@ -93,9 +93,17 @@ final class ReportQueue: Sendable {
                 var produced: (any HTTPProducedBody)?
                 if case .streamed(_, let body, _, _) = answer { produced = body as? any HTTPProducedBody }
                 if job.request.isHead { produced?.produce() }
-                job.completion(answer)
-                if !job.request.isHead { produced?.produce() }
-                state.withLock { $0.active -= 1 }
+                if produced == nil || job.request.isHead {
+                    // Nothing left to make: the worker is free before the answer goes out, so a
+                    // client that sends its next request as soon as it has this answer finds it free
+                    // (freed after, that request could meet a full queue and a 503 reports_busy).
+                    state.withLock { $0.active -= 1 }
+                    job.completion(answer)
+                } else {
+                    job.completion(answer)
+                    produced?.produce()
+                    state.withLock { $0.active -= 1 }
+                }
             }
             if isStopped, job == nil {
                 stopped.signal()
