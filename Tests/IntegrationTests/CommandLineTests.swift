@@ -429,6 +429,47 @@ struct CommandLineTests {
         #expect(serve.standardError.contains("shutdown.begin signal=SIGTERM"), "\(serve.standardError)")
     }
 
+    @Test("SIGTERM again stops an aggregator whose clean shutdown waits for a cycle blocked on a lock, at once")
+    func secondSignalForcesShutdown() throws {
+        let database = try TestDatabase.make()
+        defer { database.drop() }
+        let data = try TemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: data.path + "/segments", withIntermediateDirectories: true)
+        // Another session holds a lock the load cycle needs (as a long report rebuild or migration can).
+        let holder = try database.connect()
+        defer { holder.close() }
+        try holder.execute("BEGIN")
+        try holder.execute("LOCK TABLE load_checkpoints IN ACCESS EXCLUSIVE MODE")
+        let aggregate = try PipelineProcess(
+            ["aggregate", "--data-dir", data.path], environment: ["DATABASE_URL": database.url])
+        let observer = try database.connect()
+        defer { observer.close() }
+        var waiting = false
+        for _ in 0..<1500 where !waiting {
+            waiting =
+                try observer.query(
+                    "SELECT count(*) AS n FROM pg_locks WHERE NOT granted AND relation = 'load_checkpoints'::regclass"
+                ).first?["n", as: Int.self] == 1
+            if !waiting { Thread.sleep(forTimeInterval: 0.02) }
+        }
+        try #require(waiting, "the load cycle never waited for the lock; log: \(aggregate.standardError)")
+        aggregate.signal(SIGTERM)
+        for _ in 0..<500 where !aggregate.standardError.contains("shutdown.begin") {
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        try #require(aggregate.standardError.contains("shutdown.begin signal=SIGTERM"), "\(aggregate.standardError)")
+        // The clean stop waits for the cycle, which waits for the lock, held until this test ends.
+        // The second signal was ignored: nothing but SIGKILL stopped the process. The other signal
+        // is the same request (Ctrl-C under scripts/run: SIGINT from the terminal, SIGTERM from the
+        // script), the same one again forces the stop.
+        aggregate.signal(SIGINT)
+        aggregate.signal(SIGTERM)
+        let status = aggregate.waitForExit(timeout: .seconds(30))
+        #expect(status == 128 + SIGTERM, "exit \(String(describing: status)); log: \(aggregate.standardError)")
+        #expect(aggregate.standardError.contains("shutdown.forced signal=SIGTERM"), "\(aggregate.standardError)")
+        try holder.execute("ROLLBACK")
+    }
+
     @Test("migrate through the binary is idempotent")
     func migrateTwice() throws {
         let database = try TestDatabase.make(migrate: false)

@@ -12,7 +12,8 @@ enum ServeCommand: Command {
         Accepts SDK and link-service events over HTTP and answers once they are durable in the event
         log. API keys are read from PostgreSQL every 10 seconds and cached in <data-dir>/keys.json, so
         serving continues with known keys while PostgreSQL is down. SIGINT/SIGTERM stop cleanly:
-        /readyz turns 503, in-flight requests finish and become durable, then the process exits.
+        /readyz turns 503, in-flight requests finish and become durable, then the process exits. The
+        same signal again stops it at once (exit 143 or 130; nothing acknowledged is lost).
 
         \(databaseHelp)
         \(PipelineOptions.ingestHelp)
