@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Locking
+import TestSupport
 import Testing
 
 @testable import EventLog
@@ -158,14 +159,10 @@ import Testing
     /// unmounted afterwards. Mounting needs root (CAP_SYS_ADMIN); without it the test is cancelled
     /// as skipped, and the disk-cap test covers the same logic.
     private func withTmpfs(size: String, _ body: (String) throws -> Void) throws {
-        try withTemporaryDirectory { dir in
-            let mountPoint = dir + "/tmpfs"
-            try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
-            guard mount("tmpfs", mountPoint, "tmpfs", 0, "size=" + size) == 0 else {
-                try Test.cancel("skipped: cannot mount a tmpfs here (errno \(errno)); needs root")
-            }
-            defer { umount(mountPoint) }
-            try body(mountPoint)
+        var failure: Int32 = 0
+        guard let tmpfs = Tmpfs(size: size, failure: &failure) else {
+            try Test.cancel("skipped: cannot mount a tmpfs here (errno \(failure)); needs root")
         }
+        try withExtendedLifetime(tmpfs) { try body(tmpfs.path) }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Postgres
 import Reports
+import TestSupport
 import Testing
 
 @Suite struct DailyReportTests {
@@ -161,6 +162,38 @@ import Testing
             _ = try job.run(
                 date: day("2026-06-01"), app: nil, outDirectory: out + "/file/reports", formats: [.json],
                 allowPartial: true)
+        }
+    }
+
+    @Test("a full disk is refused naming the file with errno's words, and leaves no temporary file behind")
+    func fullDisk() throws {
+        var failure: Int32 = 0
+        guard let tmpfs = Tmpfs(size: "12k", failure: &failure) else {
+            try Test.cancel("skipped: cannot mount a tmpfs here (errno \(failure)); needs root")
+        }
+        try withExtendedLifetime(tmpfs) {
+            let database = try Database()
+            defer { database.close() }
+            try loadSmallWorld(Fixture(database.connection))
+            let job = DailyReport(connection: database.connection)
+            do throws(ReportError) {
+                _ = try job.run(
+                    date: day("2026-06-01"), app: nil, outDirectory: tmpfs.path, formats: [.csv, .json, .html],
+                    allowPartial: true)
+                Issue.record("eight files written on a 12 KiB file system")
+            } catch {
+                // It named the temporary file with Foundation's error: `cannot write .../installs.csv.tmp-4242:
+                // Error Domain=NSCocoaErrorDomain Code=640 "There isn’t enough space." UserInfo={...}`.
+                #expect(error.exitCode == 74)
+                guard case .io(let path, let message) = error else {
+                    Issue.record("\(error)")
+                    return
+                }
+                #expect(message == "No space left on device")
+                #expect(path.hasPrefix(tmpfs.path + "/2026-06-01/a/") && !path.contains(".tmp"), "\(path)")
+            }
+            let left = FileManager.default.enumerator(atPath: tmpfs.path)?.compactMap { $0 as? String } ?? []
+            #expect(!left.contains { $0.contains(".tmp") }, "\(left)")
         }
     }
 
