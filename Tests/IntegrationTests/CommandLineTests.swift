@@ -374,6 +374,14 @@ struct CommandLineTests {
         let bad = try PipelineProcess.runToEnd(
             ["apps", "create", "--id", "bad id!", "--name", "x"], environment: environment)
         #expect(bad.status == 64)
+        // An app id names the daily report's directory, <out>/<date>/<app>: `..` wrote every day's
+        // report of that app into <out> itself, each date over the last.
+        for dots in [".", ".."] {
+            let refused = try PipelineProcess.runToEnd(
+                ["apps", "create", "--id", dots, "--name", "x"], environment: environment)
+            #expect(refused.status == 64, "\(dots): \(refused.output)")
+            #expect(refused.errors.contains("--id must be"), "\(refused.errors)")
+        }
         let first = try PipelineProcess.runToEnd(
             ["apps", "create", "--id", "twice", "--name", "x"], environment: environment)
         #expect(first.status == 0)
