@@ -27,8 +27,15 @@ enum DetourAnalytics {
             Logger.minimumLevel = level
         }
         guard let word = tokens.first, !word.hasPrefix("-") else {
-            print(topLevelHelp)
-            exit(tokens.isEmpty || tokens.contains("--help") || tokens.contains("-h") ? 0 : 64)
+            if tokens.isEmpty || tokens.contains("--help") || tokens.contains("-h") {
+                print(topLevelHelp)
+                exit(0)
+            }
+            // `detour-analytics --data-dir /x serve` printed the help alone, with status 64 and no
+            // word on what was wrong.
+            FileHandle.standardError.write(
+                Data("error: the command comes first, then its options, got \(tokens[0])\n\n\(topLevelHelp)\n".utf8))
+            exit(64)
         }
         tokens.removeFirst()
         guard let command = commands.first(where: { $0.name == word }) else {

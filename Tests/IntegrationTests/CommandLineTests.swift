@@ -359,6 +359,15 @@ struct CommandLineTests {
         #expect(cappedOptions.log.maxDiskBytes == 64 << 10)
     }
 
+    @Test("an option before the command is refused on standard error with exit status 64, saying why")
+    func optionBeforeCommand() throws {
+        let result = try PipelineProcess.runToEnd(["--data-dir", "/var/lib/detour", "serve"])
+        #expect(result.status == 64)
+        // It printed the help to standard output, and nothing said what was wrong.
+        #expect(result.errors.hasPrefix("error: the command comes first, then its options, got --data-dir"))
+        #expect(result.output.isEmpty, "\(result.output)")
+    }
+
     @Test("an unknown command is refused with exit status 64")
     func unknownCommand() throws {
         let result = try PipelineProcess.runToEnd(["frobnicate"])
