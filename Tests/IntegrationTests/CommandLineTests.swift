@@ -487,6 +487,46 @@ struct CommandLineTests {
         try holder.execute("ROLLBACK")
     }
 
+    @Test(
+        "standard output on a full disk ends a command with exit status 74 and one line saying so, not a crash",
+        arguments: [
+            ["aggregate", "--once"], ["report", "daily", "--date", "2026-06-01", "--allow-partial"],
+            ["apps", "create", "--id", "keys-lost", "--name", "x", "--json"],
+        ])
+    func standardOutputOnFullDisk(arguments: [String]) throws {
+        let database = try TestDatabase.make()
+        defer { database.drop() }
+        let environment = ["DATABASE_URL": database.url]
+        _ = try PipelineProcess.createApp(id: "full", name: "full", environment: environment)
+        let data = try TemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: data.path + "/segments", withIntermediateDirectories: true)
+        let extra =
+            arguments[0] == "aggregate"
+            ? ["--data-dir", data.path] : arguments[0] == "report" ? ["--out", data.path] : []
+        // cron.md's `>>/var/log/detour-report.log 2>&1` on a disk that filled up: the summary line
+        // crashed the process (exit 132, FileHandle.write's trap) after the work was done.
+        let result = try PipelineProcess.runToEnd(
+            arguments + extra, environment: environment, standardOutput: "/dev/full")
+        #expect(result.status == 74, "\(result.errors)")
+        #expect(result.errors.hasPrefix("error: writing standard output: No space left on device"), "\(result.errors)")
+        #expect(!result.errors.contains("Fatal error"), "\(result.errors)")
+    }
+
+    @Test("serve with standard error on a full disk serves and stops cleanly instead of crashing at its first log line")
+    func standardErrorOnFullDisk() throws {
+        let database = try TestDatabase.make()
+        defer { database.drop() }
+        let data = try TemporaryDirectory()
+        let serve = try PipelineProcess(
+            ["serve", "--http-addr", "127.0.0.1:0", "--data-dir", data.path],
+            environment: ["DATABASE_URL": database.url], standardError: "/dev/full")
+        let port = try #require(serve.waitForLine(startingWith: "listening on http://127.0.0.1:"))
+        let ready = try HTTP.get("http://127.0.0.1:\(port)/readyz")
+        #expect(ready.status == 200)
+        serve.signal(SIGTERM)
+        #expect(serve.waitForExit(timeout: .seconds(60)) == 0)
+    }
+
     @Test("migrate through the binary is idempotent")
     func migrateTwice() throws {
         let database = try TestDatabase.make(migrate: false)

@@ -55,7 +55,7 @@ enum AggregateCommand: Command {
         } catch {
             guard case .database = error else { throw error }
             // As the report commands (docs/cron.md): cron wrappers tell "try again later" from a bug.
-            FileHandle.standardError.write(Data("error: \(error)\n".utf8))
+            complain("error: \(error)\n")
             return 69  // EX_UNAVAILABLE
         }
         if cycles.allSatisfy({ !$0.ran }) {
