@@ -197,6 +197,30 @@ import Testing
         }
     }
 
+    @Test("a run leaves the temporary file of another run writing the same directory alone")
+    func concurrentRunsKeepTheirOwnTemporaryFiles() throws {
+        let database = try Database()
+        defer { database.close() }
+        try loadSmallWorld(Fixture(database.connection))
+        let out = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        // Another job half way through links.csv, with this process's id: the compose file's one-off
+        // containers all run the binary as PID 1. The temporary file was named by the process id
+        // alone, so this run truncated the other's file, wrote its own bytes into it and renamed it
+        // away: the other run then renamed a file mixing both, or failed.
+        let directory = out + "/2026-06-01/a"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let other = directory + "/links.csv.tmp-\(getpid())"
+        try "the other run's first half".write(toFile: other, atomically: false, encoding: .utf8)
+        _ = try DailyReport(connection: database.connection).run(
+            date: day("2026-06-01"), app: "a", outDirectory: out, formats: [.csv], allowPartial: true)
+        #expect(try String(contentsOfFile: other, encoding: .utf8) == "the other run's first half")
+        let links = try String(contentsOfFile: directory + "/links.csv", encoding: .utf8)
+        #expect(links.hasPrefix("report_date,complete,watermark,path,"), "\(links)")
+        let names = try FileManager.default.contentsOfDirectory(atPath: directory)
+        #expect(names.filter { $0.contains(".tmp") } == ["links.csv.tmp-\(getpid())"], "\(names)")
+    }
+
     @Test("allowPartial writes every format, says so, and a rerun gives identical files")
     func partialAndIdempotent() throws {
         let database = try Database()
