@@ -50,11 +50,15 @@ enum Termination {
             self.sources = sources
         }
 
-        /// Blocks the calling thread until SIGINT or SIGTERM has arrived (since `watch()`); returns
-        /// the signal's name. The watch goes on: the same signal again ends the process at once.
-        func wait() -> String {
+        /// Blocks the calling thread until SIGINT or SIGTERM has arrived (since `watch()`), logs
+        /// `shutdown.begin` with the signal's name and runs `stop`. The watch goes on while `stop`
+        /// runs: the same signal again ends the process at once. (It is a method, so the sources live
+        /// until `stop` returns; a signal source released early would leave the signal ignored.)
+        func stopOnSignal(_ stop: () -> Void) {
             received.wait()
-            return name.value.withLock { $0 }
+            Logger(label: "detour").notice("shutdown.begin", ["signal": name.value.withLock { $0 }])
+            stop()
+            withExtendedLifetime(sources) {}
         }
     }
 }

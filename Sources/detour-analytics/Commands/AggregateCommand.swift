@@ -41,9 +41,7 @@ enum AggregateCommand: Command {
             retention: AggregatorOptions.retention(segmentsDirectory: configuration.segmentsDirectory))
         guard let termination else { return try loadOnce(aggregator) }
         aggregator.start()
-        let signal = termination.wait()
-        Logger(label: "detour").notice("shutdown.begin", ["signal": signal])
-        aggregator.stop()
+        termination.stopOnSignal { aggregator.stop() }
         return 0
     }
 

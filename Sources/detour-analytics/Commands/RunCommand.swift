@@ -1,6 +1,5 @@
 import Aggregator
 import Foundation
-import Observability
 
 /// `detour-analytics run`: ingest and aggregator in one process, the way `scripts/run` starts it.
 enum RunCommand: Command {
@@ -37,10 +36,10 @@ enum RunCommand: Command {
             retention: AggregatorOptions.retention(segmentsDirectory: options.log.directory))
         aggregator.start()
         ServeCommand.announce(ingest, options: options)
-        let signal = termination.wait()
-        Logger(label: "detour").notice("shutdown.begin", ["signal": signal])
-        ingest.stop()
-        aggregator.stop()
+        termination.stopOnSignal {
+            ingest.stop()
+            aggregator.stop()
+        }
         return 0
     }
 }

@@ -1,5 +1,4 @@
 import Foundation
-import Observability
 
 /// `detour-analytics serve`: the ingest HTTP edge alone (run the aggregator elsewhere or from cron).
 enum ServeCommand: Command {
@@ -27,9 +26,7 @@ enum ServeCommand: Command {
         let termination = Termination.watch()  // before start-up, which can wait for PostgreSQL
         let ingest = try IngestRuntime(options: options, databaseURL: try requireDatabase(options.databaseURL))
         announce(ingest, options: options)
-        let signal = termination.wait()
-        Logger(label: "detour").notice("shutdown.begin", ["signal": signal])
-        ingest.stop()
+        termination.stopOnSignal { ingest.stop() }
         return 0
     }
 
