@@ -15,7 +15,7 @@ import Observability
 enum Termination {
     /// Starts watching for SIGINT and SIGTERM. Called before start-up (which can wait seconds for
     /// PostgreSQL), so a `docker stop` then is not fatal: the process finishes starting, and
-    /// `wait()` returns at once for a clean shutdown (it was killed with status 143 before).
+    /// `stopOnSignal` stops it at once, cleanly (it was killed with status 143 before).
     static func watch() -> Watch { Watch() }
 
     /// The signal sources of one `watch()`.
