@@ -66,7 +66,9 @@ let package = Package(
         ),
         .testTarget(name: "ObservabilityTests", dependencies: ["Observability", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "EventModelTests", dependencies: ["EventModel", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "EventLogTests", dependencies: ["EventLog", "EventModel", "Locking"], swiftSettings: strict),
+        .testTarget(
+            name: "EventLogTests", dependencies: ["EventLog", "EventModel", "Locking", "TestSupport"],
+            swiftSettings: strict),
         .testTarget(
             name: "PostgresTests", dependencies: ["Postgres", "TestSupport", "Locking"], swiftSettings: strict),
         .testTarget(

@@ -46,6 +46,12 @@ final class FrameScanner {
     func step(at offset: Int64) throws(LogError) -> Step {
         if offset >= size { return .end }
         let available = try readPrefix(at: offset)
+        // The file may have been cut back since it was opened (the writer truncating a failed group
+        // on a full disk, the preallocator its zeros): where it now ends is its end. Until 2026-12-02
+        // the bytes of the previous read left in the buffer were taken for a frame here, the reader
+        // skipped such "damaged" frames up to the size seen at opening, and its checkpoint passed the
+        // end of the file: the frames written there next were never loaded.
+        if available == 0 { return .end }
         // No frame starts with a zero byte (both magics are non-zero): zeros are unwritten space.
         if prefix.withUnsafeBytes({ raw in raw.prefix(min(4, available)).allSatisfy { $0 == 0 } }) { return .unwritten }
         let metadata: FrameMetadata
@@ -60,7 +66,8 @@ final class FrameScanner {
             return .torn(reason: "file ends inside a frame body")
         }
         body.removeAll(keepingCapacity: true)
-        _ = try FileSystem.read(fd, at: bodyOffset, count: metadata.bodyLength, into: &body, path: path)
+        let got = try FileSystem.read(fd, at: bodyOffset, count: metadata.bodyLength, into: &body, path: path)
+        guard got == metadata.bodyLength else { return .torn(reason: "file ends inside a frame body") }
         let good =
             body.withUnsafeBytes { checksum(UnsafeRawBufferPointer(rebasing: $0[0..<metadata.bodyLength])) }
             == metadata.bodyChecksum
@@ -72,12 +79,11 @@ final class FrameScanner {
         return .frame(metadata)
     }
 
-    /// Reads the bytes a frame prefix may take at `offset` (fewer near the end of the file) into
-    /// `prefix`; returns how many.
+    /// Reads the bytes a frame prefix may take at `offset` (fewer near the end of the file, or
+    /// where the file was cut back since it was opened) into `prefix`; returns how many it read.
     private func readPrefix(at offset: Int64) throws(LogError) -> Int {
-        let available = Int(min(Int64(SegmentFormat.maxPrefixSize), size - offset))
-        _ = try FileSystem.read(fd, at: offset, count: available, into: &prefix, path: path)
-        return available
+        let wanted = Int(min(Int64(SegmentFormat.maxPrefixSize), size - offset))
+        return try FileSystem.read(fd, at: offset, count: wanted, into: &prefix, path: path)
     }
 
     /// Decodes the metadata of the `available` bytes `readPrefix` read.

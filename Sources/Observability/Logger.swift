@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import Locking
 
 /// A structured logger with swift-log's call shape: a constant message plus dotted metadata keys,
@@ -78,7 +79,7 @@ package struct Logger: Sendable {
             for sink in sinks.values { sink(line) }
         } else {
             line += "\n"
-            FileHandle.standardError.write(Data(line.utf8))
+            Logger.writeToStandardError(&line)
         }
     }
 
@@ -114,6 +115,21 @@ package struct Logger: Sendable {
             }
         }
         return escaped + "\""
+    }
+
+    /// Writes `line` to standard error with write(2), dropping it when that fails: a log on a full
+    /// disk (`2>>/var/log/detour.log` on the data directory's disk) must not stop the process, and
+    /// `FileHandle.write`, used until 2026-12-02, crashed it there.
+    private static func writeToStandardError(_ line: inout String) {
+        line.withUTF8 { bytes in
+            var offset = 0
+            while offset < bytes.count {
+                let written = Glibc.write(STDERR_FILENO, bytes.baseAddress! + offset, bytes.count - offset)
+                if written < 0, errno == EINTR { continue }
+                guard written > 0 else { return }
+                offset += written
+            }
+        }
     }
 
     private static func timestamp() -> String {

@@ -20,19 +20,24 @@ enum DetourAnalytics {
         if let name = environment["DETOUR_LOG_LEVEL"], !name.isEmpty {
             guard let level = Logger.Level(name: name) else {
                 let levels = Logger.Level.allCases.map { "\($0)" }.joined(separator: "|")
-                FileHandle.standardError.write(
-                    Data("error: DETOUR_LOG_LEVEL must be one of \(levels), got \(name.prefix(40))\n".utf8))
+                complain("error: DETOUR_LOG_LEVEL must be one of \(levels), got \(name.prefix(40))\n")
                 exit(64)
             }
             Logger.minimumLevel = level
         }
         guard let word = tokens.first, !word.hasPrefix("-") else {
-            print(topLevelHelp)
-            exit(tokens.isEmpty || tokens.contains("--help") || tokens.contains("-h") ? 0 : 64)
+            if tokens.isEmpty || tokens.contains("--help") || tokens.contains("-h") {
+                print(topLevelHelp)
+                exit(0)
+            }
+            // `detour-analytics --data-dir /x serve` printed the help alone, with status 64 and no
+            // word on what was wrong.
+            complain("error: the command comes first, then its options, got \(tokens[0])\n\n\(topLevelHelp)\n")
+            exit(64)
         }
         tokens.removeFirst()
         guard let command = commands.first(where: { $0.name == word }) else {
-            FileHandle.standardError.write(Data("error: unknown command \(word)\n\n\(topLevelHelp)\n".utf8))
+            complain("error: unknown command \(word)\n\n\(topLevelHelp)\n")
             exit(64)
         }
         var arguments = Arguments(tokens)
@@ -41,12 +46,12 @@ enum DetourAnalytics {
             exit(0)
         }
         do {
-            exit(try command.run(&arguments, environment: environment))
+            exit(finishOutput(try command.run(&arguments, environment: environment)))
         } catch let error as UsageError {
-            FileHandle.standardError.write(Data("error: \(error)\n\n\(command.help)\n".utf8))
+            complain("error: \(error)\n\n\(command.help)\n")
             exit(64)
         } catch {
-            FileHandle.standardError.write(Data("error: \(error)\(schemaHint(error))\n".utf8))
+            complain("error: \(error)\(schemaHint(error))\n")
             exit(1)
         }
     }

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Locking
+import TestSupport
 import Testing
 
 @testable import EventLog
@@ -127,18 +128,41 @@ import Testing
         }
     }
 
+    @Test("a reader whose open segment is cut back after it opened it (a failed write) ends there, not past the file")
+    func segmentCutWhileReading() throws {
+        try withTemporaryDirectory { dir in
+            var configuration = testConfiguration(dir)
+            configuration.preallocationBytes = 0
+            let (path, offsets) = try writeFrames(configuration, frames: 3)
+            // The aggregator opened the open segment, then the writer's write of the third frame
+            // failed on a full disk and cut it away (WriterCore.failGroup), to write there again.
+            let scanner = try FrameScanner(path: path)
+            #expect(truncate(path, off_t(offsets[2])) == 0)
+            guard case .frame = try scanner.step(at: offsets[0]), case .frame = try scanner.step(at: offsets[1]) else {
+                Issue.record("the frames before the cut do not read back")
+                return
+            }
+            // The second frame's bytes, still in the scanner's buffers, were read as a damaged frame
+            // at the cut, and again at every frame length up to the old size: the reader's checkpoint
+            // went past the end of the file, and the frames written at the cut were never loaded.
+            let atCut = try scanner.step(at: offsets[2])
+            guard case .end = atCut else {
+                Issue.record("at the cut: \(atCut)")
+                return
+            }
+            #expect(try !scanner.hasFramePrefix(at: offsets[2]))
+            #expect(try scanner.frameEnd(from: 0) == offsets[2])
+        }
+    }
+
     /// Runs `body` with the path of a fresh tmpfs of `size` (a real file system that fills up),
     /// unmounted afterwards. Mounting needs root (CAP_SYS_ADMIN); without it the test is cancelled
     /// as skipped, and the disk-cap test covers the same logic.
     private func withTmpfs(size: String, _ body: (String) throws -> Void) throws {
-        try withTemporaryDirectory { dir in
-            let mountPoint = dir + "/tmpfs"
-            try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
-            guard mount("tmpfs", mountPoint, "tmpfs", 0, "size=" + size) == 0 else {
-                try Test.cancel("skipped: cannot mount a tmpfs here (errno \(errno)); needs root")
-            }
-            defer { umount(mountPoint) }
-            try body(mountPoint)
+        var failure: Int32 = 0
+        guard let tmpfs = Tmpfs(size: size, failure: &failure) else {
+            try Test.cancel("skipped: cannot mount a tmpfs here (errno \(failure)); needs root")
         }
+        try withExtendedLifetime(tmpfs) { try body(tmpfs.path) }
     }
 }

@@ -359,6 +359,15 @@ struct CommandLineTests {
         #expect(cappedOptions.log.maxDiskBytes == 64 << 10)
     }
 
+    @Test("an option before the command is refused on standard error with exit status 64, saying why")
+    func optionBeforeCommand() throws {
+        let result = try PipelineProcess.runToEnd(["--data-dir", "/var/lib/detour", "serve"])
+        #expect(result.status == 64)
+        // It printed the help to standard output, and nothing said what was wrong.
+        #expect(result.errors.hasPrefix("error: the command comes first, then its options, got --data-dir"))
+        #expect(result.output.isEmpty, "\(result.output)")
+    }
+
     @Test("an unknown command is refused with exit status 64")
     func unknownCommand() throws {
         let result = try PipelineProcess.runToEnd(["frobnicate"])
@@ -374,6 +383,14 @@ struct CommandLineTests {
         let bad = try PipelineProcess.runToEnd(
             ["apps", "create", "--id", "bad id!", "--name", "x"], environment: environment)
         #expect(bad.status == 64)
+        // An app id names the daily report's directory, <out>/<date>/<app>: `..` wrote every day's
+        // report of that app into <out> itself, each date over the last.
+        for dots in [".", ".."] {
+            let refused = try PipelineProcess.runToEnd(
+                ["apps", "create", "--id", dots, "--name", "x"], environment: environment)
+            #expect(refused.status == 64, "\(dots): \(refused.output)")
+            #expect(refused.errors.contains("--id must be"), "\(refused.errors)")
+        }
         let first = try PipelineProcess.runToEnd(
             ["apps", "create", "--id", "twice", "--name", "x"], environment: environment)
         #expect(first.status == 0)
@@ -427,6 +444,87 @@ struct CommandLineTests {
         let status = serve.waitForExit(timeout: .seconds(60))
         #expect(status == 0, "exit \(String(describing: status)); log: \(serve.standardError)")
         #expect(serve.standardError.contains("shutdown.begin signal=SIGTERM"), "\(serve.standardError)")
+    }
+
+    @Test("SIGTERM again stops an aggregator whose clean shutdown waits for a cycle blocked on a lock, at once")
+    func secondSignalForcesShutdown() throws {
+        let database = try TestDatabase.make()
+        defer { database.drop() }
+        let data = try TemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: data.path + "/segments", withIntermediateDirectories: true)
+        // Another session holds a lock the load cycle needs (as a long report rebuild or migration can).
+        let holder = try database.connect()
+        defer { holder.close() }
+        try holder.execute("BEGIN")
+        try holder.execute("LOCK TABLE load_checkpoints IN ACCESS EXCLUSIVE MODE")
+        let aggregate = try PipelineProcess(
+            ["aggregate", "--data-dir", data.path], environment: ["DATABASE_URL": database.url])
+        let observer = try database.connect()
+        defer { observer.close() }
+        var waiting = false
+        for _ in 0..<1500 where !waiting {
+            waiting =
+                try observer.query(
+                    "SELECT count(*) AS n FROM pg_locks WHERE NOT granted AND relation = 'load_checkpoints'::regclass"
+                ).first?["n", as: Int.self] == 1
+            if !waiting { Thread.sleep(forTimeInterval: 0.02) }
+        }
+        try #require(waiting, "the load cycle never waited for the lock; log: \(aggregate.standardError)")
+        aggregate.signal(SIGTERM)
+        for _ in 0..<500 where !aggregate.standardError.contains("shutdown.begin") {
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        try #require(aggregate.standardError.contains("shutdown.begin signal=SIGTERM"), "\(aggregate.standardError)")
+        // The clean stop waits for the cycle, which waits for the lock, held until this test ends.
+        // The second signal was ignored: nothing but SIGKILL stopped the process. The other signal
+        // is the same request (Ctrl-C under scripts/run: SIGINT from the terminal, SIGTERM from the
+        // script), the same one again forces the stop.
+        aggregate.signal(SIGINT)
+        aggregate.signal(SIGTERM)
+        let status = aggregate.waitForExit(timeout: .seconds(30))
+        #expect(status == 128 + SIGTERM, "exit \(String(describing: status)); log: \(aggregate.standardError)")
+        #expect(aggregate.standardError.contains("shutdown.forced signal=SIGTERM"), "\(aggregate.standardError)")
+        try holder.execute("ROLLBACK")
+    }
+
+    @Test(
+        "standard output on a full disk ends a command with exit status 74 and one line saying so, not a crash",
+        arguments: [
+            ["aggregate", "--once"], ["report", "daily", "--date", "2026-06-01", "--allow-partial"],
+            ["apps", "create", "--id", "keys-lost", "--name", "x", "--json"],
+        ])
+    func standardOutputOnFullDisk(arguments: [String]) throws {
+        let database = try TestDatabase.make()
+        defer { database.drop() }
+        let environment = ["DATABASE_URL": database.url]
+        _ = try PipelineProcess.createApp(id: "full", name: "full", environment: environment)
+        let data = try TemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: data.path + "/segments", withIntermediateDirectories: true)
+        let extra =
+            arguments[0] == "aggregate"
+            ? ["--data-dir", data.path] : arguments[0] == "report" ? ["--out", data.path] : []
+        // cron.md's `>>/var/log/detour-report.log 2>&1` on a disk that filled up: the summary line
+        // crashed the process (exit 132, FileHandle.write's trap) after the work was done.
+        let result = try PipelineProcess.runToEnd(
+            arguments + extra, environment: environment, standardOutput: "/dev/full")
+        #expect(result.status == 74, "\(result.errors)")
+        #expect(result.errors.hasPrefix("error: writing standard output: No space left on device"), "\(result.errors)")
+        #expect(!result.errors.contains("Fatal error"), "\(result.errors)")
+    }
+
+    @Test("serve with standard error on a full disk serves and stops cleanly instead of crashing at its first log line")
+    func standardErrorOnFullDisk() throws {
+        let database = try TestDatabase.make()
+        defer { database.drop() }
+        let data = try TemporaryDirectory()
+        let serve = try PipelineProcess(
+            ["serve", "--http-addr", "127.0.0.1:0", "--data-dir", data.path],
+            environment: ["DATABASE_URL": database.url], standardError: "/dev/full")
+        let port = try #require(serve.waitForLine(startingWith: "listening on http://127.0.0.1:"))
+        let ready = try HTTP.get("http://127.0.0.1:\(port)/readyz")
+        #expect(ready.status == 200)
+        serve.signal(SIGTERM)
+        #expect(serve.waitForExit(timeout: .seconds(60)) == 0)
     }
 
     @Test("migrate through the binary is idempotent")

@@ -1,6 +1,7 @@
 import Foundation
 import Postgres
 import Reports
+import TestSupport
 import Testing
 
 @Suite struct DailyReportTests {
@@ -162,6 +163,62 @@ import Testing
                 date: day("2026-06-01"), app: nil, outDirectory: out + "/file/reports", formats: [.json],
                 allowPartial: true)
         }
+    }
+
+    @Test("a full disk is refused naming the file with errno's words, and leaves no temporary file behind")
+    func fullDisk() throws {
+        var failure: Int32 = 0
+        guard let tmpfs = Tmpfs(size: "12k", failure: &failure) else {
+            try Test.cancel("skipped: cannot mount a tmpfs here (errno \(failure)); needs root")
+        }
+        try withExtendedLifetime(tmpfs) {
+            let database = try Database()
+            defer { database.close() }
+            try loadSmallWorld(Fixture(database.connection))
+            let job = DailyReport(connection: database.connection)
+            do throws(ReportError) {
+                _ = try job.run(
+                    date: day("2026-06-01"), app: nil, outDirectory: tmpfs.path, formats: [.csv, .json, .html],
+                    allowPartial: true)
+                Issue.record("eight files written on a 12 KiB file system")
+            } catch {
+                // It named the temporary file with Foundation's error: `cannot write .../installs.csv.tmp-4242:
+                // Error Domain=NSCocoaErrorDomain Code=640 "There isn’t enough space." UserInfo={...}`.
+                #expect(error.exitCode == 74)
+                guard case .io(let path, let message) = error else {
+                    Issue.record("\(error)")
+                    return
+                }
+                #expect(message == "No space left on device")
+                #expect(path.hasPrefix(tmpfs.path + "/2026-06-01/a/") && !path.contains(".tmp"), "\(path)")
+            }
+            let left = FileManager.default.enumerator(atPath: tmpfs.path)?.compactMap { $0 as? String } ?? []
+            #expect(!left.contains { $0.contains(".tmp") }, "\(left)")
+        }
+    }
+
+    @Test("a run leaves the temporary file of another run writing the same directory alone")
+    func concurrentRunsKeepTheirOwnTemporaryFiles() throws {
+        let database = try Database()
+        defer { database.close() }
+        try loadSmallWorld(Fixture(database.connection))
+        let out = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        // Another job half way through links.csv, with this process's id: the compose file's one-off
+        // containers all run the binary as PID 1. The temporary file was named by the process id
+        // alone, so this run truncated the other's file, wrote its own bytes into it and renamed it
+        // away: the other run then renamed a file mixing both, or failed.
+        let directory = out + "/2026-06-01/a"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let other = directory + "/links.csv.tmp-\(getpid())"
+        try "the other run's first half".write(toFile: other, atomically: false, encoding: .utf8)
+        _ = try DailyReport(connection: database.connection).run(
+            date: day("2026-06-01"), app: "a", outDirectory: out, formats: [.csv], allowPartial: true)
+        #expect(try String(contentsOfFile: other, encoding: .utf8) == "the other run's first half")
+        let links = try String(contentsOfFile: directory + "/links.csv", encoding: .utf8)
+        #expect(links.hasPrefix("report_date,complete,watermark,path,"), "\(links)")
+        let names = try FileManager.default.contentsOfDirectory(atPath: directory)
+        #expect(names.filter { $0.contains(".tmp") } == ["links.csv.tmp-\(getpid())"], "\(names)")
     }
 
     @Test("allowPartial writes every format, says so, and a rerun gives identical files")

@@ -20,8 +20,13 @@ package final class PipelineProcess: Sendable {
         ProcessInfo.processInfo.environment.filter { $0.key == "LD_PRELOAD" || $0.key == "DETOUR_CLOSE_REPORTS" }
     }
 
-    /// Starts `detour-analytics arguments...` with `environment` added to a minimal environment.
-    package init(_ arguments: [String], environment: [String: String] = [:]) throws {
+    /// Starts `detour-analytics arguments...` with `environment` added to a minimal environment;
+    /// `standardOutput` or `standardError`, when given, is a file the child writes to instead of the
+    /// pipe read here (`/dev/full`), and what is read of that one stays empty.
+    package init(
+        _ arguments: [String], environment: [String: String] = [:], standardOutput: String? = nil,
+        standardError: String? = nil
+    ) throws {
         process = Process()
         process.executableURL = URL(fileURLWithPath: Self.binaryPath)
         process.arguments = arguments
@@ -31,9 +36,21 @@ package final class PipelineProcess: Sendable {
         process.environment = base
         let out = Pipe()
         let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        for (pipe, buffer) in [(out, output), (err, errors)] {
+        let files = try [standardOutput, standardError].map { path in
+            try path.map { path in
+                guard let file = FileHandle(forWritingAtPath: path) else {
+                    throw Failure(description: "cannot open \(path)")
+                }
+                return file
+            }
+        }
+        process.standardOutput = files[0] ?? out
+        process.standardError = files[1] ?? err
+        for (pipe, buffer, given) in [(out, output, files[0]), (err, errors, files[1])] {
+            if given != nil {
+                buffer.append(Data())  // nothing to read: at its end already
+                continue
+            }
             pipe.fileHandleForReading.readabilityHandler = { handle in
                 let data = handle.availableData
                 buffer.append(data)
@@ -67,9 +84,10 @@ package final class PipelineProcess: Sendable {
 
     /// Runs the binary to completion (bounded) and returns its status and output.
     package static func runToEnd(
-        _ arguments: [String], environment: [String: String] = [:], timeout: Duration = .seconds(60)
+        _ arguments: [String], environment: [String: String] = [:], standardOutput: String? = nil,
+        timeout: Duration = .seconds(60)
     ) throws -> (status: Int32, output: String, errors: String) {
-        let child = try PipelineProcess(arguments, environment: environment)
+        let child = try PipelineProcess(arguments, environment: environment, standardOutput: standardOutput)
         let status =
             child.waitForExit(timeout: timeout)
             ?? {

@@ -22,25 +22,48 @@ enum AtomicFile {
         }
     }
 
+    /// Writes `text` to `path` through a temporary file beside it.
+    ///
+    /// - Throws: `.io` naming `path` and the reason in errno's words ("No space left on device").
+    ///   Foundation's error read `cannot write <path>.tmp-<pid>: Error Domain=NSCocoaErrorDomain
+    ///   Code=640 "There isn’t enough space." UserInfo={...}` on a full disk until 2026-12-02.
+    ///
+    /// The temporary file is this call's own (created, never opened if it exists, and named with a
+    /// random part): two jobs writing the same directory at once each rename a whole file of their
+    /// own. It was `<path>.tmp-<pid>`, opened with truncation, and the compose file's one-off
+    /// containers all run the binary as PID 1: one job truncated and wrote into the other's file, and
+    /// one of them renamed a file holding both into place (or failed on the vanished file).
     static func write(_ text: String, to path: String) throws(ReportError) {
-        let temporary = path + ".tmp-\(getpid())"
-        let data = Data(text.utf8)
-        guard FileManager.default.createFile(atPath: temporary, contents: nil) else {
-            throw .io(path: temporary, message: "cannot create")
+        var random = SystemRandomNumberGenerator()
+        var temporary = ""
+        var fd: Int32 = -1
+        for _ in 0..<8 where fd < 0 {
+            temporary = path + ".tmp-\(getpid())-" + String(random.next() as UInt64, radix: 36)
+            fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o666)
+            if fd < 0, errno != EEXIST { break }
         }
+        guard fd >= 0 else { throw .io(path: path, message: String(cString: strerror(errno))) }
+        let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
         do {
-            let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: temporary))
-            defer { try? handle.close() }
-            try handle.write(contentsOf: data)
+            try handle.write(contentsOf: Data(text.utf8))
             try handle.synchronize()
+            try handle.close()
         } catch {
             try? FileManager.default.removeItem(atPath: temporary)
-            throw .io(path: temporary, message: "\(error)")
+            throw .io(path: path, message: reason(error))
         }
         guard rename(temporary, path) == 0 else {
             let message = String(cString: strerror(errno))
             try? FileManager.default.removeItem(atPath: temporary)
             throw .io(path: path, message: message)
         }
+    }
+
+    /// The POSIX reason under a Foundation file error, in errno's words.
+    private static func reason(_ error: any Error) -> String {
+        let error = error as NSError
+        let posix = error.domain == NSPOSIXErrorDomain ? error : error.userInfo[NSUnderlyingErrorKey] as? NSError
+        guard let posix, posix.domain == NSPOSIXErrorDomain else { return error.localizedDescription }
+        return String(cString: strerror(Int32(posix.code)))
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 
 /// One `detour-analytics` command. Each lives in its own file under Commands/.
 protocol Command {
@@ -48,9 +49,42 @@ extension Arguments {
     }
 }
 
-/// Writes a line to standard output at once (unbuffered), so scripts reading it see it immediately.
+/// Writes a line to standard output at once (flushed), so scripts reading it see it immediately.
+/// A failed write (a full disk under `>>/var/log/...`, a closed descriptor) is reported when the
+/// command ends (`finishOutput`): `FileHandle.write`, used until 2026-12-02, crashed the process
+/// on it (exit 132 and a backtrace, after `report daily` or `aggregate --once` had done their work).
 func say(_ line: String) {
-    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    print(line)
+    if fflush(standardOutput) != 0 {
+        let code = errno
+        lostOutput.withLock { $0 = $0 ?? code }
+    }
+}
+
+/// The errno of the first `say` whose line did not reach standard output.
+private let lostOutput = Locked<Int32?>(nil)
+
+/// C's `stdout`, the stream `print` writes to, read through its symbol: Swift 6 refuses the global
+/// variable (shared mutable state). `nonisolated(unsafe)`: the pointer never changes, and stdio
+/// locks the stream itself.
+nonisolated(unsafe) private let standardOutput = dlsym(nil, "stdout")!.load(as: UnsafeMutablePointer<FILE>.self)
+
+/// Writes `text` to standard error as it is; a failed write is dropped (there is nowhere left to
+/// say so), where `FileHandle.write` crashed the process.
+func complain(_ text: String) {
+    var text = text
+    text.withUTF8 { try? writeAll(STDERR_FILENO, UnsafeRawBufferPointer($0)) }
+}
+
+/// The exit status once standard output is flushed: `status`, or 74 (EX_IOERR) with one line on
+/// standard error when something written there was lost (`print` and `say` lines, such as the keys
+/// `apps create` shows only once), where the command went on as if all was well.
+func finishOutput(_ status: Int32) -> Int32 {
+    var code: Int32? = fflush(standardOutput) != 0 ? errno : nil
+    if code == nil, ferror(standardOutput) != 0 { code = lostOutput.withLock { $0 } ?? EIO }
+    guard let code else { return status }
+    complain("error: writing standard output: \(String(cString: strerror(code)))\n")
+    return status == 0 ? 74 : status
 }
 
 /// Writes every byte of `bytes` to `descriptor`, retrying short and interrupted writes.
@@ -91,7 +125,7 @@ func isDirectory(_ path: String) -> Bool {
 func eventLog(in data: String) -> String? {
     let segments = data + "/segments"
     guard isDirectory(segments) else {
-        FileHandle.standardError.write(Data("error: no event log at \(segments) (check --data-dir)\n".utf8))
+        complain("error: no event log at \(segments) (check --data-dir)\n")
         return nil
     }
     return segments

@@ -1,13 +1,21 @@
 import Dispatch
 import Foundation
 import Locking
+import Observability
 
 /// Watches for SIGINT and SIGTERM so `run`, `serve` and `aggregate` stop cleanly: the caller then
 /// stops accepting, lets in-flight requests and the running load cycle finish, and exits.
+///
+/// The same signal a second time (SIGINT, SIGINT: Ctrl-C twice; or SIGTERM twice) stops the process at
+/// once (status 128 + the signal's number, as a kill would), logged as `shutdown.forced`: the clean stop waits for the running load cycle, and a
+/// cycle waiting on a PostgreSQL lock (a long `report rebuild`, a migration) or on a server that
+/// went silent can wait for minutes. Until 2026-12-02 every further signal was ignored, so Ctrl-C
+/// could not stop such a process at all. Nothing acknowledged is lost: ingest answers only once an
+/// event is durable, and PostgreSQL rolls the cycle back when the connection goes.
 enum Termination {
     /// Starts watching for SIGINT and SIGTERM. Called before start-up (which can wait seconds for
     /// PostgreSQL), so a `docker stop` then is not fatal: the process finishes starting, and
-    /// `wait()` returns at once for a clean shutdown (it was killed with status 143 before).
+    /// `stopOnSignal` stops it at once, cleanly (it was killed with status 143 before).
     static func watch() -> Watch { Watch() }
 
     /// The signal sources of one `watch()`.
@@ -22,8 +30,19 @@ enum Termination {
                 signal(number, SIG_IGN)  // let Dispatch see the signal instead of the default action
                 let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
                 source.setEventHandler { [received, name] in
-                    name.value.withLock { $0 = label }
-                    received.signal()
+                    let first = name.value.withLock { current in
+                        defer { if current.isEmpty { current = label } }
+                        return current
+                    }
+                    if first.isEmpty {
+                        received.signal()
+                    } else if first == label {
+                        Logger(label: "detour").warning("shutdown.forced", ["signal": label])
+                        _exit(128 + number)
+                    }
+                    // The other signal after the first is the same request, not a second one: Ctrl-C
+                    // under scripts/run reaches the process as SIGINT from the terminal and SIGTERM
+                    // from the script's clean-up, and must still stop it cleanly.
                 }
                 source.resume()
                 sources.append(source)
@@ -31,12 +50,15 @@ enum Termination {
             self.sources = sources
         }
 
-        /// Blocks the calling thread until SIGINT or SIGTERM has arrived (since `watch()`); returns
-        /// the signal's name.
-        func wait() -> String {
+        /// Blocks the calling thread until SIGINT or SIGTERM has arrived (since `watch()`), logs
+        /// `shutdown.begin` with the signal's name and runs `stop`. The watch goes on while `stop`
+        /// runs: the same signal again ends the process at once. (It is a method, so the sources live
+        /// until `stop` returns; a signal source released early would leave the signal ignored.)
+        func stopOnSignal(_ stop: () -> Void) {
             received.wait()
-            sources.forEach { $0.cancel() }
-            return name.value.withLock { $0 }
+            Logger(label: "detour").notice("shutdown.begin", ["signal": name.value.withLock { $0 }])
+            stop()
+            withExtendedLifetime(sources) {}
         }
     }
 }

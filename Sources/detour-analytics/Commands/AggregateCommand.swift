@@ -15,7 +15,9 @@ enum AggregateCommand: Command {
         one database never load an event twice (the cycle holds a lock on the checkpoint).
         With --once it loads until caught up and exits: 0 when everything was loaded (or another
         aggregator holds the load lock, which it says), 69 when PostgreSQL is unavailable or failing
-        (as the report commands), 1 on any other failure (an unreadable event log).
+        (as the report commands), 1 on any other failure (an unreadable event log). Without --once,
+        SIGINT/SIGTERM stop it once the running cycle has committed or rolled back (exit 0); the same
+        signal again stops it at once (exit 143 or 130; PostgreSQL rolls the cycle back).
 
           --once                  load the backlog and exit (cron)
         \(databaseHelp)
@@ -39,9 +41,7 @@ enum AggregateCommand: Command {
             retention: AggregatorOptions.retention(segmentsDirectory: configuration.segmentsDirectory))
         guard let termination else { return try loadOnce(aggregator) }
         aggregator.start()
-        let signal = termination.wait()
-        Logger(label: "detour").notice("shutdown.begin", ["signal": signal])
-        aggregator.stop()
+        termination.stopOnSignal { aggregator.stop() }
         return 0
     }
 
@@ -53,7 +53,7 @@ enum AggregateCommand: Command {
         } catch {
             guard case .database = error else { throw error }
             // As the report commands (docs/cron.md): cron wrappers tell "try again later" from a bug.
-            FileHandle.standardError.write(Data("error: \(error)\n".utf8))
+            complain("error: \(error)\n")
             return 69  // EX_UNAVAILABLE
         }
         if cycles.allSatisfy({ !$0.ran }) {

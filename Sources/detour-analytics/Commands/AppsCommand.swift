@@ -27,7 +27,7 @@ enum AppsCommand: Command {
 
         Options:
           --id ID              create: the new app's id, as the SDKs send it in X-App-ID (1-64 chars:
-                               letters, digits, - _ .)
+                               letters, digits, - _ .; not . or ..)
           --app ID             keys: the app whose keys to change
           --name NAME          display name
           --time-zone ZONE     the app's reporting time zone, a region name PostgreSQL knows such as
@@ -165,7 +165,8 @@ enum AppsCommand: Command {
 
     private static func checkAppID(_ id: String, flag: String) throws {
         guard isValidAppID(id) else {
-            throw UsageError(description: "\(flag) must be 1-64 characters of letters, digits, '-', '_' or '.'")
+            throw UsageError(
+                description: "\(flag) must be 1-64 characters of letters, digits, '-', '_' or '.' (not . or ..)")
         }
     }
 
@@ -174,8 +175,10 @@ enum AppsCommand: Command {
         print(String(decoding: data, as: UTF8.self))
     }
 
+    /// 1-64 letters, digits, `-`, `_`, `.`, but not `.` or `..`: an app id names the daily report's
+    /// directory (`<out>/<date>/<app>`), and `..` put every day's report of the app in `<out>` itself.
     static func isValidAppID(_ id: String) -> Bool {
-        (1...64).contains(id.utf8.count)
+        (1...64).contains(id.utf8.count) && id != "." && id != ".."
             && id.utf8.allSatisfy {
                 $0.isASCIIAlphanumeric || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: ".")
             }

@@ -32,20 +32,18 @@ enum MigrateCommand: Command {
         // Not an error: rolling back must stay possible (docker-compose runs migrate before the pipeline).
         let (newer, missing) = try migrator.appliedWithoutFile(connection)
         if !newer.isEmpty {
-            FileHandle.standardError.write(
-                Data(
-                    ("migrate: warning: the database has migrations newer than any file in \(directory)"
-                        + " (\(newer.prefix(5).joined(separator: ", "))\(newer.count > 5 ? ", ..." : ""));"
-                        + " it was migrated by a newer detour-analytics, whose schema this one may not match,"
-                        + " unless that directory is not this binary's (--sql-dir, DETOUR_SQL_DIR)\n").utf8))
+            complain(
+                "migrate: warning: the database has migrations newer than any file in \(directory)"
+                    + " (\(newer.prefix(5).joined(separator: ", "))\(newer.count > 5 ? ", ..." : ""));"
+                    + " it was migrated by a newer detour-analytics, whose schema this one may not match,"
+                    + " unless that directory is not this binary's (--sql-dir, DETOUR_SQL_DIR)\n")
         }
         if !missing.isEmpty {
             // Older than this directory's newest file: not a newer binary, a directory that is not ours.
-            FileHandle.standardError.write(
-                Data(
-                    ("migrate: warning: the database has migrations with no file in \(directory)"
-                        + " (\(missing.prefix(5).joined(separator: ", "))\(missing.count > 5 ? ", ..." : ""));"
-                        + " is it this binary's sql directory (--sql-dir, DETOUR_SQL_DIR)?\n").utf8))
+            complain(
+                "migrate: warning: the database has migrations with no file in \(directory)"
+                    + " (\(missing.prefix(5).joined(separator: ", "))\(missing.count > 5 ? ", ..." : ""));"
+                    + " is it this binary's sql directory (--sql-dir, DETOUR_SQL_DIR)?\n")
         }
         return 0
     }

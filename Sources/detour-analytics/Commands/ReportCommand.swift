@@ -64,19 +64,18 @@ enum ReportCommand: Command {
                     // JSON and the terminal table state the watermark; a CSV's rows have no place for
                     // it, and scripts parse standard output, so it goes to standard error.
                     if response.contentType == ReportEndpoint.contentType(.csv) {
-                        FileHandle.standardError.write(
-                            Data("report: load watermark \(response.watermark ?? "none (nothing loaded yet)")\n".utf8))
+                        complain("report: load watermark \(response.watermark ?? "none (nothing loaded yet)")\n")
                     }
                     // A JSON report is written in pieces as it is made (a 30-day per-link report at
                     // 1,000 links is ~54 MB), never whole in memory.
                     do {
                         try response.write { try writeAll(STDOUT_FILENO, $0) }
                     } catch {
-                        FileHandle.standardError.write(Data("error: writing the report: \(error)\n".utf8))
+                        complain("error: writing the report: \(error)\n")
                         return 74
                     }
                 } else {
-                    FileHandle.standardError.write(Data(("error: " + response.body).utf8))
+                    complain("error: " + response.body)
                 }
                 return response.exitCode
             }
@@ -89,7 +88,7 @@ enum ReportCommand: Command {
                 do throws(ReportError) {
                     try ReportService(connection: connection).rebuild()
                 } catch {
-                    FileHandle.standardError.write(Data("error: \(error.description)\n".utf8))
+                    complain("error: \(error.description)\n")
                     return error.exitCode
                 }
                 say("report: every rollup rebuilt from the raw tables")
@@ -140,7 +139,7 @@ enum ReportCommand: Command {
             connection = try Connection(url: address)
         } catch {
             let failure = ReportError.database(message: "\(error)")
-            FileHandle.standardError.write(Data("error: \(failure.description)\n".utf8))
+            complain("error: \(failure.description)\n")
             return failure.exitCode
         }
         defer { connection.close() }
@@ -166,11 +165,11 @@ enum ReportCommand: Command {
                 say("report daily: \(output.app) → \(output.directory) (\(output.files.joined(separator: ", ")))")
             }
             for refusal in run.refusals {
-                FileHandle.standardError.write(Data("error: \(refusal.description)\n".utf8))
+                complain("error: \(refusal.description)\n")
             }
             return run.exitCode
         } catch {
-            FileHandle.standardError.write(Data("error: \(error.description)\n".utf8))
+            complain("error: \(error.description)\n")
             return error.exitCode
         }
     }

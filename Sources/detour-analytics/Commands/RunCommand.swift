@@ -1,6 +1,5 @@
 import Aggregator
 import Foundation
-import Observability
 
 /// `detour-analytics run`: ingest and aggregator in one process, the way `scripts/run` starts it.
 enum RunCommand: Command {
@@ -13,7 +12,8 @@ enum RunCommand: Command {
         Serves the ingest HTTP endpoint and loads the event log into PostgreSQL on a timer, in one
         process. Ingest never waits on PostgreSQL: while it is down, events are acknowledged from the
         log and loaded when it returns. SIGINT/SIGTERM stop cleanly: ingest stops accepting and makes
-        in-flight events durable, the running load cycle finishes, then the process exits 0.
+        in-flight events durable, the running load cycle finishes, then the process exits 0. The same
+        signal again stops it at once (exit 143 or 130; nothing acknowledged is lost).
 
         \(databaseHelp)
         \(PipelineOptions.ingestHelp)
@@ -36,10 +36,10 @@ enum RunCommand: Command {
             retention: AggregatorOptions.retention(segmentsDirectory: options.log.directory))
         aggregator.start()
         ServeCommand.announce(ingest, options: options)
-        let signal = termination.wait()
-        Logger(label: "detour").notice("shutdown.begin", ["signal": signal])
-        ingest.stop()
-        aggregator.stop()
+        termination.stopOnSignal {
+            ingest.stop()
+            aggregator.stop()
+        }
         return 0
     }
 }

@@ -46,8 +46,7 @@ enum SegmentsCommand: Command {
             guard let segments = eventLog(in: data) else { return 1 }
             if let node, !FileManager.default.fileExists(atPath: segments + "/" + node) {
                 let nodes = (try? FileManager.default.contentsOfDirectory(atPath: segments).sorted()) ?? []
-                FileHandle.standardError.write(
-                    Data("error: no node \(node) under \(segments) (nodes: \(nodes.joined(separator: ", ")))\n".utf8))
+                complain("error: no node \(node) under \(segments) (nodes: \(nodes.joined(separator: ", ")))\n")
                 return 1
             }
             print(
@@ -73,10 +72,9 @@ enum SegmentsCommand: Command {
             // deadletter/ read as two empty nodes): an operator checking the log after a crash was told
             // all was well. An event log with no segment yet stays "ok: 0 segments", as for list.
             guard !report.segments.isEmpty || !isDirectory(path + "/segments") else {
-                FileHandle.standardError.write(
-                    Data(
-                        ("error: \(path) is a data directory, not an event log: verify \(path)/segments, "
-                            + "or pass --data-dir \(path)\n").utf8))
+                complain(
+                    "error: \(path) is a data directory, not an event log: verify \(path)/segments, "
+                        + "or pass --data-dir \(path)\n")
                 return 1
             }
             print(report.rendered(), terminator: "")

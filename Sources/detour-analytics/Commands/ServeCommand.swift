@@ -1,5 +1,4 @@
 import Foundation
-import Observability
 
 /// `detour-analytics serve`: the ingest HTTP edge alone (run the aggregator elsewhere or from cron).
 enum ServeCommand: Command {
@@ -12,7 +11,8 @@ enum ServeCommand: Command {
         Accepts SDK and link-service events over HTTP and answers once they are durable in the event
         log. API keys are read from PostgreSQL every 10 seconds and cached in <data-dir>/keys.json, so
         serving continues with known keys while PostgreSQL is down. SIGINT/SIGTERM stop cleanly:
-        /readyz turns 503, in-flight requests finish and become durable, then the process exits.
+        /readyz turns 503, in-flight requests finish and become durable, then the process exits. The
+        same signal again stops it at once (exit 143 or 130; nothing acknowledged is lost).
 
         \(databaseHelp)
         \(PipelineOptions.ingestHelp)
@@ -26,9 +26,7 @@ enum ServeCommand: Command {
         let termination = Termination.watch()  // before start-up, which can wait for PostgreSQL
         let ingest = try IngestRuntime(options: options, databaseURL: try requireDatabase(options.databaseURL))
         announce(ingest, options: options)
-        let signal = termination.wait()
-        Logger(label: "detour").notice("shutdown.begin", ["signal": signal])
-        ingest.stop()
+        termination.stopOnSignal { ingest.stop() }
         return 0
     }
 
