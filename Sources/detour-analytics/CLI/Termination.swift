@@ -6,10 +6,10 @@ import Observability
 /// Watches for SIGINT and SIGTERM so `run`, `serve` and `aggregate` stop cleanly: the caller then
 /// stops accepting, lets in-flight requests and the running load cycle finish, and exits.
 ///
-/// The same signal a second time (SIGINT, SIGINT: Ctrl-C twice; or SIGTERM twice) stops the process at
-/// once (status 128 + the signal's number, as a kill would), logged as `shutdown.forced`: the clean stop waits for the running load cycle, and a
-/// cycle waiting on a PostgreSQL lock (a long `report rebuild`, a migration) or on a server that
-/// went silent can wait for minutes. Until 2026-12-02 every further signal was ignored, so Ctrl-C
+/// The same signal a second time (SIGINT, SIGINT: Ctrl-C twice; or SIGTERM twice) stops the process
+/// at once (status 128 + the signal's number, as a kill would), logged as `shutdown.forced`: the
+/// clean stop waits for the running load cycle, and a cycle waiting on a PostgreSQL lock (a long
+/// `report rebuild`, a migration) or on a server that went silent can wait for minutes. Until 2026-12-02 every further signal was ignored, so Ctrl-C
 /// could not stop such a process at all. Nothing acknowledged is lost: ingest answers only once an
 /// event is durable, and PostgreSQL rolls the cycle back when the connection goes.
 enum Termination {
