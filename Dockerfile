@@ -30,6 +30,8 @@ ENV DETOUR_DATA_DIR=/var/lib/detour/data \
 # that ownership (Docker copies it from the image), so `run` can create segments/ as the detour user.
 VOLUME /var/lib/detour/data
 EXPOSE 8080
-HEALTHCHECK --interval=10s --timeout=3s CMD curl -fsS http://127.0.0.1:8080/readyz || exit 1
+# Asks /readyz where DETOUR_HTTP_ADDR says the server listens (0.0.0.0 is reached on 127.0.0.1): a
+# fixed 8080 here made a container with another address unhealthy while it served.
+HEALTHCHECK --interval=10s --timeout=3s CMD addr="${DETOUR_HTTP_ADDR:-127.0.0.1:8080}"; host="${addr%:*}"; [ "$host" != 0.0.0.0 ] || host=127.0.0.1; curl -fsS "http://$host:${addr##*:}/readyz" || exit 1
 ENTRYPOINT ["detour-analytics"]
 CMD ["run"]

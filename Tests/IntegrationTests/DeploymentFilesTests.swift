@@ -82,4 +82,40 @@ struct DeploymentFilesTests {
             #expect(runHelp.contains(variable), "run reads \(variable), which compose sets")
         }
     }
+
+    /// The image's health check runs `sh -c` with the container's environment: it must ask the
+    /// address DETOUR_HTTP_ADDR names (it asked 127.0.0.1:8080 whatever that was, so a container
+    /// configured with another port was reported unhealthy while it served).
+    @Test("the Dockerfile's health check asks /readyz on the port DETOUR_HTTP_ADDR names")
+    func healthCheckFollowsTheAddress() throws {
+        let text = try String(contentsOfFile: root + "/Dockerfile", encoding: .utf8)
+        let line = try #require(text.split(separator: "\n").first { $0.hasPrefix("HEALTHCHECK ") })
+        let command = String(try #require(line.range(of: " CMD ").map { line[$0.upperBound...] }))
+        #expect(FileManager.default.isExecutableFile(atPath: "/usr/bin/curl"), "scripts/test installs curl")
+        let database = try TestDatabase.make()
+        defer { database.drop() }
+        let data = try TemporaryDirectory()
+        let serve = try PipelineProcess(
+            ["serve", "--http-addr", "127.0.0.1:0", "--data-dir", data.path],
+            environment: ["DATABASE_URL": database.url])
+        let port = try #require(serve.waitForLine(startingWith: "listening on http://127.0.0.1:"))
+        #expect(try HTTP.get("http://127.0.0.1:\(port)/readyz").status == 200)
+        func check(_ address: String) throws -> Int32 {
+            let shell = Process()
+            shell.executableURL = URL(fileURLWithPath: "/usr/bin/timeout")
+            shell.arguments = ["20", "/bin/sh", "-c", command]
+            shell.environment = ["PATH": "/usr/bin:/bin", "DETOUR_HTTP_ADDR": address]
+            shell.standardOutput = FileHandle.nullDevice
+            shell.standardError = FileHandle.nullDevice
+            try shell.run()
+            shell.waitUntilExit()
+            return shell.terminationStatus
+        }
+        #expect(try check("0.0.0.0:\(port)") == 0)
+        #expect(try check("127.0.0.1:\(port)") == 0)
+        // Nothing listens on port 1: the check fails rather than asking some other port.
+        #expect(try check("0.0.0.0:1") != 0)
+        serve.signal(SIGTERM)
+        #expect(serve.waitForExit(timeout: .seconds(60)) == 0)
+    }
 }
