@@ -200,6 +200,79 @@ struct AppsCommandTests {
                 && server.standardError.contains("report_link_summary_lines"), "\(server.standardError)")
     }
 
+    @Test("apps update changes the time zone and windows and rebuilds, so a click moves to its new local day")
+    func update() throws {
+        let database = try TestDatabase.make()
+        defer { database.drop() }
+        let environment = ["DATABASE_URL": database.url]
+        _ = try PipelineProcess.createApp(id: "tz", name: "TZ", environment: environment)
+        let connection = try database.connect()
+        defer { connection.close() }
+        // 02:00 UTC on 06-02 is 22:00 on 06-01 in New York.
+        let time = "2026-06-02T02:00:00Z"
+        try connection.execute(
+            "INSERT INTO click_ids (app_id, click_id, click_time) VALUES ('tz', 'c1', \(time)::timestamptz)")
+        try connection.execute(
+            """
+            INSERT INTO clicks (app_id, click_id, path, click_kind, click_time, received_at, platform)
+            VALUES ('tz', 'c1', '/x', 'web', \(time)::timestamptz, \(time)::timestamptz, 'ios')
+            """)
+        try connection.execute("SELECT rebuild_rollups()")
+        func clickDays() throws -> [String] {
+            try connection.query(
+                "SELECT day::text AS day FROM report_link_daily WHERE app_id = 'tz' AND clicks > 0 ORDER BY day"
+            ).map { try $0["day", as: String.self] }
+        }
+        #expect(try clickDays() == ["2026-06-02"])
+
+        let moved = try PipelineProcess.runToEnd(
+            ["apps", "update", "--id", "tz", "--time-zone", "America/New_York"], environment: environment)
+        #expect(moved.status == 0, "\(moved.errors)")
+        #expect(moved.output.contains("app tz: time zone America/New_York (was UTC)"), "\(moved.output)")
+        #expect(moved.output.contains("every rollup rebuilt"), "\(moved.output)")
+        #expect(try clickDays() == ["2026-06-01"])
+
+        let windows = try PipelineProcess.runToEnd(
+            ["apps", "update", "--id", "tz", "--conversion-window", "36h", "--install-lookback", "3d", "--no-rebuild"],
+            environment: environment)
+        #expect(windows.status == 0, "\(windows.errors)")
+        #expect(windows.output.contains("install lookback 3 days (was 7 days)"), "\(windows.output)")
+        #expect(windows.output.contains("conversion window 1 day 12:00:00 (was 7 days)"), "\(windows.output)")
+        #expect(windows.output.contains("rollups not rebuilt (--no-rebuild)"), "\(windows.output)")
+        let settings = try connection.query(
+            """
+            SELECT conversion_window = interval '36 hours' AS window_set, install_lookback = interval '3 days' AS lookback_set,
+                   reengagement_inactivity = interval '7 days' AS kept
+            FROM apps WHERE id = 'tz'
+            """)
+        #expect(try settings.first?["window_set", as: Bool.self] == true)
+        #expect(try settings.first?["lookback_set", as: Bool.self] == true)
+        #expect(try settings.first?["kept", as: Bool.self] == true)
+        let listed = try PipelineProcess.runToEnd(["apps", "list"], environment: environment)
+        #expect(
+            listed.output.contains(
+                "tz (TZ): time zone America/New_York, install lookback 3 days, re-engagement inactivity 7 days,"
+                    + " conversion window 1 day 12:00:00"), "\(listed.output)")
+
+        for (arguments, status, message) in [
+            (["--id", "tz"], 64, "nothing to change"),
+            (["--id", "tz", "--time-zone", "UTC+9"], 64, "is not a time zone name PostgreSQL knows"),
+            (["--id", "tz", "--conversion-window", "0s"], 64, "--conversion-window must be from 1s to 366d"),
+            (
+                ["--id", "tz", "--reengagement-inactivity", "400d"], 64,
+                "--reengagement-inactivity must be from 1s to 366d"
+            ),
+            (["--id", "nope", "--name", "N"], 1, "no app nope"),
+        ] as [([String], Int32, String)] {
+            let refused = try PipelineProcess.runToEnd(["apps", "update"] + arguments, environment: environment)
+            #expect(refused.status == status, "\(arguments): \(refused.errors)")
+            #expect(refused.errors.contains(message), "\(arguments): \(refused.errors)")
+        }
+        // Nothing refused changed anything.
+        let zone = try connection.query("SELECT time_zone FROM apps WHERE id = 'tz'")
+        #expect(try zone.first?["time_zone", as: String.self] == "America/New_York")
+    }
+
     /// POSTs one SDK event with `key` and returns the status.
     private func post(_ base: String, key: String) throws -> Int {
         var request = URLRequest(url: URL(string: base + "/api/analytics/retention")!)

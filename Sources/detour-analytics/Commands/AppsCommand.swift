@@ -1,6 +1,7 @@
 import Foundation
 import Ingest
 import Postgres
+import Reports
 
 /// `detour-analytics apps`: registers apps, lists them, and issues and revokes their keys.
 enum AppsCommand: Command {
@@ -8,6 +9,8 @@ enum AppsCommand: Command {
     static let summary = "create and list apps; issue and revoke their keys"
     static let help = """
         Usage: detour-analytics apps create --id ID --name NAME [--time-zone ZONE] [--json] [--database-url URL]
+               detour-analytics apps update --id ID [--name NAME] [--time-zone ZONE] [--install-lookback DUR]
+                   [--reengagement-inactivity DUR] [--conversion-window DUR] [--no-rebuild] [--database-url URL]
                detour-analytics apps list [--json] [--database-url URL]
                detour-analytics apps keys create --app ID --kind publishable|secret [--json] [--database-url URL]
                detour-analytics apps keys revoke --app ID (--key KEY | --prefix PREFIX) [--database-url URL]
@@ -15,6 +18,10 @@ enum AppsCommand: Command {
         apps create: the app and two keys, a publishable key for the SDKs (analytics routes only)
         and a secret key for the link service and the report API. Creating an app that exists fails
         with a clear message.
+        apps update: changes an app's name or report settings (docs/reports.md, "App settings"), then
+        rebuilds every rollup from the raw tables so each report follows the new settings, as
+        `report rebuild` does (minutes on a large database; --no-rebuild leaves that to you: until then
+        the rollups keep the old days and windows).
         apps list: every app with its settings and its keys' kinds, prefixes, creation and revocation
         times (never the keys: only their SHA-256 hashes are stored).
         apps keys create: one more key for an existing app, for rotating a key without downtime:
@@ -27,12 +34,15 @@ enum AppsCommand: Command {
 
         Options:
           --id ID              create: the new app's id, as the SDKs send it in X-App-ID (1-64 chars:
-                               letters, digits, - _ .; not . or ..)
+                               letters, digits, - _ .; not . or ..); update: the app to change
           --app ID             keys: the app whose keys to change
           --name NAME          display name
           --time-zone ZONE     the app's reporting time zone, a region name PostgreSQL knows such as
                                Europe/Berlin (default UTC; offsets like UTC+9 are refused: PostgreSQL reads
                                their sign backwards; docs/reports.md: days are calendar days in it)
+          --install-lookback DUR, --reengagement-inactivity DUR, --conversion-window DUR
+                               update: the app's windows (default 7d each), such as 3d or 36h, from 1s to 366d
+          --no-rebuild         update: do not rebuild the rollups
           --kind KIND          publishable or secret
           --key KEY            the whole key to revoke
           --prefix PREFIX      the key's prefix as `apps list` shows it (pk_ or sk_ and 4 characters)
@@ -43,6 +53,7 @@ enum AppsCommand: Command {
     static func run(_ arguments: inout Arguments, environment: Environment) throws -> Int32 {
         switch arguments.popPositional() {
         case "create": return try create(&arguments, environment: environment)
+        case "update": return try update(&arguments, environment: environment)
         case "list": return try list(&arguments, environment: environment)
         case "keys":
             switch arguments.popPositional() {
@@ -50,7 +61,7 @@ enum AppsCommand: Command {
             case "revoke": return try revokeKey(&arguments, environment: environment)
             default: throw UsageError(description: "expected: apps keys create|revoke")
             }
-        default: throw UsageError(description: "expected: apps create|list|keys")
+        default: throw UsageError(description: "expected: apps create|update|list|keys")
         }
     }
 
@@ -73,6 +84,86 @@ enum AppsCommand: Command {
         return 0
     }
 
+    /// The windows `apps update` sets: flag, column, and how `apps list` names them.
+    static let windows: [(flag: String, column: String, label: String)] = [
+        ("--install-lookback", "install_lookback", "install lookback"),
+        ("--reengagement-inactivity", "reengagement_inactivity", "re-engagement inactivity"),
+        ("--conversion-window", "conversion_window", "conversion window"),
+    ]
+    /// The longest window `apps update` sets.
+    static let maxWindow: Duration = .seconds(366 * 86400)
+
+    private static func update(_ arguments: inout Arguments, environment: Environment) throws -> Int32 {
+        let id = try arguments.required("--id")
+        let name = try arguments.option("--name")
+        let timeZone = try arguments.option("--time-zone")
+        var windowSeconds: [(column: String, label: String, seconds: Int64)] = []
+        for window in windows {
+            guard let text = try arguments.option(window.flag) else { continue }
+            let duration = try parseDuration(text, flag: window.flag)
+            guard duration >= .seconds(1), duration <= maxWindow else {
+                throw UsageError(description: "\(window.flag) must be from 1s to 366d, got \(text.prefix(40))")
+            }
+            windowSeconds.append((window.column, window.label, duration.components.seconds))
+        }
+        let rebuild = !arguments.flag("--no-rebuild")
+        let url = try arguments.databaseURL(environment)
+        try arguments.finish()
+        try checkAppID(id, flag: "--id")
+        guard name != nil || timeZone != nil || !windowSeconds.isEmpty else {
+            throw UsageError(
+                description:
+                    "nothing to change: give --name, --time-zone, --install-lookback, --reengagement-inactivity"
+                    + " or --conversion-window")
+        }
+        let connection = try Connection(url: try requireDatabase(url))
+        defer { connection.close() }
+        if let timeZone { try checkTimeZone(timeZone, connection) }
+        let changes = try connection.withTransaction { connection -> [String] in
+            let rows = try connection.query(
+                """
+                SELECT name, time_zone, install_lookback::text AS install_lookback,
+                       reengagement_inactivity::text AS reengagement_inactivity,
+                       conversion_window::text AS conversion_window
+                FROM apps WHERE id = \(id) FOR UPDATE
+                """)
+            guard let before = rows.first else { throw AppsError.noSuchApp(id) }
+            var changes: [String] = []
+            if let name {
+                try connection.execute("UPDATE apps SET name = \(name) WHERE id = \(id)")
+                changes.append("name \(name) (was \(try before["name", as: String.self]))")
+            }
+            if let timeZone {
+                try connection.execute("UPDATE apps SET time_zone = \(timeZone) WHERE id = \(id)")
+                changes.append("time zone \(timeZone) (was \(try before["time_zone", as: String.self]))")
+            }
+            for window in windowSeconds {
+                let rows = try connection.query(
+                    """
+                    UPDATE apps SET \(identifier: window.column) = justify_hours(make_interval(secs => \(window.seconds)))
+                    WHERE id = \(id) RETURNING \(identifier: window.column)::text AS now
+                    """)
+                let now = try rows.first?["now", as: String.self] ?? "?"
+                changes.append("\(window.label) \(now) (was \(try before[window.column, as: String.self]))")
+            }
+            return changes
+        }
+        print("app \(id): " + changes.joined(separator: ", "))
+        guard timeZone != nil || !windowSeconds.isEmpty else { return 0 }
+        guard rebuild else {
+            print("rollups not rebuilt (--no-rebuild): reports keep the old settings until `report rebuild`")
+            return 0
+        }
+        do throws(ReportError) {
+            try ReportService(connection: connection).rebuild()
+        } catch {
+            complain("error: the settings are changed, but rebuilding the rollups failed: \(error.description)\n")
+            return error.exitCode
+        }
+        print("every rollup rebuilt from the raw tables with the new settings")
+        return 0
+    }
+
     private static func list(_ arguments: inout Arguments, environment: Environment) throws -> Int32 {
         let json = arguments.flag("--json")
         let url = try arguments.databaseURL(environment)
@@ -84,7 +175,10 @@ enum AppsCommand: Command {
             print("no apps yet: detour-analytics apps create --id ID --name NAME")
         } else {
             for app in apps {
-                print("\(app.id) (\(app.name)): time zone \(app.timeZone), created \(app.createdAt)")
+                print(
+                    "\(app.id) (\(app.name)): time zone \(app.timeZone), install lookback \(app.installLookback),"
+                        + " re-engagement inactivity \(app.reengagementInactivity),"
+                        + " conversion window \(app.conversionWindow), created \(app.createdAt)")
                 for key in app.keys {
                     let state = key.revokedAt.map { "revoked \($0)" } ?? "active"
                     let kind = key.kind.padding(toLength: 12, withPad: " ", startingAt: 0)
@@ -201,18 +295,7 @@ enum AppsCommand: Command {
     ) throws -> (publishable: String, secret: String) {
         let connection = try Connection(url: url)
         defer { connection.close() }
-        // A region name only: PostgreSQL also takes POSIX offsets (`UTC+9`, `+09:00`) and reads their
-        // sign west-positive, so "UTC+9" for Tokyo would give every report UTC-9 days; the schema's
-        // check (report_is_time_zone) lets them through.
-        if let timeZone {
-            let known = try connection.query(
-                "SELECT EXISTS (SELECT 1 FROM pg_timezone_names WHERE name = \(timeZone)) AS k")
-            guard try known.first?["k", as: Bool.self] == true else {
-                throw UsageError(
-                    description: "--time-zone \(timeZone.prefix(60)) is not a time zone name PostgreSQL knows"
-                        + " (pg_timezone_names); use a region name such as Asia/Tokyo, not an offset")
-            }
-        }
+        if let timeZone { try checkTimeZone(timeZone, connection) }
         do {
             return try connection.withTransaction { connection in
                 try connection.execute(
@@ -222,6 +305,19 @@ enum AppsCommand: Command {
             }
         } catch let error as PostgresError where error.isUniqueViolation {
             throw UsageError(description: "app \(id) already exists")
+        }
+    }
+
+    /// Refuses a time zone PostgreSQL does not know by that name. A region name only: PostgreSQL also
+    /// takes POSIX offsets (`UTC+9`, `+09:00`) and reads their sign west-positive, so "UTC+9" for Tokyo
+    /// would give every report UTC-9 days; the schema's check (report_is_time_zone) lets them through.
+    private static func checkTimeZone(_ timeZone: String, _ connection: Connection) throws {
+        let known = try connection.query(
+            "SELECT EXISTS (SELECT 1 FROM pg_timezone_names WHERE name = \(timeZone)) AS k")
+        guard try known.first?["k", as: Bool.self] == true else {
+            throw UsageError(
+                description: "--time-zone \(timeZone.prefix(60)) is not a time zone name PostgreSQL knows"
+                    + " (pg_timezone_names); use a region name such as Asia/Tokyo, not an offset")
         }
     }
 
@@ -249,12 +345,17 @@ enum AppsCommand: Command {
         let id: String
         let name: String
         let timeZone: String
+        let installLookback: String
+        let reengagementInactivity: String
+        let conversionWindow: String
         let createdAt: String
         var keys: [Key]
 
         var json: [String: Any] {
             [
-                "app_id": id, "name": name, "time_zone": timeZone, "created_at": createdAt,
+                "app_id": id, "name": name, "time_zone": timeZone, "install_lookback": installLookback,
+                "reengagement_inactivity": reengagementInactivity, "conversion_window": conversionWindow,
+                "created_at": createdAt,
                 "keys": keys.map { key -> [String: Any] in
                     [
                         "kind": key.kind, "prefix": key.prefix, "created_at": key.createdAt,
@@ -271,7 +372,9 @@ enum AppsCommand: Command {
         defer { connection.close() }
         let rows = try connection.query(
             """
-            SELECT a.id, a.name, a.time_zone,
+            SELECT a.id, a.name, a.time_zone, a.install_lookback::text AS install_lookback,
+                   a.reengagement_inactivity::text AS reengagement_inactivity,
+                   a.conversion_window::text AS conversion_window,
                    to_char(a.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS app_created,
                    k.kind, k.prefix,
                    to_char(k.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS key_created,
@@ -286,6 +389,9 @@ enum AppsCommand: Command {
                 apps.append(
                     Listed(
                         id: id, name: try row["name", as: String.self], timeZone: try row["time_zone", as: String.self],
+                        installLookback: try row["install_lookback", as: String.self],
+                        reengagementInactivity: try row["reengagement_inactivity", as: String.self],
+                        conversionWindow: try row["conversion_window", as: String.self],
                         createdAt: try row["app_created", as: String.self], keys: []))
             }
             if let kind = try row["kind", as: String?.self] {
