@@ -88,6 +88,13 @@ struct AppsCommandTests {
             #expect(badZone.status == 64, "\(zone)")
             #expect(badZone.errors.contains("is not a time zone name PostgreSQL knows"), "\(zone): \(badZone.errors)")
         }
+        // They fit [A-Za-z0-9_.-]{1,64}, but the daily report's <out>/<date>/.. is <out> itself.
+        for id in [".", ".."] {
+            let dots = try PipelineProcess.runToEnd(
+                ["apps", "create", "--id", id, "--name", "D"], environment: environment)
+            #expect(dots.status == 64, "\(id)")
+            #expect(dots.errors.contains("--id must not be '.' or '..'"), "\(id): \(dots.errors)")
+        }
         let keys = try PipelineProcess.createApp(id: "a", name: "A", environment: environment)
         let secret = try #require(keys["secret_key"])
 

@@ -215,6 +215,31 @@ import Testing
             })
     }
 
+    /// The schema's app id pattern admits `..`; its directory `<out>/<date>/..` is `<out>`, and until
+    /// 2026-12-02 its eight files landed there (`apps create --id ..` took it).
+    @Test("an app id '.' or '..' is refused with exit status 74 and writes nothing; the other apps are written")
+    func dotAppIDsNameNoDirectory() throws {
+        let database = try Database()
+        defer { database.close() }
+        let fixture = Fixture(database.connection)
+        try loadSmallWorld(fixture)
+        try fixture.app("..")
+        try fixture.app(".")
+        let out = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let run = try DailyReport(connection: database.connection).run(
+            date: day("2026-06-01"), app: nil, outDirectory: out, formats: [.csv, .json, .html], allowPartial: true)
+        #expect(run.outputs.map(\.app) == ["a"])
+        #expect(
+            run.refusals == [
+                .io(path: out + "/2026-06-01/.", message: "app id . names no directory"),
+                .io(path: out + "/2026-06-01/..", message: "app id .. names no directory"),
+            ])
+        #expect(run.exitCode == 74)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: out) == ["2026-06-01"])
+        #expect(try FileManager.default.contentsOfDirectory(atPath: out + "/2026-06-01") == ["a"])
+    }
+
     /// A prepended mark (U+0600, U+110BD) forms one grapheme cluster with the `<` after it, which
     /// compared as a Character is not "<"; browsers read the `<` and open a tag. Until 2026-12-02
     /// such an event name (sent with the publishable key every app ships) ran script in report.html.

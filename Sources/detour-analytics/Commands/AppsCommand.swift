@@ -62,6 +62,11 @@ enum AppsCommand: Command {
         let url = try arguments.databaseURL(environment)
         try arguments.finish()
         try checkAppID(id, flag: "--id")
+        // `.` and `..` fit the pattern but name no directory of their own: the daily report writes
+        // `<out>/<date>/<app>/`, and an app `..` wrote its files into `<out>` itself.
+        guard id != ".", id != ".." else {
+            throw UsageError(description: "--id must not be '.' or '..' (the daily report names a directory after it)")
+        }
         let keys = try createApp(url: try requireDatabase(url), id: id, name: name, timeZone: timeZone)
         if json {
             try printJSON(["app_id": id, "publishable_key": keys.publishable, "secret_key": keys.secret])
