@@ -43,7 +43,8 @@ package final class Connection: @unchecked Sendable {
         }
         handle = conn
         guard PQstatus(conn) == CONNECTION_OK else {
-            let message = Connection.errorMessage(conn)
+            // libpq may quote the part of the URL it could not parse, the password included.
+            let message = Connection.redactingPasswords(in: Connection.errorMessage(conn), url: url)
             PQfinish(conn)
             handle = nil
             throw .connection(message: message)

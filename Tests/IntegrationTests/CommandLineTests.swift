@@ -124,6 +124,30 @@ struct CommandLineTests {
         #expect(later.errors.isEmpty, "\(later.errors)")
     }
 
+    /// A command line is readable by every local user (`ps`, /proc/PID/cmdline); scripts/run --demo
+    /// put the demo app's secret key there for as long as the simulated month took to send.
+    @Test("simulate takes its keys from DETOUR_PUBLISHABLE_KEY and DETOUR_SECRET_KEY, off the command line")
+    func simulateKeysFromEnvironment() throws {
+        let database = try TestDatabase.make()
+        defer { database.drop() }
+        let data = try TemporaryDirectory()
+        let environment = ["DATABASE_URL": database.url, "DETOUR_DATA_DIR": data.path]
+        let keys = try PipelineProcess.createApp(id: "sim", name: "Simulated", environment: environment)
+        let server = try PipelineProcess(["serve", "--http-addr", "127.0.0.1:0"], environment: environment)
+        defer { server.signal(SIGTERM); _ = server.waitForExit(timeout: .seconds(20)) }
+        let base = try #require(server.waitForLine(startingWith: "listening on "), "\(server.standardError)")
+        let arguments = ["simulate", "--target", base, "--app", "sim", "--links", "1", "--devices", "2", "--days", "1"]
+        let simulated = try PipelineProcess.runToEnd(
+            arguments,
+            environment: [
+                "DETOUR_PUBLISHABLE_KEY": keys["publishable_key"] ?? "", "DETOUR_SECRET_KEY": keys["secret_key"] ?? "",
+            ], timeout: .seconds(120))
+        #expect(simulated.status == 0, "\(simulated.output) \(simulated.errors)")
+        let missing = try PipelineProcess.runToEnd(arguments)
+        #expect(missing.status == 64)
+        #expect(missing.errors.contains("--publishable-key is required"), "\(missing.errors)")
+    }
+
     @Test("aggregate --once with PostgreSQL unreachable exits 69, as the report commands, not 1 as for a bug")
     func aggregateDatabaseUnreachable() throws {
         let data = try TemporaryDirectory()

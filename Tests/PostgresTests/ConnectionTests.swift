@@ -39,4 +39,28 @@ import Testing
         #expect(TestDatabase.withSearchPath("host=h dbname=d", schema: "s") == "host=h dbname=d options='-csearch_path=s'")
         #expect(TestDatabase.withSearchPath("postgresql://u@h/d", schema: "s") == "postgresql://u@h/d?options=-csearch_path%3Ds")
     }
+
+    /// libpq quotes what it cannot parse in a connection string, and that can be the password,
+    /// which then went to the logs (`load.failing`, `keys.refresh_failed` every reload) and stderr.
+    @Test(
+        "a malformed connection string's error names no part of its password",
+        arguments: [
+            // (connection string, the password's parts that must not appear, what libpq's message keeps)
+            ("postgresql://detour:Zq7%ZZWx9@127.0.0.1:1/detour", ["Zq7", "Wx9"], "invalid percent-encoded token"),
+            ("postgresql://detour:Zq7/Wx9@127.0.0.1:1/detour", ["Zq7", "Wx9"], "connection option \"port\""),
+            ("postgresql://detour@127.0.0.1:1/detour?password=Zq7%ZZWx9", ["Zq7", "Wx9"], "percent-encoded"),
+            ("host=127.0.0.1 port=1 password=Zq7 Wx9 dbname=detour", ["Zq7", "Wx9"], "missing \"=\" after"),
+            ("postgresql://detour:Zq7Wx9@127.0.0.1:1/detour?sslmode=bogus", ["Zq7", "Wx9"], "\"bogus\""),
+        ])
+    func malformedURLHidesPassword(url: String, parts: [String], kept: String) throws {
+        let error = #expect(throws: PostgresError.self) { try Connection(url: url, connectTimeout: 2) }
+        guard case .connection(let message) = error else {
+            Issue.record("expected a connection error, got \(String(describing: error))")
+            return
+        }
+        for part in parts {
+            #expect(!message.contains(part), "\(part) in: \(message)")
+        }
+        #expect(message.contains(kept), "\(message)")
+    }
 }

@@ -272,6 +272,67 @@ import Testing
             })
     }
 
+    /// The schema's app id pattern admits `..`; its directory `<out>/<date>/..` is `<out>`, and until
+    /// 2026-12-02 its eight files landed there (`apps create --id ..` took it).
+    @Test("an app id '.' or '..' is refused with exit status 74 and writes nothing; the other apps are written")
+    func dotAppIDsNameNoDirectory() throws {
+        let database = try Database()
+        defer { database.close() }
+        let fixture = Fixture(database.connection)
+        try loadSmallWorld(fixture)
+        try fixture.app("..")
+        try fixture.app(".")
+        let out = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let run = try DailyReport(connection: database.connection).run(
+            date: day("2026-06-01"), app: nil, outDirectory: out, formats: [.csv, .json, .html], allowPartial: true)
+        #expect(run.outputs.map(\.app) == ["a"])
+        #expect(
+            run.refusals == [
+                .io(path: out + "/2026-06-01/.", message: "app id . names no directory"),
+                .io(path: out + "/2026-06-01/..", message: "app id .. names no directory"),
+            ])
+        #expect(run.exitCode == 74)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: out) == ["2026-06-01"])
+        #expect(try FileManager.default.contentsOfDirectory(atPath: out + "/2026-06-01") == ["a"])
+    }
+
+    /// A prepended mark (U+0600, U+110BD) forms one grapheme cluster with the `<` after it, which
+    /// compared as a Character is not "<"; browsers read the `<` and open a tag. Until 2026-12-02
+    /// such an event name (sent with the publishable key every app ships) ran script in report.html.
+    @Test("names, paths and UTM values cannot open a tag in report.html, whatever mark precedes the '<'")
+    func htmlEscapesEveryAngleBracket() throws {
+        let database = try Database()
+        defer { database.close() }
+        let fixture = Fixture(database.connection)
+        try loadSmallWorld(fixture)
+        let name = "\u{0600}<img src=x onerror=document.body.setAttribute(`data-pwned`,1) \u{0600}>"
+        let path = "/\u{110BD}<svg onload=alert(1) \u{110BD}>"
+        let source = "\u{0600}<b>news\u{0600}</b>\u{0600}\"\u{0600}'\u{0600}&amp;"
+        fixture.click("c9", path: path, at: "2026-06-01T14:00:00Z", source: source)
+        fixture.match("c9", at: "2026-06-01T14:05:00Z")
+        fixture.event("app_open", device: "d9", at: "2026-06-01T14:06:00Z", kind: "retention")
+        fixture.event(name, device: "d9", at: "2026-06-01T14:07:00Z", installClick: "c9", openType: "deferred")
+        try fixture.load()
+        let out = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let outputs = try DailyReport(connection: database.connection).run(
+            date: day("2026-06-01"), app: "a", outDirectory: out, formats: [.html], allowPartial: true
+        ).outputs
+        let html = Array(try Data(contentsOf: URL(fileURLWithPath: try #require(outputs.first?.files.first))))
+        // Compared as bytes: String.contains matches whole Characters, the very thing that hid the '<'.
+        func holds(_ text: String) -> Bool {
+            let needle = Array(text.utf8)
+            return html.indices.contains { html[$0...].starts(with: needle) }
+        }
+        #expect(holds("\u{0600}&lt;img src=x onerror=document.body.setAttribute(`data-pwned`,1) \u{0600}&gt;"))
+        #expect(holds("/\u{110BD}&lt;svg onload=alert(1) \u{110BD}&gt;"))
+        #expect(holds("\u{0600}&lt;b&gt;news\u{0600}&lt;/b&gt;\u{0600}&quot;\u{0600}&#39;\u{0600}&amp;amp;"))
+        for tag in ["<img", "<svg onload", "<b>", "\u{0600}\"", "\u{0600}'"] {
+            #expect(!holds(tag), "\(tag) in the page")
+        }
+    }
+
     @Test("the HTML is self-contained with SVG charts and renders in headless Chromium")
     func htmlRendersInChromium() throws {
         let database = try Database()

@@ -119,6 +119,28 @@ import Testing
         #expect(json.contains(#""events":{"@SUM(A1)":2}"#))
     }
 
+    /// The terminal table goes to an analyst's terminal; names and UTM values are anyone's choice.
+    @Test("the terminal table shows control characters as \\u escapes, never sends them to the terminal")
+    func tableControlCharacters() {
+        var row = LinkDayRow(path: "/promo\u{9b}31m", day: day("2026-06-01"))
+        row.events = ["\u{1b}]0;PWNED\u{07}\u{1b}[2Jx\r\n\u{7f}": 2]
+        let utm = [
+            UTMRow(
+                path: "/promo\u{9b}31m", day: day("2026-06-01"), source: "\u{1b}[31mred", medium: "ok é✓",
+                campaign: nil, clicks: 1, universalLinkOpens: 0, matchedInstalls: 0, attributedInstalls: 0)
+        ]
+        let report = LinkReport(
+            app: "acme", from: day("2026-06-01"), to: day("2026-06-01"), watermark: nil, rows: [row], utm: utm)
+        let text = ReportRenderer.render(report, as: .table)
+        #expect(!text.unicodeScalars.contains { $0.value < 0x20 && $0 != "\n" || (0x7F...0x9F).contains($0.value) })
+        #expect(text.contains(#"\u001b]0;PWNED\u0007\u001b[2Jx\u000d\u000a\u007f=2"#))
+        #expect(text.contains(#"/promo\u009b31m"#))
+        #expect(text.contains(#"\u001b[31mred"#))
+        #expect(text.contains("ok é✓"))
+        // CSV and JSON are data, not terminal output: they keep every value as it is (JSON escaped).
+        #expect(ReportRenderer.render(report, as: .csv).contains("\u{1b}]0;PWNED"))
+    }
+
     @Test("JSON bytes: escapes, integers at their limits, and the API's bytes equal the text form")
     func jsonBytes() throws {
         #expect(ReportJSON.string("a\"b\\c\n\r\t\u{01}\u{1f}é✓") == #""a\"b\\c\n\r\t\u0001\u001fé✓""#)

@@ -55,6 +55,13 @@ package struct DailyReport {
     ) throws(ReportError) -> DailyReportRun {
         var result = DailyReportRun(outputs: [], refusals: [])
         for id in try appIDs(app) {
+            // The schema's pattern admits `.` and `..` (apps create refuses them since 2026-12-02);
+            // `<out>/<date>/..` is `<out>`, where such an app's files landed.
+            guard id != ".", id != ".." else {
+                result.refusals.append(
+                    .io(path: outDirectory + "/" + date.iso8601 + "/" + id, message: "app id \(id) names no directory"))
+                continue
+            }
             let status = try completeness(app: id, date: date)
             if !status.isComplete && !allowPartial {
                 result.refusals.append(
@@ -165,11 +172,12 @@ package struct DailyReportRun: Sendable, Equatable {
     /// The apps written, in app order.
     package var outputs: [DailyReportOutput]
     /// The apps not written because their day is not complete yet (`.dayNotComplete` or
-    /// `.rollupsPending`), in app order.
+    /// `.rollupsPending`), or because their id (`.`, `..`) cannot name their directory (`.io`), in
+    /// app order.
     package var refusals: [ReportError]
 
     /// The CLI's exit status: 0 when every app was written, 75 (EX_TEMPFAIL, so cron tries again)
-    /// when any app was refused.
+    /// when any app was refused for its day, 74 when an app id names no directory.
     package var exitCode: Int32 { refusals.map(\.exitCode).max() ?? 0 }
 }
 

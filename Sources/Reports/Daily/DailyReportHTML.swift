@@ -107,16 +107,22 @@ struct DailyReportHTML {
 }
 
 /// Escapes text for HTML element content and attribute values.
+///
+/// By Unicode scalar, not by `Character`: a grapheme cluster that holds `<` is not equal to "<"
+/// (U+0600 ARABIC NUMBER SIGN is a prepended mark, so "\u{0600}<" is one Character), yet the
+/// browser reads its `<`. Until 2026-12-02 an event name or UTM value such as
+/// `\u{0600}<img src=x onerror=... \u{0600}>`, which anyone with an app's publishable key or a link
+/// can send, ran as script in report.html.
 func escape(_ text: String) -> String {
     var out = ""
-    for character in text {
-        switch character {
+    for scalar in text.unicodeScalars {
+        switch scalar {
         case "&": out += "&amp;"
         case "<": out += "&lt;"
         case ">": out += "&gt;"
         case "\"": out += "&quot;"
         case "'": out += "&#39;"
-        default: out.append(character)
+        default: out.unicodeScalars.append(scalar)
         }
     }
     return out

@@ -36,7 +36,7 @@ package enum ReportRenderer {
     /// A table as aligned columns (numbers right-aligned), a header and a rule; "(no rows)" when empty.
     package static func table(_ table: ReportTable) -> String {
         guard !table.rows.isEmpty else { return "(no rows)\n" }
-        let cells = table.rows.map { $0.map(\.plainText) }
+        let cells = table.rows.map { $0.map { visible($0.plainText) } }
         var widths = table.columns.map(\.count)
         for row in cells {
             for (index, cell) in row.enumerated() where index < widths.count {
@@ -67,6 +67,25 @@ package enum ReportRenderer {
             while trimmed.last == " " { trimmed = trimmed.dropLast() }
             return String(trimmed)
         }.joined(separator: "\n") + "\n"
+    }
+
+    /// `text` with its control characters (C0, DEL, C1) written as `\u001b`: the terminal table is
+    /// printed to an analyst's terminal, and an event name or UTM value is anyone's choice (an app's
+    /// publishable key ships in the app). Until 2026-12-02 `report links` printed an event name's
+    /// `ESC ] 0 ; ... BEL` (retitles the window), `ESC [ 2 J` (clears the screen) or colours as sent.
+    static func visible(_ text: String) -> String {
+        func isControl(_ scalar: Unicode.Scalar) -> Bool { scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) }
+        guard text.unicodeScalars.contains(where: isControl) else { return text }
+        var out = ""
+        for scalar in text.unicodeScalars {
+            guard isControl(scalar) else {
+                out.unicodeScalars.append(scalar)
+                continue
+            }
+            let hex = String(scalar.value, radix: 16)
+            out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+        }
+        return out
     }
 
     /// A table as RFC 4180 CSV: a header row, CRLF line ends, fields quoted when they contain a

@@ -18,8 +18,9 @@ enum SimulateCommand: Command {
         Options:
           --target URL             ingest base URL (default http://127.0.0.1:8080)
           --app ID                 app id (X-App-ID)
-          --publishable-key KEY    key for the SDK routes
-          --secret-key KEY         key for the link-service route
+          --publishable-key KEY    key for the SDK routes (env DETOUR_PUBLISHABLE_KEY)
+          --secret-key KEY         key for the link-service route (env DETOUR_SECRET_KEY; a flag's
+                                   value is visible to every local user in `ps` while this runs)
           --links N                links (default 20)
           --devices N              devices (default 1000)
           --days N                 simulated days (default 30)
@@ -33,8 +34,11 @@ enum SimulateCommand: Command {
     static func run(_ arguments: inout Arguments, environment: Environment) throws -> Int32 {
         let target = try arguments.option("--target") ?? "http://127.0.0.1:8080"
         let app = try arguments.required("--app")
-        let publishable = try arguments.required("--publishable-key")
-        let secret = try arguments.required("--secret-key")
+        // From the environment too: a command line is readable by every local user (`ps`,
+        // /proc/PID/cmdline), and scripts/run --demo passed the demo app's secret key there.
+        let publishable = try arguments.required(
+            "--publishable-key", default: environment["DETOUR_PUBLISHABLE_KEY"])
+        let secret = try arguments.required("--secret-key", default: environment["DETOUR_SECRET_KEY"])
         let links = try arguments.integer("--links", default: 20, in: 1...10_000)
         let devices = try arguments.integer("--devices", default: 1000, in: 1...10_000_000)
         let days = try arguments.integer("--days", default: 30, in: 1...366)
