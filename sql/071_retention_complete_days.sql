@@ -14,6 +14,17 @@
 -- The days of a quiet app are reported once the clock (the watermark) has passed them, whether or
 -- not the app sent anything since. Same columns; CREATE OR REPLACE keeps the analyst grants.
 
+-- Per app: the local day the load watermark is on (now() before any load) and the local day of the
+-- app's newest loaded event (infinity before any): day N of a cohort is reported once
+-- cohort_day + N < watermark_day and cohort_day + N <= data_day.
+CREATE VIEW report_retention_reach AS
+SELECT a.id AS app_id,
+       (m.watermark AT TIME ZONE a.time_zone)::date AS watermark_day,
+       (coalesce(n.newest_event_at, 'infinity') AT TIME ZONE a.time_zone)::date AS data_day
+FROM apps a
+LEFT JOIN rollup_apps n ON n.app_id = a.id
+CROSS JOIN (SELECT coalesce(max(k.newest_received_at), now()) AS watermark FROM load_checkpoints k) m;
+
 CREATE OR REPLACE VIEW report_retention AS
 SELECT g.app_id, nullif(g.path, '') AS path, g.cohort_day, g.size AS cohort_size,
        CASE WHEN g.cohort_day + 1 < w.watermark_day AND g.cohort_day + 1 <= w.data_day THEN g.d1 END AS d1,
@@ -44,15 +55,7 @@ FROM (
     GROUP BY u.app_id, u.path, u.cohort_day
     HAVING sum(u.size) > 0
 ) g
-LEFT JOIN (
-    -- per app: the watermark's local day and the newest loaded event's (see above)
-    SELECT a.id AS app_id,
-           (m.watermark AT TIME ZONE a.time_zone)::date AS watermark_day,
-           (coalesce(n.newest_event_at, 'infinity') AT TIME ZONE a.time_zone)::date AS data_day
-    FROM apps a
-    LEFT JOIN rollup_apps n ON n.app_id = a.id
-    CROSS JOIN (SELECT coalesce(max(k.newest_received_at), now()) AS watermark FROM load_checkpoints k) m
-) w ON w.app_id = g.app_id;
+LEFT JOIN report_retention_reach w ON w.app_id = g.app_id;
 
 CREATE OR REPLACE VIEW report_retention_summary AS
 SELECT g.app_id, nullif(g.path, '') AS path, g.install_day AS cohort_day, g.cohort_size::bigint AS cohort_size,
@@ -67,11 +70,12 @@ SELECT g.app_id, nullif(g.path, '') AS path, g.install_day AS cohort_day, g.coho
        CASE WHEN g.install_day + 14 < w.watermark_day AND g.install_day + 14 <= w.data_day THEN round(g.d14::numeric / g.cohort_size, 6) END AS d14_rate,
        CASE WHEN g.install_day + 30 < w.watermark_day AND g.install_day + 30 <= w.data_day THEN round(g.d30::numeric / g.cohort_size, 6) END AS d30_rate
 FROM rollup_retention_summary g
-LEFT JOIN (
-    SELECT a.id AS app_id,
-           (m.watermark AT TIME ZONE a.time_zone)::date AS watermark_day,
-           (coalesce(n.newest_event_at, 'infinity') AT TIME ZONE a.time_zone)::date AS data_day
-    FROM apps a
-    LEFT JOIN rollup_apps n ON n.app_id = a.id
-    CROSS JOIN (SELECT coalesce(max(k.newest_received_at), now()) AS watermark FROM load_checkpoints k) m
-) w ON w.app_id = g.app_id;
+LEFT JOIN report_retention_reach w ON w.app_id = g.app_id;
+
+DO $grant$
+BEGIN
+    IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'detour_analyst') THEN
+        EXECUTE format('GRANT SELECT ON %I.report_retention_reach TO detour_analyst', current_schema());
+    END IF;
+END
+$grant$;

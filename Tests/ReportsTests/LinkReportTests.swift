@@ -212,6 +212,13 @@ import Testing
         try fixture.watermark("2026-06-06T00:00:00Z")
         #expect(try retained("a") == [1, nil, nil, nil, nil])
         #expect(try retained("la") == [nil, nil, nil, nil, nil])
+        // The days the rule compares, for analysts: in Los Angeles both are still 06-05.
+        let reach = try database.connection.query(
+            "SELECT watermark_day::text AS w, data_day::text AS d FROM report_retention_reach WHERE app_id = 'la'")
+        #expect(
+            try reach.first.map { [try $0["w", as: String.self], try $0["d", as: String.self]] } == [
+                "2026-06-05", "2026-06-05",
+            ])
         try fixture.watermark("2026-06-06T07:00:00Z")
         #expect(try retained("la") == [1, nil, nil, nil, nil])
         // Days later, with nothing new from the app: the days its data reaches are reported, day 3
