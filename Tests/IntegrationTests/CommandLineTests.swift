@@ -551,6 +551,23 @@ struct CommandLineTests {
         #expect(serve.waitForExit(timeout: .seconds(60)) == 0)
     }
 
+    @Test("SIGHUP (a closed terminal) stops serve cleanly, as SIGTERM does, instead of killing it")
+    func hangUpStopsCleanly() throws {
+        let database = try TestDatabase.make()
+        defer { database.drop() }
+        let data = try TemporaryDirectory()
+        let serve = try PipelineProcess(
+            ["serve", "--http-addr", "127.0.0.1:0", "--data-dir", data.path],
+            environment: ["DATABASE_URL": database.url])
+        let port = try #require(serve.waitForLine(startingWith: "listening on http://127.0.0.1:"))
+        #expect(try HTTP.get("http://127.0.0.1:\(port)/readyz").status == 200)
+        serve.signal(SIGHUP)
+        // The default action killed it (terminated by the signal, no exit status) without a shutdown.
+        #expect(serve.waitForExit(timeout: .seconds(60)) == 0, "\(serve.standardError)")
+        #expect(serve.standardError.contains("shutdown.begin signal=SIGHUP"), "\(serve.standardError)")
+        #expect(serve.standardError.contains("server.stopped"), "\(serve.standardError)")
+    }
+
     @Test("migrate through the binary is idempotent")
     func migrateTwice() throws {
         let database = try TestDatabase.make(migrate: false)

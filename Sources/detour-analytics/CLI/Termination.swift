@@ -3,8 +3,10 @@ import Foundation
 import Locking
 import Observability
 
-/// Watches for SIGINT and SIGTERM so `run`, `serve` and `aggregate` stop cleanly: the caller then
-/// stops accepting, lets in-flight requests and the running load cycle finish, and exits.
+/// Watches for SIGINT, SIGTERM and SIGHUP so `run`, `serve` and `aggregate` stop cleanly: the caller
+/// then stops accepting, lets in-flight requests and the running load cycle finish, and exits.
+/// SIGHUP (the terminal closed: an ssh session that dropped) took the default action until
+/// 2026-12-02, killing the process at once (status 129) with requests in flight unanswered.
 ///
 /// The same signal a second time (SIGINT, SIGINT: Ctrl-C twice; or SIGTERM twice) stops the process
 /// at once (status 128 + the signal's number, as a kill would), logged as `shutdown.forced`: the
@@ -13,7 +15,7 @@ import Observability
 /// could not stop such a process at all. Nothing acknowledged is lost: ingest answers only once an
 /// event is durable, and PostgreSQL rolls the cycle back when the connection goes.
 enum Termination {
-    /// Starts watching for SIGINT and SIGTERM. Called before start-up (which can wait seconds for
+    /// Starts watching for SIGINT, SIGTERM and SIGHUP. Called before start-up (which can wait seconds for
     /// PostgreSQL), so a `docker stop` then is not fatal: the process finishes starting, and
     /// `stopOnSignal` stops it at once, cleanly (it was killed with status 143 before).
     static func watch() -> Watch { Watch() }
@@ -26,7 +28,7 @@ enum Termination {
 
         fileprivate init() {
             var sources: [any DispatchSourceSignal] = []
-            for (number, label) in [(SIGINT, "SIGINT"), (SIGTERM, "SIGTERM")] {
+            for (number, label) in [(SIGINT, "SIGINT"), (SIGTERM, "SIGTERM"), (SIGHUP, "SIGHUP")] {
                 signal(number, SIG_IGN)  // let Dispatch see the signal instead of the default action
                 let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
                 source.setEventHandler { [received, name] in
@@ -50,7 +52,7 @@ enum Termination {
             self.sources = sources
         }
 
-        /// Blocks the calling thread until SIGINT or SIGTERM has arrived (since `watch()`), logs
+        /// Blocks the calling thread until SIGINT, SIGTERM or SIGHUP has arrived (since `watch()`), logs
         /// `shutdown.begin` with the signal's name and runs `stop`. The watch goes on while `stop`
         /// runs: the same signal again ends the process at once. (It is a method, so the sources live
         /// until `stop` returns; a signal source released early would leave the signal ignored.)

@@ -16,8 +16,8 @@ enum AggregateCommand: Command {
         With --once it loads until caught up and exits: 0 when everything was loaded (or another
         aggregator holds the load lock, which it says), 69 when PostgreSQL is unavailable or failing
         (as the report commands), 1 on any other failure (an unreadable event log). Without --once,
-        SIGINT/SIGTERM stop it once the running cycle has committed or rolled back (exit 0); the same
-        signal again stops it at once (exit 143 or 130; PostgreSQL rolls the cycle back).
+        SIGINT/SIGTERM/SIGHUP stop it once the running cycle has committed or rolled back (exit 0);
+        the same signal again stops it at once (exit 128 + the signal; PostgreSQL rolls the cycle back).
 
           --once                  load the backlog and exit (cron)
         \(databaseHelp)

@@ -10,9 +10,10 @@ enum ServeCommand: Command {
 
         Accepts SDK and link-service events over HTTP and answers once they are durable in the event
         log. API keys are read from PostgreSQL every 10 seconds and cached in <data-dir>/keys.json, so
-        serving continues with known keys while PostgreSQL is down. SIGINT/SIGTERM stop cleanly:
-        /readyz turns 503, in-flight requests finish and become durable, then the process exits. The
-        same signal again stops it at once (exit 143 or 130; nothing acknowledged is lost).
+        serving continues with known keys while PostgreSQL is down. SIGINT/SIGTERM/SIGHUP stop
+        cleanly: /readyz turns 503, in-flight requests finish and become durable, then the process
+        exits. The same signal again stops it at once (exit 128 + the signal; nothing acknowledged is
+        lost).
 
         \(databaseHelp)
         \(PipelineOptions.ingestHelp)
