@@ -62,7 +62,8 @@ let package = Package(
 
         // Tests mirror targets one to one; IntegrationTests run the whole pipeline.
         .target(
-            name: "TestSupport", dependencies: ["Postgres", "Locking"], path: "Tests/TestSupport", swiftSettings: strict
+            name: "TestSupport", dependencies: ["Postgres", "Locking", "EventLog"], path: "Tests/TestSupport",
+            swiftSettings: strict
         ),
         .testTarget(name: "ObservabilityTests", dependencies: ["Observability", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "EventModelTests", dependencies: ["EventModel", "TestSupport"], swiftSettings: strict),

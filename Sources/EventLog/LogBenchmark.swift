@@ -275,8 +275,9 @@ package enum LogBenchmark {
 }
 
 /// A small deterministic random generator (SplitMix64), so benchmark data is the same every run
-/// (also the benchmark command's body generator).
-package struct SplitMix64 {
+/// (also the benchmark command's body generator, the loader benchmark's world and the tests'
+/// `SeededGenerator`).
+package struct SplitMix64: RandomNumberGenerator {
     private var state: UInt64
     /// A generator whose sequence is fixed by `seed`.
     package init(seed: UInt64) { state = seed }

@@ -212,12 +212,12 @@ package struct BenchmarkWorld {
         case live
     }
 
-    private var state: UInt64
+    private var random: SplitMix64
     private let now = Timestamp.now()
     private let times: Times
 
     init(seed: UInt64, times: Times = .spread) {
-        state = seed
+        random = SplitMix64(seed: seed)
         self.times = times
     }
 
@@ -231,13 +231,7 @@ package struct BenchmarkWorld {
         }
     }
 
-    private mutating func next() -> UInt64 {  // SplitMix64
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+    private mutating func next() -> UInt64 { random.next() }
 
     private static let names = ["view_item", "add_to_cart", "purchase", "search", "share", "sign_up", "login"]
 
