@@ -48,57 +48,47 @@ extension Normalizer {
     /// - Throws: `Rejection` `duplicate_key` when a moved member or `data` appears twice,
     ///   `invalid_type` when `data` is neither an object nor `null`.
     static func eventBody(ofConversion root: JSONValue) throws(Rejection) -> [UInt8] {
-        var moved: [JSONValue?] = Array(repeating: nil, count: conversionMembers.count)
-        var seen = Array(repeating: false, count: conversionMembers.count)
+        // Each conversion member as given (a null one too: given twice is still a duplicate).
+        var given: [JSONValue?] = Array(repeating: nil, count: conversionMembers.count)
         var data: JSONValue?
         var out: [UInt8] = []
         out.reserveCapacity(root.byteRange.count + 16)
         out.append(UInt8(ascii: "{"))
         for (key, value) in root.members {
             if let slot = conversionMembers.firstIndex(where: { key.stringEquals($0) }) {
-                guard !seen[slot] else {
+                guard given[slot] == nil else {
                     throw Rejection(.duplicateKey, "the member \"\(conversionMembers[slot])\" appears more than once")
                 }
-                seen[slot] = true
-                if !value.isNull { moved[slot] = value }
+                given[slot] = value
             } else if key.stringEquals("data") {
                 guard data == nil else { throw Rejection(.duplicateKey, "the member \"data\" appears more than once") }
                 data = value
             } else {
-                if out.count > 1 { out.append(UInt8(ascii: ",")) }
-                out += key.rawBytes
-                out.append(UInt8(ascii: ":"))
-                out += value.rawBytes
+                appendMember(key.rawBytes, value, to: &out)
             }
         }
-        if let given = data, !given.isNull, given.kind != .object {
+        if let data, !data.isNull, data.kind != .object {
             throw Rejection(.invalidType, "\"data\" must be an object or null on /api/analytics/conversion")
         }
         let own = data.flatMap { $0.isNull ? nil : $0 }
-        if own != nil || moved.contains(where: { $0 != nil }) {
+        let moved = given.enumerated().compactMap { slot, value in value.flatMap { $0.isNull ? nil : (slot, $0) } }
+        if own != nil || !moved.isEmpty {
             if out.count > 1 { out.append(UInt8(ascii: ",")) }
             out += Array(#""data":{"#.utf8)
-            var first = true
-            for (slot, value) in moved.enumerated() {
-                guard let value else { continue }
-                if !first { out.append(UInt8(ascii: ",")) }
-                first = false
-                out.append(UInt8(ascii: "\""))
-                out += UnsafeBufferPointer(
-                    start: conversionMembers[slot].utf8Start, count: conversionMembers[slot].utf8CodeUnitCount)
-                out += Array(#"":"#.utf8)
-                out += value.rawBytes
-            }
-            for (key, value) in own?.members.map({ $0 }) ?? [] {
-                if !first { out.append(UInt8(ascii: ",")) }
-                first = false
-                out += key.rawBytes
-                out.append(UInt8(ascii: ":"))
-                out += value.rawBytes
-            }
+            for (slot, value) in moved { appendMember(Array("\"\(conversionMembers[slot])\"".utf8), value, to: &out) }
+            if let own { for (key, value) in own.members { appendMember(key.rawBytes, value, to: &out) } }
             out.append(UInt8(ascii: "}"))
         }
         out.append(UInt8(ascii: "}"))
         return out
+    }
+
+    /// Appends `key:value` (the key quoted as it is) to the object being written in `out`, after a
+    /// comma unless it is the object's first member (`out` then ends with its `{`).
+    private static func appendMember(_ key: some Collection<UInt8>, _ value: JSONValue, to out: inout [UInt8]) {
+        if out.last != UInt8(ascii: "{") { out.append(UInt8(ascii: ",")) }
+        out += key
+        out.append(UInt8(ascii: ":"))
+        out += value.rawBytes
     }
 }
