@@ -541,12 +541,7 @@ struct CommandLineTests {
         let database = try TestDatabase.make()
         defer { database.drop() }
         let data = try TemporaryDirectory()
-        let serve = try PipelineProcess(
-            ["serve", "--http-addr", "127.0.0.1:0", "--data-dir", data.path],
-            environment: ["DATABASE_URL": database.url], standardError: "/dev/full")
-        let port = try #require(serve.waitForLine(startingWith: "listening on http://127.0.0.1:"))
-        let ready = try HTTP.get("http://127.0.0.1:\(port)/readyz")
-        #expect(ready.status == 200)
+        let (serve, _) = try PipelineProcess.readyServe(database: database, data: data, standardError: "/dev/full")
         serve.signal(SIGTERM)
         #expect(serve.waitForExit(timeout: .seconds(60)) == 0)
     }
@@ -556,11 +551,7 @@ struct CommandLineTests {
         let database = try TestDatabase.make()
         defer { database.drop() }
         let data = try TemporaryDirectory()
-        let serve = try PipelineProcess(
-            ["serve", "--http-addr", "127.0.0.1:0", "--data-dir", data.path],
-            environment: ["DATABASE_URL": database.url])
-        let port = try #require(serve.waitForLine(startingWith: "listening on http://127.0.0.1:"))
-        #expect(try HTTP.get("http://127.0.0.1:\(port)/readyz").status == 200)
+        let (serve, _) = try PipelineProcess.readyServe(database: database, data: data)
         serve.signal(SIGHUP)
         // The default action killed it (terminated by the signal, no exit status) without a shutdown.
         #expect(serve.waitForExit(timeout: .seconds(60)) == 0, "\(serve.standardError)")

@@ -95,11 +95,7 @@ struct DeploymentFilesTests {
         let database = try TestDatabase.make()
         defer { database.drop() }
         let data = try TemporaryDirectory()
-        let serve = try PipelineProcess(
-            ["serve", "--http-addr", "127.0.0.1:0", "--data-dir", data.path],
-            environment: ["DATABASE_URL": database.url])
-        let port = try #require(serve.waitForLine(startingWith: "listening on http://127.0.0.1:"))
-        #expect(try HTTP.get("http://127.0.0.1:\(port)/readyz").status == 200)
+        let (serve, port) = try PipelineProcess.readyServe(database: database, data: data)
         func check(_ address: String) throws -> Int32 {
             let shell = Process()
             shell.executableURL = URL(fileURLWithPath: "/usr/bin/timeout")
