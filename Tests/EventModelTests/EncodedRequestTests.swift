@@ -12,6 +12,8 @@ import Testing
         #"{"event_name":"a","timestamp":"2031-01-01T00:00:00Z","platform":"android","device_id":"Not-A-UUID\u00e9","attribution":{"open_type":"organic"},"sdk":"flutter","message_id":"m-1"}"#,
         #"{"event_name":"b","timestamp":"2026-06-01T10:20:30Z","platform":"ios","device_id":"d","attribution":{"install_click_id":null,"open_click_id":"o","extra":1},"click_id":"","sdk":""}"#,
         #"{"event_name":"c","timestamp":"2026-06-01T10:20:30Z","platform":"ios","device_id":"d","attribution":null,"type":"retention","uuid":"u"}"#,
+        #"{"event_name":"d","timestamp":"2026-06-01T10:20:30Z","platform":"ios","device_id":"d","app_version":"2.4\n","idfv":null,"metadata":{"app_version":"x","k":1}}"#,
+        #"{"event_name":"e","timestamp":"2026-06-01T10:20:30Z","platform":"ios","device_id":"d","locale":[{"languageTag":"pl-PL"}],"metadata":"m"}"#,
         #"{"event_name":"bad"}"#,
         #"[1]"#,
     ]

@@ -147,14 +147,15 @@ extension WireFormatTests {
     // MARK: Later React Native sources (read 2026-12-02). The code index holds src/analytics/api/events.ts and
     // retention.ts of a later react-native-detour (double-quoted, expo-crypto device ids, expo-localization)
     // without naming their repository or commit (index file ids 66003233087, 66168906883, 65810251347,
-    // 65886358333). First the identity and app fields at the top level of the body, then moved into a
-    // `metadata` object built by toMetadataFields (JSON.stringify drops the undefined ones). The same
+    // 65886358333). First the identity and app fields at the top level of the body (stored in `metadata`
+    // since 2026-12-02), then moved into a `metadata` object built by toMetadataFields (JSON.stringify drops
+    // the undefined ones). The same
     // sources post conversions to POST /api/analytics/conversion (served since 2026-12-02, stored as
     // actions with the purchase fields in `data`): docs/ingest.md, "What the SDK sources send".
 
     static let laterReactNativeCases: [Case] = [
         Case(
-            label: "RN later: identity and app fields at the top level are ignored, the event stored",
+            label: "RN later: identity and app fields at the top level are stored in metadata",
             path: eventPath,
             headers: urlSession([("X-SDK", "react-native/1.3.0")]),
             body: #"{"event_name":"purchase","data":{"revenue":29.99,"currency":"USD"},"#
@@ -165,7 +166,10 @@ extension WireFormatTests {
                 + #""locale":[{"languageTag":"pl-PL"},{"languageTag":"en-US"}]}"#,
             check: Stored(
                 name: "purchase", platform: .ios, device: rnDevice, sdk: "react-native/1.3.0",
-                clientTimestamp: "2026-09-01T12:00:00.000Z", data: #"{"revenue":29.99,"currency":"USD"}"#
+                clientTimestamp: "2026-09-01T12:00:00.000Z", data: #"{"revenue":29.99,"currency":"USD"}"#,
+                metadata: #"{"idfv":"E621E1F8-C36C-495A-93FC-0C247A3E6E5F","customer_user_id":"u-42","app_version":"2.4.0","#
+                    + #""build_number":"118","consent":{"analytics":true,"advertising":false},"os_version":"17.5","#
+                    + #""locale":[{"languageTag":"pl-PL"},{"languageTag":"en-US"}]}"#
             ).matches),
         Case(
             label: "RN later: event with a metadata object (consent, locale list) stored byte for byte",

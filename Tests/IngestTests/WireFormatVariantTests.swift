@@ -72,7 +72,7 @@ extension WireFormatTests {
             label: "unknown members are ignored and null optional members are absent",
             path: "/api/analytics/event",
             headers: auth + [("Content-Type", "application/json")],
-            body: #"{"app_version":"1.2.3",\#(event),"session":{"id":1},"timestamp":"2026-06-01T10:20:30.123Z","#
+            body: #"{"app_build":"1.2.3",\#(event),"session":{"id":1},"timestamp":"2026-06-01T10:20:30.123Z","#
                 + #""data":null,"metadata":null,"attribution":null,"click_id":null,"sdk":null,"user_id":null}"#,
             check: {
                 $0.data == nil && $0.metadata == nil && $0.attribution == nil && $0.clickID == nil && $0.sdk == nil

@@ -15,6 +15,8 @@ enum EventField: Int, CaseIterable {
     case eventName, data, timestamp, platform, deviceID, attribution, clickID, sdk, metadata
     case type, eventID, messageID, messageIDCamel, insertID, uuid
     case url, kind, userAgent, ip, referrer, method, score
+    // Stored in `metadata` when sent at the top level (EventNormalizer+TopLevelMetadata.swift).
+    case idfv, aaid, idfa, customerUserID, appVersion, buildNumber, consent, osVersion, locale, attStatus, sessionID
 
     /// The member's key.
     var key: StaticString {
@@ -41,6 +43,17 @@ enum EventField: Int, CaseIterable {
         case .referrer: "referrer"
         case .method: "method"
         case .score: "score"
+        case .idfv: "idfv"
+        case .aaid: "aaid"
+        case .idfa: "idfa"
+        case .customerUserID: "customer_user_id"
+        case .appVersion: "app_version"
+        case .buildNumber: "build_number"
+        case .consent: "consent"
+        case .osVersion: "os_version"
+        case .locale: "locale"
+        case .attStatus: "att_status"
+        case .sessionID: "session_id"
         }
     }
 
@@ -48,23 +61,24 @@ enum EventField: Int, CaseIterable {
     static let idFields: [EventField] = [.eventID, .messageID, .messageIDCamel, .insertID, .uuid]
 
     /// Members of an SDK event on a single-event route.
-    static let sdkMask: UInt32 =
+    static let sdkMask: UInt64 =
         bits([.eventName, .data, .timestamp, .platform, .deviceID, .attribution, .clickID, .sdk, .metadata]) | bits(idFields)
+        | bits(metadataMembers)
 
     /// Members of an SDK event in a batch (adds `type`).
-    static let sdkBatchMask: UInt32 = sdkMask | bits([.type])
+    static let sdkBatchMask: UInt64 = sdkMask | bits([.type])
 
     /// Members of a link-service click or match.
-    static let linkMask: UInt32 = bits([.type, .clickID, .url, .timestamp, .platform, .kind, .userAgent, .ip, .referrer, .method, .score])
+    static let linkMask: UInt64 = bits([.type, .clickID, .url, .timestamp, .platform, .kind, .userAgent, .ip, .referrer, .method, .score])
         | bits(idFields)
 
-    static func bits(_ fields: [EventField]) -> UInt32 {
-        fields.reduce(0) { $0 | 1 << UInt32($1.rawValue) }
+    static func bits(_ fields: [EventField]) -> UInt64 {
+        fields.reduce(0) { $0 | 1 << UInt64($1.rawValue) }
     }
 
     /// Keys grouped by length, for matching without building Strings.
     static let byLength: [[EventField]] = {
-        var table = [[EventField]](repeating: [], count: 16)
+        var table = [[EventField]](repeating: [], count: 17)
         for field in allCases { table[field.key.utf8CodeUnitCount].append(field) }
         return table
     }()
@@ -90,6 +104,8 @@ enum EventField: Int, CaseIterable {
 struct EventFields {
     private var slots: [Int32] = Array(repeating: -1, count: EventField.allCases.count)
     private var document: JSONDocument?
+    /// The collected members of the last object, one bit each (`EventField.bits`).
+    private(set) var found: UInt64 = 0
 
     subscript(field: EventField) -> JSONValue? {
         let index = slots[field.rawValue]
@@ -100,9 +116,11 @@ struct EventFields {
     /// Collects the members in `mask` from `object`.
     ///
     /// - Throws: `Rejection` `duplicate_key` when a collected member appears twice.
-    mutating func collect(from object: JSONValue, mask: UInt32) throws(Rejection) {
+    mutating func collect(from object: JSONValue, mask: UInt64) throws(Rejection) {
         let document = object.document
         self.document = document
+        var found: UInt64 = 0
+        defer { self.found = found }
         let duplicate: EventField? = slots.withUnsafeMutableBufferPointer { slots in
             slots.update(repeating: -1)
             return document.tape.withUnsafeBufferPointer { tape in
@@ -116,9 +134,10 @@ struct EventFields {
                             key.flags & Token.hasEscapes == 0
                             ? EventField.named(raw)
                             : JSONValue.unescape(raw).withUnsafeBufferPointer { EventField.named($0) }
-                        if let field, mask & (1 << UInt32(field.rawValue)) != 0 {
+                        if let field, mask & (1 << UInt64(field.rawValue)) != 0 {
                             if slots[field.rawValue] >= 0 { return field }
                             slots[field.rawValue] = Int32(k + 1)
+                            found |= 1 << UInt64(field.rawValue)
                         }
                         k = Int(tape[k + 1].next)
                     }

@@ -57,7 +57,7 @@ struct EventNormalizer {
     /// kept as an `Envelope`.
     mutating func sdkEvent(_ value: JSONValue, index: Int, kind: EventKind?, allowsType: Bool, encode: Bool = false) {
         do throws(Rejection) {
-            let event = try validateSDKEvent(value, kind: kind, allowsType: allowsType)
+            let event = try validateSDKEvent(value, index: index, kind: kind, allowsType: allowsType)
             if encode {
                 appendRecord(of: event, index: index)
             } else {
@@ -76,7 +76,7 @@ struct EventNormalizer {
 
     /// Checks one SDK event; the result still points into the body.
     private mutating func validateSDKEvent(
-        _ value: JSONValue, kind fixedKind: EventKind?, allowsType: Bool
+        _ value: JSONValue, index: Int, kind fixedKind: EventKind?, allowsType: Bool
     ) throws(Rejection) -> SDKEvent {
         try checkShape(value)
         try fields.collect(from: value, mask: allowsType ? EventField.sdkBatchMask : EventField.sdkMask)
@@ -102,7 +102,8 @@ struct EventNormalizer {
             kind: kind, name: fields[.eventName]!, client: client, platform: platform, device: device,
             clientID: try clientEventIDValue(), attribution: try attribution(),
             clickID: try readString(.clickID) { !$0.isEmpty }.flatMap { $0 ? fields[.clickID] : nil },
-            data: fields[.data].flatMap { $0.isNull ? nil : $0 }, metadata: fields[.metadata].flatMap { $0.isNull ? nil : $0 })
+            data: fields[.data].flatMap { $0.isNull ? nil : $0 }, metadata: fields[.metadata].flatMap { $0.isNull ? nil : $0 },
+            mergedMetadata: fields.found & EventField.metadataMask == 0 ? nil : mergedMetadata(index: index))
     }
 
     /// The envelope of a validated event. Every check has passed, so from here on nothing
@@ -120,7 +121,7 @@ struct EventNormalizer {
         envelope.attribution = event.attribution?.strings
         envelope.clickID = event.clickID?.string
         envelope.data = event.data.map { Array($0.rawBytes) }
-        envelope.metadata = event.metadata.map { Array($0.rawBytes) }
+        envelope.metadata = event.mergedMetadata ?? event.metadata.map { Array($0.rawBytes) }
         return envelope
     }
 

@@ -85,7 +85,7 @@ extension Normalizer {
 
     /// Appends `key:value` (the key quoted as it is) to the object being written in `out`, after a
     /// comma unless it is the object's first member (`out` then ends with its `{`).
-    private static func appendMember(_ key: some Collection<UInt8>, _ value: JSONValue, to out: inout [UInt8]) {
+    static func appendMember(_ key: some Collection<UInt8>, _ value: JSONValue, to out: inout [UInt8]) {
         if out.last != UInt8(ascii: "{") { out.append(UInt8(ascii: ",")) }
         out += key
         out.append(UInt8(ascii: ":"))

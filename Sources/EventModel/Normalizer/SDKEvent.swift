@@ -17,6 +17,9 @@ struct SDKEvent {
     var data: JSONValue?
     /// `metadata`, absent when missing or `null`.
     var metadata: JSONValue?
+    /// The stored `metadata` when the event also sent metadata members at the top level: those
+    /// members, then `metadata`'s own (EventNormalizer+TopLevelMetadata.swift); nil otherwise.
+    var mergedMetadata: [UInt8]? = nil
 }
 
 /// `attribution` as checked string values in the body; nil members are null or absent.
