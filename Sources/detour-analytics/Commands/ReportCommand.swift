@@ -138,9 +138,7 @@ enum ReportCommand: Command {
         do {
             connection = try Connection(url: address)
         } catch {
-            let failure = ReportError.database(message: "\(error)")
-            complain("error: \(failure.description)\n")
-            return failure.exitCode
+            return databaseUnavailable(ReportError.database(message: "\(error)").description)
         }
         defer { connection.close() }
         return try body(connection)
