@@ -24,8 +24,7 @@ enum MigrateCommand: Command {
 
     static func run(_ arguments: inout Arguments, environment: Environment) throws -> Int32 {
         let url = try arguments.databaseURL(environment)
-        let directory =
-            try arguments.option("--sql-dir", default: environment["DETOUR_SQL_DIR"]) ?? locateSQLDirectory()
+        let directory = try sqlDirectory(&arguments, environment)
         try arguments.finish()
         let address = try requireDatabase(url)
         return try unavailableOnDatabaseFailure { try migrate(url: address, directory: directory) }
@@ -57,6 +56,12 @@ enum MigrateCommand: Command {
                     + " is it this binary's sql directory (--sql-dir, DETOUR_SQL_DIR)?\n")
         }
         return 0
+    }
+
+    /// The migrations directory from `--sql-dir`, else `DETOUR_SQL_DIR`, else `locateSQLDirectory()`
+    /// (also what `version` names the newest migration of).
+    static func sqlDirectory(_ arguments: inout Arguments, _ environment: Environment) throws -> String {
+        try arguments.option("--sql-dir", default: environment["DETOUR_SQL_DIR"]) ?? locateSQLDirectory()
     }
 
     /// Finds the migrations: beside the binary (`<prefix>/share/detour-analytics/sql`), in the source
