@@ -6,10 +6,14 @@ import Postgres
 /// The one executable: parses the command word and hands off to the command.
 @main
 enum DetourAnalytics {
+    /// The program's version, which `--version` prints: set here and nowhere else, and bumped by hand
+    /// in the commit that makes a release (README, "Versions").
+    static let version = "0.1.0"
+
     static var commands: [any Command.Type] {
         [
             RunCommand.self, ServeCommand.self, AggregateCommand.self, MigrateCommand.self, AppsCommand.self,
-            SegmentsCommand.self, ReportCommand.self, SimulateCommand.self, BenchCommand.self,
+            SegmentsCommand.self, ReportCommand.self, SimulateCommand.self, VersionCommand.self, BenchCommand.self,
         ]
     }
 
@@ -25,6 +29,8 @@ enum DetourAnalytics {
             }
             Logger.minimumLevel = level
         }
+        // `--version` is the `version` command, as most tools spell it.
+        if tokens.first == "--version" { tokens[0] = VersionCommand.name }
         guard let word = tokens.first, !word.hasPrefix("-") else {
             if tokens.isEmpty || tokens.contains("--help") || tokens.contains("-h") {
                 print(topLevelHelp)
@@ -75,6 +81,7 @@ enum DetourAnalytics {
             detour-analytics: a self-hosted analytics pipeline for deep-link attribution.
 
             Usage: detour-analytics <command> [options]     (detour-analytics <command> --help for details)
+                   detour-analytics --version                  (the version and the newest schema migration it knows)
 
             Commands:
             \(lines.joined(separator: "\n"))
@@ -84,7 +91,7 @@ enum DetourAnalytics {
               DETOUR_DATA_DIR      data directory (segments, dead letters, key cache); default ./data
               DETOUR_HTTP_ADDR     ingest listen address; default 127.0.0.1:8080
               DETOUR_NODE          this ingest node's segment directory (run, serve); default node-1
-              DETOUR_SQL_DIR       migration files (migrate); default: sql/ beside the binary or source tree
+              DETOUR_SQL_DIR       migration files (migrate, version); default: sql/ beside the binary or source tree
               DETOUR_LOG_LEVEL     trace|debug|info|notice|warning|error|critical; default info
             """
     }

@@ -62,20 +62,28 @@ struct CommandLineTests {
         #expect(result.errors.contains("--databse-url"))
     }
 
+    /// migrate and apps exited 1 here until 2026-12-02, as for a bug, while report exited 69.
     @Test(
-        "a report command with PostgreSQL unreachable exits 69 with one line naming the database, as cron.md says",
+        "a command with PostgreSQL unreachable exits 69 with one line naming the database, as cron.md says",
         arguments: [
             ["report", "links", "--app", "app_x"],
             ["report", "daily", "--date", "2026-06-01", "--out", NSTemporaryDirectory() + "detour-report-unreachable"],
             ["report", "rebuild"],
+            ["migrate"],
+            ["apps", "list"],
+            ["apps", "create", "--id", "app_x", "--name", "X"],
+            ["apps", "update", "--id", "app_x", "--name", "Y"],
+            ["apps", "keys", "create", "--app", "app_x", "--kind", "secret"],
+            ["apps", "keys", "revoke", "--app", "app_x", "--prefix", "sk_abcd"],
         ])
-    func reportDatabaseUnreachable(arguments: [String]) throws {
+    func databaseUnreachable(arguments: [String]) throws {
         // Port 1 on the loopback: nothing listens there, the connection is refused at once.
         let result = try PipelineProcess.runToEnd(
             arguments + ["--database-url", "postgresql://postgres@127.0.0.1:1/detour?connect_timeout=5"])
         #expect(result.status == 69, "\(result.errors)")
         #expect(result.errors.hasPrefix("error: "))
-        #expect(result.errors.lowercased().contains("database"), "\(result.errors)")
+        #expect(result.errors.lowercased().contains("postgresql"), "\(result.errors)")
+        #expect(result.errors.split(separator: "\n").count == 1, "\(result.errors)")
         #expect(result.output.isEmpty)
     }
 
@@ -173,7 +181,7 @@ struct CommandLineTests {
         #expect(result.errors.contains("run detour-analytics migrate"), "\(result.errors)")
         // The other commands say so too (apps list said only: relation "apps" does not exist).
         let apps = try PipelineProcess.runToEnd(["apps", "list"], environment: ["DATABASE_URL": database.url])
-        #expect(apps.status == 1, "\(apps.errors)")
+        #expect(apps.status == 69, "\(apps.errors)")
         #expect(apps.errors.contains("run detour-analytics migrate"), "\(apps.errors)")
     }
 
@@ -570,5 +578,20 @@ struct CommandLineTests {
         let second = try PipelineProcess.runToEnd(["migrate"], environment: environment)
         #expect(second.status == 0)
         #expect(second.output.contains("up to date"))
+    }
+
+    @Test("migrate exits 69 for a file PostgreSQL refuses, as for any failing database, and 1 for no migration files")
+    func migrateFailures() throws {
+        let database = try TestDatabase.make(migrate: false)
+        defer { database.drop() }
+        let sql = try TemporaryDirectory()
+        let environment = ["DATABASE_URL": database.url, "DETOUR_SQL_DIR": sql.path]
+        let empty = try PipelineProcess.runToEnd(["migrate"], environment: environment)
+        #expect(empty.status == 1, "\(empty.errors)")
+        #expect(empty.errors.contains("no migration files (NNN_name.sql) in \(sql.path)"), "\(empty.errors)")
+        try Data("CREATE TABLE broken (".utf8).write(to: URL(fileURLWithPath: sql.path + "/001_broken.sql"))
+        let refused = try PipelineProcess.runToEnd(["migrate"], environment: environment)
+        #expect(refused.status == 69, "\(refused.errors)")
+        #expect(refused.errors.hasPrefix("error: PostgreSQL error 42601"), "\(refused.errors)")
     }
 }

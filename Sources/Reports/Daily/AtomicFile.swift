@@ -59,6 +59,53 @@ enum AtomicFile {
         }
     }
 
+    /// How long one of `write`'s temporary files may stay unmodified before `removeAbandoned` takes
+    /// its writer for gone (killed between creating and renaming it: the file is never renamed then).
+    ///
+    /// Age, not the process id in the name: the compose file's one-off containers all run the binary
+    /// as PID 1 and share the output directory (a bind mount), so an id says nothing across them. PID
+    /// 1 is alive in every container, so a killed job's files would never go; and an id that is not
+    /// alive here may be a job writing at this moment in another container. A live writer creates its
+    /// file, writes it at once, flushes and renames it, within seconds; an hour leaves room for a disk
+    /// that stalls and for the clocks of hosts sharing a network file system. Should a live writer's
+    /// file be removed all the same, its rename fails (exit 74, the next run writes the file): the
+    /// report it replaces is untouched, never half written.
+    static let abandonedAfter: Duration = .seconds(3600)
+
+    /// Removes the temporary files of `write` in `directory` that have not been modified for
+    /// `abandonedAfter`. Best effort: a directory that cannot be read or a file that cannot be
+    /// removed is left for the next run.
+    ///
+    /// - Returns: the paths removed.
+    static func removeAbandoned(in directory: String) -> [String] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        var removed: [String] = []
+        for name in names where isTemporary(name) {
+            let path = directory + "/" + name
+            var status = stat()
+            guard lstat(path, &status) == 0, status.st_mode & S_IFMT == S_IFREG else { continue }
+            let modified = Double(status.st_mtim.tv_sec) + Double(status.st_mtim.tv_nsec) / 1e9
+            let age = Date().timeIntervalSince1970 - modified
+            guard .seconds(age) > abandonedAfter, unlink(path) == 0 else { continue }
+            removed.append(path)
+        }
+        return removed.sorted()
+    }
+
+    /// Whether `name` is one of `write`'s temporary files: `<file>.tmp-<pid>-<random, base 36>`, or
+    /// `<file>.tmp-<pid>` as binaries before 2026-12-02 named them.
+    static func isTemporary(_ name: String) -> Bool {
+        guard let marker = name.range(of: ".tmp-", options: .backwards), marker.lowerBound > name.startIndex else {
+            return false
+        }
+        let parts = name[marker.upperBound...].split(separator: "-", omittingEmptySubsequences: false)
+        let digits = Set("0123456789")
+        let base36 = digits.union("abcdefghijklmnopqrstuvwxyz")
+        guard let pid = parts.first, !pid.isEmpty, pid.allSatisfy(digits.contains) else { return false }
+        guard parts.count == 2 else { return parts.count == 1 }
+        return (1...13).contains(parts[1].count) && parts[1].allSatisfy(base36.contains)
+    }
+
     /// The POSIX reason under a Foundation file error, in errno's words.
     private static func reason(_ error: any Error) -> String {
         let error = error as NSError

@@ -15,7 +15,9 @@ package import Postgres
 ///   files of an incomplete day say `complete: false`. Any refusal makes the CLI exit 75.
 /// - Idempotent: the files depend only on the data and the watermark (no generation time inside),
 ///   and each is written to a temporary file in the same directory and renamed over the old one,
-///   so a reader never sees a half-written file and a rerun replaces the previous output.
+///   so a reader never sees a half-written file and a rerun replaces the previous output. A run
+///   killed mid-write leaves its temporary file; the next run removes it once an hour old
+///   (`removeAbandonedTemporaryFiles`).
 package struct DailyReport {
     /// Default grace period after the end of the day, in seconds.
     package static let defaultGraceSeconds = 600
@@ -54,6 +56,7 @@ package struct DailyReport {
         date: ReportDay, app: String?, outDirectory: String, formats: Set<DailyReportFormat>, allowPartial: Bool
     ) throws(ReportError) -> DailyReportRun {
         var result = DailyReportRun(outputs: [], refusals: [])
+        result.removedTemporaryFiles = Self.removeAbandonedTemporaryFiles(outDirectory: outDirectory)
         for id in try appIDs(app) {
             // The schema's pattern admits `.` and `..` (apps create refuses them since 2026-12-02);
             // `<out>/<date>/..` is `<out>`, where such an app's files landed.
@@ -75,6 +78,26 @@ package struct DailyReport {
                 try write(app: id, date: date, status: status, outDirectory: outDirectory, formats: formats))
         }
         return result
+    }
+
+    /// Removes the temporary files an interrupted run (killed, a container stopped) left in any
+    /// `<out>/<date>/<app>/`, not only the directories this run writes: the next run is usually for
+    /// the next date. Only `AtomicFile.write`'s names, only once unmodified for
+    /// `AtomicFile.abandonedAfter` (an hour), so the files of a run writing at this moment, here or
+    /// in another container, are left alone. One directory read per date and app.
+    ///
+    /// - Returns: the paths removed.
+    static func removeAbandonedTemporaryFiles(outDirectory: String) -> [String] {
+        let fileManager = FileManager.default
+        var removed: [String] = []
+        for date in (try? fileManager.contentsOfDirectory(atPath: outDirectory)) ?? []
+        where ReportDay(iso8601: date) != nil {
+            let directory = outDirectory + "/" + date
+            for app in (try? fileManager.contentsOfDirectory(atPath: directory)) ?? [] {
+                removed += AtomicFile.removeAbandoned(in: directory + "/" + app)
+            }
+        }
+        return removed.sorted()
     }
 
     /// Writes one app's files for `date` (each atomically).
@@ -175,6 +198,8 @@ package struct DailyReportRun: Sendable, Equatable {
     /// `.rollupsPending`), or because their id (`.`, `..`) cannot name their directory (`.io`), in
     /// app order.
     package var refusals: [ReportError]
+    /// Temporary files an interrupted run had left under the output directory, removed by this one.
+    package var removedTemporaryFiles: [String] = []
 
     /// The CLI's exit status: 0 when every app was written, 75 (EX_TEMPFAIL, so cron tries again)
     /// when any app was refused for its day, 74 when an app id names no directory.

@@ -1,5 +1,6 @@
 import Foundation
 import Locking
+import Postgres
 
 /// One `detour-analytics` command. Each lives in its own file under Commands/.
 protocol Command {
@@ -112,6 +113,34 @@ struct WriteError: Error, CustomStringConvertible {
 func requireDatabase(_ url: String?) throws -> String {
     guard let url else { throw UsageError(description: "no database: pass --database-url or set DATABASE_URL") }
     return url
+}
+
+/// Says on standard error, in one line, that PostgreSQL is unreachable or failing, and returns 69
+/// (EX_UNAVAILABLE): the status of every command that needs the database, so a cron job or a
+/// deployment script can tell "try again later" from a bad invocation (64). libpq's own message runs
+/// over two lines ("... Connection refused" and "Is the server running on that host ...?").
+func databaseUnavailable(_ message: String) -> Int32 {
+    let line = message.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
+    complain("error: \(line.joined(separator: " "))\n")
+    return 69  // EX_UNAVAILABLE
+}
+
+/// Runs `body`, the work of `migrate` or `apps`, and turns PostgreSQL unreachable or refusing a
+/// statement (a wrong password, a schema not migrated) into `databaseUnavailable`, as `report` and
+/// `aggregate --once` do; until 2026-12-02 both exited 1, as for a bug. A migration file that is
+/// wrong (none in the directory, one changed after it was applied) and a column that does not
+/// decode are not the database's doing: they still reach the generic handler (exit 1).
+func unavailableOnDatabaseFailure(_ body: () throws -> Int32) throws -> Int32 {
+    do {
+        return try body()
+    } catch let error as PostgresError {
+        switch error {
+        case .connection, .server, .copy, .closed:
+            return databaseUnavailable("\(error)\(DetourAnalytics.schemaHint(error))")
+        case .decoding, .migration:
+            throw error
+        }
+    }
 }
 
 /// Whether `path` exists and is a directory (the event log's `segments/`, say).

@@ -53,8 +53,7 @@ enum AggregateCommand: Command {
         } catch {
             guard case .database = error else { throw error }
             // As the report commands (docs/cron.md): cron wrappers tell "try again later" from a bug.
-            complain("error: \(error)\n")
-            return 69  // EX_UNAVAILABLE
+            return databaseUnavailable("\(error)")
         }
         if cycles.allSatisfy({ !$0.ran }) {
             say("aggregate: another aggregator holds the load lock and is loading; nothing done")

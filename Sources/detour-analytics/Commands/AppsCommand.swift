@@ -48,20 +48,26 @@ enum AppsCommand: Command {
           --prefix PREFIX      the key's prefix as `apps list` shows it (pk_ or sk_ and 4 characters)
           --json               machine-readable output
         \(databaseHelp)
+
+        Exit status: 0 done, 64 bad usage (also an app id that exists, a time zone PostgreSQL does not know),
+        69 database unavailable or failing (unreachable, wrong password, a schema not migrated), 1 refused
+        (no such app or key, a key already revoked, a prefix shared by two keys).
         """
 
     static func run(_ arguments: inout Arguments, environment: Environment) throws -> Int32 {
-        switch arguments.popPositional() {
-        case "create": return try create(&arguments, environment: environment)
-        case "update": return try update(&arguments, environment: environment)
-        case "list": return try list(&arguments, environment: environment)
-        case "keys":
+        try unavailableOnDatabaseFailure {
             switch arguments.popPositional() {
-            case "create": return try createKey(&arguments, environment: environment)
-            case "revoke": return try revokeKey(&arguments, environment: environment)
-            default: throw UsageError(description: "expected: apps keys create|revoke")
+            case "create": return try create(&arguments, environment: environment)
+            case "update": return try update(&arguments, environment: environment)
+            case "list": return try list(&arguments, environment: environment)
+            case "keys":
+                switch arguments.popPositional() {
+                case "create": return try createKey(&arguments, environment: environment)
+                case "revoke": return try revokeKey(&arguments, environment: environment)
+                default: throw UsageError(description: "expected: apps keys create|revoke")
+                }
+            default: throw UsageError(description: "expected: apps create|update|list|keys")
             }
-        default: throw UsageError(description: "expected: apps create|update|list|keys")
         }
     }
 

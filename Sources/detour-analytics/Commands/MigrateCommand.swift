@@ -16,14 +16,24 @@ enum MigrateCommand: Command {
           --sql-dir DIR        directory of migration files (env DETOUR_SQL_DIR; default: the sql/ folder
                                found beside the binary or in the source tree around it, else ./sql in the working
                                directory, else /usr/share/detour-analytics/sql)
+
+        Exit status: 0 done (also when the schema was up to date), 64 bad usage, 69 database unavailable or
+        failing (unreachable, wrong password, a migration refused by the server), 1 migration files wrong (none
+        in the directory, one changed after it was applied).
         """
 
     static func run(_ arguments: inout Arguments, environment: Environment) throws -> Int32 {
         let url = try arguments.databaseURL(environment)
-        let directory =
-            try arguments.option("--sql-dir", default: environment["DETOUR_SQL_DIR"]) ?? locateSQLDirectory()
+        let directory = try sqlDirectory(&arguments, environment)
         try arguments.finish()
-        let connection = try Connection(url: try requireDatabase(url))
+        let address = try requireDatabase(url)
+        return try unavailableOnDatabaseFailure { try migrate(url: address, directory: directory) }
+    }
+
+    /// Applies the migrations of `directory` and says what it did, with warnings for recorded
+    /// migrations this directory has no file for.
+    private static func migrate(url: String, directory: String) throws -> Int32 {
+        let connection = try Connection(url: url)
         defer { connection.close() }
         let migrator = Migrator(directory: directory)
         let applied = try migrator.migrate(connection)
@@ -46,6 +56,12 @@ enum MigrateCommand: Command {
                     + " is it this binary's sql directory (--sql-dir, DETOUR_SQL_DIR)?\n")
         }
         return 0
+    }
+
+    /// The migrations directory from `--sql-dir`, else `DETOUR_SQL_DIR`, else `locateSQLDirectory()`
+    /// (also what `version` names the newest migration of).
+    static func sqlDirectory(_ arguments: inout Arguments, _ environment: Environment) throws -> String {
+        try arguments.option("--sql-dir", default: environment["DETOUR_SQL_DIR"]) ?? locateSQLDirectory()
     }
 
     /// Finds the migrations: beside the binary (`<prefix>/share/detour-analytics/sql`), in the source

@@ -24,6 +24,8 @@ enum ReportCommand: Command {
                      (everything received before the end of D in the app's time zone plus --grace, default
                      10m), refuses the others without writing them, and exits 75 if it refused any (so cron
                      tries again), unless --allow-partial, which writes every app and the output then states
+                     it; first removes the temporary files (<file>.tmp-PID-...) a killed run left under <DIR>
+                     once nothing has modified them for an hour
         rebuild      recomputes every rollup from the raw tables (after changing an app's settings or funnels)
 
         Options:
@@ -138,9 +140,7 @@ enum ReportCommand: Command {
         do {
             connection = try Connection(url: address)
         } catch {
-            let failure = ReportError.database(message: "\(error)")
-            complain("error: \(failure.description)\n")
-            return failure.exitCode
+            return databaseUnavailable(ReportError.database(message: "\(error)").description)
         }
         defer { connection.close() }
         return try body(connection)
@@ -161,6 +161,12 @@ enum ReportCommand: Command {
             // Each app on its own: the complete ones are written, the others refused (75, so cron retries).
             let run = try job.run(
                 date: date, app: app, outDirectory: out, formats: formats, allowPartial: allowPartial)
+            if let first = run.removedTemporaryFiles.first {
+                let count = run.removedTemporaryFiles.count
+                say(
+                    "report daily: removed \(count) temporary file\(count == 1 ? "" : "s") an interrupted run left"
+                        + " (\(first)\(count > 1 ? ", ..." : ""))")
+            }
             for output in run.outputs {
                 say("report daily: \(output.app) → \(output.directory) (\(output.files.joined(separator: ", ")))")
             }
