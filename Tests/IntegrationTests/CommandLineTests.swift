@@ -591,7 +591,8 @@ struct CommandLineTests {
         #expect(empty.errors.contains("no migration files (NNN_name.sql) in \(sql.path)"), "\(empty.errors)")
         try Data("CREATE TABLE broken (".utf8).write(to: URL(fileURLWithPath: sql.path + "/001_broken.sql"))
         let refused = try PipelineProcess.runToEnd(["migrate"], environment: environment)
-        #expect(refused.status == 69, "\(refused.errors)")
+        // The migration's own defect: trying again later cannot help, so not 69.
+        #expect(refused.status == 1, "\(refused.errors)")
         #expect(refused.errors.hasPrefix("error: PostgreSQL error 42601"), "\(refused.errors)")
     }
 }

@@ -129,12 +129,19 @@ func databaseUnavailable(_ message: String) -> Int32 {
 /// statement (a wrong password, a schema not migrated) into `databaseUnavailable`, as `report` and
 /// `aggregate --once` do; until 2026-12-02 both exited 1, as for a bug. A migration file that is
 /// wrong (none in the directory, one changed after it was applied) and a column that does not
-/// decode are not the database's doing: they still reach the generic handler (exit 1).
-func unavailableOnDatabaseFailure(_ body: () throws -> Int32) throws -> Int32 {
+/// decode are not the database's doing: they still reach the generic handler (exit 1). With
+/// `statementsAreOurs` (`migrate`, whose statements are the migration files), a statement the
+/// server refuses for what it says (a syntax error, a missing privilege) is such a defect too:
+/// trying again later cannot help. Only the server's "not now" classes stay 69: connection
+/// exceptions (08), insufficient resources (53), operator intervention (57, a shutdown) and a
+/// rolled-back transaction (40, a deadlock).
+func unavailableOnDatabaseFailure(statementsAreOurs: Bool = false, _ body: () throws -> Int32) throws -> Int32 {
     do {
         return try body()
     } catch let error as PostgresError {
         switch error {
+        case .server(let state, _, _, _, _) where statementsAreOurs && !["08", "53", "57", "40"].contains(String(state.prefix(2))):
+            throw error
         case .connection, .server, .copy, .closed:
             return databaseUnavailable("\(error)\(DetourAnalytics.schemaHint(error))")
         case .decoding, .migration:

@@ -17,9 +17,9 @@ enum MigrateCommand: Command {
                                found beside the binary or in the source tree around it, else ./sql in the working
                                directory, else /usr/share/detour-analytics/sql)
 
-        Exit status: 0 done (also when the schema was up to date), 64 bad usage, 69 database unavailable or
-        failing (unreachable, wrong password, a migration refused by the server), 1 migration files wrong (none
-        in the directory, one changed after it was applied).
+        Exit status: 0 done (also when the schema was up to date), 64 bad usage, 69 database unavailable
+        (unreachable, wrong password, shutting down, out of resources), 1 migration files wrong (none in the
+        directory, one changed after it was applied, one the server refuses: a syntax error, a missing privilege).
         """
 
     static func run(_ arguments: inout Arguments, environment: Environment) throws -> Int32 {
@@ -27,7 +27,7 @@ enum MigrateCommand: Command {
         let directory = try sqlDirectory(&arguments, environment)
         try arguments.finish()
         let address = try requireDatabase(url)
-        return try unavailableOnDatabaseFailure { try migrate(url: address, directory: directory) }
+        return try unavailableOnDatabaseFailure(statementsAreOurs: true) { try migrate(url: address, directory: directory) }
     }
 
     /// Applies the migrations of `directory` and says what it did, with warnings for recorded
