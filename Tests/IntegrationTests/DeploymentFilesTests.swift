@@ -4,7 +4,8 @@ import Testing
 
 /// docker-compose cannot run here (no Docker engine), so its correctness is checked by reading:
 /// the compose file parses into the services an operator runs, and everything it and the
-/// Dockerfile name exists: files, commands of the binary, the environment the binary reads.
+/// Dockerfile name exists: files, commands of the binary, the environment the binary reads. The
+/// database roles it sets up are checked by running its init script (DeploymentFilesTests+Roles).
 @Suite
 struct DeploymentFilesTests {
     let root = RepositoryRoot.path
@@ -18,12 +19,24 @@ struct DeploymentFilesTests {
         #expect(services["postgres"]?["healthcheck"]?["test"]?.items.first?.text == "CMD-SHELL")
         #expect(services["migrate"]?["command"]?.items.compactMap(\.text) == ["migrate"])
         #expect(services["pipeline"]?["command"]?.items.compactMap(\.text) == ["run"])
-        for name in ["migrate", "pipeline"] {
+        // migrate as the schema's owner, the pipeline as the runtime role; neither as the superuser.
+        for (name, role) in [("migrate", "detour_owner"), ("pipeline", "detour_pipeline")] {
             let build = try #require(services[name]?["build"]?.text)
             #expect(
                 FileManager.default.fileExists(atPath: root + "/" + build + "/Dockerfile"),
                 "\(name) builds from \(build)/Dockerfile")
-            #expect(services[name]?["environment"]?["DATABASE_URL"]?.text?.contains("@postgres:5432/") == true)
+            let url = services[name]?["environment"]?["DATABASE_URL"]?.text ?? ""
+            #expect(url.contains("@postgres:5432/") && url.hasPrefix("postgresql://\(role):"), "\(name): \(url)")
+        }
+        // The roles come from the repository's init script, mounted where the image runs it.
+        let mounts = services["postgres"]?["volumes"]?.items.compactMap(\.text) ?? []
+        let initScript = try #require(mounts.first { $0.contains(":/docker-entrypoint-initdb.d/") })
+        let script = String(initScript.split(separator: ":")[0])
+        #expect(script == "./deploy/postgres-init.sh")
+        #expect(FileManager.default.isExecutableFile(atPath: root + "/" + script))
+        #expect(initScript.hasSuffix(".sh:ro"), "the image runs *.sh files of that directory: \(initScript)")
+        for variable in ["DETOUR_OWNER_PASSWORD", "DETOUR_PIPELINE_PASSWORD"] {
+            #expect(services["postgres"]?["environment"]?[variable]?.text?.hasPrefix("${\(variable):?") == true)
         }
         let pipeline = services["pipeline"]
         #expect(pipeline?["environment"]?["DETOUR_HTTP_ADDR"]?.text == "0.0.0.0:8080")
@@ -35,14 +48,20 @@ struct DeploymentFilesTests {
         #expect(compose["volumes"]?.pairs.map(\.key).contains("eventlog") == true)
     }
 
-    @Test("docker-compose.yml has no default database password: it refuses to start until one is set")
+    @Test("docker-compose.yml has no default database password: it refuses to start until each is set")
     func composeRequiresPassword() throws {
         let text = try String(contentsOfFile: root + "/docker-compose.yml", encoding: .utf8)
-        // Every use of the variable is `${POSTGRES_PASSWORD:?message}`: compose stops with the message
+        // Every use of a variable is `${POSTGRES_PASSWORD:?message}`: compose stops with the message
         // when it is unset or empty, where `${POSTGRES_PASSWORD:-change-me}` ran with a known password.
-        let uses = text.components(separatedBy: "${POSTGRES_PASSWORD").dropFirst()
-        #expect(uses.count >= 3)
-        for use in uses { #expect(use.hasPrefix(":?"), "POSTGRES_PASSWORD\(use.prefix(20)) has a default") }
+        // The superuser's for the postgres image; the owner's also in migrate's URL, the runtime
+        // role's in the pipeline's.
+        for (variable, count) in [
+            ("POSTGRES_PASSWORD", 1), ("DETOUR_OWNER_PASSWORD", 2), ("DETOUR_PIPELINE_PASSWORD", 2),
+        ] {
+            let uses = text.components(separatedBy: "${\(variable)").dropFirst()
+            #expect(uses.count == count, "\(variable) is used \(uses.count) times")
+            for use in uses { #expect(use.hasPrefix(":?"), "\(variable)\(use.prefix(20)) has a default") }
+        }
         #expect(!text.contains("change-me"))
     }
 

@@ -1,0 +1,323 @@
+import Foundation
+import Postgres
+import TestSupport
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The compose deployment's database roles without Docker: the very script compose mounts into the
+/// postgres image (deploy/postgres-init.sh) runs against the test PostgreSQL, in a database of its
+/// own and with role names of its own; then `migrate` runs as the owner and the pipeline as the
+/// runtime role, the way docker-compose.yml wires them (docs/schema.md, "Roles").
+extension DeploymentFilesTests {
+    @Test("a fresh deployment: migrate runs as the owner, the pipeline loads and reports as detour_writer")
+    func rolesOnAFreshDatabase() throws {
+        let roles = try ComposeRoles.make()
+        defer { roles.drop() }
+        let first = try roles.runInitScript()
+        #expect(first.status == 0, "postgres-init.sh failed: \(first.output)")
+        let migrated = try PipelineProcess.runToEnd(
+            ["migrate", "--sql-dir", root + "/sql"], environment: ["DATABASE_URL": roles.ownerURL])
+        #expect(migrated.status == 0, "migrate as the owner failed: \(migrated.errors)")
+        try exercisePipeline(roles)
+        try expectNothingOwnedByOthers(roles)
+        try expectRefusals(roles)
+    }
+
+    /// A deployment made before the roles: every migration ran as the image's superuser, which owns
+    /// every object (and, the bootstrap superuser, cannot be REASSIGNed OWNED). The script run by hand
+    /// gives the schema to the owner; the next `migrate` (as the owner) applies the rest.
+    @Test("an existing deployment: the init script run once hands the superuser's schema to the owner")
+    func rolesOnAnExistingDatabase() throws {
+        let roles = try ComposeRoles.make()
+        defer { roles.drop() }
+        let old = try TemporaryDirectory()
+        let files = try FileManager.default.contentsOfDirectory(atPath: root + "/sql").filter { $0.hasSuffix(".sql") }
+        for file in files where (Int(file.prefix(3)) ?? 0) < 72 {
+            try FileManager.default.copyItem(atPath: root + "/sql/" + file, toPath: old.path + "/" + file)
+        }
+        let superuser = ["DATABASE_URL": roles.superuserURL]
+        let before = try PipelineProcess.runToEnd(["migrate", "--sql-dir", old.path], environment: superuser)
+        #expect(before.status == 0, "migrate as the superuser failed: \(before.errors)")
+        _ = try PipelineProcess.createApp(id: "old-app", name: "Made before the roles", environment: superuser)
+        let admin = try Connection(url: roles.superuserURL)
+        defer { admin.close() }
+        _ = try admin.query("SELECT ensure_day_partitions('events', current_date - 1, current_date + 2)")
+
+        for run in 1...2 {  // the second run finds nothing left to do and succeeds all the same
+            let result = try roles.runInitScript()
+            #expect(result.status == 0, "postgres-init.sh (run \(run)) failed: \(result.output)")
+        }
+        try expectNothingOwnedByOthers(roles)
+        let migrated = try PipelineProcess.runToEnd(
+            ["migrate", "--sql-dir", root + "/sql"], environment: ["DATABASE_URL": roles.ownerURL])
+        #expect(migrated.status == 0, "migrate as the owner failed: \(migrated.errors)")
+        #expect(migrated.output.contains("072_writer_role"))
+        try exercisePipeline(roles)
+        try expectRefusals(roles)
+    }
+
+    /// The guard for later migrations: a table or view the pipeline uses and nobody granted to
+    /// detour_writer fails only in a deployment with the roles (every other test connects as the
+    /// superuser), so every relation must be granted exactly what sql/072 says or be listed here.
+    @Test("detour_writer holds exactly the privileges sql/072 lists, on every relation of the schema")
+    func writerPrivileges() throws {
+        let database = try TestDatabase.make()
+        defer { database.drop() }
+        let connection = try database.connect()
+        defer { connection.close() }
+        let read = "SELECT"
+        let append = "SELECT, INSERT"
+        let maintain = "SELECT, INSERT, UPDATE"
+        let rewrite = "SELECT, INSERT, UPDATE, DELETE"
+        let expected: [String: String] = [
+            "apps": read, "api_keys": read, "funnels": read, "schema_migrations": "",
+            "events": append, "clicks": append, "matches": append,
+            "event_ids": append, "click_ids": append, "match_ids": append,
+            "devices": maintain, "links": maintain, "load_checkpoints": maintain,
+            "aggregator_pending_utc_days": rewrite,
+        ]
+        let rows = try connection.query(
+            """
+            SELECT c.relname, c.relkind::text AS kind,
+                   concat_ws(', ',
+                       CASE WHEN has_table_privilege('detour_writer', c.oid, 'SELECT') THEN 'SELECT' END,
+                       CASE WHEN has_table_privilege('detour_writer', c.oid, 'INSERT') THEN 'INSERT' END,
+                       CASE WHEN has_table_privilege('detour_writer', c.oid, 'UPDATE') THEN 'UPDATE' END,
+                       CASE WHEN has_table_privilege('detour_writer', c.oid, 'DELETE') THEN 'DELETE' END,
+                       CASE WHEN has_table_privilege('detour_writer', c.oid, 'TRUNCATE') THEN 'TRUNCATE' END,
+                       CASE WHEN has_table_privilege('detour_writer', c.oid, 'REFERENCES') THEN 'REFERENCES' END,
+                       CASE WHEN has_table_privilege('detour_writer', c.oid, 'TRIGGER') THEN 'TRIGGER' END) AS granted
+            FROM pg_class c
+            WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('r', 'p', 'v', 'm', 'S', 'f')
+              AND NOT c.relispartition
+            ORDER BY c.relname
+            """)
+        #expect(rows.count > 60)
+        for row in rows {
+            let name = try row["relname", as: String.self]
+            let kind = try row["kind", as: String.self]
+            let granted = try row["granted", as: String.self]
+            let wanted =
+                expected[name]
+                ?? (kind == "r" && name.hasPrefix("rollup_")
+                    ? rewrite : kind == "v" && name.hasPrefix("report_") ? read : nil)
+            #expect(
+                wanted == granted,
+                "\(name) grants detour_writer [\(granted)]; give it what the pipeline does with it (sql/072) or list it here"
+            )
+        }
+        // A partition is reached through its parent: nothing on it directly.
+        let partition = try connection.query(
+            "SELECT has_table_privilege('detour_writer', 'events_default', 'SELECT') AS p"
+        ).first?["p", as: Bool.self]
+        #expect(partition == false)
+
+        // The functions that run as their owner: exactly these, with a search_path of their own, and
+        // not executable by PUBLIC (the analyst cannot call them). CREATE OR REPLACE resets both.
+        let definers = try connection.query(
+            """
+            SELECT p.proname, array_to_string(p.proconfig, ';') AS config,
+                   has_function_privilege('detour_writer', p.oid, 'EXECUTE') AS writer,
+                   has_function_privilege('detour_analyst', p.oid, 'EXECUTE') AS analyst
+            FROM pg_proc p WHERE p.pronamespace = current_schema()::regnamespace AND p.prosecdef
+            ORDER BY p.proname
+            """)
+        #expect(try definers.map { try $0["proname", as: String.self] } == ["ensure_day_partitions", "rollup_analyze"])
+        for row in definers {
+            #expect(try row["config", as: String?.self] == "search_path=pg_catalog, pg_temp")
+            #expect(try row["writer", as: Bool.self])
+            #expect(try !row["analyst", as: Bool.self])
+        }
+    }
+
+    /// Runs the pipeline as the runtime role against `roles`' database: events of three days, clicks
+    /// and a match posted over HTTP, loaded (a day created after its rows arrived, so they move out of
+    /// the default partition), rolled up and read back through the report API; then the daily report
+    /// and a rebuild, each as that role. Nothing may fail for want of a privilege.
+    private func exercisePipeline(_ roles: ComposeRoles) throws {
+        let admin = ["DATABASE_URL": roles.ownerURL]
+        let app = "roles-app"
+        let keys = try PipelineProcess.createApp(id: app, name: "Least privilege", environment: admin)
+        let publishable = try #require(keys["publishable_key"])
+        let secret = try #require(keys["secret_key"])
+        let data = try TemporaryDirectory()
+        let environment = ["DATABASE_URL": roles.pipelineURL, "DETOUR_DATA_DIR": data.path]
+        let pipeline = try PipelineProcess(
+            ["run", "--http-addr", "127.0.0.1:0", "--load-interval", "200ms", "--rollup-interval", "0"],
+            environment: environment)
+        defer { pipeline.signal(SIGKILL) }
+        let base = try #require(
+            pipeline.waitForLine(startingWith: "listening on "), "no listening line; log: \(pipeline.standardError)")
+
+        let day = 86_400.0
+        let iso = ISO8601DateFormatter()
+        iso.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        let now = Date()
+        func at(_ offset: Double) -> String { iso.string(from: now.addingTimeInterval(offset)) }
+        let sdk = ["Authorization": "Bearer \(publishable)", "X-App-ID": app]
+        #expect(
+            try post(
+                base + "/api/link/events",
+                body: #"{"clicks":[{"click_id":"clk_r1","url":"https://acme.godetour.link/R/promo?utm_source=news","#
+                    + #""timestamp":"\#(at(-2 * day))","platform":"ios","kind":"web"}],"#
+                    + #""matches":[{"click_id":"clk_r1","timestamp":"\#(at(-2 * day + 60))","method":"deterministic"}]}"#,
+                headers: ["Authorization": "Bearer \(secret)", "X-App-ID": app]) == 200)
+        for (device, offset) in [("dev-r1", -2 * day + 120), ("dev-r2", -day), ("dev-r3", 0)] {
+            let retention =
+                #"{"event_name":"app_open","timestamp":"\#(at(offset))","platform":"ios","device_id":"\#(device)","#
+                + #""install_click_id":"clk_r1"}"#
+            #expect(try post(base + "/api/analytics/retention", body: retention, headers: sdk) == 200)
+            let purchase =
+                #"{"event_name":"purchase","data":{"revenue":9.5,"currency":"EUR"},"timestamp":"\#(at(offset + 30))","#
+                + #""platform":"android","device_id":"\#(device)"}"#
+            #expect(try post(base + "/api/analytics/event", body: purchase, headers: sdk) == 200)
+        }
+
+        // Loaded and rolled up: every row in, the click counted in the link rollups, no work queued,
+        // and nothing left in a default partition (the day two days back got its partition after its
+        // rows had arrived, and ensure_day_partitions, running as its owner, moved them there).
+        let owner = try Connection(url: roles.ownerURL)
+        defer { owner.close() }
+        var state = ""
+        let deadline = ContinuousClock.now + .seconds(60)
+        while ContinuousClock.now < deadline {
+            state =
+                try owner.query(
+                    """
+                    SELECT (SELECT count(*) FROM events)::text || ' events, '
+                           || (SELECT count(*) FROM clicks)::text || ' clicks, '
+                           || (SELECT count(*) FROM matches)::text || ' matches, '
+                           || (SELECT coalesce(sum(clicks), 0) FROM report_link_daily)::text || ' clicks rolled up, '
+                           || (SELECT count(*) FROM rollup_pending_keys)::text || ' pending, '
+                           || ((SELECT count(*) FROM events_default) + (SELECT count(*) FROM clicks_default)
+                               + (SELECT count(*) FROM matches_default))::text || ' in default partitions' AS state
+                    """
+                ).first?["state", as: String.self] ?? ""
+            if state == "6 events, 1 clicks, 1 matches, 1 clicks rolled up, 0 pending, 0 in default partitions" {
+                break
+            }
+            Thread.sleep(forTimeInterval: 0.2)
+        }
+        #expect(
+            state == "6 events, 1 clicks, 1 matches, 1 clicks rolled up, 0 pending, 0 in default partitions",
+            "log: \(pipeline.standardError)")
+        // The rollup pass analysed today's new partition (sql/065) though the runtime role does not
+        // own it: through rollup_analyze. Skipped, its reltuples would still be -1 (never analysed).
+        let today = "events_p" + at(0).prefix(10).replacingOccurrences(of: "-", with: "")
+        let reltuples = try owner.query("SELECT reltuples::float8 AS n FROM pg_class WHERE oid = \(today)::regclass")
+            .first?["n", as: Double.self]
+        #expect((reltuples ?? -1) >= 0, "\(today) was never analysed")
+
+        let links = try HTTP.get(
+            base + "/api/reports/links", headers: ["Authorization": "Bearer \(secret)", "X-App-ID": app])
+        #expect(links.status == 200 && links.text.contains(#""path":"/promo""#), "report API: \(links.text)")
+
+        pipeline.signal(SIGTERM)
+        #expect(pipeline.waitForExit(timeout: .seconds(30)) == 0)
+        #expect(!pipeline.standardError.contains("42501"), "a privilege was missing: \(pipeline.standardError)")
+        #expect(!pipeline.standardError.contains("permission denied"), "\(pipeline.standardError)")
+
+        let reports = try TemporaryDirectory()
+        let date = String(at(-2 * day).prefix(10))
+        let daily = try PipelineProcess.runToEnd(
+            ["report", "daily", "--date", date, "--out", reports.path], environment: environment)
+        #expect(daily.status == 0, "report daily as the runtime role: \(daily.errors)")
+        #expect(FileManager.default.fileExists(atPath: "\(reports.path)/\(date)/\(app)/report.json"))
+        let rebuild = try PipelineProcess.runToEnd(["report", "rebuild"], environment: environment)
+        #expect(rebuild.status == 0, "report rebuild as the runtime role: \(rebuild.errors)")
+    }
+
+    /// Everything in the schema belongs to the owner: what the migrations made, and the day
+    /// partitions the pipeline had ensure_day_partitions create (it runs as its owner).
+    private func expectNothingOwnedByOthers(_ roles: ComposeRoles) throws {
+        let admin = try Connection(url: roles.superuserURL)
+        defer { admin.close() }
+        let others = try admin.query(
+            """
+            SELECT kind || ' ' || name || ' (' || pg_get_userbyid(owner) || ')' AS object FROM (
+                SELECT 'relation' AS kind, c.relname::text AS name, c.relowner AS owner FROM pg_class c
+                WHERE c.relnamespace = 'public'::regnamespace
+                UNION ALL
+                SELECT 'function', p.proname::text, p.proowner FROM pg_proc p WHERE p.pronamespace = 'public'::regnamespace
+                UNION ALL
+                SELECT 'type', t.typname::text, t.typowner FROM pg_type t WHERE t.typnamespace = 'public'::regnamespace
+                UNION ALL
+                SELECT 'schema', n.nspname::text, n.nspowner FROM pg_namespace n WHERE n.nspname = 'public'
+            ) o
+            WHERE o.owner <> \(roles.owner)::regrole
+            ORDER BY 1
+            """
+        ).map { try $0["object", as: String.self] }
+        #expect(others.isEmpty, "owned by another role than \(roles.owner): \(others.prefix(10))")
+    }
+
+    /// What neither role may do: the runtime role no DDL, no writes to keys, apps or raw rows, no
+    /// superuser catalogs or files, no becoming the owner; the owner is no superuser either.
+    private func expectRefusals(_ roles: ComposeRoles) throws {
+        let pipeline = try Connection(url: roles.pipelineURL)
+        defer { pipeline.close() }
+        let attributes = try pipeline.query(
+            """
+            SELECT r.rolsuper OR r.rolcreaterole OR r.rolcreatedb OR r.rolbypassrls AS mighty,
+                   pg_has_role(current_user, \(roles.owner)::name, 'MEMBER') AS owner
+            FROM pg_roles r WHERE r.rolname = current_user
+            """)
+        #expect(try attributes.first?["mighty", as: Bool.self] == false)
+        #expect(try attributes.first?["owner", as: Bool.self] == false)
+        let refused = [
+            "CREATE TABLE roles_probe (a int)",
+            "CREATE SCHEMA roles_probe",
+            "CREATE FUNCTION roles_probe() RETURNS int LANGUAGE sql AS 'SELECT 1'",
+            "DROP TABLE events",
+            "ALTER TABLE events ADD COLUMN probe int",
+            "TRUNCATE rollup_devices",
+            "DELETE FROM events",
+            "UPDATE clicks SET path = '/'",
+            "SELECT count(*) FROM events_default",
+            "UPDATE apps SET name = 'taken'",
+            "INSERT INTO api_keys (app_id, key_hash, kind, prefix) VALUES ('roles-app', repeat('a', 64), 'secret', 'sk_x')",
+            "DELETE FROM api_keys",
+            "INSERT INTO funnels (app_id, funnel_id, name, steps) VALUES ('roles-app', 'f', 'f', ARRAY['install', 'x'])",
+            "SELECT count(*) FROM schema_migrations",
+            "SELECT rolpassword FROM pg_authid",
+            "COPY events TO '/tmp/roles-probe'",
+            "SET ROLE \"\(roles.owner)\"",
+            "ALTER FUNCTION ensure_day_partitions(regclass, date, date) SECURITY INVOKER",
+        ]
+        for sql in refused {
+            #expect(sqlState(pipeline, sql) == "42501", "the runtime role may run: \(sql)")
+        }
+
+        let owner = try Connection(url: roles.ownerURL)
+        defer { owner.close() }
+        #expect(
+            try owner.query("SELECT rolsuper FROM pg_roles WHERE rolname = current_user").first?[0, as: Bool.self]
+                == false)
+        for sql in ["CREATE ROLE roles_probe", "SELECT rolpassword FROM pg_authid", "CREATE DATABASE roles_probe"] {
+            #expect(sqlState(owner, sql) == "42501", "the owner may run: \(sql)")
+        }
+    }
+
+    /// The SQLSTATE `sql` fails with, or nil when it succeeds.
+    private func sqlState(_ connection: Connection, _ sql: String) -> String? {
+        do throws(PostgresError) {
+            try connection.unsafeSQL(sql)
+            return nil
+        } catch {
+            return error.sqlState ?? error.description
+        }
+    }
+
+    /// POSTs `body` as JSON and returns the status code.
+    private func post(_ url: String, body: String, headers: [String: String]) throws -> Int {
+        var request = URLRequest(url: URL(string: url)!)
+        request.httpMethod = "POST"
+        request.httpBody = Data(body.utf8)
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+        return try HTTP.send(request).status
+    }
+}
