@@ -68,7 +68,13 @@ struct FrameEncoder {
     func encode(_ job: FrameJob) {
         let prefix = prefixSize
         let needed = prefix + compressor.bound(for: job.ndjson.count)
-        if job.frame.count < needed { job.frame = [UInt8](repeating: 0, count: needed) }
+        if job.frame.count < needed {
+            // Not zero-filled: the compressor writes the body and the committer the prefix, and
+            // nothing past them is read. Zeros touched every page of the bound (about the NDJSON's
+            // size), so a job kept that much resident per frame for a body ~6x smaller; untouched
+            // pages of a fresh allocation stay unmapped.
+            job.frame = [UInt8](unsafeUninitializedCapacity: needed) { _, initialized in initialized = needed }
+        }
         let compressor = self.compressor
         let result = job.ndjson.withUnsafeBytes { input in
             job.frame.withUnsafeMutableBytes { output in

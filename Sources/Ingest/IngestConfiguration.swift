@@ -29,10 +29,14 @@ package struct IngestConfiguration: Sendable {
     /// body's density. Default 1,000,000 (16 MB; a body at `maxDecompressedBytes` of SDK-like JSON
     /// holds under 900,000).
     package var maxValues: Int = 1_000_000
-    /// Request body bytes the server holds at once across all connections (received and not yet
-    /// answered); a body that would cross it is answered 503 `overloaded`. Bounds memory against
-    /// many concurrent large uploads (4,096 connections x 1 MiB would be 4 GiB). Default 256 MiB.
-    package var maxBufferedBodyBytes: Int = 256 << 20
+    /// Request bytes the server holds at once across all connections: bodies as they arrive (given
+    /// back when the request completes) and, once a body is read, its envelope lines and dead
+    /// letters until they are durable (the event log's queue holds them meanwhile); a request that
+    /// would cross it is answered 503 `overloaded` with `Retry-After`. Bounds memory against many
+    /// concurrent large uploads (4,096 connections x 1 MiB would be 4 GiB) and the event log's
+    /// queue under a flood of large batches (docs/ingest.md, "Memory per request"). Default 64 MiB
+    /// (256 MiB for bodies alone until 2026-12-02).
+    package var maxBufferedBodyBytes: Int = 64 << 20
     /// Most open HTTP connections across all threads; further connections are refused. Default 4,096.
     package var connectionLimit: Int = 4096
     /// Most open connections from one client IP address; 0 means no per-IP limit. Default 0

@@ -41,7 +41,8 @@ package enum IngestError: Error, Sendable, Equatable {
     case logUnavailable(reason: String)
     /// The server is shutting down and takes no new events.
     case shuttingDown
-    /// The server holds as many request bodies as `maxBufferedBodyBytes` allows; retry shortly.
+    /// The server holds as many request bytes (bodies, and events on their way to disk) as
+    /// `maxBufferedBodyBytes` allows; retry shortly.
     case overloaded
     /// A report query parameter is malformed, repeated, too long, or one too many.
     case invalidParameter(name: String, message: String)
@@ -106,7 +107,7 @@ package enum IngestError: Error, Sendable, Equatable {
         case .shuttingDown:
             (503, "shutting_down", "the server is shutting down; retry later", [("Retry-After", "1")])
         case .overloaded:
-            (503, "overloaded", "the server holds too many request bodies at once; retry later", [("Retry-After", "1")])
+            (503, "overloaded", "the server holds too many requests at once; retry later", [("Retry-After", "1")])
         case .invalidParameter(let name, let message):
             (400, "invalid_parameter", "invalid parameter \(name): \(message)", [])
         case .reportsUnavailable:

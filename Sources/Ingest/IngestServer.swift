@@ -37,7 +37,8 @@ package final class IngestServer: Sendable {
             reportProvider: reportProvider, registry: metrics)
         self.service = service
         do {
-            self.server = try HTTPServer(settings: HTTPServerSettings(configuration), handler: service)
+            self.server = try HTTPServer(
+                settings: HTTPServerSettings(configuration), handler: service, budget: service.budget)
         } catch {
             // No server will call shutdown(): stop the worker threads the service started.
             service.reports?.stop()
@@ -73,7 +74,8 @@ package final class IngestServer: Sendable {
         }
     }
 
-    /// Body bytes the HTTP server holds for requests not yet completed (`maxBufferedBodyBytes`).
+    /// Request bytes held now (`maxBufferedBodyBytes`): bodies of requests not yet completed, and
+    /// the envelope lines and dead letters of read requests not yet durable.
     package var bufferedBodyBytes: Int { server.bufferedBodyBytes }
 
     deinit { shutdown() }

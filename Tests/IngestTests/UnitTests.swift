@@ -48,12 +48,12 @@ struct UnitTests {
         let six = [UInt8](repeating: 1, count: 6)
         six.withUnsafeBytes { #expect(state.receive($0, core: core) == .keep) }
         #expect(state.body.count == 6)
-        #expect(core.bufferedBodyBytes.load(ordering: .relaxed) == 6)
+        #expect(core.budget.heldBytes == 6)
         six.withUnsafeBytes { #expect(state.receive($0, core: core) == .discard) }
         #expect(state.body.isEmpty)
         #expect(state.isOverLimit && !state.isOverBudget)
         // The dropped body leaves the server's budget at once.
-        #expect(core.bufferedBodyBytes.load(ordering: .relaxed) == 0)
+        #expect(core.budget.heldBytes == 0)
         // Closed once more than twice the limit arrived in all (18 bytes are not yet 20).
         six.withUnsafeBytes { #expect(state.receive($0, core: core) == .discard) }
         six.withUnsafeBytes { #expect(state.receive($0, core: core) == .close) }
@@ -77,7 +77,7 @@ struct UnitTests {
         #expect(second.isOverBudget && second.body.isEmpty && second.charged == 0)
         // The first keeps its 12 bytes (and its charge, given back when it completes).
         #expect(first.body.count == 12 && first.charged == 12)
-        #expect(core.bufferedBodyBytes.load(ordering: .relaxed) == 12)
+        #expect(core.budget.heldBytes == 12)
     }
 
     @Test("decompression rejects truncated and corrupt streams and respects the limit exactly")

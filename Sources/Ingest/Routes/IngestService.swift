@@ -41,6 +41,9 @@ final class IngestService: HTTPHandler {
     /// The report workers; nil when the server has no report provider (routes answer 503
     /// `reports_unavailable`).
     let reports: ReportQueue?
+    /// Request bytes held at once (`maxBufferedBodyBytes`): the HTTP server charges bodies to it,
+    /// and a read request's envelope lines and dead letters are charged until they are durable.
+    let budget: RequestBudget
 
     init(
         configuration: IngestConfiguration, keys: KeyStore, sink: any EventSink, deadLetterSink: any EventSink,
@@ -50,6 +53,7 @@ final class IngestService: HTTPHandler {
         self.keys = keys
         self.sink = sink
         self.completingSink = sink as? any CompletingEventSink
+        self.budget = RequestBudget(limit: configuration.maxBufferedBodyBytes)
         self.metrics = IngestMetrics(registry: registry)
         self.commits = CommitQueue(
             sink: sink, deadLetterSink: deadLetterSink, committers: configuration.commitThreads, metrics: registry)
@@ -62,6 +66,16 @@ final class IngestService: HTTPHandler {
             maxValues: configuration.maxValues)
         self.reports = reportProvider.map {
             ReportQueue(provider: $0, workers: configuration.reportThreads, depth: configuration.reportQueueDepth)
+        }
+        let budget = self.budget
+        let held = registry.gauge(
+            "ingest_buffered_bytes", help: "Request bytes held now: bodies, and events not yet durable")
+        let peak = registry.gauge(
+            "ingest_buffered_bytes_peak", help: "Most request bytes held at once since start (--max-buffered-bodies)")
+        registry.gauge("ingest_buffered_bytes_limit", help: "--max-buffered-bodies, in bytes").set(Double(budget.limit))
+        registry.addCollector {
+            held.set(Double(budget.heldBytes))
+            peak.set(Double(budget.peakBytes))
         }
     }
 
@@ -139,6 +153,12 @@ final class IngestService: HTTPHandler {
         // (no Envelope values, no array per event), always one line per event (pretty-printed data
         // has its line breaks turned into spaces).
         let deadLetters = outcome.rejected.isEmpty ? [] : deadLetters(for: outcome.rejected, info: info)
+        // Held until durable: the lines (the log's queue and frame jobs hold a copy meanwhile) and
+        // the dead letters. Over the budget, the request is refused before anything is queued, as
+        // a body over it is (the client retries); its body's charge stays until it completes.
+        let held = outcome.lines.count + deadLetters.reduce(0) { $0 + $1.count }
+        guard budget.chargeLines(held, ownBody: body.count) else { return .respond(HTTPResponse(error: .overloaded)) }
+        let budget = self.budget
         if deadLetters.isEmpty, outcome.lines.lines > 0, let log = completingSink {
             // The common case: every event accepted. No committer thread: the worker queues the
             // lines in the log and the log's thread that synced them (its committer, with one sync
@@ -150,6 +170,7 @@ final class IngestService: HTTPHandler {
             return .later { complete in
                 outcome.lines.withUnsafeBytes { ndjson in
                     log.append(ndjson: ndjson, records: records) { error in
+                        budget.release(held)
                         self.commits.noteAppend(error: error, records: records)
                         complete(self.answer(route: route, records: records, error: error, accepted: accepted))
                     }
@@ -159,6 +180,7 @@ final class IngestService: HTTPHandler {
         let job = { @Sendable (complete: Completion) in
             self.commits.enqueue(
                 CommitQueue.Job(ndjson: outcome.lines, deadLetters: deadLetters) { error in
+                    budget.release(held)
                     complete(
                         self.answer(
                             route: info.route.name, records: outcome.recordCount, error: error,

@@ -20,7 +20,8 @@ final class RequestState: @unchecked Sendable {
     /// Bytes thrown away after the limit (or the server's body budget) was crossed.
     var discarded = 0
     /// Bytes of body charged to the server's budget (`ServerCore.chargeBody`), given back when
-    /// the request completes.
+    /// the request completes: what was received, or the declared `Content-Length` when the body's
+    /// buffer was reserved for it ahead (`begin`).
     var charged = 0
     /// The server's body budget was full when a chunk came: the body is dropped, the answer is 503.
     var isOverBudget = false
@@ -68,8 +69,10 @@ final class RequestState: @unchecked Sendable {
     func receive(_ chunk: UnsafeRawBufferPointer, core: ServerCore) -> ChunkAction {
         bytesIn += chunk.count
         if discarded == 0, body.count + chunk.count <= limit {
-            if core.chargeBody(chunk.count) {
-                charged += chunk.count
+            // Bytes past what is charged already (none while a reserved body fills its reservation).
+            let uncharged = max(0, body.count + chunk.count - charged)
+            if uncharged == 0 || core.chargeBody(uncharged) {
+                charged += uncharged
                 body.append(contentsOf: chunk)
                 return .keep
             }

@@ -71,6 +71,9 @@ final class LoadClient: Sendable {
         }
     }
 
+    /// Every client thread has ended (sent its `maxRequests`, or stopped).
+    var isFinished: Bool { finished.load(ordering: .sequentiallyConsistent) >= clients }
+
     /// How many ids have been acknowledged so far.
     var acknowledgedCount: Int { tally.withLock { $0.acknowledged.count } }
 

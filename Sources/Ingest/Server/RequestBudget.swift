@@ -1,0 +1,67 @@
+import Synchronization
+
+/// The request bytes the server holds at once, across all connections
+/// (`IngestConfiguration.maxBufferedBodyBytes`): bodies as they arrive (charged chunk by chunk,
+/// given back when the request completes), and the envelope lines and dead letters of a read
+/// request until they are durable (charged when the request is normalised, given back before it
+/// is answered). What would cross the limit is refused (503 `overloaded`), so under a flood of
+/// large batches the requests in flight, and the event log's queue they fill, stay within it.
+///
+/// Lock-free (two atomics): it is charged for every chunk of every body.
+package final class RequestBudget: Sendable {
+    /// The most bytes held at once.
+    package let limit: Int
+    private let held = Atomic<Int>(0)
+    private let peak = Atomic<Int>(0)
+
+    /// A budget of `limit` bytes.
+    package init(limit: Int) { self.limit = limit }
+
+    /// Bytes held now.
+    package var heldBytes: Int { held.load(ordering: .relaxed) }
+
+    /// The most bytes held at once since the server started (never above `limit`, except for one
+    /// request's lines let through alone: `chargeLines`).
+    package var peakBytes: Int { peak.load(ordering: .relaxed) }
+
+    /// Charges `bytes`; false (and nothing charged) when they would cross the limit.
+    func charge(_ bytes: Int) -> Bool {
+        let total = held.wrappingAdd(bytes, ordering: .relaxed).newValue
+        guard total > limit else {
+            notePeak(total)
+            return true
+        }
+        held.wrappingSubtract(bytes, ordering: .relaxed)
+        return false
+    }
+
+    /// Charges a read request's lines (and dead letters), `bytes`, on top of its body's charge
+    /// `ownBody`; false (nothing charged) when they would cross the limit while other requests
+    /// hold bytes. A request alone is let through whatever its size (its decoded body may be up to
+    /// `maxDecompressedBytes`, more than a small budget), so it is never refused for good.
+    func chargeLines(_ bytes: Int, ownBody: Int) -> Bool {
+        let total = held.wrappingAdd(bytes, ordering: .relaxed).newValue
+        guard total > limit, total - bytes > ownBody else {
+            notePeak(total)
+            return true
+        }
+        held.wrappingSubtract(bytes, ordering: .relaxed)
+        return false
+    }
+
+    /// Gives back `bytes` charged by `charge` or `chargeLines`.
+    func release(_ bytes: Int) {
+        if bytes > 0 { held.wrappingSubtract(bytes, ordering: .relaxed) }
+    }
+
+    /// Raises `peak` to `total` (one load when it is not higher, the common case).
+    private func notePeak(_ total: Int) {
+        var seen = peak.load(ordering: .relaxed)
+        while total > seen {
+            let (exchanged, original) = peak.compareExchange(
+                expected: seen, desired: total, ordering: .relaxed)
+            if exchanged { return }
+            seen = original
+        }
+    }
+}
