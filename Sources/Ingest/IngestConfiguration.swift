@@ -34,7 +34,8 @@ package struct IngestConfiguration: Sendable {
     /// letters until they are durable (the event log's queue holds them meanwhile); a request that
     /// would cross it is answered 503 `overloaded` with `Retry-After`. Bounds memory against many
     /// concurrent large uploads (4,096 connections x 1 MiB would be 4 GiB) and the event log's
-    /// queue under a flood of large batches (docs/ingest.md, "Memory per request"). Default 64 MiB
+    /// queue under a flood of large batches (docs/ingest.md, "Memory per request"); requests of at
+    /// most 64 KiB (SDK events, never retried) may use a quarter more. Default 64 MiB
     /// (256 MiB for bodies alone until 2026-12-02).
     package var maxBufferedBodyBytes: Int = 64 << 20
     /// Most open HTTP connections across all threads; further connections are refused. Default 4,096.

@@ -79,40 +79,53 @@ struct ConnectionLimitTests {
         #expect(try second.request("GET", "/healthz").status == 200)
     }
 
-    @Test("bodies beyond the server's body budget get 503 overloaded with Retry-After, and are served once it frees")
+    @Test(
+        "bodies beyond the server's body budget get 503 overloaded with Retry-After while an SDK's single event is accepted, and are served once it frees"
+    )
     func bodyBudget() throws {
+        let budget = 256 * 1024
         let server = try TestServer {
-            $0.maxBodyBytes = 64 * 1024
-            $0.maxBufferedBodyBytes = 64 * 1024
+            $0.maxBodyBytes = budget
+            $0.maxBufferedBodyBytes = budget
         }
         func batch(paddedTo size: Int) -> [UInt8] {
             let json = Array("{\"batch\":[\(String(decoding: BadInputTests.event, as: UTF8.self))]}".utf8)
             return json + [UInt8](repeating: 0x20, count: size - json.count)
         }
-        // An upload of 60 KiB that stops 100 bytes short: the server holds its declared length (its
-        // buffer is reserved for it, and charged, when the head arrives).
-        let held = batch(paddedTo: 60 * 1024)
+        // An upload of the whole budget that stops 100 bytes short: the server holds its declared
+        // length (its buffer is reserved for it, and charged, when the head arrives).
+        let held = batch(paddedTo: budget)
         let slow = try server.client()
         var head = "POST /api/analytics/batch HTTP/1.1\r\nHost: x\r\nContent-Length: \(held.count)\r\n"
         for (name, value) in TestServer.sdkHeaders() { head += "\(name): \(value)\r\n" }
         slow.send(Array((head + "\r\n").utf8) + held.dropLast(100))
-        // Once those bytes are held (60 KiB of the 64 KiB budget), another upload of 20 KiB crosses it.
         for _ in 0..<500 where server.server.bufferedBodyBytes < held.count {
             Thread.sleep(forTimeInterval: 0.01)
         }
         #expect(server.server.bufferedBodyBytes == held.count)
+        // With the budget full, another large upload (80 KiB) is refused...
         let refused = try server.client().request(
-            "POST", "/api/analytics/batch", headers: TestServer.sdkHeaders(), body: batch(paddedTo: 20 * 1024))
+            "POST", "/api/analytics/batch", headers: TestServer.sdkHeaders(), body: batch(paddedTo: 80 * 1024))
         #expect(refused.status == 503)
         #expect(refused.errorCode == "overloaded")
         #expect(refused.header("Retry-After") == "1")
-        // The held upload completes and is accepted; its bytes leave the budget, and the next is served.
+        // ...but not an SDK's single event: small requests have a reserve of a quarter of the budget,
+        // since the SDKs never retry (until 2026-12-02 it was refused 503 as well).
+        let single = try server.client().request(
+            "POST", "/api/analytics/event", headers: TestServer.sdkHeaders(), body: BadInputTests.event)
+        #expect(single.status == 200)
+        // The held upload completes and is accepted (once the single event's bytes are given back:
+        // its lines over the budget while another request holds bytes would be 503 too); its bytes
+        // leave the budget, and the next is served.
+        for _ in 0..<500 where server.server.bufferedBodyBytes > held.count {
+            Thread.sleep(forTimeInterval: 0.01)
+        }
         slow.send(Array(held.suffix(100)))
         #expect(try slow.readResponse().status == 200)
         for _ in 0..<500 where server.server.bufferedBodyBytes > 0 { Thread.sleep(forTimeInterval: 0.01) }
         #expect(server.server.bufferedBodyBytes == 0)
         let after = try server.client().request(
-            "POST", "/api/analytics/batch", headers: TestServer.sdkHeaders(), body: batch(paddedTo: 20 * 1024))
+            "POST", "/api/analytics/batch", headers: TestServer.sdkHeaders(), body: batch(paddedTo: 80 * 1024))
         #expect(after.status == 200)
         #expect(server.isServing())
     }

@@ -3,36 +3,65 @@ import Testing
 @testable import Ingest
 
 @Suite struct RequestBudgetTests {
+    static let large = 100_000  // a body over RequestBudget.smallRequestBytes (64 KiB)
+
     @Test("lines are charged on top of the body, refused over the limit while others hold bytes, let through alone")
     func lines() {
-        let budget = RequestBudget(limit: 100)
-        #expect(budget.charge(30))  // one request's body
-        #expect(budget.chargeLines(50, ownBody: 30))
-        #expect(budget.heldBytes == 80)
+        let budget = RequestBudget(limit: 1_000_000)
+        #expect(budget.charge(300_000, bodyBytes: 300_000))  // one request's body
+        #expect(budget.chargeLines(500_000, ownBody: 300_000))
+        #expect(budget.heldBytes == 800_000)
         // Another request's lines would cross the limit while the first holds bytes: refused.
-        #expect(budget.charge(10))
-        #expect(!budget.chargeLines(40, ownBody: 10))
-        #expect(budget.heldBytes == 90)
-        budget.release(80)
+        #expect(budget.charge(Self.large, bodyBytes: Self.large))
+        #expect(!budget.chargeLines(400_000, ownBody: Self.large))
+        #expect(budget.heldBytes == 900_000)
+        budget.release(800_000)
         // Alone (only its own body held), a request's lines pass whatever their size.
-        #expect(budget.chargeLines(500, ownBody: 10))
-        #expect(budget.heldBytes == 510)
-        budget.release(510)
+        #expect(budget.chargeLines(5_000_000, ownBody: Self.large))
+        #expect(budget.heldBytes == 5_100_000)
+        budget.release(5_100_000)
         #expect(budget.heldBytes == 0)
-        #expect(budget.peakBytes == 510)
+        #expect(budget.peakBytes == 5_100_000)
+    }
+
+    @Test("small requests (SDK single events) may use a quarter more than the limit; large ones stop at it")
+    func smallRequestReserve() {
+        let budget = RequestBudget(limit: 1_000_000)
+        #expect(budget.reserve == 250_000)
+        #expect(budget.charge(900_000, bodyBytes: 900_000))
+        // A large body that would cross the limit is refused...
+        #expect(!budget.charge(Self.large + 1, bodyBytes: Self.large + 1))
+        // ...a small one is not, nor its lines, up to the limit plus the reserve.
+        let small = RequestBudget.smallRequestBytes
+        #expect(budget.charge(small, bodyBytes: small))
+        #expect(budget.chargeLines(small, ownBody: small))
+        #expect(budget.charge(small, bodyBytes: small))
+        var more = 0
+        while more < 100, budget.charge(small, bodyBytes: small) { more += 1 }
+        #expect(more == 2, "the reserve is bounded too: 250,000 bytes hold 3 + 2 bodies of 64 KiB")
+        #expect(!budget.chargeLines(small, ownBody: small))
+        #expect(budget.heldBytes == 900_000 + 5 * small)
+        // A chunked body is small while what it has so far is: its later chunks are charged as large.
+        budget.release(5 * small)
+        #expect(budget.charge(1_000, bodyBytes: small))
+        #expect(!budget.charge(Self.large, bodyBytes: small + Self.large))
+        #expect(budget.peakBytes <= budget.limit + budget.reserve)
     }
 
     @Test("a body reserved from its Content-Length is charged ahead; its chunks are not charged again")
     func reservedBody() {
         let core = ServerCore(handler: UnitTests.UnusedHandler(), maxBufferedBodyBytes: 16)
         let state = RequestState(route: "batch", started: .now, limit: 100, context: ())
-        #expect(core.chargeBody(12))
+        #expect(core.chargeBody(12, bodyBytes: 12))
         state.charged = 12
         let six = [UInt8](repeating: 1, count: 6)
         six.withUnsafeBytes { #expect(state.receive($0, core: core) == .keep) }
         six.withUnsafeBytes { #expect(state.receive($0, core: core) == .keep) }
         #expect(core.budget.heldBytes == 12 && state.charged == 12 && state.body.count == 12)
-        // Past the reservation, chunks are charged as they come, and dropped when they do not fit.
+        // Past the reservation, chunks are charged as they come (this small body may use the
+        // reserve, a quarter of 16 bytes), and dropped when they do not fit.
+        [UInt8](repeating: 1, count: 4).withUnsafeBytes { #expect(state.receive($0, core: core) == .keep) }
+        #expect(core.budget.heldBytes == 16 && state.charged == 16)
         six.withUnsafeBytes { #expect(state.receive($0, core: core) == .discard) }
         #expect(state.isOverBudget && core.budget.heldBytes == 0 && state.charged == 0)
     }

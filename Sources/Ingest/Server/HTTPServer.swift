@@ -172,8 +172,9 @@ final class ServerCore: Sendable {
         self.init(handler: handler, budget: RequestBudget(limit: maxBufferedBodyBytes))
     }
 
-    /// Charges `bytes` of body to the budget; false (and nothing charged) when they would cross it.
-    func chargeBody(_ bytes: Int) -> Bool { budget.charge(bytes) }
+    /// Charges `bytes` of a body of `bodyBytes` so far (with them) to the budget; false (and
+    /// nothing charged) when they would cross it.
+    func chargeBody(_ bytes: Int, bodyBytes: Int) -> Bool { budget.charge(bytes, bodyBytes: bodyBytes) }
 
     /// Gives `bytes` charged by `chargeBody` back to the budget.
     func releaseBody(_ bytes: Int) { budget.release(bytes) }
@@ -404,7 +405,7 @@ private func begin(
         // 200 reserved 600 KB bodies held ~115 MB while the budget counted only the bytes received.
         // A body the budget cannot reserve for is charged as it arrives (and dropped when a chunk
         // does not fit).
-        if let declared = head.contentLength, declared > 0, declared <= limit, core.chargeBody(declared) {
+        if let declared = head.contentLength, declared > 0, declared <= limit, core.chargeBody(declared, bodyBytes: declared) {
             state.charged = declared
             state.body.reserveCapacity(declared)
         }

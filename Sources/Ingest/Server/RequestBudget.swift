@@ -7,6 +7,11 @@ import Synchronization
 /// is answered). What would cross the limit is refused (503 `overloaded`), so under a flood of
 /// large batches the requests in flight, and the event log's queue they fill, stay within it.
 ///
+/// Small requests (a body of at most `smallRequestBytes`: every SDK's single events, 0.3-40 KB)
+/// may use a further `reserve`, a quarter of the limit: the clients of large batches (the link
+/// service, backends) retry a 503, the SDKs never do, so a flood of batches must not turn their
+/// events away. What is held stays within `limit + reserve`.
+///
 /// Lock-free (two atomics): it is charged for every chunk of every body.
 package final class RequestBudget: Sendable {
     /// The most bytes held at once.
@@ -14,20 +19,27 @@ package final class RequestBudget: Sendable {
     private let held = Atomic<Int>(0)
     private let peak = Atomic<Int>(0)
 
-    /// A budget of `limit` bytes.
+    /// A body of at most this many bytes is a small request, which may use `reserve` too.
+    package static let smallRequestBytes = 64 << 10
+
+    /// What small requests may hold beyond `limit`.
+    package var reserve: Int { limit / 4 }
+
+    /// A budget of `limit` bytes (and `reserve` for small requests).
     package init(limit: Int) { self.limit = limit }
 
     /// Bytes held now.
     package var heldBytes: Int { held.load(ordering: .relaxed) }
 
-    /// The most bytes held at once since the server started (never above `limit`, except for one
-    /// request's lines let through alone: `chargeLines`).
+    /// The most bytes held at once since the server started (never above `limit + reserve`, except
+    /// for one request's lines let through alone: `chargeLines`).
     package var peakBytes: Int { peak.load(ordering: .relaxed) }
 
-    /// Charges `bytes`; false (and nothing charged) when they would cross the limit.
-    func charge(_ bytes: Int) -> Bool {
+    /// Charges `bytes` of a body of `bodyBytes` so far (with them); false (and nothing charged)
+    /// when they would cross the limit (with the reserve for a small request's).
+    func charge(_ bytes: Int, bodyBytes: Int) -> Bool {
         let total = held.wrappingAdd(bytes, ordering: .relaxed).newValue
-        guard total > limit else {
+        guard total > limit(bodyBytes: bodyBytes) else {
             notePeak(total)
             return true
         }
@@ -41,12 +53,18 @@ package final class RequestBudget: Sendable {
     /// `maxDecompressedBytes`, more than a small budget), so it is never refused for good.
     func chargeLines(_ bytes: Int, ownBody: Int) -> Bool {
         let total = held.wrappingAdd(bytes, ordering: .relaxed).newValue
-        guard total > limit, total - bytes > ownBody else {
+        guard total > limit(bodyBytes: ownBody), total - bytes > ownBody else {
             notePeak(total)
             return true
         }
         held.wrappingSubtract(bytes, ordering: .relaxed)
         return false
+    }
+
+    /// The limit for a request whose body has `bodyBytes`.
+    @inline(__always)
+    private func limit(bodyBytes: Int) -> Int {
+        bodyBytes <= Self.smallRequestBytes ? limit + reserve : limit
     }
 
     /// Gives back `bytes` charged by `charge` or `chargeLines`.

@@ -71,7 +71,7 @@ final class RequestState: @unchecked Sendable {
         if discarded == 0, body.count + chunk.count <= limit {
             // Bytes past what is charged already (none while a reserved body fills its reservation).
             let uncharged = max(0, body.count + chunk.count - charged)
-            if uncharged == 0 || core.chargeBody(uncharged) {
+            if uncharged == 0 || core.chargeBody(uncharged, bodyBytes: body.count + chunk.count) {
                 charged += uncharged
                 body.append(contentsOf: chunk)
                 return .keep
