@@ -73,6 +73,10 @@ struct UnitTests {
         six.withUnsafeBytes { #expect(first.receive($0, core: core) == .keep) }
         six.withUnsafeBytes { #expect(first.receive($0, core: core) == .keep) }
         let second = RequestState(route: "batch", started: .now, limit: 100, context: ())
+        // A small body may use the reserve, a quarter of the budget (18 of 16 + 4 bytes)...
+        six.withUnsafeBytes { #expect(second.receive($0, core: core) == .keep) }
+        #expect(core.budget.heldBytes == 18)
+        // ...and no more: its next chunk would cross it.
         six.withUnsafeBytes { #expect(second.receive($0, core: core) == .discard) }
         #expect(second.isOverBudget && second.body.isEmpty && second.charged == 0)
         // The first keeps its 12 bytes (and its charge, given back when it completes).
