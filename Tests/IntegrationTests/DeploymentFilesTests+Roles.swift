@@ -159,7 +159,7 @@ extension DeploymentFilesTests {
         func at(_ offset: Double) -> String { iso.string(from: now.addingTimeInterval(offset)) }
         let sdk = ["Authorization": "Bearer \(publishable)", "X-App-ID": app]
         #expect(
-            try post(
+            try HTTP.postJSON(
                 base + "/api/link/events",
                 body: #"{"clicks":[{"click_id":"clk_r1","url":"https://acme.godetour.link/R/promo?utm_source=news","#
                     + #""timestamp":"\#(at(-2 * day))","platform":"ios","kind":"web"}],"#
@@ -169,11 +169,11 @@ extension DeploymentFilesTests {
             let retention =
                 #"{"event_name":"app_open","timestamp":"\#(at(offset))","platform":"ios","device_id":"\#(device)","#
                 + #""install_click_id":"clk_r1"}"#
-            #expect(try post(base + "/api/analytics/retention", body: retention, headers: sdk) == 200)
+            #expect(try HTTP.postJSON(base + "/api/analytics/retention", body: retention, headers: sdk) == 200)
             let purchase =
                 #"{"event_name":"purchase","data":{"revenue":9.5,"currency":"EUR"},"timestamp":"\#(at(offset + 30))","#
                 + #""platform":"android","device_id":"\#(device)"}"#
-            #expect(try post(base + "/api/analytics/event", body: purchase, headers: sdk) == 200)
+            #expect(try HTTP.postJSON(base + "/api/analytics/event", body: purchase, headers: sdk) == 200)
         }
 
         // Loaded and rolled up: every row in, the click counted in the link rollups, no work queued,
@@ -309,15 +309,5 @@ extension DeploymentFilesTests {
         } catch {
             return error.sqlState ?? error.description
         }
-    }
-
-    /// POSTs `body` as JSON and returns the status code.
-    private func post(_ url: String, body: String, headers: [String: String]) throws -> Int {
-        var request = URLRequest(url: URL(string: url)!)
-        request.httpMethod = "POST"
-        request.httpBody = Data(body.utf8)
-        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
-        return try HTTP.send(request).status
     }
 }

@@ -31,14 +31,14 @@ struct EndToEndTests {
 
         let body =
             #"{"event_name":"purchase","data":{"revenue":29.99,"currency":"USD"},"timestamp":"2026-06-01T10:20:30.123Z","platform":"ios","device_id":"3F2B8C1E-9A4D-4E2B-8F1A-2C3D4E5F6A7B"}"#
-        let status = try post(
+        let status = try HTTP.postJSON(
             base + "/api/analytics/event", body: body,
             headers: ["Authorization": "Bearer \(publishable)", "X-App-ID": "e2e-app", "X-SDK": "ios/1.0.2"])
         #expect(status == 200)
         let retention =
             #"{"event_name":"app_open","timestamp":"2026-06-01T10:20:30.123Z","platform":"android","device_id":"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b"}"#
         #expect(
-            try post(
+            try HTTP.postJSON(
                 base + "/api/analytics/retention", body: retention,
                 headers: ["Authorization": "Bearer \(publishable)", "X-App-ID": "e2e-app"]) == 200)
 
@@ -64,15 +64,5 @@ struct EndToEndTests {
 
         pipeline.signal(SIGTERM)
         #expect(pipeline.waitForExit(timeout: .seconds(20)) == 0, "SIGTERM stops the pipeline cleanly")
-    }
-
-    /// POSTs `body` as JSON and returns the status code.
-    private func post(_ url: String, body: String, headers: [String: String]) throws -> Int {
-        var request = URLRequest(url: URL(string: url)!)
-        request.httpMethod = "POST"
-        request.httpBody = Data(body.utf8)
-        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
-        return try HTTP.send(request).status
     }
 }

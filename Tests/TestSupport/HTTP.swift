@@ -33,6 +33,16 @@ package enum HTTP {
         return try box.result()
     }
 
+    /// A POST of `body` as JSON to `url`; the answer's status code.
+    package static func postJSON(_ url: String, body: String, headers: [String: String]) throws -> Int {
+        var request = URLRequest(url: URL(string: url)!)
+        request.httpMethod = "POST"
+        request.httpBody = Data(body.utf8)
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+        return try send(request).status
+    }
+
     /// A GET of `url`.
     package static func get(_ url: String, headers: [String: String] = [:]) throws -> Response {
         var request = URLRequest(url: URL(string: url)!)

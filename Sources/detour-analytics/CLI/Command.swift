@@ -135,12 +135,14 @@ func databaseUnavailable(_ message: String) -> Int32 {
 /// trying again later cannot help. Only the server's "not now" classes stay 69: connection
 /// exceptions (08), insufficient resources (53), operator intervention (57, a shutdown) and a
 /// rolled-back transaction (40, a deadlock).
+private let notNowClasses: Set<String> = ["08", "53", "57", "40"]
+
 func unavailableOnDatabaseFailure(statementsAreOurs: Bool = false, _ body: () throws -> Int32) throws -> Int32 {
     do {
         return try body()
     } catch let error as PostgresError {
         switch error {
-        case .server(let state, _, _, _, _) where statementsAreOurs && !["08", "53", "57", "40"].contains(String(state.prefix(2))):
+        case .server(let state, _, _, _, _) where statementsAreOurs && !notNowClasses.contains(String(state.prefix(2))):
             throw error
         case .connection, .server, .copy, .closed:
             return databaseUnavailable("\(error)\(DetourAnalytics.schemaHint(error))")
