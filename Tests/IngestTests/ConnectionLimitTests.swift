@@ -129,4 +129,48 @@ struct ConnectionLimitTests {
         #expect(after.status == 200)
         #expect(server.isServing())
     }
+
+    @Test(
+        "with the budget full, large uploads whose reservation was refused do not take the small requests' reserve: an SDK event is accepted"
+    )
+    func largeUploadsLeaveTheReserve() throws {
+        let budget = 256 * 1024
+        let server = try TestServer {
+            $0.maxBodyBytes = budget
+            $0.maxBufferedBodyBytes = budget
+        }
+        func batch(paddedTo size: Int) -> [UInt8] {
+            let json = Array("{\"batch\":[\(String(decoding: BadInputTests.event, as: UTF8.self))]}".utf8)
+            return json + [UInt8](repeating: 0x20, count: size - json.count)
+        }
+        func head(_ length: Int) -> [UInt8] {
+            var head = "POST /api/analytics/batch HTTP/1.1\r\nHost: x\r\nContent-Length: \(length)\r\n"
+            for (name, value) in TestServer.sdkHeaders() { head += "\(name): \(value)\r\n" }
+            return Array((head + "\r\n").utf8)
+        }
+        // One upload of the whole budget, held 100 bytes short: the budget is full.
+        let held = batch(paddedTo: budget)
+        let slow = try server.client()
+        slow.send(head(held.count) + held.dropLast(100))
+        for _ in 0..<500 where server.server.bufferedBodyBytes < held.count { Thread.sleep(forTimeInterval: 0.01) }
+        #expect(server.server.bufferedBodyBytes == held.count)
+        // Two large batches (200 KiB declared) send their first 32 KiB and stall. Their
+        // reservations are refused; until 2026-12-02 their first 64 KiB were charged as a small
+        // request's, and the two took the whole reserve (64 KiB), so the SDK event below was 503.
+        let large = batch(paddedTo: 200 * 1024)
+        let stalled = try (0..<2).map { _ in try server.client() }
+        for client in stalled { client.send(head(large.count) + large.prefix(32 * 1024)) }
+        Thread.sleep(forTimeInterval: 0.3)  // not a threshold: gives the server the chance to charge them
+        #expect(server.server.bufferedBodyBytes == held.count)
+        let single = try server.client().request(
+            "POST", "/api/analytics/event", headers: TestServer.sdkHeaders(), body: BadInputTests.event)
+        #expect(single.status == 200)
+        for client in stalled { client.send(Array(large.dropFirst(32 * 1024))) }
+        for client in stalled { #expect(try client.readResponse().errorCode == "overloaded") }
+        for _ in 0..<500 where server.server.bufferedBodyBytes > held.count { Thread.sleep(forTimeInterval: 0.01) }
+        slow.send(Array(held.suffix(100)))
+        #expect(try slow.readResponse().status == 200)
+        for _ in 0..<500 where server.server.bufferedBodyBytes > 0 { Thread.sleep(forTimeInterval: 0.01) }
+        #expect(server.server.bufferedBodyBytes == 0)
+    }
 }

@@ -66,4 +66,21 @@ import Testing
         #expect(state.isOverBudget && core.budget.heldBytes == 0 && state.charged == 0)
     }
 
+    @Test("a body declared over 64 KiB whose reservation was refused does not use the reserve for its first chunks")
+    func declaredLargeBodyHasNoReserve() {
+        let core = ServerCore(handler: UnitTests.UnusedHandler(), maxBufferedBodyBytes: 16)
+        #expect(core.chargeBody(16, bodyBytes: 16))  // the budget is full; its reserve (4 bytes) is free
+        let four = [UInt8](repeating: 1, count: 4)
+        // A large batch (declared 100,000 bytes, more than the 16 the budget has): its first chunk
+        // took the reserve, though the body is known to be large from its Content-Length.
+        let large = RequestState(route: "batch", started: .now, limit: 200_000, context: ())
+        large.declaredLength = Self.large
+        four.withUnsafeBytes { #expect(large.receive($0, core: core) == .discard) }
+        #expect(large.isOverBudget && core.budget.heldBytes == 16)
+        // A small body declared small still may.
+        let small = RequestState(route: "event", started: .now, limit: 200_000, context: ())
+        small.declaredLength = 4
+        four.withUnsafeBytes { #expect(small.receive($0, core: core) == .keep) }
+        #expect(core.budget.heldBytes == 20)
+    }
 }

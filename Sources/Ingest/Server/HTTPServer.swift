@@ -399,6 +399,7 @@ private func begin(
         early = response
     case .readBody(let limit, let route, let context):
         state = RequestState(route: route, started: started, limit: limit, context: context)
+        state.declaredLength = head.contentLength
         // The body arrives in chunks of the connection's read buffer: sized once from
         // Content-Length (within the limit), it is not regrown and copied on the way. The
         // reservation is charged to the budget first: reused heap memory is resident already, so
