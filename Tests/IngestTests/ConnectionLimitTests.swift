@@ -173,4 +173,45 @@ struct ConnectionLimitTests {
         for _ in 0..<500 where server.server.bufferedBodyBytes > 0 { Thread.sleep(forTimeInterval: 0.01) }
         #expect(server.server.bufferedBodyBytes == 0)
     }
+
+    @Test("a gzip batch that decodes to more than 64 KiB is not a small request: refused over the budget, as uncompressed")
+    func compressedBatchHasNoReserve() throws {
+        let budget = 256 * 1024
+        let server = try TestServer {
+            $0.maxBodyBytes = budget
+            $0.maxBufferedBodyBytes = budget
+        }
+        // 45 events of ~2.2 KB: ~98 KB decoded, ~110 KB of lines, a few hundred bytes of gzip.
+        let events = (0..<45).map { index in
+            #"{"event_name":"purchase","timestamp":"2026-06-01T10:20:30.123Z","platform":"ios","device_id":"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b","event_id":"gz-\#(index)","data":{"note":"\#(String(repeating: "x", count: 2000))"}}"#
+        }
+        let decoded = Array(#"{"batch":["#.utf8) + Array(events.joined(separator: ",").utf8) + Array("]}".utf8)
+        #expect(decoded.count > RequestBudget.smallRequestBytes)
+        let packed = Compression.gzip(decoded)
+        // An upload holding three quarters of the budget: the batch's lines cross the limit, not
+        // the limit plus the reserve (until 2026-12-02, the gzip batch was accepted on the reserve).
+        let holder = Array(#"{"batch":[]}"#.utf8) + [UInt8](repeating: 0x20, count: 192 * 1024 - 12)
+        var head = "POST /api/analytics/batch HTTP/1.1\r\nHost: x\r\nContent-Length: \(holder.count)\r\n"
+        for (name, value) in TestServer.sdkHeaders() { head += "\(name): \(value)\r\n" }
+        let slow = try server.client()
+        slow.send(Array((head + "\r\n").utf8) + holder.dropLast(100))
+        for _ in 0..<500 where server.server.bufferedBodyBytes < holder.count { Thread.sleep(forTimeInterval: 0.01) }
+        #expect(server.server.bufferedBodyBytes == holder.count)
+        let refused = try server.client().request(
+            "POST", "/api/analytics/batch", headers: TestServer.sdkHeaders() + [("Content-Encoding", "gzip")], body: packed)
+        #expect(refused.status == 503)
+        #expect(refused.errorCode == "overloaded")
+        // An SDK event still is accepted, and so is the batch once the budget frees.
+        let single = try server.client().request(
+            "POST", "/api/analytics/event", headers: TestServer.sdkHeaders(), body: BadInputTests.event)
+        #expect(single.status == 200)
+        slow.send(Array(holder.suffix(100)))
+        _ = try slow.readResponse()
+        for _ in 0..<500 where server.server.bufferedBodyBytes > 0 { Thread.sleep(forTimeInterval: 0.01) }
+        let accepted = try server.client().request(
+            "POST", "/api/analytics/batch", headers: TestServer.sdkHeaders() + [("Content-Encoding", "gzip")], body: packed)
+        #expect(accepted.status == 200)
+        for _ in 0..<500 where server.server.bufferedBodyBytes > 0 { Thread.sleep(forTimeInterval: 0.01) }
+        #expect(server.server.bufferedBodyBytes == 0)
+    }
 }

@@ -83,4 +83,16 @@ import Testing
         four.withUnsafeBytes { #expect(small.receive($0, core: core) == .keep) }
         #expect(core.budget.heldBytes == 20)
     }
+
+    @Test("a compressed body is small or not by its decoded size: a gzip batch's lines do not use the reserve")
+    func compressedBodyDecodedSize() {
+        let budget = RequestBudget(limit: 1_000_000)
+        #expect(budget.charge(900_000, bodyBytes: 900_000))
+        #expect(budget.charge(600, bodyBytes: 600))  // 600 bytes of gzip...
+        // ...that decode to 100,000 bytes: their 120,000 bytes of lines would cross the limit.
+        #expect(!budget.chargeLines(120_000, ownBody: 600, decodedBody: Self.large))
+        // An SDK event, compressed or not, still may use the reserve.
+        #expect(budget.chargeLines(2_000, ownBody: 600, decodedBody: 1_800))
+        #expect(budget.heldBytes == 902_600)
+    }
 }

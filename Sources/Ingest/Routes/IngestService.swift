@@ -157,7 +157,10 @@ final class IngestService: HTTPHandler {
         // the dead letters. Over the budget, the request is refused before anything is queued, as
         // a body over it is (the client retries); its body's charge stays until it completes.
         let held = outcome.lines.count + deadLetters.reduce(0) { $0 + $1.count }
-        guard budget.chargeLines(held, ownBody: body.count) else { return .respond(HTTPResponse(error: .overloaded)) }
+        // Small (the reserve) by the decoded size: a compressed batch's lines are not an SDK event's.
+        guard budget.chargeLines(held, ownBody: body.count, decodedBody: decoded.count) else {
+            return .respond(HTTPResponse(error: .overloaded))
+        }
         let budget = self.budget
         if deadLetters.isEmpty, outcome.lines.lines > 0, let log = completingSink {
             // The common case: every event accepted. No committer thread: the worker queues the

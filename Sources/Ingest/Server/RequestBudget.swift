@@ -52,9 +52,11 @@ package final class RequestBudget: Sendable {
     /// `ownBody`; false (nothing charged) when they would cross the limit while other requests
     /// hold bytes. A request alone is let through whatever its size (its decoded body may be up to
     /// `maxDecompressedBytes`, more than a small budget), so it is never refused for good.
-    func chargeLines(_ bytes: Int, ownBody: Int) -> Bool {
+    /// `decodedBody`: the body's size once decoded (default `ownBody`), which decides whether the
+    /// request is small: a gzip batch of a few KB that decodes to hundreds is not.
+    func chargeLines(_ bytes: Int, ownBody: Int, decodedBody: Int? = nil) -> Bool {
         let total = held.wrappingAdd(bytes, ordering: .relaxed).newValue
-        guard total > limit(bodyBytes: ownBody), total - bytes > ownBody else {
+        guard total > limit(bodyBytes: max(ownBody, decodedBody ?? ownBody)), total - bytes > ownBody else {
             notePeak(total)
             return true
         }
