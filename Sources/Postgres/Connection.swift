@@ -18,6 +18,9 @@ package final class Connection: @unchecked Sendable {
     // a connection from one thread at a time (documented above), which is libpq's own rule.
     private var handle: OpaquePointer?
     var transactionDepth = 0
+    /// The server's WARNINGs since the last `takeWarnings()`; libpq's notice receiver appends to it
+    /// (on the thread running the statement, the connection's one user at a time).
+    private let warnings = ServerWarnings()
 
     /// Opens a connection.
     ///
@@ -49,12 +52,33 @@ package final class Connection: @unchecked Sendable {
             handle = nil
             throw .connection(message: message)
         }
-        PQsetNoticeProcessor(conn, { _, _ in }, nil)  // NOTICEs ("already exists, skipping") are noise
+        // NOTICEs ("already exists, skipping") are noise; WARNINGs are kept for the caller: a
+        // migration says with one what it could not do (sql/072 without CREATEROLE), and they were
+        // dropped with the notices, so `migrate` succeeded without a word of it.
+        PQsetNoticeReceiver(
+            conn,
+            { arg, result in
+                guard let arg, let result else { return }
+                guard let severity = PQresultErrorField(result, Int32(UInt8(ascii: "V"))),
+                    String(cString: severity) == "WARNING",
+                    let message = PQresultErrorField(result, Int32(UInt8(ascii: "M")))
+                else { return }
+                let warnings = Unmanaged<ServerWarnings>.fromOpaque(arg).takeUnretainedValue()
+                // Bounded: a long-lived connection nobody takes them from (the aggregator's, where
+                // a non-owner's ANALYZE warns every cycle) must not grow.
+                if warnings.messages.count < ServerWarnings.limit { warnings.messages.append(String(cString: message)) }
+            }, Unmanaged.passUnretained(warnings).toOpaque())
         try setUpSession()
     }
 
     deinit {
         if let handle { PQfinish(handle) }
+    }
+
+    /// The WARNINGs the server sent since the last call (their primary message), oldest first.
+    package func takeWarnings() -> [String] {
+        defer { warnings.messages = [] }
+        return warnings.messages
     }
 
     /// Closes the connection; later calls throw `PostgresError.closed`. Closing twice is harmless.
@@ -191,4 +215,10 @@ extension String {
         while let first = scalars.first, first.isWhitespace { scalars.removeFirst() }
         return String(scalars)
     }
+}
+
+/// What the notice receiver collects for its connection (a class: libpq holds a pointer to it).
+private final class ServerWarnings {
+    static let limit = 100
+    var messages: [String] = []
 }

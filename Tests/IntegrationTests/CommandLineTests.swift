@@ -595,4 +595,22 @@ struct CommandLineTests {
         #expect(refused.status == 1, "\(refused.errors)")
         #expect(refused.errors.hasPrefix("error: PostgreSQL error 42601"), "\(refused.errors)")
     }
+
+    @Test("migrate shows the WARNINGs a migration raises (sql/072 skipping its grants without CREATEROLE); NOTICEs stay quiet")
+    func migrateShowsServerWarnings() throws {
+        let database = try TestDatabase.make(migrate: false)
+        defer { database.drop() }
+        let sql = try TemporaryDirectory()
+        let environment = ["DATABASE_URL": database.url, "DETOUR_SQL_DIR": sql.path]
+        let file = #"DO $$ BEGIN RAISE NOTICE 'already there, skipping'; RAISE WARNING 'role detour_writer does not exist: the pipeline''s privileges were not granted'; END $$;"#
+        try Data(file.utf8).write(to: URL(fileURLWithPath: sql.path + "/001_warns.sql"))
+        let result = try PipelineProcess.runToEnd(["migrate"], environment: environment)
+        #expect(result.status == 0, "\(result.errors)")
+        // Until 2026-12-02 every server message was dropped: migrate said "applied" and nothing else.
+        #expect(
+            result.errors.contains(
+                "migrate: warning from PostgreSQL: role detour_writer does not exist: the pipeline's privileges were not granted"),
+            "\(result.errors)")
+        #expect(!result.errors.contains("skipping"), "\(result.errors)")
+    }
 }
