@@ -59,6 +59,44 @@ extension DeploymentFilesTests {
         try expectRefusals(roles)
     }
 
+    @Test("grant_writer_privileges() gives detour_writer 072's privileges again, for a role made after migrate skipped them")
+    func writerGrantsRerun() throws {
+        let database = try TestDatabase.make()
+        defer { database.drop() }
+        let connection = try database.connect()
+        defer { connection.close() }
+        // What 072 leaves when detour_writer did not exist yet (a schema owner without CREATEROLE):
+        // no grant in this schema. Until 2026-12-02 nothing could give them back once the role was
+        // made: migrate again said "schema is up to date".
+        let schema = try connection.query("SELECT current_schema() AS s").first!["s", as: String.self]
+        try connection.unsafeSQL(
+            """
+            REVOKE ALL ON ALL TABLES IN SCHEMA "\(schema)" FROM detour_writer;
+            REVOKE ALL ON SCHEMA "\(schema)" FROM detour_writer;
+            REVOKE ALL ON ALL FUNCTIONS IN SCHEMA "\(schema)" FROM detour_writer
+            """)
+        let check: SQL = """
+            SELECT has_table_privilege('detour_writer', 'events', 'INSERT') AS events,
+                   has_table_privilege('detour_writer', 'rollup_devices', 'DELETE') AS rollups,
+                   has_table_privilege('detour_writer', 'report_watermark', 'SELECT') AS views,
+                   has_table_privilege('detour_writer', 'apps', 'INSERT') AS apps,
+                   has_function_privilege('detour_writer', 'ensure_day_partitions(regclass, date, date)', 'EXECUTE') AS partitions
+            """
+        let before = try connection.query(check).first!
+        #expect(try !before["events", as: Bool.self] && !before["rollups", as: Bool.self])
+        // The owner runs it (under any search_path: it grants in the schema it was made in).
+        try connection.unsafeSQL("SET search_path = pg_catalog")
+        let granted = try connection.query("SELECT \(identifier: schema).grant_writer_privileges() AS g")
+        #expect(try granted.first?["g", as: Bool.self] == true)
+        try connection.unsafeSQL("SET search_path = \"\(schema)\"")
+        let after = try connection.query(check).first!
+        #expect(try after["events", as: Bool.self])
+        #expect(try after["rollups", as: Bool.self])
+        #expect(try after["views", as: Bool.self])
+        #expect(try !after["apps", as: Bool.self])
+        #expect(try after["partitions", as: Bool.self])
+    }
+
     /// The guard for later migrations: a table or view the pipeline uses and nobody granted to
     /// detour_writer fails only in a deployment with the roles (every other test connects as the
     /// superuser), so every relation must be granted exactly what sql/072 says or be listed here.
