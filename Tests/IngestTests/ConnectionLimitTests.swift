@@ -214,4 +214,38 @@ struct ConnectionLimitTests {
         for _ in 0..<500 where server.server.bufferedBodyBytes > 0 { Thread.sleep(forTimeInterval: 0.01) }
         #expect(server.server.bufferedBodyBytes == 0)
     }
+
+    @Test("a refused body's dead letter is charged until written: over the budget, 503 overloaded; alone, its 4xx")
+    func refusedBodyDeadLetterIsCharged() throws {
+        let budget = 256 * 1024
+        let server = try TestServer {
+            $0.maxBodyBytes = budget
+            $0.maxBufferedBodyBytes = budget
+        }
+        // ~100 KB of JSON the batch route refuses whole (its batch is not an array), a few hundred
+        // bytes of gzip: its dead letter holds the decoded body until it is written.
+        let decoded = Array(#"{"batch":""#.utf8) + [UInt8](repeating: UInt8(ascii: "x"), count: 100_000) + Array(#""}"#.utf8)
+        let packed = Compression.gzip(decoded)
+        let holder = Array(#"{"batch":[]}"#.utf8) + [UInt8](repeating: 0x20, count: 192 * 1024 - 12)
+        var head = "POST /api/analytics/batch HTTP/1.1\r\nHost: x\r\nContent-Length: \(holder.count)\r\n"
+        for (name, value) in TestServer.sdkHeaders() { head += "\(name): \(value)\r\n" }
+        let slow = try server.client()
+        slow.send(Array((head + "\r\n").utf8) + holder.dropLast(100))
+        for _ in 0..<500 where server.server.bufferedBodyBytes < holder.count { Thread.sleep(forTimeInterval: 0.01) }
+        #expect(server.server.bufferedBodyBytes == holder.count)
+        // Until 2026-12-02 the dead letter was charged to nothing: refused at once (4xx), its
+        // 100 KB held in the commit queue beyond the budget.
+        let crowded = try server.client().request(
+            "POST", "/api/analytics/batch", headers: TestServer.sdkHeaders() + [("Content-Encoding", "gzip")], body: packed)
+        #expect(crowded.status == 503)
+        #expect(crowded.errorCode == "overloaded")
+        slow.send(Array(holder.suffix(100)))
+        _ = try slow.readResponse()
+        for _ in 0..<500 where server.server.bufferedBodyBytes > 0 { Thread.sleep(forTimeInterval: 0.01) }
+        let alone = try server.client().request(
+            "POST", "/api/analytics/batch", headers: TestServer.sdkHeaders() + [("Content-Encoding", "gzip")], body: packed)
+        #expect(alone.status == 400, "\(alone.text)")
+        for _ in 0..<500 where server.server.bufferedBodyBytes > 0 { Thread.sleep(forTimeInterval: 0.01) }
+        #expect(server.server.bufferedBodyBytes == 0)
+    }
 }

@@ -5,17 +5,31 @@ extension IngestService {
     /// Refuses a whole request whose body was read: dead-letters the body (bounded by the size
     /// limits), counts it, and answers with the error once the dead letter is written. `encoding` is
     /// that of `raw`: the request's when it is kept as received, else identity.
+    /// The dead letter is charged to the budget until it is written, as a read request's lines are
+    /// (`body`: the body as received, charged already; `decoded`: its size decoded): until
+    /// 2026-12-02 it was not, and a gzip body of a few KB decoding to 10 MiB of refused JSON held
+    /// 10 MiB in the commit queue outside `--max-buffered-bodies`. Over the budget, 503 `overloaded`.
     func refuse(
-        _ error: IngestError, info: RequestInfo, raw: [UInt8], rawIsJSON: Bool, encoding: ContentEncoding
+        _ error: IngestError, info: RequestInfo, raw: [UInt8], rawIsJSON: Bool, encoding: ContentEncoding,
+        body: Int, decoded: Int
     ) -> RequestFinish {
         let answer = error.answer
-        metrics.eventRejected(route: info.route.name, code: answer.code)
         let record = DeadLetter.record(
             receivedAt: info.receivedAt, app: info.appID, route: info.route.name, index: nil, code: answer.code,
             message: answer.message, raw: raw[...], rawIsJSON: rawIsJSON, encoding: encoding.name)
+        let held = record.count
+        guard budget.chargeLines(held, ownBody: body, decodedBody: decoded) else {
+            return .respond(HTTPResponse(error: .overloaded))
+        }
+        metrics.eventRejected(route: info.route.name, code: answer.code)
         let response = HTTPResponse(error: error)
+        let budget = self.budget
         return .later { complete in
-            self.commits.enqueue(CommitQueue.Job(records: [], deadLetters: [record]) { _ in complete(response) })
+            self.commits.enqueue(
+                CommitQueue.Job(records: [], deadLetters: [record]) { _ in
+                    budget.release(held)
+                    complete(response)
+                })
         }
     }
 

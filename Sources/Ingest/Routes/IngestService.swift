@@ -128,7 +128,9 @@ final class IngestService: HTTPHandler {
             decoded = try Decompressor.decode(body, encoding: info.encoding, limit: configuration.maxDecompressedBytes)
         } catch {
             // The body as received (compressed, so bounded by maxBodyBytes even for a bomb).
-            return refuse(error, info: info, raw: body, rawIsJSON: false, encoding: info.encoding)
+            return refuse(
+                error, info: info, raw: body, rawIsJSON: false, encoding: info.encoding, body: body.count,
+                decoded: body.count)
         }
         // glibc keeps what a rare large request freed (its body, dead letters, the log's copies) for
         // reuse, resident; give it back a second later, at most once a second.
@@ -147,7 +149,7 @@ final class IngestService: HTTPHandler {
                 }
             return refuse(
                 IngestError(error), info: info, raw: isJSON ? decoded : body, rawIsJSON: isJSON,
-                encoding: isJSON ? .identity : info.encoding)
+                encoding: isJSON ? .identity : info.encoding, body: body.count, decoded: decoded.count)
         }
         // The normaliser writes every envelope line straight from the body into one NDJSON buffer
         // (no Envelope values, no array per event), always one line per event (pretty-printed data
