@@ -84,28 +84,15 @@ struct ConnectionLimitTests {
     )
     func bodyBudget() throws {
         let budget = 256 * 1024
-        let server = try TestServer {
-            $0.maxBodyBytes = budget
-            $0.maxBufferedBodyBytes = budget
-        }
-        func batch(paddedTo size: Int) -> [UInt8] {
-            let json = Array("{\"batch\":[\(String(decoding: BadInputTests.event, as: UTF8.self))]}".utf8)
-            return json + [UInt8](repeating: 0x20, count: size - json.count)
-        }
+        let server = try BudgetFixture.server(budget: budget)
         // An upload of the whole budget that stops 100 bytes short: the server holds its declared
         // length (its buffer is reserved for it, and charged, when the head arrives).
-        let held = batch(paddedTo: budget)
-        let slow = try server.client()
-        var head = "POST /api/analytics/batch HTTP/1.1\r\nHost: x\r\nContent-Length: \(held.count)\r\n"
-        for (name, value) in TestServer.sdkHeaders() { head += "\(name): \(value)\r\n" }
-        slow.send(Array((head + "\r\n").utf8) + held.dropLast(100))
-        for _ in 0..<500 where server.server.bufferedBodyBytes < held.count {
-            Thread.sleep(forTimeInterval: 0.01)
-        }
+        let held = BudgetFixture.batch(paddedTo: budget)
+        let slow = try BudgetFixture.hold(held, on: server)
         #expect(server.server.bufferedBodyBytes == held.count)
         // With the budget full, another large upload (80 KiB) is refused...
         let refused = try server.client().request(
-            "POST", "/api/analytics/batch", headers: TestServer.sdkHeaders(), body: batch(paddedTo: 80 * 1024))
+            "POST", "/api/analytics/batch", headers: TestServer.sdkHeaders(), body: BudgetFixture.batch(paddedTo: 80 * 1024))
         #expect(refused.status == 503)
         #expect(refused.errorCode == "overloaded")
         #expect(refused.header("Retry-After") == "1")
@@ -117,15 +104,12 @@ struct ConnectionLimitTests {
         // The held upload completes and is accepted (once the single event's bytes are given back:
         // its lines over the budget while another request holds bytes would be 503 too); its bytes
         // leave the budget, and the next is served.
-        for _ in 0..<500 where server.server.bufferedBodyBytes > held.count {
-            Thread.sleep(forTimeInterval: 0.01)
-        }
-        slow.send(Array(held.suffix(100)))
-        #expect(try slow.readResponse().status == 200)
-        for _ in 0..<500 where server.server.bufferedBodyBytes > 0 { Thread.sleep(forTimeInterval: 0.01) }
+        BudgetFixture.waitUntil(server) { $0 <= held.count }
+        #expect(try BudgetFixture.finish(slow, held).status == 200)
+        BudgetFixture.waitUntil(server) { $0 == 0 }
         #expect(server.server.bufferedBodyBytes == 0)
         let after = try server.client().request(
-            "POST", "/api/analytics/batch", headers: TestServer.sdkHeaders(), body: batch(paddedTo: 80 * 1024))
+            "POST", "/api/analytics/batch", headers: TestServer.sdkHeaders(), body: BudgetFixture.batch(paddedTo: 80 * 1024))
         #expect(after.status == 200)
         #expect(server.isServing())
     }
@@ -135,31 +119,17 @@ struct ConnectionLimitTests {
     )
     func largeUploadsLeaveTheReserve() throws {
         let budget = 256 * 1024
-        let server = try TestServer {
-            $0.maxBodyBytes = budget
-            $0.maxBufferedBodyBytes = budget
-        }
-        func batch(paddedTo size: Int) -> [UInt8] {
-            let json = Array("{\"batch\":[\(String(decoding: BadInputTests.event, as: UTF8.self))]}".utf8)
-            return json + [UInt8](repeating: 0x20, count: size - json.count)
-        }
-        func head(_ length: Int) -> [UInt8] {
-            var head = "POST /api/analytics/batch HTTP/1.1\r\nHost: x\r\nContent-Length: \(length)\r\n"
-            for (name, value) in TestServer.sdkHeaders() { head += "\(name): \(value)\r\n" }
-            return Array((head + "\r\n").utf8)
-        }
+        let server = try BudgetFixture.server(budget: budget)
         // One upload of the whole budget, held 100 bytes short: the budget is full.
-        let held = batch(paddedTo: budget)
-        let slow = try server.client()
-        slow.send(head(held.count) + held.dropLast(100))
-        for _ in 0..<500 where server.server.bufferedBodyBytes < held.count { Thread.sleep(forTimeInterval: 0.01) }
+        let held = BudgetFixture.batch(paddedTo: budget)
+        let slow = try BudgetFixture.hold(held, on: server)
         #expect(server.server.bufferedBodyBytes == held.count)
         // Two large batches (200 KiB declared) send their first 32 KiB and stall. Their
         // reservations are refused; until 2026-12-02 their first 64 KiB were charged as a small
         // request's, and the two took the whole reserve (64 KiB), so the SDK event below was 503.
-        let large = batch(paddedTo: 200 * 1024)
+        let large = BudgetFixture.batch(paddedTo: 200 * 1024)
         let stalled = try (0..<2).map { _ in try server.client() }
-        for client in stalled { client.send(head(large.count) + large.prefix(32 * 1024)) }
+        for client in stalled { client.send(BudgetFixture.head(large.count) + large.prefix(32 * 1024)) }
         Thread.sleep(forTimeInterval: 0.3)  // not a threshold: gives the server the chance to charge them
         #expect(server.server.bufferedBodyBytes == held.count)
         let single = try server.client().request(
@@ -167,20 +137,16 @@ struct ConnectionLimitTests {
         #expect(single.status == 200)
         for client in stalled { client.send(Array(large.dropFirst(32 * 1024))) }
         for client in stalled { #expect(try client.readResponse().errorCode == "overloaded") }
-        for _ in 0..<500 where server.server.bufferedBodyBytes > held.count { Thread.sleep(forTimeInterval: 0.01) }
-        slow.send(Array(held.suffix(100)))
-        #expect(try slow.readResponse().status == 200)
-        for _ in 0..<500 where server.server.bufferedBodyBytes > 0 { Thread.sleep(forTimeInterval: 0.01) }
+        BudgetFixture.waitUntil(server) { $0 <= held.count }
+        #expect(try BudgetFixture.finish(slow, held).status == 200)
+        BudgetFixture.waitUntil(server) { $0 == 0 }
         #expect(server.server.bufferedBodyBytes == 0)
     }
 
     @Test("a gzip batch that decodes to more than 64 KiB is not a small request: refused over the budget, as uncompressed")
     func compressedBatchHasNoReserve() throws {
         let budget = 256 * 1024
-        let server = try TestServer {
-            $0.maxBodyBytes = budget
-            $0.maxBufferedBodyBytes = budget
-        }
+        let server = try BudgetFixture.server(budget: budget)
         // 45 events of ~2.2 KB: ~98 KB decoded, ~110 KB of lines, a few hundred bytes of gzip.
         let events = (0..<45).map { index in
             #"{"event_name":"purchase","timestamp":"2026-06-01T10:20:30.123Z","platform":"ios","device_id":"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b","event_id":"gz-\#(index)","data":{"note":"\#(String(repeating: "x", count: 2000))"}}"#
@@ -190,12 +156,8 @@ struct ConnectionLimitTests {
         let packed = Compression.gzip(decoded)
         // An upload holding three quarters of the budget: the batch's lines cross the limit, not
         // the limit plus the reserve (until 2026-12-02, the gzip batch was accepted on the reserve).
-        let holder = Array(#"{"batch":[]}"#.utf8) + [UInt8](repeating: 0x20, count: 192 * 1024 - 12)
-        var head = "POST /api/analytics/batch HTTP/1.1\r\nHost: x\r\nContent-Length: \(holder.count)\r\n"
-        for (name, value) in TestServer.sdkHeaders() { head += "\(name): \(value)\r\n" }
-        let slow = try server.client()
-        slow.send(Array((head + "\r\n").utf8) + holder.dropLast(100))
-        for _ in 0..<500 where server.server.bufferedBodyBytes < holder.count { Thread.sleep(forTimeInterval: 0.01) }
+        let holder = BudgetFixture.batch(paddedTo: 192 * 1024)
+        let slow = try BudgetFixture.hold(holder, on: server)
         #expect(server.server.bufferedBodyBytes == holder.count)
         let refused = try server.client().request(
             "POST", "/api/analytics/batch", headers: TestServer.sdkHeaders() + [("Content-Encoding", "gzip")], body: packed)
@@ -205,33 +167,25 @@ struct ConnectionLimitTests {
         let single = try server.client().request(
             "POST", "/api/analytics/event", headers: TestServer.sdkHeaders(), body: BadInputTests.event)
         #expect(single.status == 200)
-        slow.send(Array(holder.suffix(100)))
-        _ = try slow.readResponse()
-        for _ in 0..<500 where server.server.bufferedBodyBytes > 0 { Thread.sleep(forTimeInterval: 0.01) }
+        _ = try BudgetFixture.finish(slow, holder)
+        BudgetFixture.waitUntil(server) { $0 == 0 }
         let accepted = try server.client().request(
             "POST", "/api/analytics/batch", headers: TestServer.sdkHeaders() + [("Content-Encoding", "gzip")], body: packed)
         #expect(accepted.status == 200)
-        for _ in 0..<500 where server.server.bufferedBodyBytes > 0 { Thread.sleep(forTimeInterval: 0.01) }
+        BudgetFixture.waitUntil(server) { $0 == 0 }
         #expect(server.server.bufferedBodyBytes == 0)
     }
 
     @Test("a refused body's dead letter is charged until written: over the budget, 503 overloaded; alone, its 4xx")
     func refusedBodyDeadLetterIsCharged() throws {
         let budget = 256 * 1024
-        let server = try TestServer {
-            $0.maxBodyBytes = budget
-            $0.maxBufferedBodyBytes = budget
-        }
+        let server = try BudgetFixture.server(budget: budget)
         // ~100 KB of JSON the batch route refuses whole (its batch is not an array), a few hundred
         // bytes of gzip: its dead letter holds the decoded body until it is written.
         let decoded = Array(#"{"batch":""#.utf8) + [UInt8](repeating: UInt8(ascii: "x"), count: 100_000) + Array(#""}"#.utf8)
         let packed = Compression.gzip(decoded)
-        let holder = Array(#"{"batch":[]}"#.utf8) + [UInt8](repeating: 0x20, count: 192 * 1024 - 12)
-        var head = "POST /api/analytics/batch HTTP/1.1\r\nHost: x\r\nContent-Length: \(holder.count)\r\n"
-        for (name, value) in TestServer.sdkHeaders() { head += "\(name): \(value)\r\n" }
-        let slow = try server.client()
-        slow.send(Array((head + "\r\n").utf8) + holder.dropLast(100))
-        for _ in 0..<500 where server.server.bufferedBodyBytes < holder.count { Thread.sleep(forTimeInterval: 0.01) }
+        let holder = BudgetFixture.batch(paddedTo: 192 * 1024)
+        let slow = try BudgetFixture.hold(holder, on: server)
         #expect(server.server.bufferedBodyBytes == holder.count)
         // Until 2026-12-02 the dead letter was charged to nothing: refused at once (4xx), its
         // 100 KB held in the commit queue beyond the budget.
@@ -239,13 +193,12 @@ struct ConnectionLimitTests {
             "POST", "/api/analytics/batch", headers: TestServer.sdkHeaders() + [("Content-Encoding", "gzip")], body: packed)
         #expect(crowded.status == 503)
         #expect(crowded.errorCode == "overloaded")
-        slow.send(Array(holder.suffix(100)))
-        _ = try slow.readResponse()
-        for _ in 0..<500 where server.server.bufferedBodyBytes > 0 { Thread.sleep(forTimeInterval: 0.01) }
+        _ = try BudgetFixture.finish(slow, holder)
+        BudgetFixture.waitUntil(server) { $0 == 0 }
         let alone = try server.client().request(
             "POST", "/api/analytics/batch", headers: TestServer.sdkHeaders() + [("Content-Encoding", "gzip")], body: packed)
         #expect(alone.status == 400, "\(alone.text)")
-        for _ in 0..<500 where server.server.bufferedBodyBytes > 0 { Thread.sleep(forTimeInterval: 0.01) }
+        BudgetFixture.waitUntil(server) { $0 == 0 }
         #expect(server.server.bufferedBodyBytes == 0)
     }
 }

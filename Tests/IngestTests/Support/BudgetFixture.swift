@@ -1,0 +1,46 @@
+import Foundation
+
+/// What the request-budget tests (ConnectionLimitTests) share: a server whose body limit and budget
+/// are both `budget`, padded batch bodies, and an upload stalled 100 bytes short so that the server
+/// holds its declared length until the test lets it finish.
+enum BudgetFixture {
+    static func server(budget: Int) throws -> TestServer {
+        try TestServer {
+            $0.maxBodyBytes = budget
+            $0.maxBufferedBodyBytes = budget
+        }
+    }
+
+    /// A batch of one SDK event padded with spaces to `size` bytes.
+    static func batch(paddedTo size: Int) -> [UInt8] {
+        let json = Array("{\"batch\":[\(String(decoding: BadInputTests.event, as: UTF8.self))]}".utf8)
+        return json + [UInt8](repeating: 0x20, count: size - json.count)
+    }
+
+    /// The head of a batch upload declaring `length` bytes.
+    static func head(_ length: Int) -> [UInt8] {
+        var head = "POST /api/analytics/batch HTTP/1.1\r\nHost: x\r\nContent-Length: \(length)\r\n"
+        for (name, value) in TestServer.sdkHeaders() { head += "\(name): \(value)\r\n" }
+        return Array((head + "\r\n").utf8)
+    }
+
+    /// Sends `body` as a batch upload but its last 100 bytes, and waits (bounded) until the server
+    /// holds its declared length; `finish` sends the rest.
+    static func hold(_ body: [UInt8], on server: TestServer) throws -> RawHTTPClient {
+        let client = try server.client()
+        client.send(head(body.count) + body.dropLast(100))
+        waitUntil(server) { $0 >= body.count }
+        return client
+    }
+
+    /// Sends the last 100 bytes of a `hold` upload and reads its answer.
+    static func finish(_ client: RawHTTPClient, _ body: [UInt8]) throws -> RawHTTPClient.Response {
+        client.send(Array(body.suffix(100)))
+        return try client.readResponse()
+    }
+
+    /// Waits (at most 5 s) until the bytes the server holds satisfy `condition`.
+    static func waitUntil(_ server: TestServer, _ condition: (Int) -> Bool) {
+        for _ in 0..<500 where !condition(server.server.bufferedBodyBytes) { Thread.sleep(forTimeInterval: 0.01) }
+    }
+}
