@@ -27,8 +27,8 @@ extension EventNormalizer {
         let own = fields[.metadata].flatMap { $0.isNull ? nil : $0 }
         let topLevel = EventField.metadataMembers.compactMap { field in fields[field].map { (field, $0) } }
             .sorted { $0.1.index < $1.1.index }
-        let names = topLevel.map { "\"\($0.0.key)\"" }.joined(separator: ", ")
         if let own, own.kind != .object {
+            let names = topLevel.map { "\"\($0.0.key)\"" }.joined(separator: ", ")
             result.warnings.append("event \(index): \(names) not stored: \"metadata\" is not an object")
             return nil
         }

@@ -39,13 +39,7 @@ package final class RequestBudget: Sendable {
     /// Charges `bytes` of a body of `bodyBytes` so far (with them); false (and nothing charged)
     /// when they would cross the limit (with the reserve for a small request's).
     func charge(_ bytes: Int, bodyBytes: Int) -> Bool {
-        let total = held.wrappingAdd(bytes, ordering: .relaxed).newValue
-        guard total > limit(bodyBytes: bodyBytes) else {
-            notePeak(total)
-            return true
-        }
-        held.wrappingSubtract(bytes, ordering: .relaxed)
-        return false
+        add(bytes) { total in total <= limit(bodyBytes: bodyBytes) }
     }
 
     /// Charges a read request's lines (and dead letters), `bytes`, on top of its body's charge
@@ -55,13 +49,23 @@ package final class RequestBudget: Sendable {
     /// `decodedBody`: the body's size once decoded (default `ownBody`), which decides whether the
     /// request is small: a gzip batch of a few KB that decodes to hundreds is not.
     func chargeLines(_ bytes: Int, ownBody: Int, decodedBody: Int? = nil) -> Bool {
-        let total = held.wrappingAdd(bytes, ordering: .relaxed).newValue
-        guard total > limit(bodyBytes: max(ownBody, decodedBody ?? ownBody)), total - bytes > ownBody else {
-            notePeak(total)
-            return true
+        add(bytes) { total in
+            total <= limit(bodyBytes: max(ownBody, decodedBody ?? ownBody)) || total - bytes <= ownBody
         }
-        held.wrappingSubtract(bytes, ordering: .relaxed)
-        return false
+    }
+
+    /// Adds `bytes` and keeps them when `admits` the new total (noting the peak); otherwise takes
+    /// them back and returns false. Lock-free: another request's charge between the add and the
+    /// take-back sees a higher total for that moment, never a lower one.
+    @inline(__always)
+    private func add(_ bytes: Int, admits: (Int) -> Bool) -> Bool {
+        let total = held.wrappingAdd(bytes, ordering: .relaxed).newValue
+        guard admits(total) else {
+            held.wrappingSubtract(bytes, ordering: .relaxed)
+            return false
+        }
+        notePeak(total)
+        return true
     }
 
     /// The limit for a request whose body has `bodyBytes`.

@@ -38,7 +38,7 @@ enum AtomicFile {
         var temporary = ""
         var fd: Int32 = -1
         for _ in 0..<8 where fd < 0 {
-            temporary = path + ".tmp-\(getpid())-" + String(random.next() as UInt64, radix: 36)
+            temporary = path + temporaryMarker + "\(getpid())-" + String(random.next() as UInt64, radix: 36)
             fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o666)
             if fd < 0, errno != EEXIST { break }
         }
@@ -92,10 +92,13 @@ enum AtomicFile {
         return removed.sorted()
     }
 
+    /// What `write` puts between the file's name and its temporary part, and `isTemporary` looks for.
+    private static let temporaryMarker = ".tmp-"
+
     /// Whether `name` is one of `write`'s temporary files: `<file>.tmp-<pid>-<random, base 36>`, or
     /// `<file>.tmp-<pid>` as binaries before 2026-12-02 named them.
     static func isTemporary(_ name: String) -> Bool {
-        guard let marker = name.range(of: ".tmp-", options: .backwards), marker.lowerBound > name.startIndex else {
+        guard let marker = name.range(of: temporaryMarker, options: .backwards), marker.lowerBound > name.startIndex else {
             return false
         }
         let parts = name[marker.upperBound...].split(separator: "-", omittingEmptySubsequences: false)
