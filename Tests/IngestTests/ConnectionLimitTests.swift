@@ -114,6 +114,34 @@ struct ConnectionLimitTests {
         #expect(server.isServing())
     }
 
+    @Test("with the budget full, an upload awaiting 100 Continue is answered 503 at once, before it sends its body")
+    func budgetFullExpectContinue() throws {
+        let budget = 256 * 1024
+        let server = try BudgetFixture.server(budget: budget)
+        let held = BudgetFixture.batch(paddedTo: budget)
+        let slow = try BudgetFixture.hold(held, on: server)
+        // The client sends only the head and waits for 100 Continue. Until 2026-12-02 it got it, then
+        // uploaded 80 KiB that were dropped at the first chunk that did not fit, and then the 503.
+        let large = BudgetFixture.batch(paddedTo: 80 * 1024)
+        let waiting = try server.client()
+        waiting.send(BudgetFixture.head(large.count, expectContinue: true))
+        let refused = try waiting.readResponse()
+        #expect(refused.status == 503)
+        #expect(refused.errorCode == "overloaded")
+        #expect(refused.header("Retry-After") == "1")
+        // Once the held upload is done, the same request is invited to send its body, and accepted.
+        #expect(try BudgetFixture.finish(slow, held).status == 200)
+        BudgetFixture.waitUntil(server) { $0 == 0 }
+        let invited = try server.client()
+        invited.send(BudgetFixture.head(large.count, expectContinue: true))
+        #expect(try invited.readResponse(hasBody: false).status == 100)
+        invited.send(large)
+        #expect(try invited.readResponse().status == 200)
+        let text = try server.client().request("GET", "/metrics").text
+        #expect(text.contains(#"ingest_requests_total{code="overloaded",route="batch",status="503"} 1"#))
+        #expect(server.isServing())
+    }
+
     @Test(
         "with the budget full, large uploads whose reservation was refused do not take the small requests' reserve: an SDK event is accepted"
     )

@@ -406,9 +406,17 @@ private func begin(
         // 200 reserved 600 KB bodies held ~115 MB while the budget counted only the bytes received.
         // A body the budget cannot reserve for is charged as it arrives (and dropped when a chunk
         // does not fit).
-        if let declared = head.contentLength, declared > 0, declared <= limit, core.chargeBody(declared, bodyBytes: declared) {
-            state.charged = declared
-            state.body.reserveCapacity(declared)
+        if let declared = head.contentLength, declared > 0, declared <= limit {
+            if core.chargeBody(declared, bodyBytes: declared) {
+                state.charged = declared
+                state.body.reserveCapacity(declared)
+            } else if head.header("Expect")?.lowercased() == "100-continue" {
+                // A client waiting for `100 Continue` has sent nothing yet: it is told now that the
+                // server is full (503 with Retry-After, before any upload), instead of being invited
+                // to send a body that would most likely be dropped once a chunk did not fit.
+                state.isOverBudget = true
+                early = refusal(for: state, core: core)
+            }
         }
     }
     state.isHead = head.method == "HEAD"

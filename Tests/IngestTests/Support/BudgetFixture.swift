@@ -17,9 +17,11 @@ enum BudgetFixture {
         return json + [UInt8](repeating: 0x20, count: size - json.count)
     }
 
-    /// The head of a batch upload declaring `length` bytes.
-    static func head(_ length: Int) -> [UInt8] {
+    /// The head of a batch upload declaring `length` bytes (holding the body back until `100
+    /// Continue` when `expectContinue`).
+    static func head(_ length: Int, expectContinue: Bool = false) -> [UInt8] {
         var head = "POST /api/analytics/batch HTTP/1.1\r\nHost: x\r\nContent-Length: \(length)\r\n"
+        if expectContinue { head += "Expect: 100-continue\r\n" }
         for (name, value) in TestServer.sdkHeaders() { head += "\(name): \(value)\r\n" }
         return Array((head + "\r\n").utf8)
     }
