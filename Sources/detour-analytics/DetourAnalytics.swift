@@ -56,6 +56,9 @@ enum DetourAnalytics {
         } catch let error as UsageError {
             complain("error: \(error)\n\n\(command.help)\n")
             exit(64)
+        } catch let error as any RefusalError {
+            complain("error: \(error)\n")
+            exit(error.exitStatus)
         } catch {
             complain("error: \(error)\(schemaHint(error))\n")
             exit(1)

@@ -5,6 +5,12 @@ struct UsageError: Error, CustomStringConvertible {
     let description: String
 }
 
+/// A refusal that ends a command with its own exit status and one line, without the command's help
+/// (which `UsageError` prints): a name that matches nothing in the database, for instance.
+protocol RefusalError: Error, CustomStringConvertible {
+    var exitStatus: Int32 { get }
+}
+
 /// The arguments of one command: options are taken by name, what is left must be empty.
 /// Accepts `--name value` and `--name=value`; `--help`/`-h` anywhere asks for help.
 struct Arguments {

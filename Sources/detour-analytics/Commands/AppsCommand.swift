@@ -49,9 +49,9 @@ enum AppsCommand: Command {
           --json               machine-readable output
         \(databaseHelp)
 
-        Exit status: 0 done, 64 bad usage (also an app id that exists, a time zone PostgreSQL does not know),
-        69 database unavailable or failing (unreachable, wrong password, a schema not migrated), 1 refused
-        (no such app or key, a key already revoked, a prefix shared by two keys).
+        Exit status: 0 done, 64 bad usage (also an app id that exists, no such app or key, a prefix shared
+        by two keys, a time zone PostgreSQL does not know), 69 database unavailable or failing
+        (unreachable, wrong password, a schema not migrated), 1 refused (a key already revoked).
         """
 
     static func run(_ arguments: inout Arguments, environment: Environment) throws -> Int32 {
@@ -425,12 +425,23 @@ enum AppsCommand: Command {
     }
 }
 
-/// What `apps keys` refuses, with the message an operator reads.
-enum AppsError: Error, CustomStringConvertible {
+/// What `apps` refuses, with the message an operator reads and the exit status.
+enum AppsError: RefusalError {
     case noSuchApp(String)
     case noSuchKey(app: String)
     case alreadyRevoked(app: String)
     case ambiguousPrefix(app: String, count: Int)
+
+    /// 64 (EX_USAGE) when the command names an app or key that does not exist or names two keys, as
+    /// `report --app` does for an unknown app and `apps create` for an id that exists (until
+    /// 2026-12-02 these exited 1, the status of a failure); 1 for a key already revoked, which
+    /// is the database's state, not a mistake in the command.
+    var exitStatus: Int32 {
+        switch self {
+        case .noSuchApp, .noSuchKey, .ambiguousPrefix: 64
+        case .alreadyRevoked: 1
+        }
+    }
 
     var description: String {
         switch self {
