@@ -15,12 +15,7 @@ package enum AggregatorError: Error, CustomStringConvertible, Sendable {
     /// the schema lacks gets the likely cause added (a binary newer than the schema: `migrate` was
     /// not run), where the bare message (`column "caught_up_at" does not exist`) left it to guess.
     static func database(describing error: any Error) -> AggregatorError {
-        let missingObject = ["42P01", "42703", "42883"]  // undefined table, column, function
-        if let error = error as? PostgresError, let state = error.sqlState, missingObject.contains(state) {
-            return .database(
-                "\(error) (the schema is older than this binary, or not there at all: run detour-analytics migrate)")
-        }
-        return .database("\(error)")
+        .database("\(error)\((error as? PostgresError)?.missingSchemaHint ?? "")")
     }
 
     package var description: String {

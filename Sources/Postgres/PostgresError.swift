@@ -22,6 +22,15 @@ package enum PostgresError: Error, Sendable, CustomStringConvertible, CustomDebu
         return nil
     }
 
+    /// The likely cause of a server error naming a table, column or function that does not exist
+    /// (SQLSTATE 42P01, 42703, 42883), in the words an operator acts on, as a suffix for the message;
+    /// "" for every other error. The bare message (`relation "apps" does not exist`) left the operator
+    /// to guess that the binary is newer than the schema, or that `migrate` never ran.
+    package var missingSchemaHint: String {
+        guard let state = sqlState, ["42P01", "42703", "42883"].contains(state) else { return "" }
+        return " (the schema is older than this binary, or not there at all: run detour-analytics migrate)"
+    }
+
     /// True for a unique violation (SQLSTATE 23505).
     package var isUniqueViolation: Bool { sqlState == "23505" }
 

@@ -66,13 +66,10 @@ enum DetourAnalytics {
     }
 
     /// The likely cause of a PostgreSQL error naming a table, column or function the schema lacks, as
-    /// the aggregator gives it: `apps list` on a database never migrated said only
+    /// the aggregator and the reports give it: `apps list` on a database never migrated said only
     /// `relation "apps" does not exist`.
     static func schemaHint(_ error: any Error) -> String {
-        guard let error = error as? PostgresError, let state = error.sqlState,
-            ["42P01", "42703", "42883"].contains(state)
-        else { return "" }
-        return " (the schema is older than this binary, or not there at all: run detour-analytics migrate)"
+        (error as? PostgresError)?.missingSchemaHint ?? ""
     }
 
     static var topLevelHelp: String {

@@ -183,6 +183,12 @@ struct CommandLineTests {
         let apps = try PipelineProcess.runToEnd(["apps", "list"], environment: ["DATABASE_URL": database.url])
         #expect(apps.status == 69, "\(apps.errors)")
         #expect(apps.errors.contains("run detour-analytics migrate"), "\(apps.errors)")
+        // And the reports (until 2026-12-02 they said only which relation or function was missing).
+        for report in [["links", "--app", "a"], ["daily", "--date", "2026-01-01", "--out", data.path], ["rebuild"]] {
+            let result = try PipelineProcess.runToEnd(["report"] + report, environment: ["DATABASE_URL": database.url])
+            #expect(result.status == 69, "\(report): \(result.errors)")
+            #expect(result.errors.contains("run detour-analytics migrate"), "\(report): \(result.errors)")
+        }
     }
 
     @Test("segments list with a data directory that holds no event log, or an unknown node, says so and exits 1")

@@ -128,14 +128,16 @@ package struct ReportService {
         return watermark
     }
 
-    /// Runs a body of queries, mapping every failure to `ReportError.database`.
+    /// Runs a body of queries, mapping every failure to `ReportError.database` (with the hint to
+    /// migrate when the schema lacks what a query names: `report links` on a database never migrated
+    /// said only `relation "report_funnel_definitions" does not exist` until 2026-12-02).
     func run<T>(_ body: () throws -> T) throws(ReportError) -> T {
         do {
             return try body()
         } catch let error as ReportError {
             throw error
         } catch {
-            throw .database(message: "\(error)")
+            throw .database(message: "\(error)\((error as? PostgresError)?.missingSchemaHint ?? "")")
         }
     }
 
