@@ -143,27 +143,37 @@ struct ConnectionLimitTests {
     }
 
     @Test(
-        "with the budget full, large uploads whose reservation was refused do not take the small requests' reserve: an SDK event is accepted"
-    )
-    func largeUploadsLeaveTheReserve() throws {
+        "with the budget full, large uploads whose reservation was refused, or chunked ones, do not take the small requests' reserve: an SDK event is accepted",
+        arguments: [false, true])
+    func largeUploadsLeaveTheReserve(chunked: Bool) throws {
         let budget = 256 * 1024
         let server = try BudgetFixture.server(budget: budget)
         // One upload of the whole budget, held 100 bytes short: the budget is full.
         let held = BudgetFixture.batch(paddedTo: budget)
         let slow = try BudgetFixture.hold(held, on: server)
         #expect(server.server.bufferedBodyBytes == held.count)
-        // Two large batches (200 KiB declared) send their first 32 KiB and stall. Their
-        // reservations are refused; until 2026-12-02 their first 64 KiB were charged as a small
-        // request's, and the two took the whole reserve (64 KiB), so the SDK event below was 503.
+        // Two large batches (200 KiB declared, or chunked) send their first 32 KiB and stall. Their
+        // reservations are refused (a chunked body has none); until 2026-12-02 their first 64 KiB
+        // were charged as a small request's (those declared large: until the audit of the reserve;
+        // chunked: until the session after), and the two took the whole reserve (64 KiB), so the
+        // SDK event below was 503.
         let large = BudgetFixture.batch(paddedTo: 200 * 1024)
         let stalled = try (0..<2).map { _ in try server.client() }
-        for client in stalled { client.send(BudgetFixture.head(large.count) + large.prefix(32 * 1024)) }
+        for client in stalled {
+            client.send(
+                chunked
+                    ? BudgetFixture.chunkedHead() + BudgetFixture.chunk(large.prefix(32 * 1024))
+                    : BudgetFixture.head(large.count) + large.prefix(32 * 1024))
+        }
         Thread.sleep(forTimeInterval: 0.3)  // not a threshold: gives the server the chance to charge them
         #expect(server.server.bufferedBodyBytes == held.count)
         let single = try server.client().request(
             "POST", "/api/analytics/event", headers: TestServer.sdkHeaders(), body: BadInputTests.event)
         #expect(single.status == 200)
-        for client in stalled { client.send(Array(large.dropFirst(32 * 1024))) }
+        for client in stalled {
+            let rest = large.dropFirst(32 * 1024)
+            client.send(chunked ? BudgetFixture.chunk(rest) + Array("0\r\n\r\n".utf8) : Array(rest))
+        }
         for client in stalled { #expect(try client.readResponse().errorCode == "overloaded") }
         BudgetFixture.waitUntil(server) { $0 <= held.count }
         #expect(try BudgetFixture.finish(slow, held).status == 200)

@@ -7,8 +7,9 @@ import Synchronization
 /// is answered). What would cross the limit is refused (503 `overloaded`), so under a flood of
 /// large batches the requests in flight, and the event log's queue they fill, stay within it.
 ///
-/// Small requests (a body of at most `smallRequestBytes`, declared so or, chunked, so far: every
-/// SDK's single events, 0.3-40 KB)
+/// Small requests (while the body arrives, one declared by its `Content-Length` to be at most
+/// `smallRequestBytes`; for its lines, a body of at most that, decoded: every SDK's single events,
+/// 0.3-40 KB)
 /// may use a further `reserve`, a quarter of the limit: the clients of large batches (the link
 /// service, backends) retry a 503, the SDKs never do, so a flood of batches must not turn their
 /// events away. What is held stays within `limit + reserve`.

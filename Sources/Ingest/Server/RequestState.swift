@@ -25,7 +25,7 @@ final class RequestState: @unchecked Sendable {
     var charged = 0
     /// The body's declared `Content-Length`, nil when chunked. Whether the body may use the budget's
     /// reserve for small requests (`RequestBudget.smallRequestBytes`) is decided on it: a body
-    /// declared larger is not small, whatever it has received so far.
+    /// declared larger, or not declared, is not small, whatever it has received so far.
     var declaredLength: Int?
     /// The server's body budget was full when a chunk came: the body is dropped, the answer is 503.
     var isOverBudget = false
@@ -74,10 +74,11 @@ final class RequestState: @unchecked Sendable {
         bytesIn += chunk.count
         if discarded == 0, body.count + chunk.count <= limit {
             // Bytes past what is charged already (none while a reserved body fills its reservation).
-            // A body declared large is not small while its first 64 KiB arrive: the first chunks of
-            // a large batch whose reservation was refused took the reserve meant for SDK events.
+            // Only a body declared small is: the first chunks of a large batch whose reservation was
+            // refused, or of a chunked one (whose size nobody knows until it ends; the SDKs declare
+            // theirs), took the reserve meant for SDK events while their first 64 KiB arrived.
             let uncharged = max(0, body.count + chunk.count - charged)
-            let size = max(body.count + chunk.count, declaredLength ?? 0)
+            let size = max(body.count + chunk.count, declaredLength ?? .max)
             if uncharged == 0 || core.chargeBody(uncharged, bodyBytes: size) {
                 charged += uncharged
                 body.append(contentsOf: chunk)

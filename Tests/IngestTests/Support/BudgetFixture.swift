@@ -26,6 +26,18 @@ enum BudgetFixture {
         return Array((head + "\r\n").utf8)
     }
 
+    /// The head of a chunked batch upload (no declared length).
+    static func chunkedHead() -> [UInt8] {
+        var head = "POST /api/analytics/batch HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+        for (name, value) in TestServer.sdkHeaders() { head += "\(name): \(value)\r\n" }
+        return Array((head + "\r\n").utf8)
+    }
+
+    /// `bytes` as one chunk of a chunked body.
+    static func chunk(_ bytes: some Collection<UInt8>) -> [UInt8] {
+        Array(String(bytes.count, radix: 16).utf8) + [13, 10] + Array(bytes) + [13, 10]
+    }
+
     /// Sends `body` as a batch upload but its last 100 bytes, and waits (bounded) until the server
     /// holds its declared length; `finish` sends the rest.
     static func hold(_ body: [UInt8], on server: TestServer) throws -> RawHTTPClient {
