@@ -72,8 +72,13 @@ struct UnitTests {
         let first = RequestState(route: "batch", started: .now, limit: 100, context: ())
         six.withUnsafeBytes { #expect(first.receive($0, core: core) == .keep) }
         six.withUnsafeBytes { #expect(first.receive($0, core: core) == .keep) }
+        // A chunked body (no declared length) may not use the reserve: its size is not known.
+        let chunked = RequestState(route: "batch", started: .now, limit: 100, context: ())
+        six.withUnsafeBytes { #expect(chunked.receive($0, core: core) == .discard) }
+        #expect(chunked.isOverBudget && core.budget.heldBytes == 12)
         let second = RequestState(route: "batch", started: .now, limit: 100, context: ())
-        // A small body may use the reserve, a quarter of the budget (18 of 16 + 4 bytes)...
+        second.declaredLength = 12
+        // A body declared small may use the reserve, a quarter of the budget (18 of 16 + 4 bytes)...
         six.withUnsafeBytes { #expect(second.receive($0, core: core) == .keep) }
         #expect(core.budget.heldBytes == 18)
         // ...and no more: its next chunk would cross it.
