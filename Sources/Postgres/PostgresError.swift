@@ -43,7 +43,19 @@ package enum PostgresError: Error, Sendable, CustomStringConvertible, CustomDebu
         }
     }
 
+    /// One line, whatever the server or libpq said: it goes into log lines and into the one line a
+    /// command prints on failure. libpq's message for a connection lost after connecting is three
+    /// ("server closed the connection unexpectedly\n\tThis probably means the server terminated
+    /// abnormally\n\tbefore or while processing the request."), and `report` printed them as they
+    /// were until 2026-12-02; a server's DETAIL may span lines too.
     package var description: String {
+        let text = multilineDescription
+        guard text.contains(where: \.isNewline) else { return text }
+        return text.split(whereSeparator: \.isNewline).map { String($0).trimmingWhitespace() }.filter { !$0.isEmpty }
+            .joined(separator: " ")
+    }
+
+    private var multilineDescription: String {
         switch self {
         case .connection(let message):
             return "PostgreSQL connection failed: \(message)"

@@ -116,6 +116,11 @@ import Testing
         }
         let error = #expect(throws: PostgresError.self) { try victim.query("select 1") }
         #expect(error?.isConnectionLoss == true)
+        // One line, for a log line or the one line a command prints: libpq's message for this is
+        // three ("server closed the connection unexpectedly\n\tThis probably means ...").
+        let text = error.map { "\($0)" } ?? ""
+        #expect(text.contains("closed the connection") || text.contains("terminat"), "\(text)")
+        #expect(!text.contains("\n") && !text.contains("\t"), "\(text)")
         #expect(!victim.isHealthy())
         try victim.reconnect()
         #expect(victim.isHealthy())
