@@ -16,11 +16,7 @@ extension DeploymentFilesTests {
     func rolesOnAFreshDatabase() throws {
         let roles = try ComposeRoles.make()
         defer { roles.drop() }
-        let first = try roles.runInitScript()
-        #expect(first.status == 0, "postgres-init.sh failed: \(first.output)")
-        let migrated = try PipelineProcess.runToEnd(
-            ["migrate", "--sql-dir", root + "/sql"], environment: ["DATABASE_URL": roles.ownerURL])
-        #expect(migrated.status == 0, "migrate as the owner failed: \(migrated.errors)")
+        try setUpDeployment(roles)
         try exercisePipeline(roles)
         try expectNothingOwnedByOthers(roles)
         try expectRefusals(roles)
@@ -72,13 +68,9 @@ extension DeploymentFilesTests {
         let second = try ComposeRoles.make()
         defer { second.drop() }
         for roles in [first, second] {
-            let result = try roles.runInitScript()
-            #expect(result.status == 0, "postgres-init.sh failed: \(result.output)")
-            let migrated = try PipelineProcess.runToEnd(
-                ["migrate", "--sql-dir", root + "/sql"], environment: ["DATABASE_URL": roles.ownerURL])
-            #expect(migrated.status == 0, "migrate as the owner failed: \(migrated.errors)")
+            try setUpDeployment(roles)
+            try exercisePipeline(roles)
         }
-        for roles in [first, second] { try exercisePipeline(roles) }
         // The first was set up by the script before 2026-12-02, which granted CONNECT and TEMPORARY
         // to detour_writer by name (and left PUBLIC's): running the script again is the upgrade.
         let admin = try Connection(url: first.superuserURL)
@@ -212,6 +204,15 @@ extension DeploymentFilesTests {
             #expect(try row["writer", as: Bool.self])
             #expect(try !row["analyst", as: Bool.self])
         }
+    }
+
+    /// A fresh deployment's setup: the init script, then every migration as the owner.
+    private func setUpDeployment(_ roles: ComposeRoles) throws {
+        let script = try roles.runInitScript()
+        #expect(script.status == 0, "postgres-init.sh failed: \(script.output)")
+        let migrated = try PipelineProcess.runToEnd(
+            ["migrate", "--sql-dir", root + "/sql"], environment: ["DATABASE_URL": roles.ownerURL])
+        #expect(migrated.status == 0, "migrate as the owner failed: \(migrated.errors)")
     }
 
     /// Runs the pipeline as the runtime role against `roles`' database: events of three days, clicks
