@@ -88,6 +88,25 @@ GRANT detour_writer TO :"pipeline";
 SELECT format('GRANT CONNECT, TEMPORARY ON DATABASE %I TO %I, %I', current_database(), :'owner', :'pipeline') \gexec
 SELECT format('REVOKE CONNECT, TEMPORARY ON DATABASE %I FROM PUBLIC, detour_writer, detour_analyst',
               current_database()) \gexec
+-- People's logins in detour_analyst that cannot connect now are named, with the statement that lets
+-- one in: until 2026-12-02 they connected through PUBLIC, and an upgrade must not shut analysts out
+-- without a word. (On a server shared with other deployments, their analysts are listed too.)
+DO $analysts$
+DECLARE
+    names text;
+BEGIN
+    SELECT string_agg(quote_ident(r.rolname), ', ' ORDER BY r.rolname) INTO names
+    FROM pg_roles r
+    WHERE r.rolcanlogin AND NOT r.rolsuper AND pg_has_role(r.oid, 'detour_analyst', 'MEMBER')
+      AND NOT has_database_privilege(r.oid, current_database(), 'CONNECT');
+    IF names IS NOT NULL THEN
+        RAISE WARNING 'logins in detour_analyst without CONNECT on database %: %', current_database(), names
+            USING HINT = format('CONNECT is no longer granted to PUBLIC; for a person who reads this '
+                                'database''s reports, as a superuser: GRANT CONNECT ON DATABASE %I TO <login>',
+                                current_database());
+    END IF;
+END
+$analysts$;
 
 -- The schema: the owner's; everyone else may only use it.
 ALTER SCHEMA public OWNER TO :"owner";

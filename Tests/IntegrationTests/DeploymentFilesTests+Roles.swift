@@ -390,8 +390,16 @@ extension DeploymentFilesTests {
         defer { try? admin.unsafeSQL("DROP OWNED BY \(analyst); DROP ROLE \(analyst)") }
         let url = roles.url(user: analyst, password: password)
         expectConnectRefused(url, database: roles.database)
+        // The script names such a login (an upgrade revokes PUBLIC's CONNECT its analysts relied on).
+        let named = try roles.runInitScript()
+        #expect(named.status == 0, "\(named.output)")
+        #expect(named.output.contains("logins in detour_analyst without CONNECT"), "\(named.output)")
+        #expect(named.output.contains(analyst), "\(named.output)")
         try admin.execute(
             "GRANT CONNECT ON DATABASE \(identifier: roles.database) TO \(identifier: analyst)")
+        // Granted, it is not named again.
+        let granted = try roles.runInitScript()
+        #expect(granted.status == 0 && !granted.output.contains(analyst), "\(granted.output)")
         let connection = try Connection(url: url)
         defer { connection.close() }
         let rows = try connection.query("SELECT count(*) AS n FROM report_link_daily").first?["n", as: Int.self]
