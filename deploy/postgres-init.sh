@@ -6,7 +6,8 @@
 # deployment made before the roles", says in which order):
 #   docker compose exec postgres sh /docker-entrypoint-initdb.d/10-detour-roles.sh
 # It is idempotent: run again, it changes nothing but the two passwords (set from the environment
-# each time, so it is also how a password is changed) and the ownership of objects made since.
+# each time, so it is also how a password is changed), the ownership of objects made since, and a
+# CONNECT or TEMPORARY grant on the database to PUBLIC, detour_writer or detour_analyst (revoked).
 #
 # It connects as the image's superuser (POSTGRES_USER) to POSTGRES_DB (psql's usual PGHOST,
 # PGPORT, PGPASSWORD apply) and makes, in that database's schema `public`:
@@ -18,6 +19,13 @@
 #   * DETOUR_PIPELINE_ROLE (default detour_pipeline), LOGIN, password DETOUR_PIPELINE_PASSWORD, a
 #     member of detour_writer: the role in the pipeline's DATABASE_URL.
 #   * detour_analyst, NOLOGIN, if missing (sql/001_core.sql makes it when it can; the owner cannot).
+# Only the owner and DETOUR_PIPELINE_ROLE (and superusers) may connect to POSTGRES_DB and create
+# temporary tables in it: CONNECT and TEMPORARY are revoked from PUBLIC, and from detour_writer and
+# detour_analyst, whose members include the logins of every other detour deployment on the server
+# (without that, one deployment's pipeline held the writer's privileges in the other's database).
+# A person's login (a member of detour_analyst) needs `GRANT CONNECT ON DATABASE ... TO` it. Two
+# deployments on one server need login names of their own (DETOUR_OWNER_ROLE, DETOUR_PIPELINE_ROLE):
+# one name is one login, with the password of whichever deployment ran this script last.
 # Nobody but the owner may create objects in `public`. Objects already there that another role owns
 # (a deployment whose migrations ran as the superuser) are given to the owner: REASSIGN OWNED cannot
 # do that, the image's POSTGRES_USER being the bootstrap superuser. Extension members are left alone.
@@ -70,9 +78,35 @@ ALTER ROLE :"pipeline" WITH LOGIN INHERIT NOSUPERUSER NOCREATEDB NOCREATEROLE NO
     PASSWORD :'pipeline_password';
 GRANT detour_writer TO :"pipeline";
 
--- The database: connecting and temporary tables (the loader's and the rollups' scratch tables),
--- granted by name so that revoking them from PUBLIC later does not stop the pipeline.
-SELECT format('GRANT CONNECT, TEMPORARY ON DATABASE %I TO %I, detour_writer', current_database(), :'owner') \gexec
+-- The database: connecting and temporary tables (the loader's and the rollups' scratch tables, the
+-- admin commands') for this deployment's two logins alone, by name. Not for PUBLIC (which has both
+-- by default), nor for detour_writer or detour_analyst: those are cluster-wide with fixed names,
+-- every detour database's migrations grant to them, and another deployment's logins on this server
+-- are members too, who would hold the writer's (analyst's) privileges here. Superusers connect
+-- regardless; a person's login in detour_analyst is granted CONNECT by hand (docs/schema.md). The
+-- revoke from detour_writer also undoes this script's own grant to it (until 2026-12-02).
+SELECT format('GRANT CONNECT, TEMPORARY ON DATABASE %I TO %I, %I', current_database(), :'owner', :'pipeline') \gexec
+SELECT format('REVOKE CONNECT, TEMPORARY ON DATABASE %I FROM PUBLIC, detour_writer, detour_analyst',
+              current_database()) \gexec
+-- People's logins in detour_analyst that cannot connect now are named, with the statement that lets
+-- one in: until 2026-12-02 they connected through PUBLIC, and an upgrade must not shut analysts out
+-- without a word. (On a server shared with other deployments, their analysts are listed too.)
+DO $analysts$
+DECLARE
+    names text;
+BEGIN
+    SELECT string_agg(quote_ident(r.rolname), ', ' ORDER BY r.rolname) INTO names
+    FROM pg_roles r
+    WHERE r.rolcanlogin AND NOT r.rolsuper AND pg_has_role(r.oid, 'detour_analyst', 'MEMBER')
+      AND NOT has_database_privilege(r.oid, current_database(), 'CONNECT');
+    IF names IS NOT NULL THEN
+        RAISE WARNING 'logins in detour_analyst without CONNECT on database %: %', current_database(), names
+            USING HINT = format('CONNECT is no longer granted to PUBLIC; for a person who reads this '
+                                'database''s reports, as a superuser: GRANT CONNECT ON DATABASE %I TO <login>',
+                                current_database());
+    END IF;
+END
+$analysts$;
 
 -- The schema: the owner's; everyone else may only use it.
 ALTER SCHEMA public OWNER TO :"owner";

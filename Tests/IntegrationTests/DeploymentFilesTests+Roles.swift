@@ -16,14 +16,11 @@ extension DeploymentFilesTests {
     func rolesOnAFreshDatabase() throws {
         let roles = try ComposeRoles.make()
         defer { roles.drop() }
-        let first = try roles.runInitScript()
-        #expect(first.status == 0, "postgres-init.sh failed: \(first.output)")
-        let migrated = try PipelineProcess.runToEnd(
-            ["migrate", "--sql-dir", root + "/sql"], environment: ["DATABASE_URL": roles.ownerURL])
-        #expect(migrated.status == 0, "migrate as the owner failed: \(migrated.errors)")
+        try setUpDeployment(roles)
         try exercisePipeline(roles)
         try expectNothingOwnedByOthers(roles)
         try expectRefusals(roles)
+        try expectDatabaseGrants(roles)
     }
 
     /// A deployment made before the roles: every migration ran as the image's superuser, which owns
@@ -57,6 +54,44 @@ extension DeploymentFilesTests {
         #expect(migrated.output.contains("072_writer_role"))
         try exercisePipeline(roles)
         try expectRefusals(roles)
+        try expectDatabaseGrants(roles)
+    }
+
+    /// Two deployments on one cluster share detour_writer and detour_analyst (cluster-wide roles with
+    /// fixed names, granted to by every detour database's migrations), so a pipeline login holds the
+    /// writer's privileges in the other deployment's database too: what keeps it out is CONNECT, which
+    /// the script revokes from PUBLIC and gives to the deployment's own two logins alone.
+    @Test("two deployments on one cluster: neither's logins may connect to the other's database")
+    func rolesOfTwoDeployments() throws {
+        let first = try ComposeRoles.make()
+        defer { first.drop() }
+        let second = try ComposeRoles.make()
+        defer { second.drop() }
+        for roles in [first, second] {
+            try setUpDeployment(roles)
+            try exercisePipeline(roles)
+        }
+        // The first was set up by the script before 2026-12-02, which granted CONNECT and TEMPORARY
+        // to detour_writer by name (and left PUBLIC's): running the script again is the upgrade.
+        let admin = try Connection(url: first.superuserURL)
+        defer { admin.close() }
+        try admin.execute(
+            "GRANT CONNECT, TEMPORARY ON DATABASE \(identifier: first.database) TO PUBLIC, detour_writer")
+        for roles in [first, second] {
+            let again = try roles.runInitScript()
+            #expect(again.status == 0, "postgres-init.sh (again) failed: \(again.output)")
+            try expectDatabaseGrants(roles)
+        }
+        for (roles, other) in [(first, second), (second, first)] {
+            for url in roles.loginURLs(database: other.database) {
+                expectConnectRefused(url, database: other.database)
+            }
+            // Its own database still takes it, temporary tables included (the loader's).
+            let own = try Connection(url: roles.pipelineURL)
+            defer { own.close() }
+            try own.unsafeSQL("CREATE TEMP TABLE probe (a int); SELECT count(*) FROM events")
+        }
+        try expectAnalystLogin(first)
     }
 
     @Test("grant_writer_privileges() gives detour_writer 072's privileges again, for a role made after migrate skipped them")
@@ -171,6 +206,15 @@ extension DeploymentFilesTests {
         }
     }
 
+    /// A fresh deployment's setup: the init script, then every migration as the owner.
+    private func setUpDeployment(_ roles: ComposeRoles) throws {
+        let script = try roles.runInitScript()
+        #expect(script.status == 0, "postgres-init.sh failed: \(script.output)")
+        let migrated = try PipelineProcess.runToEnd(
+            ["migrate", "--sql-dir", root + "/sql"], environment: ["DATABASE_URL": roles.ownerURL])
+        #expect(migrated.status == 0, "migrate as the owner failed: \(migrated.errors)")
+    }
+
     /// Runs the pipeline as the runtime role against `roles`' database: events of three days, clicks
     /// and a match posted over HTTP, loaded (a day created after its rows arrived, so they move out of
     /// the default partition), rolled up and read back through the report API; then the daily report
@@ -264,8 +308,102 @@ extension DeploymentFilesTests {
             ["report", "daily", "--date", date, "--out", reports.path], environment: environment)
         #expect(daily.status == 0, "report daily as the runtime role: \(daily.errors)")
         #expect(FileManager.default.fileExists(atPath: "\(reports.path)/\(date)/\(app)/report.json"))
+        try expectRebuildAnalyses(roles, environment: environment)
+    }
+
+    /// `report rebuild` as the runtime role analyses the tables it has just filled (sql/074, through
+    /// rollup_analyze), and `rebuild_rollups()` raises no warning. Its direct ANALYZEs were skipped
+    /// with one ("only table or database owner can analyze it") and the per-day loop was planned
+    /// against the statistics of the tables it had emptied.
+    private func expectRebuildAnalyses(_ roles: ComposeRoles, environment: [String: String]) throws {
+        let tables = [
+            "rollup_clicks", "rollup_devices", "rollup_funnel_entries", "rollup_link_daily",
+            "rollup_link_events_daily", "rollup_cohort_events_daily", "rollup_funnel_daily",
+            "rollup_cohort_events_total",
+        ]
+        let owner = try Connection(url: roles.ownerURL)
+        defer { owner.close() }
+        func analyses() throws -> [String: Int] {
+            let rows = try owner.query(
+                """
+                SELECT relname::text AS t, analyze_count AS n FROM pg_stat_user_tables
+                WHERE schemaname = 'public' AND relname::text = ANY(\(tables)::text[])
+                """)
+            return Dictionary(
+                uniqueKeysWithValues: try rows.map { (try $0["t", as: String.self], try $0["n", as: Int.self]) })
+        }
+        let before = try analyses()
         let rebuild = try PipelineProcess.runToEnd(["report", "rebuild"], environment: environment)
         #expect(rebuild.status == 0, "report rebuild as the runtime role: \(rebuild.errors)")
+        let after = try analyses()
+        #expect(after.count == tables.count)
+        for table in tables {
+            #expect((after[table] ?? 0) > (before[table] ?? 0), "report rebuild did not analyse \(table)")
+        }
+        let runtime = try Connection(url: roles.pipelineURL)
+        defer { runtime.close() }
+        _ = try runtime.query("SELECT rebuild_rollups()")
+        let warnings = runtime.takeWarnings()
+        #expect(warnings.isEmpty, "rebuild_rollups() as the runtime role: \(warnings)")
+    }
+
+    /// CONNECT and TEMPORARY on the database are the deployment's two logins' alone (and its owner's,
+    /// the superuser): not PUBLIC's, nor detour_writer's or detour_analyst's, group roles whose
+    /// members may be another deployment's logins.
+    private func expectDatabaseGrants(_ roles: ComposeRoles) throws {
+        let admin = try Connection(url: roles.superuserURL)
+        defer { admin.close() }
+        let grants = try admin.query(
+            """
+            SELECT coalesce(nullif(a.grantee, 0)::regrole::text, 'PUBLIC') || ' ' || a.privilege_type AS g
+            FROM pg_database d CROSS JOIN LATERAL aclexplode(d.datacl) a
+            WHERE d.datname = current_database() AND a.grantee <> d.datdba
+            """
+        ).map { try $0["g", as: String.self] }
+        let expected = [roles.owner, roles.pipeline].flatMap { ["\($0) CONNECT", "\($0) TEMPORARY"] }
+        #expect(grants.sorted() == expected.sorted())
+    }
+
+    /// Connecting to `url` is refused for want of CONNECT on `database` (SQLSTATE 42501, which libpq
+    /// does not hand out for a refused connection: its message says it).
+    private func expectConnectRefused(_ url: String, database: String) {
+        do throws(PostgresError) {
+            let connection = try Connection(url: url)
+            connection.close()
+            Issue.record("connected to \(database) as another deployment's login")
+        } catch {
+            let refusal = #"permission denied for database "\#(database)""#
+            #expect(error.description.contains(refusal), "\(error)")
+        }
+    }
+
+    /// What docs/schema.md tells an operator to do for a person: a login in detour_analyst alone
+    /// cannot connect (PUBLIC has no CONNECT); granted CONNECT on the database, it reads the reports.
+    private func expectAnalystLogin(_ roles: ComposeRoles) throws {
+        var random = SystemRandomNumberGenerator()
+        let analyst = "detour_analyst_" + String(random.next() as UInt64, radix: 16)
+        let password = String(random.next() as UInt64, radix: 16)
+        let admin = try Connection(url: roles.superuserURL)
+        defer { admin.close() }
+        // Hex names and password: nothing to quote (CREATE ROLE takes no parameters).
+        try admin.unsafeSQL("CREATE ROLE \(analyst) LOGIN PASSWORD '\(password)' IN ROLE detour_analyst")
+        defer { try? admin.unsafeSQL("DROP OWNED BY \(analyst); DROP ROLE \(analyst)") }
+        let url = roles.url(user: analyst, password: password)
+        expectConnectRefused(url, database: roles.database)
+        // The script names such a login (an upgrade revokes PUBLIC's CONNECT its analysts relied on).
+        let named = try roles.runInitScript()
+        #expect(named.status == 0, "\(named.output)")
+        #expect(named.output.contains("logins in detour_analyst without CONNECT"), "\(named.output)")
+        #expect(named.output.contains(analyst), "\(named.output)")
+        try admin.execute(
+            "GRANT CONNECT ON DATABASE \(identifier: roles.database) TO \(identifier: analyst)")
+        // Granted, it is not named again.
+        let granted = try roles.runInitScript()
+        #expect(granted.status == 0 && !granted.output.contains(analyst), "\(granted.output)")
+        let connection = try Connection(url: url)
+        defer { connection.close() }
+        let rows = try connection.query("SELECT count(*) AS n FROM report_link_daily").first?["n", as: Int.self]
+        #expect((rows ?? 0) > 0)
     }
 
     /// Everything in the schema belongs to the owner: what the migrations made, and the day

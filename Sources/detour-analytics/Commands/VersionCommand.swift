@@ -9,9 +9,9 @@ enum VersionCommand: Command {
         Usage: detour-analytics version [--sql-dir DIR]     (or detour-analytics --version)
 
         Prints one line: the program's version and the newest migration in the sql directory migrate
-        would apply, e.g. `detour-analytics 0.1.0 (schema 073_grant_writer_function)`, to compare with
-        the newest row of schema_migrations. Needs no database. When that directory holds no migration
-        file, the line says so in place of the migration (the exit status is still 0).
+        would apply, e.g. `detour-analytics 0.1.0 (schema 074_rebuild_analyze_as_owner)`, to compare
+        with the newest row of schema_migrations. Needs no database. When that directory holds no
+        migration file, the line says so in place of the migration (the exit status is still 0).
 
         Options:
           --sql-dir DIR        directory of migration files (env DETOUR_SQL_DIR; default as for migrate)

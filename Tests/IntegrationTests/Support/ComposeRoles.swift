@@ -37,12 +37,12 @@ struct ComposeRoles {
         return roles
     }
 
-    /// The URL of this database for `user`.
-    private func url(user: String?, password: String?) -> String {
+    /// The URL of this database, or of `other` (another deployment's), for `user`.
+    func url(user: String?, password: String?, database other: String? = nil) -> String {
         var components = server
         components.user = user
         components.password = password
-        components.path = "/" + database
+        components.path = "/" + (other ?? database)
         return components.string ?? ""
     }
 
@@ -52,6 +52,13 @@ struct ComposeRoles {
     var ownerURL: String { url(user: owner, password: ownerPassword) }
     /// What compose gives the pipeline.
     var pipelineURL: String { url(user: pipeline, password: pipelinePassword) }
+    /// This deployment's two logins, pointed at another database (another deployment's).
+    func loginURLs(database other: String) -> [String] {
+        [
+            url(user: owner, password: ownerPassword, database: other),
+            url(user: pipeline, password: pipelinePassword, database: other),
+        ]
+    }
 
     /// Runs deploy/postgres-init.sh with the environment the postgres image gives it (POSTGRES_USER,
     /// POSTGRES_DB and the compose file's variables), over TCP instead of the image's socket.
