@@ -105,6 +105,11 @@ struct AppsCommandTests {
             ["apps", "keys", "revoke", "--app", "a", "--prefix", "sk_none"], environment: environment)
         #expect(noKey.status == 64)
         #expect(noKey.errors.contains("no key of app a matches"))
+        // An app that does not exist is named as such, not as a key of it that matches nothing.
+        let noAppToRevoke = try PipelineProcess.runToEnd(
+            ["apps", "keys", "revoke", "--app", "nope", "--prefix", "sk_none"], environment: environment)
+        #expect(noAppToRevoke.status == 64)
+        #expect(noAppToRevoke.errors == "error: no app nope (apps list shows them)\n", "\(noAppToRevoke.errors)")
         let both = try PipelineProcess.runToEnd(
             ["apps", "keys", "revoke", "--app", "a", "--prefix", "sk_none", "--key", secret], environment: environment)
         #expect(both.status == 64)

@@ -435,8 +435,8 @@ struct CommandLineTests {
         #expect(first.output.contains("publishable key: pk_"))
         let second = try PipelineProcess.runToEnd(
             ["apps", "create", "--id", "twice", "--name", "x"], environment: environment)
-        #expect(second.status != 0)
-        #expect(second.errors.contains("already exists"))
+        #expect(second.status == 64)
+        #expect(second.errors == "error: app twice already exists (apps list shows it)\n", "\(second.errors)")
     }
 
     @Test("aggregate --once with a data directory that holds no event log says so instead of quietly loading nothing")

@@ -247,7 +247,10 @@ enum AppsCommand: Command {
                 WHERE app_id = \(app) AND \(fragment: match) FOR UPDATE
                 """)
             let active = try rows.filter { try !$0["revoked", as: Bool.self] }
-            guard !rows.isEmpty else { throw AppsError.noSuchKey(app: app) }
+            guard !rows.isEmpty else {
+                let known = try !connection.query("SELECT 1 FROM apps WHERE id = \(app)").isEmpty
+                throw known ? AppsError.noSuchKey(app: app) : AppsError.noSuchApp(app)
+            }
             guard !active.isEmpty else { throw AppsError.alreadyRevoked(app: app) }
             guard active.count == 1 else { throw AppsError.ambiguousPrefix(app: app, count: active.count) }
             try connection.execute(
@@ -310,7 +313,7 @@ enum AppsCommand: Command {
                 return (publishable, try insertKey(connection, app: id, kind: .secret))
             }
         } catch let error as PostgresError where error.isUniqueViolation {
-            throw UsageError(description: "app \(id) already exists")
+            throw AppsError.appExists(id)
         }
     }
 
@@ -427,24 +430,27 @@ enum AppsCommand: Command {
 
 /// What `apps` refuses, with the message an operator reads and the exit status.
 enum AppsError: RefusalError {
+    case appExists(String)
     case noSuchApp(String)
     case noSuchKey(app: String)
     case alreadyRevoked(app: String)
     case ambiguousPrefix(app: String, count: Int)
 
     /// 64 (EX_USAGE) when the command names an app or key that does not exist or names two keys, as
-    /// `report --app` does for an unknown app and `apps create` for an id that exists (until
-    /// 2026-12-02 these exited 1, the status of a failure); 1 for a key already revoked, which
-    /// is the database's state, not a mistake in the command.
+    /// `report --app` does for an unknown app (until 2026-12-02 these exited 1, the status of a
+    /// failure), and for an id `apps create` finds taken (which until 2026-12-02 printed the
+    /// command's whole help after its line); 1 for a key already revoked, which is the database's
+    /// state, not a mistake in the command.
     var exitStatus: Int32 {
         switch self {
-        case .noSuchApp, .noSuchKey, .ambiguousPrefix: 64
+        case .appExists, .noSuchApp, .noSuchKey, .ambiguousPrefix: 64
         case .alreadyRevoked: 1
         }
     }
 
     var description: String {
         switch self {
+        case .appExists(let app): "app \(app) already exists (apps list shows it)"
         case .noSuchApp(let app): "no app \(app) (apps list shows them)"
         case .noSuchKey(let app): "no key of app \(app) matches (apps list shows their prefixes)"
         case .alreadyRevoked(let app): "the matching key of app \(app) is already revoked"
