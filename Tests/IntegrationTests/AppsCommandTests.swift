@@ -255,10 +255,20 @@ struct AppsCommandTests {
         #expect(try settings.first?["window_set", as: Bool.self] == true)
         #expect(try settings.first?["lookback_set", as: Bool.self] == true)
         #expect(try settings.first?["kept", as: Bool.self] == true)
+        // What the app has already (36h is 1 day 12:00:00) is no change: nothing listed, no rebuild.
+        let same = try PipelineProcess.runToEnd(
+            ["apps", "update", "--id", "tz", "--conversion-window", "36h", "--time-zone", "America/New_York"],
+            environment: environment)
+        #expect(same.status == 0, "\(same.errors)")
+        #expect(same.output == "app tz: unchanged (it has these settings already); rollups not rebuilt\n")
+        let partly = try PipelineProcess.runToEnd(
+            ["apps", "update", "--id", "tz", "--install-lookback", "72h", "--reengagement-inactivity", "2d", "--no-rebuild"],
+            environment: environment)
+        #expect(partly.output.hasPrefix("app tz: re-engagement inactivity 2 days (was 7 days)\n"), "\(partly.output)")
         let listed = try PipelineProcess.runToEnd(["apps", "list"], environment: environment)
         #expect(
             listed.output.contains(
-                "tz (TZ): time zone America/New_York, install lookback 3 days, re-engagement inactivity 7 days,"
+                "tz (TZ): time zone America/New_York, install lookback 3 days, re-engagement inactivity 2 days,"
                     + " conversion window 1 day 12:00:00"), "\(listed.output)")
 
         for (arguments, status, message) in [

@@ -21,7 +21,8 @@ enum AppsCommand: Command {
         apps update: changes an app's name or report settings (docs/reports.md, "App settings"), then
         rebuilds every rollup from the raw tables so each report follows the new settings, as
         `report rebuild` does (minutes on a large database; --no-rebuild leaves that to you: until then
-        the rollups keep the old days and windows).
+        the rollups keep the old days and windows). A setting given with the value it has is no
+        change: nothing is rebuilt for it.
         apps list: every app with its settings and its keys' kinds, prefixes, creation and revocation
         times (never the keys: only their SHA-256 hashes are stored).
         apps keys create: one more key for an existing app, for rotating a key without downtime:
@@ -125,37 +126,15 @@ enum AppsCommand: Command {
         let connection = try Connection(url: try requireDatabase(url))
         defer { connection.close() }
         if let timeZone { try checkTimeZone(timeZone, connection) }
-        let changes = try connection.withTransaction { connection -> [String] in
-            let rows = try connection.query(
-                """
-                SELECT name, time_zone, install_lookback::text AS install_lookback,
-                       reengagement_inactivity::text AS reengagement_inactivity,
-                       conversion_window::text AS conversion_window
-                FROM apps WHERE id = \(id) FOR UPDATE
-                """)
-            guard let before = rows.first else { throw AppsError.noSuchApp(id) }
-            var changes: [String] = []
-            if let name {
-                try connection.execute("UPDATE apps SET name = \(name) WHERE id = \(id)")
-                changes.append("name \(name) (was \(try before["name", as: String.self]))")
-            }
-            if let timeZone {
-                try connection.execute("UPDATE apps SET time_zone = \(timeZone) WHERE id = \(id)")
-                changes.append("time zone \(timeZone) (was \(try before["time_zone", as: String.self]))")
-            }
-            for window in windowSeconds {
-                let rows = try connection.query(
-                    """
-                    UPDATE apps SET \(identifier: window.column) = justify_hours(make_interval(secs => \(window.seconds)))
-                    WHERE id = \(id) RETURNING \(identifier: window.column)::text AS now
-                    """)
-                let now = try rows.first?["now", as: String.self] ?? "?"
-                changes.append("\(window.label) \(now) (was \(try before[window.column, as: String.self]))")
-            }
-            return changes
+        let (changes, settingsChanged) = try connection.withTransaction { connection in
+            try applyUpdate(id: id, name: name, timeZone: timeZone, windowSeconds: windowSeconds, connection)
+        }
+        guard !changes.isEmpty else {
+            print("app \(id): unchanged (it has these settings already); rollups not rebuilt")
+            return 0
         }
         print("app \(id): " + changes.joined(separator: ", "))
-        guard timeZone != nil || !windowSeconds.isEmpty else { return 0 }
+        guard settingsChanged else { return 0 }
         guard rebuild else {
             print("rollups not rebuilt (--no-rebuild): reports keep the old settings until `report rebuild`")
             return 0
@@ -168,6 +147,42 @@ enum AppsCommand: Command {
         }
         print("every rollup rebuilt from the raw tables with the new settings")
         return 0
+    }
+
+    /// Sets what differs from the app's row (locked) and says what changed, and whether a report
+    /// setting (time zone, window) did. A value the app has already is left alone: until 2026-12-02
+    /// it was listed as a change (`conversion window 7 days (was 7 days)`) and every rollup was
+    /// rebuilt for it, minutes on a large database.
+    private static func applyUpdate(
+        id: String, name: String?, timeZone: String?, windowSeconds: [(column: String, label: String, seconds: Int64)],
+        _ connection: Connection
+    ) throws -> (changes: [String], settingsChanged: Bool) {
+        let rows = try connection.query("SELECT name, time_zone FROM apps WHERE id = \(id) FOR UPDATE")
+        guard let before = rows.first else { throw AppsError.noSuchApp(id) }
+        var changes: [String] = []
+        if let name, case let was = try before["name", as: String.self], was != name {
+            try connection.execute("UPDATE apps SET name = \(name) WHERE id = \(id)")
+            changes.append("name \(name) (was \(was))")
+        }
+        let nameChanges = changes.count
+        if let timeZone, case let was = try before["time_zone", as: String.self], was != timeZone {
+            try connection.execute("UPDATE apps SET time_zone = \(timeZone) WHERE id = \(id)")
+            changes.append("time zone \(timeZone) (was \(was))")
+        }
+        for window in windowSeconds {
+            // Compared as intervals, so 168h is 7 days: one the app has already updates no row.
+            let updated = try connection.query(
+                """
+                WITH new AS (SELECT justify_hours(make_interval(secs => \(window.seconds))) AS value),
+                old AS (SELECT \(identifier: window.column) AS value FROM apps WHERE id = \(id))
+                UPDATE apps SET \(identifier: window.column) = new.value FROM new, old
+                WHERE id = \(id) AND old.value <> new.value
+                RETURNING new.value::text AS now, old.value::text AS was
+                """)
+            guard let row = updated.first else { continue }
+            changes.append("\(window.label) \(try row["now", as: String.self]) (was \(try row["was", as: String.self]))")
+        }
+        return (changes, changes.count > nameChanges)
     }
 
     private static func list(_ arguments: inout Arguments, environment: Environment) throws -> Int32 {
