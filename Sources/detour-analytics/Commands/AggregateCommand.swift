@@ -23,6 +23,10 @@ enum AggregateCommand: Command {
         \(databaseHelp)
         \(dataDirectoryHelp)
         \(AggregatorOptions.help)
+
+        Exit status: 0 done or stopped cleanly, 64 bad usage, 69 PostgreSQL unavailable or failing
+        (--once), 74 its summary line not written (--once), 1 any other failure, 128 + the signal
+        when it came twice.
         """
     }
 

@@ -29,6 +29,8 @@ enum SimulateCommand: Command {
           --rate N                 events per second (default unlimited: a load generator)
           --concurrency N          connections (default 8)
           --truth FILE             write the true report numbers as JSON to FILE
+
+        Exit status: 0 every answer as expected, 64 bad usage, 1 an unexpected answer or a failure.
         """
 
     static func run(_ arguments: inout Arguments, environment: Environment) throws -> Int32 {
