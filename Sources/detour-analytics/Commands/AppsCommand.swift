@@ -339,9 +339,7 @@ enum AppsCommand: Command {
         let known = try connection.query(
             "SELECT EXISTS (SELECT 1 FROM pg_timezone_names WHERE name = \(timeZone)) AS k")
         guard try known.first?["k", as: Bool.self] == true else {
-            throw UsageError(
-                description: "--time-zone \(timeZone.prefix(60)) is not a time zone name PostgreSQL knows"
-                    + " (pg_timezone_names); use a region name such as Asia/Tokyo, not an offset")
+            throw AppsError.unknownTimeZone(String(timeZone.prefix(60)))
         }
     }
 
@@ -450,15 +448,16 @@ enum AppsError: RefusalError {
     case noSuchKey(app: String)
     case alreadyRevoked(app: String)
     case ambiguousPrefix(app: String, count: Int)
+    case unknownTimeZone(String)
 
     /// 64 (EX_USAGE) when the command names an app or key that does not exist or names two keys, as
     /// `report --app` does for an unknown app (until 2026-12-02 these exited 1, the status of a
-    /// failure), and for an id `apps create` finds taken (which until 2026-12-02 printed the
-    /// command's whole help after its line); 1 for a key already revoked, which is the database's
+    /// failure), and for an id `apps create` finds taken or a time zone PostgreSQL does not know
+    /// (which until 2026-12-02 printed the command's whole help after their line); 1 for a key already revoked, which is the database's
     /// state, not a mistake in the command.
     var exitStatus: Int32 {
         switch self {
-        case .appExists, .noSuchApp, .noSuchKey, .ambiguousPrefix: 64
+        case .appExists, .noSuchApp, .noSuchKey, .ambiguousPrefix, .unknownTimeZone: 64
         case .alreadyRevoked: 1
         }
     }
@@ -471,6 +470,9 @@ enum AppsError: RefusalError {
         case .alreadyRevoked(let app): "the matching key of app \(app) is already revoked"
         case .ambiguousPrefix(let app, let count):
             "\(count) active keys of app \(app) share this prefix: name the key with --key instead"
+        case .unknownTimeZone(let zone):
+            "--time-zone \(zone) is not a time zone name PostgreSQL knows (pg_timezone_names); use a region name"
+                + " such as Asia/Tokyo, not an offset"
         }
     }
 }
