@@ -225,6 +225,8 @@ struct CommandLineTests {
         let missing = try PipelineProcess.runToEnd(["segments", "list", "--data-dir", typo])
         #expect(missing.status == 1, "\(missing.output)")
         #expect(missing.errors.contains("no event log at \(typo)/segments"), "\(missing.errors)")
+        // The variable too: scripts/run's data is in ./.data, and the default is ./data.
+        #expect(missing.errors.contains("(check --data-dir or DETOUR_DATA_DIR)"), "\(missing.errors)")
         try FileManager.default.createDirectory(
             atPath: data.path + "/segments/node-1", withIntermediateDirectories: true)
         let node = try PipelineProcess.runToEnd(["segments", "list", "--data-dir", data.path, "--node", "node-2"])
@@ -475,6 +477,7 @@ struct CommandLineTests {
             ["aggregate", "--once", "--data-dir", typo], environment: ["DATABASE_URL": database.url])
         #expect(result.status == 0, "\(result.errors)")
         #expect(result.output.contains("aggregate: warning: no event log at \(typo)/segments"), "\(result.output)")
+        #expect(result.output.contains("(check --data-dir or DETOUR_DATA_DIR)"), "\(result.output)")
         #expect(result.errors.contains("segments.missing"), "\(result.errors)")
         #expect(!FileManager.default.fileExists(atPath: typo), "the aggregator created the mistyped directory")
     }
