@@ -263,7 +263,10 @@ struct AppsCommandTests {
         #expect(same.status == 0, "\(same.errors)")
         #expect(same.output == "app tz: unchanged (it has these settings already); rollups not rebuilt\n")
         let partly = try PipelineProcess.runToEnd(
-            ["apps", "update", "--id", "tz", "--install-lookback", "72h", "--reengagement-inactivity", "2d", "--no-rebuild"],
+            [
+                "apps", "update", "--id", "tz", "--install-lookback", "72h", "--reengagement-inactivity", "2d",
+                "--no-rebuild",
+            ],
             environment: environment)
         #expect(partly.output.hasPrefix("app tz: re-engagement inactivity 2 days (was 7 days)\n"), "\(partly.output)")
         let listed = try PipelineProcess.runToEnd(["apps", "list"], environment: environment)

@@ -99,7 +99,11 @@ enum AggregateCommand: Command {
         guard !isDirectory(segments) else { return }
         Logger(label: "aggregator").warning(
             "segments.missing", ["segments.path": segments, "hint": "is the data directory the one ingest writes?"])
-        if once { say("aggregate: warning: no event log at \(segments); nothing to load (check --data-dir or DETOUR_DATA_DIR)") }
+        if once {
+            say(
+                "aggregate: warning: no event log at \(segments); nothing to load"
+                    + " (check --data-dir or DETOUR_DATA_DIR)")
+        }
     }
 
     /// Seconds with three decimals, for the summary line.

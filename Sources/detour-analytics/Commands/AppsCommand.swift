@@ -180,7 +180,8 @@ enum AppsCommand: Command {
                 RETURNING new.value::text AS now, old.value::text AS was
                 """)
             guard let row = updated.first else { continue }
-            changes.append("\(window.label) \(try row["now", as: String.self]) (was \(try row["was", as: String.self]))")
+            let (now, was) = (try row["now", as: String.self], try row["was", as: String.self])
+            changes.append("\(window.label) \(now) (was \(was))")
         }
         return (changes, changes.count > nameChanges)
     }
@@ -453,8 +454,8 @@ enum AppsError: RefusalError {
     /// 64 (EX_USAGE) when the command names an app or key that does not exist or names two keys, as
     /// `report --app` does for an unknown app (until 2026-12-02 these exited 1, the status of a
     /// failure), and for an id `apps create` finds taken or a time zone PostgreSQL does not know
-    /// (which until 2026-12-02 printed the command's whole help after their line); 1 for a key already revoked, which is the database's
-    /// state, not a mistake in the command.
+    /// (which until 2026-12-02 printed the command's whole help after their line); 1 for a key
+    /// already revoked, which is the database's state, not a mistake in the command.
     var exitStatus: Int32 {
         switch self {
         case .appExists, .noSuchApp, .noSuchKey, .ambiguousPrefix, .unknownTimeZone: 64
