@@ -51,6 +51,13 @@ package enum ReportError: Error, Equatable, CustomStringConvertible {
         }
     }
 
+    /// `description` in the command line's words: a parameter by its flag (`--app is required`,
+    /// `--from: ...`), where the API's name a query parameter (`invalid parameter app: required`).
+    package var commandLineDescription: String {
+        guard case .invalidParameter(let name, let message) = self else { return description }
+        return message == "required" ? "--\(name) is required" : "--\(name): \(message)"
+    }
+
     package var description: String {
         switch self {
         case .invalidParameter(let name, let message):

@@ -54,6 +54,16 @@ struct KeyStoreTests {
             PostgresKeySource.withConnectTimeout("host=h connect_timeout=9", seconds: 5) == "host=h connect_timeout=9")
     }
 
+    @Test("a database never migrated: the key refresh's error says to run migrate, not only what is missing")
+    func unmigratedDatabase() throws {
+        let database = try TestDatabase.make(migrate: false)
+        defer { database.drop() }
+        let error = #expect(throws: (any Error).self) { try PostgresKeySource(url: database.url).loadKeys() }
+        let text = "\(try #require(error))"
+        #expect(text.contains(#"relation "api_keys" does not exist"#), "\(text)")
+        #expect(text.contains("run detour-analytics migrate"), "\(text)")
+    }
+
     @Test("keys come from the database; new keys are picked up and revoked keys dropped on refresh")
     func databaseKeys() throws {
         let database = try TestDatabase.make()

@@ -87,6 +87,7 @@ struct AppsCommandTests {
                 ["apps", "create", "--id", "z", "--name", "Z", "--time-zone", zone], environment: environment)
             #expect(badZone.status == 64, "\(zone)")
             #expect(badZone.errors.contains("is not a time zone name PostgreSQL knows"), "\(zone): \(badZone.errors)")
+            #expect(!badZone.errors.contains("Usage:"), "\(zone): \(badZone.errors)")
         }
         let keys = try PipelineProcess.createApp(id: "a", name: "A", environment: environment)
         let secret = try #require(keys["secret_key"])
@@ -105,6 +106,11 @@ struct AppsCommandTests {
             ["apps", "keys", "revoke", "--app", "a", "--prefix", "sk_none"], environment: environment)
         #expect(noKey.status == 64)
         #expect(noKey.errors.contains("no key of app a matches"))
+        // An app that does not exist is named as such, not as a key of it that matches nothing.
+        let noAppToRevoke = try PipelineProcess.runToEnd(
+            ["apps", "keys", "revoke", "--app", "nope", "--prefix", "sk_none"], environment: environment)
+        #expect(noAppToRevoke.status == 64)
+        #expect(noAppToRevoke.errors == "error: no app nope (apps list shows them)\n", "\(noAppToRevoke.errors)")
         let both = try PipelineProcess.runToEnd(
             ["apps", "keys", "revoke", "--app", "a", "--prefix", "sk_none", "--key", secret], environment: environment)
         #expect(both.status == 64)
@@ -250,10 +256,23 @@ struct AppsCommandTests {
         #expect(try settings.first?["window_set", as: Bool.self] == true)
         #expect(try settings.first?["lookback_set", as: Bool.self] == true)
         #expect(try settings.first?["kept", as: Bool.self] == true)
+        // What the app has already (36h is 1 day 12:00:00) is no change: nothing listed, no rebuild.
+        let same = try PipelineProcess.runToEnd(
+            ["apps", "update", "--id", "tz", "--conversion-window", "36h", "--time-zone", "America/New_York"],
+            environment: environment)
+        #expect(same.status == 0, "\(same.errors)")
+        #expect(same.output == "app tz: unchanged (it has these settings already); rollups not rebuilt\n")
+        let partly = try PipelineProcess.runToEnd(
+            [
+                "apps", "update", "--id", "tz", "--install-lookback", "72h", "--reengagement-inactivity", "2d",
+                "--no-rebuild",
+            ],
+            environment: environment)
+        #expect(partly.output.hasPrefix("app tz: re-engagement inactivity 2 days (was 7 days)\n"), "\(partly.output)")
         let listed = try PipelineProcess.runToEnd(["apps", "list"], environment: environment)
         #expect(
             listed.output.contains(
-                "tz (TZ): time zone America/New_York, install lookback 3 days, re-engagement inactivity 7 days,"
+                "tz (TZ): time zone America/New_York, install lookback 3 days, re-engagement inactivity 2 days,"
                     + " conversion window 1 day 12:00:00"), "\(listed.output)")
 
         for (arguments, status, message) in [

@@ -9,9 +9,7 @@ import Testing
 struct VersionCommandTests {
     @Test("--version and version print the version and the newest migration of sql/ on one line, exit 0")
     func versionLine() throws {
-        let newest = try FileManager.default.contentsOfDirectory(atPath: RepositoryRoot.path + "/sql")
-            .filter { $0.hasSuffix(".sql") }.max { Int($0.prefix(3))! < Int($1.prefix(3))! }
-        let expected = "detour-analytics \(DetourAnalytics.version) (schema \(try #require(newest).dropLast(4)))\n"
+        let expected = try Self.expectedLine()
         // The sql/ found as migrate finds it (the checkout above the binary), and the one named.
         let cases = [(["--version"], [:]), (["version"], ["DETOUR_SQL_DIR": RepositoryRoot.path + "/sql"])]
         for (arguments, environment) in cases {
@@ -20,6 +18,33 @@ struct VersionCommandTests {
             #expect(result.output == expected, "\(arguments)")
             #expect(result.errors.isEmpty, "\(arguments): \(result.errors)")
         }
+    }
+
+    @Test("--version run by its name on PATH from another directory finds the sql/ beside the binary")
+    func versionThroughPath() throws {
+        // The README runs `detour-analytics migrate`: the shell finds it on PATH, and argv[0] is then
+        // only the name, which taken as a path named the working directory's sql/ (none here).
+        let elsewhere = try TemporaryDirectory()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["detour-analytics", "--version"]
+        process.currentDirectoryURL = URL(fileURLWithPath: elsewhere.path)
+        let binDirectory = URL(fileURLWithPath: PipelineProcess.binaryPath).deletingLastPathComponent().path
+        process.environment = ["PATH": binDirectory + ":/usr/bin:/bin"].merging(PipelineProcess.passedOn) { $1 }
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        #expect(text == (try Self.expectedLine()))
+    }
+
+    /// The line `--version` prints with the repository's sql/.
+    static func expectedLine() throws -> String {
+        let newest = try FileManager.default.contentsOfDirectory(atPath: RepositoryRoot.path + "/sql")
+            .filter { $0.hasSuffix(".sql") }.max { Int($0.prefix(3))! < Int($1.prefix(3))! }
+        return "detour-analytics \(DetourAnalytics.version) (schema \(try #require(newest).dropLast(4)))\n"
     }
 
     @Test("--version names the newest file of --sql-dir by version, and says when it holds none, still exit 0")

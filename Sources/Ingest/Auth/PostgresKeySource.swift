@@ -22,12 +22,21 @@ package struct PostgresKeySource: KeySource {
         return url + " connect_timeout=\(seconds)"
     }
 
-    /// Every active key; throws `PostgresError` when the database is unreachable.
+    /// Every active key; throws `PostgresError` when the database is unreachable, and
+    /// `UnmigratedSchema` when it lacks `api_keys`.
     package func loadKeys() throws -> [APIKeyRecord] {
         let connection = try Connection(url: url)
         defer { connection.close() }
-        let rows = try connection.query(
-            "select app_id, kind, key_hash from api_keys where revoked_at is null order by app_id, key_hash")
+        let rows: QueryResult
+        do {
+            rows = try connection.query(
+                "select app_id, kind, key_hash from api_keys where revoked_at is null order by app_id, key_hash")
+        } catch {
+            // `keys.refresh_failed` said only `relation "api_keys" does not exist`, while ingest
+            // answered every request 503: the hint names the fix, as the aggregator's and reports' do.
+            guard !error.missingSchemaHint.isEmpty else { throw error }
+            throw UnmigratedSchema(description: "\(error)\(error.missingSchemaHint)")
+        }
         var records: [APIKeyRecord] = []
         for row in rows {
             guard let kind = KeyKind(rawValue: try row["kind", as: String.self]) else { continue }
@@ -37,5 +46,10 @@ package struct PostgresKeySource: KeySource {
                     keyHash: try row["key_hash", as: String.self]))
         }
         return records
+    }
+
+    /// A database without the schema `loadKeys` reads, described with what to run.
+    package struct UnmigratedSchema: Error, CustomStringConvertible {
+        package let description: String
     }
 }

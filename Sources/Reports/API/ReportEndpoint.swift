@@ -22,6 +22,9 @@ package struct ReportResponse: Sendable, Equatable {
     /// The load watermark of a report answer (nil for a refusal, or before any load): the CLI states
     /// it on standard error beside a CSV, whose rows have no place for it.
     package var watermark: String? = nil
+    /// Why the report was refused (nil for a report): the CLI says it in its own words, where the
+    /// body is the API's (JSON for `format=json`).
+    package var error: ReportError? = nil
 
     /// A response with a body of bytes.
     package init(status: Int, contentType: String, bytes: [UInt8], exitCode: Int32) {
@@ -118,10 +121,12 @@ package enum ReportEndpoint {
         case .csv, .table:
             body = error.description + "\n"
         }
-        return ReportResponse(
+        var response = ReportResponse(
             status: error.httpStatus, contentType: format == .json ? contentType(.json) : contentType(.table),
             bytes: Array(body.utf8),
             exitCode: error.exitCode)
+        response.error = error
+        return response
     }
 
     /// The content type of a format.

@@ -163,7 +163,7 @@ func isDirectory(_ path: String) -> Bool {
 func eventLog(in data: String) -> String? {
     let segments = data + "/segments"
     guard isDirectory(segments) else {
-        complain("error: no event log at \(segments) (check --data-dir)\n")
+        complain("error: no event log at \(segments) (check --data-dir or DETOUR_DATA_DIR)\n")
         return nil
     }
     return segments

@@ -23,6 +23,10 @@ enum AggregateCommand: Command {
         \(databaseHelp)
         \(dataDirectoryHelp)
         \(AggregatorOptions.help)
+
+        Exit status: 0 done or stopped cleanly, 64 bad usage, 69 PostgreSQL unavailable or failing
+        (--once), 74 its summary line not written (--once), 1 any other failure, 128 + the signal
+        when it came twice.
         """
     }
 
@@ -95,7 +99,11 @@ enum AggregateCommand: Command {
         guard !isDirectory(segments) else { return }
         Logger(label: "aggregator").warning(
             "segments.missing", ["segments.path": segments, "hint": "is the data directory the one ingest writes?"])
-        if once { say("aggregate: warning: no event log at \(segments); nothing to load (check --data-dir)") }
+        if once {
+            say(
+                "aggregate: warning: no event log at \(segments); nothing to load"
+                    + " (check --data-dir or DETOUR_DATA_DIR)")
+        }
     }
 
     /// Seconds with three decimals, for the summary line.

@@ -21,7 +21,8 @@ enum AppsCommand: Command {
         apps update: changes an app's name or report settings (docs/reports.md, "App settings"), then
         rebuilds every rollup from the raw tables so each report follows the new settings, as
         `report rebuild` does (minutes on a large database; --no-rebuild leaves that to you: until then
-        the rollups keep the old days and windows).
+        the rollups keep the old days and windows). A setting given with the value it has is no
+        change: nothing is rebuilt for it.
         apps list: every app with its settings and its keys' kinds, prefixes, creation and revocation
         times (never the keys: only their SHA-256 hashes are stored).
         apps keys create: one more key for an existing app, for rotating a key without downtime:
@@ -125,37 +126,15 @@ enum AppsCommand: Command {
         let connection = try Connection(url: try requireDatabase(url))
         defer { connection.close() }
         if let timeZone { try checkTimeZone(timeZone, connection) }
-        let changes = try connection.withTransaction { connection -> [String] in
-            let rows = try connection.query(
-                """
-                SELECT name, time_zone, install_lookback::text AS install_lookback,
-                       reengagement_inactivity::text AS reengagement_inactivity,
-                       conversion_window::text AS conversion_window
-                FROM apps WHERE id = \(id) FOR UPDATE
-                """)
-            guard let before = rows.first else { throw AppsError.noSuchApp(id) }
-            var changes: [String] = []
-            if let name {
-                try connection.execute("UPDATE apps SET name = \(name) WHERE id = \(id)")
-                changes.append("name \(name) (was \(try before["name", as: String.self]))")
-            }
-            if let timeZone {
-                try connection.execute("UPDATE apps SET time_zone = \(timeZone) WHERE id = \(id)")
-                changes.append("time zone \(timeZone) (was \(try before["time_zone", as: String.self]))")
-            }
-            for window in windowSeconds {
-                let rows = try connection.query(
-                    """
-                    UPDATE apps SET \(identifier: window.column) = justify_hours(make_interval(secs => \(window.seconds)))
-                    WHERE id = \(id) RETURNING \(identifier: window.column)::text AS now
-                    """)
-                let now = try rows.first?["now", as: String.self] ?? "?"
-                changes.append("\(window.label) \(now) (was \(try before[window.column, as: String.self]))")
-            }
-            return changes
+        let (changes, settingsChanged) = try connection.withTransaction { connection in
+            try applyUpdate(id: id, name: name, timeZone: timeZone, windowSeconds: windowSeconds, connection)
+        }
+        guard !changes.isEmpty else {
+            print("app \(id): unchanged (it has these settings already); rollups not rebuilt")
+            return 0
         }
         print("app \(id): " + changes.joined(separator: ", "))
-        guard timeZone != nil || !windowSeconds.isEmpty else { return 0 }
+        guard settingsChanged else { return 0 }
         guard rebuild else {
             print("rollups not rebuilt (--no-rebuild): reports keep the old settings until `report rebuild`")
             return 0
@@ -168,6 +147,43 @@ enum AppsCommand: Command {
         }
         print("every rollup rebuilt from the raw tables with the new settings")
         return 0
+    }
+
+    /// Sets what differs from the app's row (locked) and says what changed, and whether a report
+    /// setting (time zone, window) did. A value the app has already is left alone: until 2026-12-02
+    /// it was listed as a change (`conversion window 7 days (was 7 days)`) and every rollup was
+    /// rebuilt for it, minutes on a large database.
+    private static func applyUpdate(
+        id: String, name: String?, timeZone: String?, windowSeconds: [(column: String, label: String, seconds: Int64)],
+        _ connection: Connection
+    ) throws -> (changes: [String], settingsChanged: Bool) {
+        let rows = try connection.query("SELECT name, time_zone FROM apps WHERE id = \(id) FOR UPDATE")
+        guard let before = rows.first else { throw AppsError.noSuchApp(id) }
+        var changes: [String] = []
+        if let name, case let was = try before["name", as: String.self], was != name {
+            try connection.execute("UPDATE apps SET name = \(name) WHERE id = \(id)")
+            changes.append("name \(name) (was \(was))")
+        }
+        let nameChanges = changes.count
+        if let timeZone, case let was = try before["time_zone", as: String.self], was != timeZone {
+            try connection.execute("UPDATE apps SET time_zone = \(timeZone) WHERE id = \(id)")
+            changes.append("time zone \(timeZone) (was \(was))")
+        }
+        for window in windowSeconds {
+            // Compared as intervals, so 168h is 7 days: one the app has already updates no row.
+            let updated = try connection.query(
+                """
+                WITH new AS (SELECT justify_hours(make_interval(secs => \(window.seconds))) AS value),
+                old AS (SELECT \(identifier: window.column) AS value FROM apps WHERE id = \(id))
+                UPDATE apps SET \(identifier: window.column) = new.value FROM new, old
+                WHERE id = \(id) AND old.value <> new.value
+                RETURNING new.value::text AS now, old.value::text AS was
+                """)
+            guard let row = updated.first else { continue }
+            let (now, was) = (try row["now", as: String.self], try row["was", as: String.self])
+            changes.append("\(window.label) \(now) (was \(was))")
+        }
+        return (changes, changes.count > nameChanges)
     }
 
     private static func list(_ arguments: inout Arguments, environment: Environment) throws -> Int32 {
@@ -247,7 +263,10 @@ enum AppsCommand: Command {
                 WHERE app_id = \(app) AND \(fragment: match) FOR UPDATE
                 """)
             let active = try rows.filter { try !$0["revoked", as: Bool.self] }
-            guard !rows.isEmpty else { throw AppsError.noSuchKey(app: app) }
+            guard !rows.isEmpty else {
+                let known = try !connection.query("SELECT 1 FROM apps WHERE id = \(app)").isEmpty
+                throw known ? AppsError.noSuchKey(app: app) : AppsError.noSuchApp(app)
+            }
             guard !active.isEmpty else { throw AppsError.alreadyRevoked(app: app) }
             guard active.count == 1 else { throw AppsError.ambiguousPrefix(app: app, count: active.count) }
             try connection.execute(
@@ -310,7 +329,7 @@ enum AppsCommand: Command {
                 return (publishable, try insertKey(connection, app: id, kind: .secret))
             }
         } catch let error as PostgresError where error.isUniqueViolation {
-            throw UsageError(description: "app \(id) already exists")
+            throw AppsError.appExists(id)
         }
     }
 
@@ -321,9 +340,7 @@ enum AppsCommand: Command {
         let known = try connection.query(
             "SELECT EXISTS (SELECT 1 FROM pg_timezone_names WHERE name = \(timeZone)) AS k")
         guard try known.first?["k", as: Bool.self] == true else {
-            throw UsageError(
-                description: "--time-zone \(timeZone.prefix(60)) is not a time zone name PostgreSQL knows"
-                    + " (pg_timezone_names); use a region name such as Asia/Tokyo, not an offset")
+            throw AppsError.unknownTimeZone(String(timeZone.prefix(60)))
         }
     }
 
@@ -427,29 +444,36 @@ enum AppsCommand: Command {
 
 /// What `apps` refuses, with the message an operator reads and the exit status.
 enum AppsError: RefusalError {
+    case appExists(String)
     case noSuchApp(String)
     case noSuchKey(app: String)
     case alreadyRevoked(app: String)
     case ambiguousPrefix(app: String, count: Int)
+    case unknownTimeZone(String)
 
     /// 64 (EX_USAGE) when the command names an app or key that does not exist or names two keys, as
-    /// `report --app` does for an unknown app and `apps create` for an id that exists (until
-    /// 2026-12-02 these exited 1, the status of a failure); 1 for a key already revoked, which
-    /// is the database's state, not a mistake in the command.
+    /// `report --app` does for an unknown app (until 2026-12-02 these exited 1, the status of a
+    /// failure), and for an id `apps create` finds taken or a time zone PostgreSQL does not know
+    /// (which until 2026-12-02 printed the command's whole help after their line); 1 for a key
+    /// already revoked, which is the database's state, not a mistake in the command.
     var exitStatus: Int32 {
         switch self {
-        case .noSuchApp, .noSuchKey, .ambiguousPrefix: 64
+        case .appExists, .noSuchApp, .noSuchKey, .ambiguousPrefix, .unknownTimeZone: 64
         case .alreadyRevoked: 1
         }
     }
 
     var description: String {
         switch self {
+        case .appExists(let app): "app \(app) already exists (apps list shows it)"
         case .noSuchApp(let app): "no app \(app) (apps list shows them)"
         case .noSuchKey(let app): "no key of app \(app) matches (apps list shows their prefixes)"
         case .alreadyRevoked(let app): "the matching key of app \(app) is already revoked"
         case .ambiguousPrefix(let app, let count):
             "\(count) active keys of app \(app) share this prefix: name the key with --key instead"
+        case .unknownTimeZone(let zone):
+            "--time-zone \(zone) is not a time zone name PostgreSQL knows (pg_timezone_names); use a region name"
+                + " such as Asia/Tokyo, not an offset"
         }
     }
 }

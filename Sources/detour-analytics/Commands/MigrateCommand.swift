@@ -70,7 +70,7 @@ enum MigrateCommand: Command {
     /// tree above the binary (development builds under `.build/`), then the system location.
     static func locateSQLDirectory() -> String {
         let fileManager = FileManager.default
-        let executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        let executable = URL(fileURLWithPath: executablePath()).resolvingSymlinksInPath()
         var candidates: [URL] = []
         var directory = executable.deletingLastPathComponent()
         for _ in 0..<6 {
@@ -85,5 +85,13 @@ enum MigrateCommand: Command {
             (try? fileManager.contentsOfDirectory(atPath: url.path))?.contains { $0.hasPrefix("001_") } ?? false
         }
         return (found ?? candidates.last!).path
+    }
+
+    /// The running binary's path, from `/proc/self/exe`. `CommandLine.arguments[0]` is only the name
+    /// when the shell found the binary on `PATH` (`detour-analytics migrate`, as the README runs it),
+    /// and taken as a path it named the working directory: until 2026-12-02 `migrate` and `version`
+    /// run that way outside the checkout missed the `sql/` beside the binary.
+    private static func executablePath() -> String {
+        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
     }
 }

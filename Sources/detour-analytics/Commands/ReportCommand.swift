@@ -77,7 +77,10 @@ enum ReportCommand: Command {
                         return 74
                     }
                 } else {
-                    complain("error: " + response.body)
+                    // In the command line's words, never the API's JSON body: until 2026-12-02
+                    // `--format json` put `{"error":...}` on standard error, and every report said
+                    // `invalid parameter app: required` for a missing --app.
+                    complain("error: \(response.error?.commandLineDescription ?? response.body)\n")
                 }
                 return response.exitCode
             }
@@ -127,7 +130,7 @@ enum ReportCommand: Command {
         do {
             return try DailyReportFormat.parseList(text ?? "csv,json,html")
         } catch {
-            throw UsageError(description: "--format: \(error.description)")
+            throw UsageError(description: error.commandLineDescription)
         }
     }
 

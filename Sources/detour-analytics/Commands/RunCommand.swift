@@ -19,6 +19,9 @@ enum RunCommand: Command {
         \(PipelineOptions.ingestHelp)
         \(PipelineOptions.logHelp)
         \(AggregatorOptions.help)
+
+        Exit status: 0 stopped cleanly by a signal, 64 bad usage, 1 could not start (the address in use,
+        another process writing the node's log), 128 + the signal when it came twice.
         """
     }
 

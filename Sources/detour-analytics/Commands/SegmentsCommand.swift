@@ -29,6 +29,10 @@ enum SegmentsCommand: Command {
                                runs with, so the replay creates the same day partitions
         \(dataDirectoryHelp)
         \(databaseHelp)
+
+        Exit status: 0 done (replay: also with damaged frames skipped), 64 bad usage, 69 PostgreSQL
+        unavailable or failing (replay), 1 no event log or no such node, damage found (verify), a file
+        that cannot be read.
         """
 
     static func run(_ arguments: inout Arguments, environment: Environment) throws -> Int32 {

@@ -18,6 +18,9 @@ enum ServeCommand: Command {
         \(databaseHelp)
         \(PipelineOptions.ingestHelp)
         \(PipelineOptions.logHelp)
+
+        Exit status: 0 stopped cleanly by a signal, 64 bad usage, 1 could not start (the address in use,
+        another process writing the node's log), 128 + the signal when it came twice.
         """
     }
 

@@ -24,11 +24,15 @@ enum SimulateCommand: Command {
           --links N                links (default 20)
           --devices N              devices (default 1000)
           --days N                 simulated days (default 30)
-          --start DATE             first simulated day, YYYY-MM-DD (default: so the period ends today)
+          --start DATE             first simulated day, YYYY-MM-DD (default: --days days before today
+                                   in UTC, so yesterday is the last day; a report's default 30 days
+                                   ending today leave out the first of 30 simulated days)
           --seed N                 random seed (default 1)
           --rate N                 events per second (default unlimited: a load generator)
           --concurrency N          connections (default 8)
           --truth FILE             write the true report numbers as JSON to FILE
+
+        Exit status: 0 every answer as expected, 64 bad usage, 1 an unexpected answer or a failure.
         """
 
     static func run(_ arguments: inout Arguments, environment: Environment) throws -> Int32 {

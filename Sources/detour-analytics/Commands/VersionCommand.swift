@@ -15,6 +15,8 @@ enum VersionCommand: Command {
 
         Options:
           --sql-dir DIR        directory of migration files (env DETOUR_SQL_DIR; default as for migrate)
+
+        Exit status: 0 (also when the schema is unknown), 64 bad usage.
         """
 
     static func run(_ arguments: inout Arguments, environment: Environment) throws -> Int32 {
