@@ -470,7 +470,7 @@ struct Chromium {
         process.arguments = arguments
         process.standardOutput = FileHandle.nullDevice
         if let standardOutput {
-            FileManager.default.createFile(atPath: standardOutput, contents: nil)
+            _ = FileManager.default.createFile(atPath: standardOutput, contents: nil)
             process.standardOutput = FileHandle(forWritingAtPath: standardOutput) ?? FileHandle.nullDevice
         }
         process.standardError = FileHandle.nullDevice
