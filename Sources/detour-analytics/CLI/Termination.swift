@@ -13,8 +13,20 @@ import Observability
 /// clean stop waits for the running load cycle, and a cycle waiting on a PostgreSQL lock (a long
 /// `report rebuild`, a migration) or on a server that went silent can wait for minutes. Until 2026-12-02 every further signal was ignored, so Ctrl-C
 /// could not stop such a process at all. Nothing acknowledged is lost: ingest answers only once an
-/// event is durable, and PostgreSQL rolls the cycle back when the connection goes.
+/// event is durable, and PostgreSQL rolls the cycle back when the connection goes. A repeat within
+/// `repeatWindow` of the first is the same request delivered twice, not a second one: `timeout`
+/// (coreutils) sends its signal to the command and then to the command's process group, so a
+/// `timeout -s INT` or `-s TERM` stop always took the forced exit.
 enum Termination {
+    /// How soon after the first signal the same signal counts as the same request. A person's second
+    /// Ctrl-C comes seconds later; a doubled delivery, microseconds. (`DETOUR_TEST_SIGNAL_REPEAT_MS`
+    /// sets it for the tests, which cannot time a doubled delivery to the microsecond: two `kill`s in a
+    /// row usually merge into one pending signal.)
+    static let repeatWindow: Duration = {
+        let text = ProcessInfo.processInfo.environment["DETOUR_TEST_SIGNAL_REPEAT_MS"] ?? ""
+        return .milliseconds(Int(text) ?? 500)
+    }()
+
     /// Starts watching for SIGINT, SIGTERM and SIGHUP. Called before start-up (which can wait seconds for
     /// PostgreSQL), so a `docker stop` then is not fatal: the process finishes starting, and
     /// `stopOnSignal` stops it at once, cleanly (it was killed with status 143 before).
@@ -32,13 +44,14 @@ enum Termination {
                 signal(number, SIG_IGN)  // let Dispatch see the signal instead of the default action
                 let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
                 source.setEventHandler { [received, name] in
+                    let now = ContinuousClock.now
                     let first = name.value.withLock { current in
-                        defer { if current.isEmpty { current = label } }
+                        defer { if current.label.isEmpty { current = (label, now) } }
                         return current
                     }
-                    if first.isEmpty {
+                    if first.label.isEmpty {
                         received.signal()
-                    } else if first == label {
+                    } else if first.label == label, now - first.at >= Termination.repeatWindow {
                         Logger(label: "detour").warning("shutdown.forced", ["signal": label])
                         _exit(128 + number)
                     }
@@ -58,14 +71,15 @@ enum Termination {
         /// until `stop` returns; a signal source released early would leave the signal ignored.)
         func stopOnSignal(_ stop: () -> Void) {
             received.wait()
-            Logger(label: "detour").notice("shutdown.begin", ["signal": name.value.withLock { $0 }])
+            Logger(label: "detour").notice("shutdown.begin", ["signal": name.value.withLock { $0.label }])
             stop()
             withExtendedLifetime(sources) {}
         }
     }
 }
 
-/// The received signal's name, handed from the Dispatch handler to the waiting thread.
+/// The first received signal's name and when it came, handed from the Dispatch handler to the
+/// waiting thread.
 private final class SignalName: Sendable {
-    let value = Locked("")
+    let value = Locked((label: "", at: ContinuousClock.now))
 }
