@@ -26,7 +26,7 @@ enum AggregateCommand: Command {
 
         Exit status: 0 done or stopped cleanly, 64 bad usage, 69 PostgreSQL unavailable or failing
         (--once), 74 its summary line not written (--once), 1 any other failure, 128 + the signal
-        when it came twice.
+        when the same one came again during the shutdown (half a second or more after the first).
         """
     }
 

@@ -20,7 +20,8 @@ enum ServeCommand: Command {
         \(PipelineOptions.logHelp)
 
         Exit status: 0 stopped cleanly by a signal, 64 bad usage, 1 could not start (the address in use,
-        another process writing the node's log), 128 + the signal when it came twice.
+        another process writing the node's log), 128 + the signal when the same one came again during
+        the shutdown (half a second or more after the first).
         """
     }
 
