@@ -91,8 +91,7 @@ struct ConnectionLimitTests {
         let slow = try BudgetFixture.hold(held, on: server)
         #expect(server.server.bufferedBodyBytes == held.count)
         // With the budget full, another large upload (80 KiB) is refused...
-        let refused = try server.client().request(
-            "POST", "/api/analytics/batch", headers: TestServer.sdkHeaders(), body: BudgetFixture.batch(paddedTo: 80 * 1024))
+        let refused = try BudgetFixture.postBatch(BudgetFixture.batch(paddedTo: 80 * 1024), on: server)
         #expect(refused.status == 503)
         #expect(refused.errorCode == "overloaded")
         #expect(refused.header("Retry-After") == "1")
@@ -108,8 +107,7 @@ struct ConnectionLimitTests {
         #expect(try BudgetFixture.finish(slow, held).status == 200)
         BudgetFixture.waitUntil(server) { $0 == 0 }
         #expect(server.server.bufferedBodyBytes == 0)
-        let after = try server.client().request(
-            "POST", "/api/analytics/batch", headers: TestServer.sdkHeaders(), body: BudgetFixture.batch(paddedTo: 80 * 1024))
+        let after = try BudgetFixture.postBatch(BudgetFixture.batch(paddedTo: 80 * 1024), on: server)
         #expect(after.status == 200)
         #expect(server.isServing())
     }
@@ -197,8 +195,7 @@ struct ConnectionLimitTests {
         let holder = BudgetFixture.batch(paddedTo: 192 * 1024)
         let slow = try BudgetFixture.hold(holder, on: server)
         #expect(server.server.bufferedBodyBytes == holder.count)
-        let refused = try server.client().request(
-            "POST", "/api/analytics/batch", headers: TestServer.sdkHeaders() + [("Content-Encoding", "gzip")], body: packed)
+        let refused = try BudgetFixture.postBatch(packed, on: server, gzip: true)
         #expect(refused.status == 503)
         #expect(refused.errorCode == "overloaded")
         // An SDK event still is accepted, and so is the batch once the budget frees.
@@ -207,8 +204,7 @@ struct ConnectionLimitTests {
         #expect(single.status == 200)
         _ = try BudgetFixture.finish(slow, holder)
         BudgetFixture.waitUntil(server) { $0 == 0 }
-        let accepted = try server.client().request(
-            "POST", "/api/analytics/batch", headers: TestServer.sdkHeaders() + [("Content-Encoding", "gzip")], body: packed)
+        let accepted = try BudgetFixture.postBatch(packed, on: server, gzip: true)
         #expect(accepted.status == 200)
         BudgetFixture.waitUntil(server) { $0 == 0 }
         #expect(server.server.bufferedBodyBytes == 0)
@@ -227,14 +223,12 @@ struct ConnectionLimitTests {
         #expect(server.server.bufferedBodyBytes == holder.count)
         // Until 2026-12-02 the dead letter was charged to nothing: refused at once (4xx), its
         // 100 KB held in the commit queue beyond the budget.
-        let crowded = try server.client().request(
-            "POST", "/api/analytics/batch", headers: TestServer.sdkHeaders() + [("Content-Encoding", "gzip")], body: packed)
+        let crowded = try BudgetFixture.postBatch(packed, on: server, gzip: true)
         #expect(crowded.status == 503)
         #expect(crowded.errorCode == "overloaded")
         _ = try BudgetFixture.finish(slow, holder)
         BudgetFixture.waitUntil(server) { $0 == 0 }
-        let alone = try server.client().request(
-            "POST", "/api/analytics/batch", headers: TestServer.sdkHeaders() + [("Content-Encoding", "gzip")], body: packed)
+        let alone = try BudgetFixture.postBatch(packed, on: server, gzip: true)
         #expect(alone.status == 400, "\(alone.text)")
         BudgetFixture.waitUntil(server) { $0 == 0 }
         #expect(server.server.bufferedBodyBytes == 0)

@@ -17,6 +17,14 @@ enum BudgetFixture {
         return json + [UInt8](repeating: 0x20, count: size - json.count)
     }
 
+    /// Posts `body` to the batch route with the SDK headers (and `Content-Encoding: gzip` when
+    /// `gzip`), on a connection of its own, and reads the answer.
+    static func postBatch(_ body: [UInt8], on server: TestServer, gzip: Bool = false) throws -> RawHTTPClient.Response {
+        let encoding = gzip ? [("Content-Encoding", "gzip")] : []
+        return try server.client().request(
+            "POST", "/api/analytics/batch", headers: TestServer.sdkHeaders() + encoding, body: body)
+    }
+
     /// The head of a batch upload declaring `length` bytes (holding the body back until `100
     /// Continue` when `expectContinue`).
     static func head(_ length: Int, expectContinue: Bool = false) -> [UInt8] {
