@@ -410,7 +410,7 @@ private func begin(
             if core.chargeBody(declared, bodyBytes: declared) {
                 state.charged = declared
                 state.body.reserveCapacity(declared)
-            } else if head.header("Expect")?.lowercased() == "100-continue" {
+            } else if head.awaitsContinue {
                 // A client waiting for `100 Continue` has sent nothing yet: it is told now that the
                 // server is full (503 with Retry-After, before any upload), instead of being invited
                 // to send a body that would most likely be dropped once a chunk did not fit.
@@ -429,7 +429,7 @@ private func begin(
         // it upload a body only to be refused.
         let chunked = head.header("Transfer-Encoding") != nil
         let declared = head.contentLength ?? 0
-        let awaitsContinue = declared > 0 && head.header("Expect")?.lowercased() == "100-continue"
+        let awaitsContinue = declared > 0 && head.awaitsContinue
         if !chunked, !awaitsContinue, declared <= smallBodyDiscardLimit, early.status != 413 {
             state.earlyResponse = early
             return .YES
@@ -455,6 +455,10 @@ func requestPath(_ target: String) -> String {
 }
 
 extension RequestHead {
+    /// The client holds its body back until it sees `100 Continue` (`Expect: 100-continue`, RFC
+    /// 9110 10.1.1): a refusal can reach it before it uploads anything.
+    var awaitsContinue: Bool { header("Expect")?.lowercased() == "100-continue" }
+
     /// Looks up a request header by name, case-insensitively (invalid UTF-8 is repaired).
     package func header(_ name: String) -> String? {
         withHeader(name) { $0.map { String(decoding: $0, as: UTF8.self) } }
