@@ -312,8 +312,10 @@ class Bench:
         3 GB of someone else's dirty pages in flight; docs/benchmarks.md)."""
         os.sync()
 
-    def alternate(self, label, path, files, events_per_request, baseline_template, seconds, rounds):
-        ours_runs, base_runs, rss = [], [], []
+    def alternate(self, label, path, files, events_per_request, baseline_template, seconds, rounds, floor=None):
+        """Rounds of ours then nginx (and, with `floor` (binary, flags), bench/floor's server between
+        them): (ours runs, nginx runs, floor runs)."""
+        ours_runs, base_runs, floor_runs = [], [], []
         for round_number in range(rounds):
             self.settle()
             process, port = self.start_ours(f"ingest-{label}-{round_number}")
@@ -332,22 +334,50 @@ class Bench:
             ours_runs.append(run)
             log(f"{label} ours #{round_number + 1}: {run['ok_per_s'] * events_per_request:,.0f} events/s, "
                 f"p50 {run['p50_ms']:.1f} ms, p99 {run['p99_ms']:.1f} ms, non-2xx {run['non2xx']}, RSS {run['rss_kib'] // 1024} MiB")
+            if floor:
+                self.settle()
+                binary, flags = floor
+                ours_bin, self.bin = self.bin, binary
+                try:
+                    started = self.start_ours(f"floor-{label}-{round_number}", extra=flags)
+                finally:
+                    self.bin = ours_bin
+                floor_runs.append(self.measure_baseline(started, f"{label} floor #{round_number + 1}", path, files,
+                                                        seconds, events_per_request))
             self.settle()
-            process, port = self.start_nginx(baseline_template, f"nginx-{label}-{round_number}")
-            try:
-                self.wrk(port, path, files, 1)
-                run = self.wrk_cpu(process, port, path, files, seconds, events_per_request)
-            finally:
-                self.procs.stop(process)
-            base_runs.append(run)
-            log(f"{label} nginx #{round_number + 1}: {run['ok_per_s'] * events_per_request:,.0f} events/s, "
-                f"p50 {run['p50_ms']:.1f} ms, p99 {run['p99_ms']:.1f} ms, non-2xx {run['non2xx']}")
-        return ours_runs, base_runs
+            started = self.start_nginx(baseline_template, f"nginx-{label}-{round_number}")
+            base_runs.append(self.measure_baseline(started, f"{label} nginx #{round_number + 1}", path, files,
+                                                   seconds, events_per_request))
+        return ours_runs, base_runs, floor_runs
+
+    def measure_baseline(self, started, name, path, files, seconds, events_per_request):
+        """A warm-up and a measured wrk run against `started` (process, port), stopped after; logged."""
+        process, port = started
+        try:
+            self.wrk(port, path, files, 1)
+            run = self.wrk_cpu(process, port, path, files, seconds, events_per_request)
+        finally:
+            self.procs.stop(process)
+        log(f"{name}: {run['ok_per_s'] * events_per_request:,.0f} events/s, "
+            f"p50 {run['p50_ms']:.1f} ms, p99 {run['p99_ms']:.1f} ms, non-2xx {run['non2xx']}")
+        return run
+
+    def floor_server(self):
+        """(binary, flags) of bench/floor's libmicrohttpd server with durable answers and nothing else
+        of ours, compiled into the work directory; None (and the reason in the details) without a C
+        compiler."""
+        binary = os.path.join(self.work, "mhd-floor")
+        try:
+            self.sh([os.path.join(BENCH, "floor", "build"), binary], timeout=120)
+        except Exception as error:  # noqa: BLE001 - the floor is informational
+            self.details.append(f"bench/floor could not be built ({error}); its row is left out.")
+            return None
+        return binary, ("--mode", "resume", "--sync-file", os.path.join(self.work, "floor-sync.log"))
 
     def ingest_batches(self):
         seconds, rounds = (5, 2) if self.quick else (15, 3)
-        ours, base = self.alternate("batch", "/api/analytics/batch", self.batch_files, 100,
-                                    "collector.conf.template", seconds, rounds)
+        ours, base, _ = self.alternate("batch", "/api/analytics/batch", self.batch_files, 100,
+                                       "collector.conf.template", seconds, rounds)
         o = statistics.median(r["ok_per_s"] for r in ours) * 100
         b = statistics.median(r["ok_per_s"] for r in base) * 100
         self.ingest.update(ours_events=o, nginx_events=b, ours_req=o / 100,
@@ -389,9 +419,13 @@ class Bench:
         for connections, key, label in ((WRK_CONNECTIONS, "ingest_single", "single"),
                                         (256, "ingest_single_256", "single-256")):
             self.connections = connections
+            # At 64 connections, bench/floor's server runs in each round too: libmicrohttpd with the
+            # same settings, each request handed off, written (300 bytes) and synced in groups, and
+            # nothing else of ours: what a server held to durable answers on libmicrohttpd reaches here.
+            floor = self.floor_server() if connections == WRK_CONNECTIONS else None
             try:
-                ours, base = self.alternate(label, "/api/analytics/event", self.single_files, 1,
-                                            "return204.conf.template", seconds, rounds)
+                ours, base, floors = self.alternate(label, "/api/analytics/event", self.single_files, 1,
+                                                    "return204.conf.template", seconds, rounds, floor=floor)
             finally:
                 self.connections = WRK_CONNECTIONS
             o = statistics.median(r["ok_per_s"] for r in ours)
@@ -408,6 +442,16 @@ class Bench:
                                 f"{seconds}s; per-round ratios {per_round}; p50 {statistics.median(r['p50_ms'] for r in ours):.1f} "
                                 f"ms vs {statistics.median(r['p50_ms'] for r in base):.1f} ms.")
             rss = max(rss, max(r["rss_kib"] for r in ours))
+            if floors:
+                f = statistics.median(r["ok_per_s"] for r in floors)
+                self.row("ingest_single_floor",
+                         "2. The floor under it: libmicrohttpd alone with answers after a group's fdatasync (bench/floor): requests/s",
+                         f"{f:,.0f}", f"{b:,.0f} (nginx return 204)", f / b,
+                         "— (informational: ours is figure 2; the floor does no auth, JSON or compression)", None,
+                         note=f"ours / floor {o / f:.2f}; " + self.cpu_note(floors, base, "request"))
+                per_round = ", ".join(f"{ff['ok_per_s'] / bb['ok_per_s']:.2f}" for ff, bb in zip(floors, base))
+                self.details.append(f"The floor (bench/floor/mhd-floor.c --mode resume --sync-file): per-round ratios "
+                                    f"to nginx {per_round}; it runs between ours and nginx in each round.")
         self.ingest["single_rss"] = rss
 
     def rate_limited_batches(self, port, rate, seconds):

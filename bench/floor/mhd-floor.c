@@ -1,0 +1,190 @@
+// bench/floor/mhd-floor.c: what libmicrohttpd itself costs per request with the daemon settings of
+// detour's ingest (internal poll threads, one per core, 16 KiB per connection, suspend/resume allowed),
+// and nothing of ours: no auth, no JSON, no event log. It answers every POST with the body ingest
+// sends for one accepted event. Run as a `serve` variant of bench/ingest-ab (docs/ingest.md,
+// "The floor under the single-event figure"):
+//
+//   --mode now     answer from the request's last handler call, as a server with nothing to wait for
+//   --mode resume  suspend the connection and queue the request; one hand-off thread takes every
+//                  queued request at once, sleeps --sync-us (a stand-in for the group's fdatasync)
+//                  and resumes them, and each is answered when libmicrohttpd calls the handler again:
+//                  ingest's path with the work left out (default)
+//   --mode block   the handler blocks until the hand-off thread has "synced" its request: a thread
+//                  pool instead of suspend/resume (--threads sets the pool)
+//   --sync-file PATH  instead of the sleep, write 300 bytes per request of the group into PATH (64 MiB,
+//                  zero-filled first, as the event log preallocates its open segment; written round)
+//                  and fdatasync it: a durable answer with nothing else of ours
+//
+// It takes and ignores the other `serve` flags bench/ingest-ab passes, and prints the line the
+// bench waits for: "listening on http://127.0.0.1:PORT".
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum mode { NOW, RESUME, BLOCK };
+enum state { READING, QUEUED, DURABLE };
+
+typedef struct request {
+    enum state state;
+    struct MHD_Connection *connection;
+    struct request *next;
+} request;
+
+static enum mode mode = RESUME;
+static unsigned sync_us = 80;
+static int sync_fd = -1;
+static const off_t sync_file_bytes = 64 << 20;
+static off_t sync_offset;
+
+// Writes `count` records of 300 bytes at the file's next offset and waits for them to be durable.
+static void write_and_sync(unsigned count) {
+    static char record[300];
+    for (unsigned i = 0; i < count; i++) {
+        if (sync_offset + (off_t)sizeof record > sync_file_bytes) sync_offset = 0;
+        if (pwrite(sync_fd, record, sizeof record, sync_offset) != (ssize_t)sizeof record) abort();
+        sync_offset += sizeof record;
+    }
+    if (fdatasync(sync_fd) != 0) abort();
+}
+static struct MHD_Response *accepted;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t queued = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t durable = PTHREAD_COND_INITIALIZER;
+static request *queue;
+
+static void *hand_off(void *unused) {
+    (void)unused;
+    for (;;) {
+        pthread_mutex_lock(&lock);
+        while (!queue) pthread_cond_wait(&queued, &lock);
+        request *group = queue;
+        queue = NULL;
+        pthread_mutex_unlock(&lock);
+        if (sync_fd >= 0) {
+            unsigned count = 0;
+            for (request *r = group; r; r = r->next) count++;
+            write_and_sync(count);
+        } else if (sync_us) {
+            usleep(sync_us);
+        }
+        if (mode == BLOCK) {
+            pthread_mutex_lock(&lock);
+            for (request *r = group; r; r = r->next) r->state = DURABLE;
+            pthread_cond_broadcast(&durable);
+            pthread_mutex_unlock(&lock);
+        } else {
+            for (request *r = group, *next; r; r = next) {
+                next = r->next;
+                r->state = DURABLE;
+                MHD_resume_connection(r->connection);
+            }
+        }
+    }
+    return NULL;
+}
+
+static void enqueue(request *r) {
+    r->state = QUEUED;
+    r->next = queue;
+    queue = r;
+    pthread_cond_signal(&queued);
+}
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *connection, const char *url, const char *method,
+                              const char *version, const char *data, size_t *size, void **context) {
+    (void)cls; (void)url; (void)method; (void)version; (void)data;
+    request *r = *context;
+    if (!r) {
+        r = calloc(1, sizeof *r);
+        if (!r) return MHD_NO;
+        r->connection = connection;
+        *context = r;
+        return MHD_YES;
+    }
+    if (*size) {
+        *size = 0;
+        return MHD_YES;
+    }
+    switch (mode) {
+    case NOW:
+        return MHD_queue_response(connection, 200, accepted);
+    case BLOCK:
+        pthread_mutex_lock(&lock);
+        enqueue(r);
+        while (r->state != DURABLE) pthread_cond_wait(&durable, &lock);
+        pthread_mutex_unlock(&lock);
+        return MHD_queue_response(connection, 200, accepted);
+    case RESUME:
+        if (r->state == DURABLE) return MHD_queue_response(connection, 200, accepted);
+        if (r->state == READING) {
+            MHD_suspend_connection(connection);
+            pthread_mutex_lock(&lock);
+            enqueue(r);
+            pthread_mutex_unlock(&lock);
+        }
+        return MHD_YES;
+    }
+    return MHD_NO;
+}
+
+static void completed(void *cls, struct MHD_Connection *connection, void **context,
+                      enum MHD_RequestTerminationCode code) {
+    (void)cls; (void)connection; (void)code;
+    free(*context);
+    *context = NULL;
+}
+
+int main(int argc, char **argv) {
+    unsigned threads = (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
+    for (int i = 1; i < argc; i++) {
+        const char *value = i + 1 < argc ? argv[i + 1] : "";
+        if (!strcmp(argv[i], "--mode")) {
+            mode = !strcmp(value, "now") ? NOW : !strcmp(value, "block") ? BLOCK : RESUME;
+            i++;
+        } else if (!strcmp(argv[i], "--sync-us")) {
+            sync_us = (unsigned)atoi(value);
+            i++;
+        } else if (!strcmp(argv[i], "--sync-file")) {
+            sync_fd = open(value, O_RDWR | O_CREAT | O_TRUNC, 0600);
+            if (sync_fd < 0) {
+                perror("mhd-floor: --sync-file");
+                return 1;
+            }
+            static char zeros[1 << 20];
+            for (off_t written = 0; written < sync_file_bytes; written += sizeof zeros)
+                if (write(sync_fd, zeros, sizeof zeros) != (ssize_t)sizeof zeros) return 1;
+            if (fsync(sync_fd) != 0) return 1;
+            i++;
+        } else if (!strcmp(argv[i], "--threads")) {
+            threads = (unsigned)atoi(value);
+            i++;
+        }
+    }
+    static const char body[] = "{\"accepted\":1,\"rejected\":[],\"warnings\":[]}";
+    accepted = MHD_create_response_from_buffer(sizeof body - 1, (void *)body, MHD_RESPMEM_PERSISTENT);
+    MHD_add_response_header(accepted, "Content-Type", "application/json");
+    struct sockaddr_in address = {.sin_family = AF_INET, .sin_port = 0};
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);  // 127.0.0.1 only, on a free port
+    pthread_t thread;
+    pthread_create(&thread, NULL, hand_off, NULL);
+    struct MHD_Daemon *daemon = MHD_start_daemon(
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_ALLOW_SUSPEND_RESUME, 0, NULL, NULL, handle, NULL,
+        MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)16384,
+        MHD_OPTION_CONNECTION_LIMIT, 4096, MHD_OPTION_CONNECTION_TIMEOUT, 30,
+        MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&address, MHD_OPTION_END);
+    if (!daemon) {
+        fprintf(stderr, "mhd-floor: libmicrohttpd did not start\n");
+        return 1;
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_BIND_PORT);
+    printf("listening on http://127.0.0.1:%u\n", info ? info->port : 0);
+    fflush(stdout);
+    pause();
+    return 0;
+}
