@@ -38,6 +38,13 @@ package struct IngestConfiguration: Sendable {
     /// most 64 KiB (SDK events, never retried) may use a quarter more. Default 64 MiB
     /// (256 MiB for bodies alone until 2026-12-02).
     package var maxBufferedBodyBytes: Int = 64 << 20
+
+    /// About the most one request holds in `maxBufferedBodyBytes` at once: its body as received (up
+    /// to `maxBodyBytes`) and, once read, its envelope lines (about 1.3 times the decoded JSON, which
+    /// is up to `maxDecompressedBytes`). A budget below it lets such a request through only while no
+    /// other request holds anything, and may refuse small requests while it is held: the server warns
+    /// at start (`server.budget_below_request`).
+    package var largestRequestBytes: Int { maxBodyBytes + maxDecompressedBytes / 10 * 13 }
     /// Most open HTTP connections across all threads; further connections are refused. Default 4,096.
     package var connectionLimit: Int = 4096
     /// Most open connections from one client IP address; 0 means no per-IP limit. Default 0

@@ -51,6 +51,18 @@ package final class IngestServer: Sendable {
                 "http.host": configuration.host, "http.port": String(server.port),
                 "http.threads": String(configuration.threads),
             ])
+        if configuration.maxBufferedBodyBytes < configuration.largestRequestBytes {
+            logger.warning(
+                "server.budget_below_request",
+                [
+                    "budget.bytes": String(configuration.maxBufferedBodyBytes),
+                    "largest_request.bytes": String(configuration.largestRequestBytes),
+                    "reason":
+                        "a request whose body and events need more than --max-buffered-bodies is let through only"
+                        + " while no other request is held, and SDK events may be answered 503 overloaded while it is;"
+                        + " raise --max-buffered-bodies or lower --max-decompressed",
+                ])
+        }
     }
 
     /// The bound port (the ephemeral one when configured with port 0).

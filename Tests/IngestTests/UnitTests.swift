@@ -32,6 +32,18 @@ struct UnitTests {
         }
     }
 
+    @Test("the default request budget holds the largest request, so serve starts without the budget warning")
+    func budgetHoldsTheLargestRequest() {
+        let defaults = IngestConfiguration()
+        #expect(defaults.largestRequestBytes == (1 << 20) + (10 << 20) / 10 * 13)
+        #expect(defaults.maxBufferedBodyBytes >= defaults.largestRequestBytes)
+        var small = defaults
+        small.maxBufferedBodyBytes = 8 << 20
+        #expect(small.maxBufferedBodyBytes < small.largestRequestBytes)
+        small.maxDecompressedBytes = 4 << 20
+        #expect(small.maxBufferedBodyBytes >= small.largestRequestBytes)
+    }
+
     /// A handler that is never called: `ServerCore` needs one to exist.
     struct UnusedHandler: HTTPHandler {
         static let empty = HTTPResponse(status: 204, body: [])

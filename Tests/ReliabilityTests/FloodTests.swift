@@ -105,6 +105,8 @@ struct FloodTests {
 
         serve.signal(SIGTERM)
         #expect(serve.waitForExit(timeout: .seconds(60)) == 0)
+        // 1 MiB is below what one request may need (--max-body 1 MiB plus its events): said at start.
+        #expect(serve.standardError.contains("server.budget_below_request"), "\(serve.standardError)")
         let logged = try Self.loggedIDs(data.path)
         let acknowledged = tally.acknowledged.union(after.snapshot.acknowledged).union(sdk.acknowledged)
         #expect(acknowledged.count == 600 * (tally.statuses[200] ?? 0) + 10 + sdk.acknowledged.count)
