@@ -44,7 +44,12 @@ package struct IngestConfiguration: Sendable {
     /// is up to `maxDecompressedBytes`). A budget below it lets such a request through only while no
     /// other request holds anything, and may refuse small requests while it is held: the server warns
     /// at start (`server.budget_below_request`).
-    package var largestRequestBytes: Int { maxBodyBytes + maxDecompressedBytes / 10 * 13 }
+    package var largestRequestBytes: Int {
+        // Saturating: the flags take sizes up to 8 EiB.
+        let (lines, overflow) = (maxDecompressedBytes / 10).multipliedReportingOverflow(by: 13)
+        let (sum, overflowed) = maxBodyBytes.addingReportingOverflow(lines)
+        return overflow || overflowed ? .max : sum
+    }
     /// Most open HTTP connections across all threads; further connections are refused. Default 4,096.
     package var connectionLimit: Int = 4096
     /// Most open connections from one client IP address; 0 means no per-IP limit. Default 0

@@ -42,6 +42,9 @@ struct UnitTests {
         #expect(small.maxBufferedBodyBytes < small.largestRequestBytes)
         small.maxDecompressedBytes = 4 << 20
         #expect(small.maxBufferedBodyBytes >= small.largestRequestBytes)
+        // The flags take sizes up to 8 EiB: a huge limit saturates instead of trapping at start.
+        small.maxDecompressedBytes = 7 << 60
+        #expect(small.largestRequestBytes == .max)
     }
 
     /// A handler that is never called: `ServerCore` needs one to exist.
