@@ -25,8 +25,9 @@ struct PipelineOptions {
           --max-batch-events N    most events per batch request (default 2000)
           --max-buffered-bodies SIZE  request bytes held at once across all connections: bodies, and
                                   their events until durable; more is 503 overloaded (default 64MiB;
-                                  at least --max-body); requests of at most 64KiB (SDK events) may
-                                  use a quarter more
+                                  at least --max-body; below --max-body + 1.3x --max-decompressed, a
+                                  warning at start); requests of at most 64KiB (SDK events) may use
+                                  a quarter more
           --max-name-length N     longest event name in characters (default 128; at most 256)
           --max-depth N           deepest JSON nesting of one event (default 32; deeper: that event is
                                   rejected too_deep; a body nesting over N + 64 is refused whole)
