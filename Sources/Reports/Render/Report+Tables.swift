@@ -17,24 +17,11 @@ extension LinkReport {
                     out.linkCounts(rows[index])
                 }
             },
-            ReportTable(
-                name: "utm",
-                columns: [
-                    "path", "day", "utm_source", "utm_medium", "utm_campaign", "clicks", "universal_link_opens",
-                    "matched_installs", "attributed_installs", "install_rate",
-                ], count: utm.count
-            ) { index, out in
+            ReportTable(name: "utm", columns: ["path", "day"] + utmCountColumns, count: utm.count) { index, out in
                 let row = utm[index]
                 out.text(row.path)
                 out.text(row.day.iso8601)
-                out.text(row.source)
-                out.text(row.medium)
-                out.text(row.campaign)
-                out.int(row.clicks)
-                out.int(row.universalLinkOpens)
-                out.int(row.matchedInstalls)
-                out.int(row.attributedInstalls)
-                out.decimal(row.installRate)
+                out.utmCounts(row)
             },
         ]
     }
@@ -54,24 +41,11 @@ extension LinkTotalsReport {
                     out.linkCounts(rows[index])
                 }
             },
-            ReportTable(
-                name: "utm",
-                columns: [
-                    "path", "days", "utm_source", "utm_medium", "utm_campaign", "clicks", "universal_link_opens",
-                    "matched_installs", "attributed_installs", "install_rate",
-                ], count: utm.count
-            ) { index, out in
+            ReportTable(name: "utm", columns: ["path", "days"] + utmCountColumns, count: utm.count) { index, out in
                 let row = utm[index]
                 out.text(row.path)
                 out.int(row.days)
-                out.text(row.source)
-                out.text(row.medium)
-                out.text(row.campaign)
-                out.int(row.clicks)
-                out.int(row.universalLinkOpens)
-                out.int(row.matchedInstalls)
-                out.int(row.attributedInstalls)
-                out.decimal(row.installRate)
+                out.utmCounts(row)
             },
         ]
     }
@@ -132,6 +106,41 @@ extension ReportRowWriter {
         counts(row.android.retentionEvents)
         amounts(row.ios.revenue)
         amounts(row.android.revenue)
+    }
+}
+
+/// The UTM columns after a row's key (`path`, `day` or `days`), daily and totals alike.
+let utmCountColumns = [
+    "utm_source", "utm_medium", "utm_campaign", "clicks", "universal_link_opens", "matched_installs",
+    "attributed_installs", "install_rate",
+]
+
+/// What a UTM row has beside its key: a day's counts or their totals.
+protocol UTMCounts {
+    var source: String? { get }
+    var medium: String? { get }
+    var campaign: String? { get }
+    var clicks: Int { get }
+    var universalLinkOpens: Int { get }
+    var matchedInstalls: Int { get }
+    var attributedInstalls: Int { get }
+    var installRate: String? { get }
+}
+
+extension UTMRow: UTMCounts {}
+extension UTMTotalRow: UTMCounts {}
+
+extension ReportRowWriter {
+    /// Puts `row`'s values of `utmCountColumns`, in order.
+    fileprivate mutating func utmCounts(_ row: borrowing some UTMCounts) {
+        text(row.source)
+        text(row.medium)
+        text(row.campaign)
+        int(row.clicks)
+        int(row.universalLinkOpens)
+        int(row.matchedInstalls)
+        int(row.attributedInstalls)
+        decimal(row.installRate)
     }
 }
 
