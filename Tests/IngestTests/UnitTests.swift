@@ -56,6 +56,46 @@ struct UnitTests {
         func completed(route: String, status: Int, code: String?, bytesIn: Int, started: ContinuousClock.Instant) {}
     }
 
+    /// A handler with one prepared answer, as ingest's `{"accepted":1,...}`.
+    struct PreparedHandler: HTTPHandler {
+        static let accepted = HTTPResponse(status: 200, body: Array(#"{"accepted":1}"#.utf8))
+        func begin(_ head: RequestHead) -> RequestStart { .respond(Self.accepted, route: "x") }
+        func finish(context: any Sendable, body: [UInt8]) -> RequestFinish { .respond(Self.accepted) }
+        func bodyTooLarge(context: any Sendable, limit: Int) -> HTTPResponse { Self.accepted }
+        func completed(route: String, status: Int, code: String?, bytesIn: Int, started: ContinuousClock.Instant) {}
+        var sharedResponses: [HTTPResponse] { [Self.accepted] }
+    }
+
+    @Test("an answer's copies are values: a changed copy leaves the original, and only unchanged or equal answers get the prepared response")
+    func responseCopies() {
+        let core = ServerCore(handler: PreparedHandler(), maxBufferedBodyBytes: 1 << 20)
+        let original = PreparedHandler.accepted
+        let copy = original
+        #expect(copy.isCopy(of: original))
+        #expect(core.sharedResponse(for: copy) != nil)
+        // Built again with the same parts: not a copy, but equal, so it is sent prepared too.
+        let equal = HTTPResponse(status: 200, body: Array(#"{"accepted":1}"#.utf8))
+        #expect(!equal.isCopy(of: original))
+        #expect(core.sharedResponse(for: equal) != nil)
+
+        var withHeader = original
+        withHeader.headers.append(("Retry-After", "1"))
+        var otherStatus = original
+        otherStatus.status = 400
+        var otherBody = original
+        otherBody.body.append(UInt8(ascii: " "))
+        var otherType = original
+        otherType.contentType = "text/plain"
+        for changed in [withHeader, otherStatus, otherBody, otherType] {
+            #expect(!changed.isCopy(of: original))
+            #expect(core.sharedResponse(for: changed) == nil)
+        }
+        // The original (a static every request copies) kept its parts.
+        #expect(original.status == 200 && original.headers.isEmpty && original.contentType == "application/json")
+        #expect(original.body == Array(#"{"accepted":1}"#.utf8))
+        #expect(withHeader.body == original.body && withHeader.headers.count == 1)
+    }
+
     @Test("the body state machine keeps bytes up to the limit, then discards, then closes")
     func bodyLimit() {
         let core = ServerCore(handler: UnusedHandler(), maxBufferedBodyBytes: 1 << 20)

@@ -47,8 +47,7 @@ extension Normalizer {
     package static func encodedSingle(
         body: [UInt8], kind: EventKind, context: RequestContext, limits: IngestLimits = IngestLimits()
     ) throws(BodyError) -> EncodedRequest {
-        let normalizer = try runSingle(body: body, kind: kind, context: context, limits: limits, encode: true)
-        return normalizer.encodedRequest
+        try runSingle(body: body, kind: kind, context: context, limits: limits, encode: true) { $0.encodedRequest }
     }
 
     /// `batch(body:context:limits:)`, returning envelope lines.
@@ -57,8 +56,7 @@ extension Normalizer {
     package static func encodedBatch(
         body: [UInt8], context: RequestContext, limits: IngestLimits = IngestLimits()
     ) throws(BodyError) -> EncodedRequest {
-        let normalizer = try runBatch(body: body, context: context, limits: limits, encode: true)
-        return normalizer.encodedRequest
+        try runBatch(body: body, context: context, limits: limits, encode: true) { $0.encodedRequest }
     }
 
     /// `linkEvents(body:context:limits:)`, returning envelope lines (encoded from envelopes:

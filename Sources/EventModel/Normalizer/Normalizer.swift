@@ -19,12 +19,16 @@ package enum Normalizer {
     package static func single(
         body: [UInt8], kind: EventKind, context: RequestContext, limits: IngestLimits = IngestLimits()
     ) throws(BodyError) -> NormalizedRequest {
-        try runSingle(body: body, kind: kind, context: context, limits: limits, encode: false).result
+        try runSingle(body: body, kind: kind, context: context, limits: limits, encode: false) { $0.result }
     }
 
-    static func runSingle(
-        body: [UInt8], kind: EventKind, context: RequestContext, limits: IngestLimits, encode: Bool
-    ) throws(BodyError) -> EventNormalizer {
+    /// Normalises a single-event body and returns `outcome` of the normaliser. (The normaliser is
+    /// not returned itself: its address is taken by the closures of `appendRecord`, and returning it
+    /// copied the whole normaliser, a dozen reference counts per request.)
+    static func runSingle<Outcome>(
+        body: [UInt8], kind: EventKind, context: RequestContext, limits: IngestLimits, encode: Bool,
+        _ outcome: (borrowing EventNormalizer) -> Outcome
+    ) throws(BodyError) -> Outcome {
         let document = try parse(body, limits: limits)
         let root = document.root
         guard root.kind == .object else { throw .notAnObject }
@@ -32,7 +36,7 @@ package enum Normalizer {
         if encode { normalizer.lines = LineBuffer(capacity: body.count * 2 + 512) }
         normalizer.sdkEvent(
             root, index: 0, kind: kind == .retention ? .retention : .event, allowsType: false, encode: encode)
-        return normalizer
+        return outcome(normalizer)
     }
 
     /// Normalises `{"sent_at": ISO?, "batch": [event, ...]}` from `POST /api/analytics/batch`.
@@ -45,12 +49,14 @@ package enum Normalizer {
     package static func batch(
         body: [UInt8], context: RequestContext, limits: IngestLimits = IngestLimits()
     ) throws(BodyError) -> NormalizedRequest {
-        try runBatch(body: body, context: context, limits: limits, encode: false).result
+        try runBatch(body: body, context: context, limits: limits, encode: false) { $0.result }
     }
 
-    static func runBatch(
-        body: [UInt8], context: RequestContext, limits: IngestLimits, encode: Bool
-    ) throws(BodyError) -> EventNormalizer {
+    /// Normalises a batch body and returns `outcome` of the normaliser (as `runSingle`).
+    static func runBatch<Outcome>(
+        body: [UInt8], context: RequestContext, limits: IngestLimits, encode: Bool,
+        _ outcome: (borrowing EventNormalizer) -> Outcome
+    ) throws(BodyError) -> Outcome {
         let document = try parse(body, limits: limits)
         let root = document.root
         guard root.kind == .object else { throw .notAnObject }
@@ -70,7 +76,7 @@ package enum Normalizer {
         for (index, event) in events.elements.enumerated() {
             normalizer.sdkEvent(event, index: index, kind: nil, allowsType: true, encode: encode)
         }
-        return normalizer
+        return outcome(normalizer)
     }
 
     /// Normalises the link service's `{"clicks":[...],"matches":[...]}` or

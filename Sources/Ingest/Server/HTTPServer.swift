@@ -181,8 +181,7 @@ final class ServerCore: Sendable {
 
     /// The prebuilt libmicrohttpd response for `response`, if it is one of the shared ones.
     func sharedResponse(for response: HTTPResponse) -> OpaquePointer? {
-        guard response.headers.isEmpty else { return nil }
-        return shared.first { $0.matches(response) }?.pointer
+        shared.first { $0.matches(response) }?.pointer
     }
 
     deinit {
@@ -197,21 +196,21 @@ final class ServerCore: Sendable {
 /// `@unchecked Sendable`: the pointer is only queued after `init`, never changed.
 struct SharedResponse: @unchecked Sendable {
     let pointer: OpaquePointer
-    let status: Int
-    let contentType: String
-    let body: [UInt8]
+    /// The answer it was built from.
+    let source: HTTPResponse
 
     init?(_ response: HTTPResponse) {
         guard response.headers.isEmpty, let made = makeResponse(response) else { return nil }
         pointer = made
-        status = response.status
-        contentType = response.contentType
-        body = response.body
+        source = response
     }
 
+    /// Whether `response` is the answer this was built from: a copy of it (what the handler
+    /// hands on, found without comparing bytes), or an equal one.
     func matches(_ response: HTTPResponse) -> Bool {
-        response.stream == nil && response.status == status && response.body == body
-            && response.contentType == contentType
+        if response.isCopy(of: source) { return true }
+        return response.stream == nil && response.status == source.status && response.body == source.body
+            && response.contentType == source.contentType && response.headers.isEmpty
     }
 }
 
