@@ -205,13 +205,19 @@ struct AcceptedLoadsTests {
         let rawTables = ["events", "clicks", "matches", "devices", "links"]
         // Every rollup table but the work queues (rollup_pending_*), and every report view that reads
         // only rollups and raw rows (not the watermark, the queue, or now()).
+        // The test's own relations are taken first (a materialised CTE: its condition cannot be
+        // reordered behind the one below): `pg_get_viewdef` opens the view, and run on the views
+        // of other tests' schemas, which parallel tests drop meanwhile, it failed with "could not
+        // open relation with OID" (XX000) once in a CI run.
         let rollupRelations = try connection.query(
             """
-            SELECT c.relname AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-            WHERE n.nspname = current_schema() AND (
-                (c.relkind IN ('r', 'p') AND c.relname LIKE 'rollup\\_%' AND c.relname NOT LIKE 'rollup\\_pending\\_%'
-                 AND NOT c.relispartition)
-                OR (c.relkind = 'v' AND c.relname LIKE 'report\\_%' AND pg_get_viewdef(c.oid) !~* 'now\\(|load_checkpoints|report_watermark|rollup_pending'))
+            WITH mine AS MATERIALIZED (
+                SELECT c.oid, c.relname, c.relkind, c.relispartition FROM pg_class c
+                WHERE c.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema()))
+            SELECT relname AS name FROM mine
+            WHERE (relkind IN ('r', 'p') AND relname LIKE 'rollup\\_%' AND relname NOT LIKE 'rollup\\_pending\\_%'
+                   AND NOT relispartition)
+               OR (relkind = 'v' AND relname LIKE 'report\\_%' AND pg_get_viewdef(oid) !~* 'now\\(|load_checkpoints|report_watermark|rollup_pending')
             ORDER BY 1
             """
         ).map { try $0["name", as: String.self] }
