@@ -23,8 +23,8 @@ package enum Normalizer {
     }
 
     /// Normalises a single-event body and returns `outcome` of the normaliser. (The normaliser is
-    /// not returned itself: its address is taken by the closures of `appendRecord`, and returning it
-    /// copied the whole normaliser, a dozen reference counts per request.)
+    /// not returned itself: the optimised code copied the whole of it on the way out and destroyed
+    /// the original, a dozen reference counts per request.)
     static func runSingle<Outcome>(
         body: [UInt8], kind: EventKind, context: RequestContext, limits: IngestLimits, encode: Bool,
         _ outcome: (borrowing EventNormalizer) -> Outcome
