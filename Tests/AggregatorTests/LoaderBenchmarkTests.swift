@@ -8,8 +8,10 @@ import Testing
 @Suite struct LoaderBenchmarkTests {
     /// Runs the benchmark end to end on a small input (no timing asserted: figures come from the
     /// benchmark run with DETOUR_BENCH_EVENTS set, e.g. 200000, in a release build).
-    @Test("the loader benchmark loads every generated envelope and reports both throughputs")
-    func smoke() throws {
+    @Test(
+        "the loader benchmark loads every generated envelope and reports both throughputs, in either order",
+        arguments: [false, true])
+    func smoke(copyFirst: Bool) throws {
         guard let url = ProcessInfo.processInfo.environment["DETOUR_TEST_DATABASE_URL"] else {
             throw TestDatabaseError.notConfigured
         }
@@ -18,7 +20,7 @@ import Testing
             events: events, databaseURL: url,
             sqlDirectory: ProcessInfo.processInfo.environment["DETOUR_BENCH_SQL_DIR"] ?? RepositoryRoot.path + "/sql",
             maxEventsPerCycle: Int(ProcessInfo.processInfo.environment["DETOUR_BENCH_MAX_CYCLE_EVENTS"] ?? ""),
-            progress: { print($0) })
+            copyFirst: copyFirst, progress: { print($0) })
         print(result)
         #expect(result.events == events)
         #expect(result.loadSeconds > 0 && result.copySeconds > 0)

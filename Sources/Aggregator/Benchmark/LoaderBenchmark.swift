@@ -59,7 +59,8 @@ package enum LoaderBenchmark {
     /// - Throws: any error of the log, the database or `psql`.
     package static func run(
         events: Int = 200_000, databaseURL: String, sqlDirectory: String, psql: String = "psql",
-        workDirectory: String? = nil, maxEventsPerCycle: Int? = nil, progress: (String) -> Void = { print($0) }
+        workDirectory: String? = nil, maxEventsPerCycle: Int? = nil, copyFirst: Bool = false,
+        progress: (String) -> Void = { print($0) }
     ) throws -> Result {
         let suffix = String(UInt64.random(in: 0..<UInt64.max), radix: 16)
         let work = (workDirectory ?? NSTemporaryDirectory()) + "/loader-bench-" + suffix
@@ -89,47 +90,66 @@ package enum LoaderBenchmark {
         let csvPath = work + "/events.csv"
         let segmentBytes = try writeInputs(events: events, dataDirectory: work, csvPath: csvPath)
 
-        progress("bench: loading with the aggregator")
-        var configuration = AggregatorConfiguration(databaseURL: loadURL, dataDirectory: work)
-        configuration.retainLoadedSegmentsFor = nil
-        if let maxEventsPerCycle { configuration.maxEventsPerCycle = maxEventsPerCycle }
-        let aggregator = try Aggregator(configuration: configuration, registry: .init())
-        // Cycles until caught up (what `runUntilCaughtUp` does), timed apart from the rollup passes:
-        // the load figure is "to committed rows", the rollup figure "until the reports are current".
-        var summaries: [CycleSummary] = []
-        let loadStart = ContinuousClock.now
-        for _ in 0..<100_000 {
-            let summary = try aggregator.runOnce()
-            summaries.append(summary)
-            if !summary.backlog || !summary.ran { break }
-        }
-        let cyclesEnd = ContinuousClock.now
-        try aggregator.processRollups()
-        let rollupsEnd = ContinuousClock.now
-        let passSeconds = summaries.reduce(0.0) { $0 + ($1.rollupDuration?.seconds ?? 0) }
-        let loadSeconds = (cyclesEnd - loadStart).seconds - passSeconds
-        let rollupSeconds = passSeconds + (rollupsEnd - cyclesEnd).seconds
-        aggregator.stop()
-        let loaded = summaries.reduce(0) { $0 + $1.rows }
-        progress("bench: load phases " + CycleSummary.phaseTotals(summaries, decimals: 2))
-        guard loaded == events else {
-            throw AggregatorError.database("benchmark loaded \(loaded) rows, expected \(events)")
+        // Each side runs after the other in turn (`copyFirst`), so whatever the first leaves the
+        // server doing (writing back its pages, autovacuum of what it loaded) does not always
+        // land on the same side; bench/run alternates the order over its runs.
+        func load() throws -> (loadSeconds: Double, rollupSeconds: Double, cycles: Int) {
+            progress("bench: loading with the aggregator")
+            var configuration = AggregatorConfiguration(databaseURL: loadURL, dataDirectory: work)
+            configuration.retainLoadedSegmentsFor = nil
+            if let maxEventsPerCycle { configuration.maxEventsPerCycle = maxEventsPerCycle }
+            let aggregator = try Aggregator(configuration: configuration, registry: .init())
+            // Cycles until caught up (what `runUntilCaughtUp` does), timed apart from the rollup passes:
+            // the load figure is "to committed rows", the rollup figure "until the reports are current".
+            var summaries: [CycleSummary] = []
+            let loadStart = ContinuousClock.now
+            for _ in 0..<100_000 {
+                let summary = try aggregator.runOnce()
+                summaries.append(summary)
+                if !summary.backlog || !summary.ran { break }
+            }
+            let cyclesEnd = ContinuousClock.now
+            try aggregator.processRollups()
+            let rollupsEnd = ContinuousClock.now
+            let passSeconds = summaries.reduce(0.0) { $0 + ($1.rollupDuration?.seconds ?? 0) }
+            aggregator.stop()
+            let loaded = summaries.reduce(0) { $0 + $1.rows }
+            progress("bench: load phases " + CycleSummary.phaseTotals(summaries, decimals: 2))
+            guard loaded == events else {
+                throw AggregatorError.database("benchmark loaded \(loaded) rows, expected \(events)")
+            }
+            return (
+                (cyclesEnd - loadStart).seconds - passSeconds, passSeconds + (rollupsEnd - cyclesEnd).seconds,
+                summaries.count
+            )
         }
 
-        progress("bench: psql \\copy baseline")
-        let copyStart = ContinuousClock.now
-        try runPSQL(
-            psql, url: databaseURL,
-            command: "\\copy \(SQL.quoteIdentifier(copySchema)).bench_rows FROM '\(csvPath)' WITH (FORMAT csv)")
-        let copySeconds = (ContinuousClock.now - copyStart).seconds
-        let check = try Connection(url: databaseURL)
-        defer { check.close() }
-        let copied = try check.query("select count(*) as n from \(identifier: copySchema).bench_rows").first?["n", as: Int.self]
-        guard copied == events else { throw AggregatorError.database("baseline copied \(copied ?? -1) rows") }
+        func copy() throws -> Double {
+            progress("bench: psql \\copy baseline")
+            let copyStart = ContinuousClock.now
+            try runPSQL(
+                psql, url: databaseURL,
+                command: "\\copy \(SQL.quoteIdentifier(copySchema)).bench_rows FROM '\(csvPath)' WITH (FORMAT csv)")
+            let copySeconds = (ContinuousClock.now - copyStart).seconds
+            let check = try Connection(url: databaseURL)
+            defer { check.close() }
+            let copied = try check.query("select count(*) as n from \(identifier: copySchema).bench_rows").first?["n", as: Int.self]
+            guard copied == events else { throw AggregatorError.database("baseline copied \(copied ?? -1) rows") }
+            return copySeconds
+        }
 
+        let copySeconds: Double
+        let loaded: (loadSeconds: Double, rollupSeconds: Double, cycles: Int)
+        if copyFirst {
+            copySeconds = try copy()
+            loaded = try load()
+        } else {
+            loaded = try load()
+            copySeconds = try copy()
+        }
         return Result(
-            events: events, segmentBytes: segmentBytes, loadSeconds: loadSeconds, cycles: summaries.count,
-            copySeconds: copySeconds, rollupSeconds: rollupSeconds)
+            events: events, segmentBytes: segmentBytes, loadSeconds: loaded.loadSeconds, cycles: loaded.cycles,
+            copySeconds: copySeconds, rollupSeconds: loaded.rollupSeconds)
     }
 
     /// The baseline table: the raw tables' columns, the same indexes plus the unique key.

@@ -23,10 +23,12 @@ extension BenchCommand {
         let events = try arguments.integer("--events", default: 200_000, in: 1000...50_000_000)
         let psql = try arguments.option("--psql") ?? "/usr/lib/postgresql/15/bin/psql"
         let work = try arguments.option("--work")
+        let copyFirst = arguments.flag("--copy-first")
         try arguments.finish()
         let result = try LoaderBenchmark.run(
             events: events, databaseURL: url, sqlDirectory: MigrateCommand.locateSQLDirectory(), psql: psql,
-            workDirectory: work, progress: { FileHandle.standardError.write(Data(($0 + "\n").utf8)) })
+            workDirectory: work, copyFirst: copyFirst,
+            progress: { FileHandle.standardError.write(Data(($0 + "\n").utf8)) })
         report(
             "loader",
             [
@@ -34,6 +36,7 @@ extension BenchCommand {
                 ("load_s", format(result.loadSeconds)), ("cycles", String(result.cycles)),
                 ("rows_per_s", format(result.loadRowsPerSecond)), ("copy_s", format(result.copySeconds)),
                 ("copy_rows_per_s", format(result.copyRowsPerSecond)), ("ratio", format(result.ratio)),
+                ("order", copyFirst ? "copy_first" : "load_first"),
             ])
     }
 

@@ -33,9 +33,10 @@ enum BenchCommand: Command {
           recovery --dir DIR [--bodies DIR] [--codec zstd|gzip] [--segment-bytes SIZE] [--runs N]
                    start-up recovery of one full open segment (default 128MiB) ending in a torn frame:
                    seconds per writer start-up with the segment in the page cache and evicted from it
-          loader   [--events N] [--work DIR] [--database-url URL]
+          loader   [--events N] [--work DIR] [--copy-first] [--database-url URL]
                    the aggregator's LoaderBenchmark: N envelopes from compressed segments to committed
-                   rows vs psql \\copy of the same events as CSV (fresh schemas, dropped afterwards)
+                   rows vs psql \\copy of the same events as CSV (fresh schemas, dropped afterwards);
+                   the load runs first unless --copy-first
           reports  [--sizes N[,N...]] [--links 1000] [--runs 3] [--work DIR] [--seed simulator|sql] [--database-url URL]
                    simulated worlds of about N events (cumulative sizes) loaded by the aggregator into a
                    fresh schema, then ReportBenchmark: median ms of every report and the daily job's queries
