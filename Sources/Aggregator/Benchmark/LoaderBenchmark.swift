@@ -55,6 +55,7 @@ package enum LoaderBenchmark {
     ///   - psql: the `psql` binary for the baseline.
     ///   - workDirectory: where segments and the CSV go (a temporary directory by default; removed).
     ///   - maxEventsPerCycle: the loader's batch bound (default: the configuration's default).
+    ///   - copyFirst: run the `psql \copy` baseline before the load instead of after it.
     ///   - progress: receives one line per phase.
     /// - Throws: any error of the log, the database or `psql`.
     package static func run(
