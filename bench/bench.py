@@ -193,12 +193,15 @@ class Bench:
 
     # ---------- servers ----------
 
-    def start_ours(self, name, command="serve", extra=()):
+    def start_ours(self, name, command="serve", extra=(), binary=None):
+        """Starts `command` of our binary (or of `binary`, which takes the same flags: another build,
+        bench/floor) on a free port; (process, port) once it prints its listening line."""
         data = os.path.join(self.work, name)
         os.makedirs(data, exist_ok=True)
         stderr = open(os.path.join(self.work, name + ".log"), "w")
         process = self.procs.start(
-            [self.bin, command, "--http-addr", "127.0.0.1:0", "--data-dir", data, "--database-url", self.url, *extra],
+            [binary or self.bin, command, "--http-addr", "127.0.0.1:0", "--data-dir", data, "--database-url", self.url,
+             *extra],
             stdout=subprocess.PIPE, stderr=stderr, text=True, env={**os.environ, "DETOUR_LOG_LEVEL": "warning"})
         deadline = time.time() + 30
         while time.time() < deadline:
@@ -337,11 +340,7 @@ class Bench:
             if floor:
                 self.settle()
                 binary, flags = floor
-                ours_bin, self.bin = self.bin, binary
-                try:
-                    started = self.start_ours(f"floor-{label}-{round_number}", extra=flags)
-                finally:
-                    self.bin = ours_bin
+                started = self.start_ours(f"floor-{label}-{round_number}", extra=flags, binary=binary)
                 floor_runs.append(self.measure_baseline(started, f"{label} floor #{round_number + 1}", path, files,
                                                         seconds, events_per_request))
             self.settle()
@@ -632,7 +631,7 @@ class Bench:
         # 5b. End to end through the CLI: `aggregate --once` over segments of the bench's own events vs
         # \copy of the same events as CSV into `events` of a fresh schema (same partitioning and index).
         # Alternated rounds (one in quick mode), each a \copy run and then an `aggregate --once` into a
-        # fresh schema of its own; the round with the median ratio is reported, as in 5a. Until
+        # fresh schema of its own; the round with the median ratio is reported. Until
         # 2026-12-02 the \copy was the faster of two runs and ours a single run after them, into the
         # bench's main schema: the baseline had two chances at a quiet moment and ours one.
         directory = os.path.join(self.work, "loader")
@@ -659,9 +658,9 @@ class Bench:
         # (no unique key anywhere) is shown beside it.
         timed = [r for r in rounds if r[4]]
         if timed:
-            ratios = sorted(events / r[4][0] / r[0] for r in timed)
-            baseline, events_only, _, _, (load_s, pass_s) = sorted(
-                timed, key=lambda r: events / r[4][0] / r[0])[len(timed) // 2]
+            load_ratio = lambda r: events / r[4][0] / r[0]  # noqa: E731 - load cycles' rows/s over \copy's
+            ratios = sorted(load_ratio(r) for r in timed)
+            baseline, events_only, _, _, (load_s, pass_s) = sorted(timed, key=load_ratio)[len(timed) // 2]
             loaded = events / load_s
             self.row("loader_cli_load",
                      f"5. Loader through the CLI (`aggregate --once`, {events:,} bench events): rows/s in its load cycles",
