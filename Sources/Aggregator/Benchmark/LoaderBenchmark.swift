@@ -114,10 +114,10 @@ package enum LoaderBenchmark {
             let rollupsEnd = ContinuousClock.now
             let passSeconds = summaries.reduce(0.0) { $0 + ($1.rollupDuration?.seconds ?? 0) }
             aggregator.stop()
-            let loaded = summaries.reduce(0) { $0 + $1.rows }
+            let rows = summaries.reduce(0) { $0 + $1.rows }
             progress("bench: load phases " + CycleSummary.phaseTotals(summaries, decimals: 2))
-            guard loaded == events else {
-                throw AggregatorError.database("benchmark loaded \(loaded) rows, expected \(events)")
+            guard rows == events else {
+                throw AggregatorError.database("benchmark loaded \(rows) rows, expected \(events)")
             }
             return (
                 (cyclesEnd - loadStart).seconds - passSeconds, passSeconds + (rollupsEnd - cyclesEnd).seconds,
