@@ -153,8 +153,9 @@ package final class Histogram: MetricSeries {
 
     /// Records the seconds elapsed since `start` (a `ContinuousClock` instant).
     package func observe(since start: ContinuousClock.Instant) {
-        let elapsed = ContinuousClock.now - start
-        observe(Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+        // A ratio of two durations (two 128-bit integers converted to Double), not `components`,
+        // whose 128-bit division cost ~700 instructions per observation on the request path.
+        observe((ContinuousClock.now - start) / .seconds(1))
     }
 
     /// The number of observations so far.

@@ -19,6 +19,44 @@ import Testing
         }
     }
 
+    @Test("streamed in pieces of any size, SipHash-128 gives the digest of the whole message")
+    func streamingMatchesOneShot() {
+        var generator = SystemRandomNumberGenerator()
+        let key: (UInt64, UInt64) = (0x0706_0504_0302_0100, 0x0f0e_0d0c_0b0a_0908)
+        for length in Array(0..<40) + [63, 64, 65, 257, 1000] {
+            let message = (0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            let want = message.withUnsafeBufferPointer { SipHash128.hash($0, key: key) }
+            for _ in 0..<20 {
+                var state = SipHash128.Streaming(key: key)
+                var offset = 0
+                while offset < length {
+                    let piece = Int.random(in: 1...min(length - offset, 19), using: &generator)
+                    let bytes = message[offset..<offset + piece]
+                    switch Int.random(in: 0..<3, using: &generator) {
+                    case 0: for byte in bytes { state.append(byte: byte) }
+                    case 1 where piece >= 8:
+                        let word = bytes.prefix(8).enumerated().reduce(UInt64(0)) { $0 | UInt64($1.element) << (8 * UInt64($1.offset)) }
+                        state.append(word: word)
+                        offset += 8
+                        continue
+                    default: Array(bytes).withUnsafeBytes { state.append($0) }
+                    }
+                    offset += piece
+                }
+                let got = state.finish()
+                #expect(got == want, "length \(length)")
+                // finish() leaves the state as it was.
+                #expect(state.finish() == want)
+            }
+        }
+    }
+
+    @Test("every event field has a slot in the normaliser's inline table")
+    func fieldSlotsFit() {
+        #expect(EventField.allCases.count <= EventFields.slotCount)
+        #expect(EventField.allCases.map(\.rawValue) == Array(0..<EventField.allCases.count))
+    }
+
     static let received: Timestamp = Timestamp(iso8601: "2026-06-01T10:20:31.000Z")!
     static let body = #"{"event_name":"purchase","data":{"revenue":29.99,"currency":"USD"},"timestamp":"2026-06-01T10:20:30.123Z","platform":"ios","device_id":"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b"}"#
 

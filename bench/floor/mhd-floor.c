@@ -27,7 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 
-enum mode { NOW, RESUME, BLOCK };
+enum mode { NOW, RESUME, BLOCK, THREAD };
 enum state { READING, QUEUED, DURABLE };
 
 typedef struct request {
@@ -73,7 +73,7 @@ static void *hand_off(void *unused) {
         } else if (sync_us) {
             usleep(sync_us);
         }
-        if (mode == BLOCK) {
+        if (mode == BLOCK || mode == THREAD) {
             pthread_mutex_lock(&lock);
             for (request *r = group; r; r = r->next) r->state = DURABLE;
             pthread_cond_broadcast(&durable);
@@ -115,6 +115,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *connection, cons
     case NOW:
         return MHD_queue_response(connection, 200, accepted);
     case BLOCK:
+    case THREAD:
         pthread_mutex_lock(&lock);
         enqueue(r);
         while (r->state != DURABLE) pthread_cond_wait(&durable, &lock);
@@ -145,7 +146,7 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *value = i + 1 < argc ? argv[i + 1] : "";
         if (!strcmp(argv[i], "--mode")) {
-            mode = !strcmp(value, "now") ? NOW : !strcmp(value, "block") ? BLOCK : RESUME;
+            mode = !strcmp(value, "now") ? NOW : !strcmp(value, "block") ? BLOCK : !strcmp(value, "thread") ? THREAD : RESUME;
             i++;
         } else if (!strcmp(argv[i], "--sync-us")) {
             sync_us = (unsigned)atoi(value);
@@ -173,7 +174,13 @@ int main(int argc, char **argv) {
     address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);  // 127.0.0.1 only, on a free port
     pthread_t thread;
     pthread_create(&thread, NULL, hand_off, NULL);
-    struct MHD_Daemon *daemon = MHD_start_daemon(
+    struct MHD_Daemon *daemon = mode == THREAD
+        ? MHD_start_daemon(
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL, 0, NULL, NULL, handle, NULL,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)16384, MHD_OPTION_THREAD_STACK_SIZE, (size_t)(256 << 10),
+        MHD_OPTION_CONNECTION_LIMIT, 4096, MHD_OPTION_CONNECTION_TIMEOUT, 30,
+        MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&address, MHD_OPTION_END)
+        : MHD_start_daemon(
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_ALLOW_SUSPEND_RESUME, 0, NULL, NULL, handle, NULL,
         MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)16384,
         MHD_OPTION_CONNECTION_LIMIT, 4096, MHD_OPTION_CONNECTION_TIMEOUT, 30,

@@ -195,6 +195,28 @@ struct JSONWriter {
         }
     }
 
+    /// A timestamp's JSON text, formatted once and held inline (no array to allocate and free per
+    /// request): `received_at` is the same on every line of a request.
+    struct TimestampText {
+        private var storage = InlineArray<32, UInt8>(repeating: 0)
+        private var count = 0
+
+        init(_ time: Timestamp) {
+            var mutable = storage.mutableSpan
+            count = mutable.withUnsafeMutableBufferPointer { buffer in
+                var w = JSONWriter(buffer.baseAddress!)
+                w.timestamp(time)
+                return w.cursor - buffer.baseAddress!
+            }
+        }
+
+        /// Writes the text at `writer`'s cursor.
+        func write(to writer: inout JSONWriter) {
+            let count = count
+            storage.span.withUnsafeBufferPointer { writer.raw(bytes: UnsafeBufferPointer(rebasing: $0[..<count])) }
+        }
+    }
+
     /// The text `number(_:)` writes.
     static func numberText(_ value: Double) -> String {
         if value == value.rounded(), value.magnitude < 9.0e15 { return String(Int64(value)) }

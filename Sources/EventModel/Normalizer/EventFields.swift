@@ -102,7 +102,10 @@ enum EventField: Int, CaseIterable {
 
 /// The values of the known members of one event object, as tape indices (no per-member copies).
 struct EventFields {
-    private var slots: [Int32] = Array(repeating: -1, count: EventField.allCases.count)
+    /// One slot per `EventField` (33 today; a test checks they fit), held inline: an array would
+    /// be allocated and freed per request through the runtime's unspecialised paths.
+    static let slotCount = 48
+    private var slots = InlineArray<48, Int32>(repeating: -1)
     private var document: JSONDocument?
     /// The collected members of the last object, one bit each (`EventField.bits`).
     private(set) var found: UInt64 = 0
@@ -121,28 +124,27 @@ struct EventFields {
         self.document = document
         var found: UInt64 = 0
         defer { self.found = found }
-        let duplicate: EventField? = slots.withUnsafeMutableBufferPointer { slots in
-            slots.update(repeating: -1)
-            return document.tape.withUnsafeBufferPointer { tape in
-                document.bytes.withUnsafeBufferPointer { bytes in
-                    var k = object.index + 1
-                    let end = Int(tape[object.index].next)
-                    while k < end {
-                        let key = tape[k]
-                        let raw = UnsafeBufferPointer(rebasing: bytes[Int(key.start)..<Int(key.end)])
-                        let field =
-                            key.flags & Token.hasEscapes == 0
-                            ? EventField.named(raw)
-                            : JSONValue.unescape(raw).withUnsafeBufferPointer { EventField.named($0) }
-                        if let field, mask & (1 << UInt64(field.rawValue)) != 0 {
-                            if slots[field.rawValue] >= 0 { return field }
-                            slots[field.rawValue] = Int32(k + 1)
-                            found |= 1 << UInt64(field.rawValue)
-                        }
-                        k = Int(tape[k + 1].next)
+        var slots = InlineArray<48, Int32>(repeating: -1)
+        defer { self.slots = slots }
+        let duplicate: EventField? = document.tape.withUnsafeBufferPointer { tape in
+            document.bytes.withUnsafeBufferPointer { bytes in
+                var k = object.index + 1
+                let end = Int(tape[object.index].next)
+                while k < end {
+                    let key = tape[k]
+                    let raw = UnsafeBufferPointer(rebasing: bytes[Int(key.start)..<Int(key.end)])
+                    let field =
+                        key.flags & Token.hasEscapes == 0
+                        ? EventField.named(raw)
+                        : JSONValue.unescape(raw).withUnsafeBufferPointer { EventField.named($0) }
+                    if let field, mask & (1 << UInt64(field.rawValue)) != 0 {
+                        if slots[field.rawValue] >= 0 { return field }
+                        slots[field.rawValue] = Int32(k + 1)
+                        found |= 1 << UInt64(field.rawValue)
                     }
-                    return nil
+                    k = Int(tape[k + 1].next)
                 }
+                return nil
             }
         }
         if let duplicate {

@@ -13,35 +13,35 @@ package struct EventHash: Sendable {
     /// The fixed key: "detour-analytics" as two little-endian words.
     static let key: (UInt64, UInt64) = (0x612d_7275_6f74_6564, 0x7363_6974_796c_616e)
 
-    private var buffer: [UInt8] = []
+    /// The hash state: the fields are hashed as they are appended, so no input buffer is kept
+    /// (one was allocated and freed per request).
+    private var state = SipHash128.Streaming(key: EventHash.key)
 
     /// Creates an empty hash input.
-    package init() {
-        buffer.reserveCapacity(256)
-    }
+    package init() {}
 
     /// Appends one field, length-prefixed.
     package mutating func append<C: Collection<UInt8>>(_ bytes: C) {
-        var count = UInt64(bytes.count).littleEndian
-        withUnsafeBytes(of: &count) { buffer.append(contentsOf: $0) }
-        buffer.append(contentsOf: bytes)
+        state.append(word: UInt64(bytes.count))
+        if bytes.withContiguousStorageIfAvailable({ state.append(UnsafeRawBufferPointer($0)) }) == nil {
+            for byte in bytes { state.append(byte: byte) }
+        }
     }
 
     /// Appends one string field (its UTF-8 bytes).
     package mutating func append(_ text: String) {
-        append(text.utf8)
+        var text = text
+        text.withUTF8 { append($0) }
     }
 
     /// Appends an integer field (8 little-endian bytes, itself length-prefixed).
     package mutating func append(_ value: Int64) {
-        var word = value.littleEndian
-        withUnsafeBytes(of: &word) { append($0) }
+        state.append(word: 8)
+        state.append(word: UInt64(bitPattern: value))
     }
 
     /// The 128-bit digest of everything appended, as two words.
-    package var words: (UInt64, UInt64) {
-        buffer.withUnsafeBufferPointer { SipHash128.hash($0, key: EventHash.key) }
-    }
+    package var words: (UInt64, UInt64) { state.finish() }
 
     /// The 16-byte digest of everything appended (first word's bytes little-endian, then the second's).
     package var digest: [UInt8] {
@@ -96,7 +96,7 @@ package struct EventHash: Sendable {
 
     /// Clears the input for reuse.
     package mutating func reset() {
-        buffer.removeAll(keepingCapacity: true)
+        state = SipHash128.Streaming(key: EventHash.key)
     }
 }
 
@@ -137,5 +137,99 @@ enum SipHash128 {
         round(); round(); round(); round()
         let b = v0 ^ v1 ^ v2 ^ v3
         return (a, b)
+    }
+
+    /// SipHash-2-4 (128-bit) over input given in pieces: the same digest as `hash` of the
+    /// concatenation (tests check this against random splits).
+    struct Streaming {
+        private var v0: UInt64
+        private var v1: UInt64
+        private var v2: UInt64
+        private var v3: UInt64
+        /// Bytes not yet compressed (fewer than 8), little-endian from bit 0.
+        private var tail: UInt64 = 0
+        private var tailBytes: UInt64 = 0
+        /// Bytes appended in all.
+        private var length: UInt64 = 0
+
+        init(key: (UInt64, UInt64)) {
+            v0 = key.0 ^ 0x736f_6d65_7073_6575
+            v1 = key.1 ^ 0x646f_7261_6e64_6f6d ^ 0xee
+            v2 = key.0 ^ 0x6c79_6765_6e65_7261
+            v3 = key.1 ^ 0x7465_6462_7974_6573
+        }
+
+        @inline(__always) private static func rotl(_ x: UInt64, _ b: UInt64) -> UInt64 { (x << b) | (x >> (64 - b)) }
+
+        @inline(__always) private mutating func round() {
+            v0 &+= v1; v1 = Self.rotl(v1, 13); v1 ^= v0; v0 = Self.rotl(v0, 32)
+            v2 &+= v3; v3 = Self.rotl(v3, 16); v3 ^= v2
+            v0 &+= v3; v3 = Self.rotl(v3, 21); v3 ^= v0
+            v2 &+= v1; v1 = Self.rotl(v1, 17); v1 ^= v2; v2 = Self.rotl(v2, 32)
+        }
+
+        @inline(__always) private mutating func compress(_ m: UInt64) {
+            v3 ^= m
+            round(); round()
+            v0 ^= m
+        }
+
+        /// Appends one byte.
+        mutating func append(byte: UInt8) {
+            tail |= UInt64(byte) << (8 * tailBytes)
+            tailBytes += 1
+            length &+= 1
+            if tailBytes == 8 {
+                compress(tail)
+                tail = 0
+                tailBytes = 0
+            }
+        }
+
+        /// Appends the 8 little-endian bytes of `word`.
+        mutating func append(word: UInt64) {
+            length &+= 8
+            if tailBytes == 0 {
+                compress(word)
+            } else {
+                // The word's low bytes complete the pending block; its high bytes stay pending.
+                compress(tail | word << (8 * tailBytes))
+                tail = word >> (64 - 8 * tailBytes)
+            }
+        }
+
+        /// Appends `bytes`.
+        mutating func append(_ bytes: UnsafeRawBufferPointer) {
+            var offset = 0
+            let count = bytes.count
+            while tailBytes != 0, offset < count {
+                append(byte: bytes[offset])
+                offset += 1
+            }
+            length &+= UInt64(count - offset)
+            while count - offset >= 8 {
+                compress(UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self)))
+                offset += 8
+            }
+            while offset < count {
+                tail |= UInt64(bytes[offset]) << (8 * tailBytes)
+                tailBytes += 1
+                offset += 1
+            }
+        }
+
+        /// The digest of everything appended (the state is left as it was).
+        func finish() -> (UInt64, UInt64) {
+            var copy = self
+            let last = tail | (length << 56)
+            copy.compress(last)
+            copy.v2 ^= 0xee
+            copy.round(); copy.round(); copy.round(); copy.round()
+            let a = copy.v0 ^ copy.v1 ^ copy.v2 ^ copy.v3
+            copy.v1 ^= 0xdd
+            copy.round(); copy.round(); copy.round(); copy.round()
+            let b = copy.v0 ^ copy.v1 ^ copy.v2 ^ copy.v3
+            return (a, b)
+        }
     }
 }

@@ -17,7 +17,15 @@ extension EventNormalizer {
         let sdk = sdk(index: index)
         let digest: (UInt64, UInt64)? = event.clientID == nil ? digest(of: event, device: device) : nil
         let bound = lineBound(of: event, sdk: sdk)
-        let lines = self.lines!
+        // A single event's buffer is made here, at its line's bound: sized before the bound was
+        // known, it was allocated once and then grown (two allocations over 1 KiB and a copy).
+        let lines: LineBuffer
+        if let existing = self.lines {
+            lines = existing
+        } else {
+            lines = LineBuffer(capacity: bound + 1)
+            self.lines = lines
+        }
         let receivedAtJSON = receivedAtJSON
         let appID = context.appID
         if let sentAt, sentAtJSON?.time != sentAt {
@@ -41,7 +49,7 @@ extension EventNormalizer {
             w.timestamp(time)
             let timeJSON = UnsafeBufferPointer(start: timeStart, count: w.cursor - timeStart)
             w.raw(#","received_at":"#)
-            w.raw(receivedAtJSON)
+            receivedAtJSON.write(to: &w)
             switch clock {
             case .ok: w.raw(#","clock":"ok","name":"#)
             case .skewCorrected: w.raw(#","clock":"skew_corrected","name":"#)

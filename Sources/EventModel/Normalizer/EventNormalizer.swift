@@ -8,7 +8,8 @@ struct EventNormalizer {
     let limits: IngestLimits
     var sentAt: Timestamp?
     var result = NormalizedRequest()
-    /// Envelope lines of accepted events, when normalising straight to lines.
+    /// Envelope lines of accepted events, when normalising straight to lines (a batch sizes it
+    /// up front; otherwise the first accepted event makes it).
     var lines: LineBuffer?
     var fields = EventFields()
     var hash = EventHash()
@@ -19,7 +20,7 @@ struct EventNormalizer {
     static let maxLinkPathBytes = 1024
 
     /// `received_at` as a quoted JSON timestamp: the same for every line of the request.
-    let receivedAtJSON: [UInt8]
+    let receivedAtJSON: JSONWriter.TimestampText
     /// Whether the `X-SDK` header is a usable identifier (checked once per request).
     let isSDKHeaderValid: Bool
     /// `sentAt` as a quoted JSON timestamp, formatted once per request.
@@ -29,7 +30,7 @@ struct EventNormalizer {
     init(_ document: JSONDocument, context: RequestContext, limits: IngestLimits) {
         self.context = context
         self.limits = limits
-        receivedAtJSON = JSONWriter.timestampBytes(context.receivedAt)
+        receivedAtJSON = JSONWriter.TimestampText(context.receivedAt)
         var header = context.sdkHeader ?? ""
         isSDKHeaderValid = header.withUTF8 { DeviceID.isValidIdentifier($0) }
         if document.hasLoneSurrogates { result.warnings.append(Self.loneSurrogateWarning) }

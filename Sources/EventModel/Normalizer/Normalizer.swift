@@ -33,7 +33,6 @@ package enum Normalizer {
         let root = document.root
         guard root.kind == .object else { throw .notAnObject }
         var normalizer = EventNormalizer(document, context: context, limits: limits)
-        if encode { normalizer.lines = LineBuffer(capacity: body.count * 2 + 512) }
         normalizer.sdkEvent(
             root, index: 0, kind: kind == .retention ? .retention : .event, allowsType: false, encode: encode)
         return outcome(normalizer)
