@@ -94,6 +94,8 @@ package final class LogWriter: Sendable {
     let core: WriterCore
     let metrics: LogMetrics
     private let pendingLimit: Int
+    /// `configuration.enqueueTimeout` in nanoseconds, converted once (not on every append).
+    private let enqueueTimeoutNanos: UInt64
     let commitDelayNanos: UInt64
     /// The largest batch the deep-queue rule waits for (4 MiB).
     let deepBatchBytes = 4 << 20
@@ -133,6 +135,7 @@ package final class LogWriter: Sendable {
         }
         core = WriterCore(configuration: configuration, lockFD: lockFD, recovered: recovered, metrics: metrics)
         pendingLimit = min(configuration.maxPendingBytes, configuration.maxFrameBytes)
+        enqueueTimeoutNanos = UInt64(max(0, configuration.enqueueTimeout.microseconds)) * 1000
         commitDelayNanos = UInt64(max(0, configuration.groupCommitDelay.microseconds)) * 1000
         maxBatchBytes = max(configuration.maxBatchBytes, configuration.groupCommitBytes)
         let shared = Shared()
@@ -271,7 +274,7 @@ package final class LogWriter: Sendable {
             let now = Monitor<Shared>.monotonicNow()
             if shared.isClosing { throw .unavailable(reason: "event log closed") }
             if let until = shared.failedUntil, now < until, let error = shared.lastError { throw error }
-            let deadline = now + UInt64(max(0, configuration.enqueueTimeout.microseconds)) * 1000
+            let deadline = now + enqueueTimeoutNanos
             while shared.pending.count + shared.closedBytes + total > pendingLimit {
                 if Monitor<Shared>.monotonicNow() >= deadline { throw .unavailable(reason: "event log queue full") }
                 monitor.wait(Condition.space, deadline: deadline)

@@ -5,6 +5,23 @@ import Testing
 
 @Suite("Ingest building blocks")
 struct UnitTests {
+    @Test("Content-Length is read from its bytes exactly as Int(String) reads it")
+    func decimalIntegers() {
+        let texts = [
+            "0", "297", "+5", "-5", "", "+", "-", "12a", " 1", "1 ", "00042", "9223372036854775807",
+            "9223372036854775808", "-9223372036854775808", "-9223372036854775809", "1e3", "0x10", "٣",
+        ]
+        var generator = SystemRandomNumberGenerator()
+        let alphabet = Array("0123456789+- a".utf8)
+        let random = (0..<500).map { _ in
+            String(decoding: (0..<Int.random(in: 0...22, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! }, as: UTF8.self)
+        }
+        for text in texts + random {
+            let got = Array(text.utf8).withUnsafeBufferPointer { decimalInteger($0) }
+            #expect(got == Int(text), "\(text)")
+        }
+    }
+
     @Test("the default configuration is valid and every bad field is named")
     func configuration() throws {
         try IngestConfiguration().validate()

@@ -175,7 +175,7 @@ enum SipHash128 {
         }
 
         /// Appends one byte.
-        mutating func append(byte: UInt8) {
+        @inline(__always) mutating func append(byte: UInt8) {
             tail |= UInt64(byte) << (8 * tailBytes)
             tailBytes += 1
             length &+= 1
@@ -187,7 +187,7 @@ enum SipHash128 {
         }
 
         /// Appends the 8 little-endian bytes of `word`.
-        mutating func append(word: UInt64) {
+        @inline(__always) mutating func append(word: UInt64) {
             length &+= 8
             if tailBytes == 0 {
                 compress(word)
@@ -200,22 +200,35 @@ enum SipHash128 {
 
         /// Appends `bytes`.
         mutating func append(_ bytes: UnsafeRawBufferPointer) {
-            var offset = 0
+            // On a local copy, whose words stay in registers through the loops.
+            var state = self
             let count = bytes.count
-            while tailBytes != 0, offset < count {
-                append(byte: bytes[offset])
-                offset += 1
+            var offset = 0
+            state.length &+= UInt64(count)
+            if state.tailBytes != 0 {
+                while state.tailBytes < 8, offset < count {
+                    state.tail |= UInt64(bytes[offset]) << (8 * state.tailBytes)
+                    state.tailBytes += 1
+                    offset += 1
+                }
+                guard state.tailBytes == 8 else {
+                    self = state
+                    return
+                }
+                state.compress(state.tail)
+                state.tail = 0
+                state.tailBytes = 0
             }
-            length &+= UInt64(count - offset)
             while count - offset >= 8 {
-                compress(UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self)))
+                state.compress(UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self)))
                 offset += 8
             }
             while offset < count {
-                tail |= UInt64(bytes[offset]) << (8 * tailBytes)
-                tailBytes += 1
+                state.tail |= UInt64(bytes[offset]) << (8 * state.tailBytes)
+                state.tailBytes += 1
                 offset += 1
             }
+            self = state
         }
 
         /// The digest of everything appended (the state is left as it was).

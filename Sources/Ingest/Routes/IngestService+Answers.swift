@@ -94,6 +94,9 @@ extension IngestService {
     static let acceptedOne = HTTPResponse(status: 200, body: Array(#"{"accepted":1,"rejected":[],"warnings":[]}"#.utf8))
 
     var sharedResponses: [HTTPResponse] { [Self.acceptedOne] }
+
+    /// The routes' methods and paths (`HTTPHandler.knownStrings`).
+    var knownStrings: [String] { Array(Set(Router.routes.flatMap { [$0.method, $0.path] })) }
 }
 
 extension IngestError {

@@ -194,9 +194,14 @@ package protocol HTTPHandler: Sendable {
     /// the prepared one whenever an answer equals one of them (status, content type, body, no
     /// other headers).
     var sharedResponses: [HTTPResponse] { get }
+    /// Methods and paths (without a query) requests use often: the server reuses these Strings
+    /// for a request whose method or target equals one, instead of making new ones.
+    var knownStrings: [String] { get }
 }
 
 extension HTTPHandler {
     /// None by default.
     package var sharedResponses: [HTTPResponse] { [] }
+    /// None by default.
+    package var knownStrings: [String] { [] }
 }

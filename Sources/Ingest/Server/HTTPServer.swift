@@ -161,10 +161,28 @@ final class ServerCore: Sendable {
     /// the handler charges for them), up to its limit.
     let budget: RequestBudget
 
+    /// Request targets and methods met on every request (the handler's `knownStrings`), with
+    /// their bytes: a request's method and path are taken from here when they equal one, instead
+    /// of a String made from the C string (and for a path longer than 15 bytes, allocated and
+    /// freed) each time.
+    let interned: [(bytes: [UInt8], string: String)]
+
     init(handler: any HTTPHandler, budget: RequestBudget) {
         self.handler = handler
         self.shared = handler.sharedResponses.compactMap(SharedResponse.init)
         self.budget = budget
+        self.interned = handler.knownStrings.map { (Array($0.utf8), $0) }
+    }
+
+    /// `text` as a String: an interned one when equal to it, else a new one made by `make`.
+    func string(_ text: UnsafePointer<CChar>, orElse make: (UnsafePointer<CChar>) -> String) -> String {
+        let length = strlen(text)
+        for entry in interned where entry.bytes.count == length {
+            if entry.bytes.withUnsafeBufferPointer({ memcmp($0.baseAddress!, text, length) == 0 }) {
+                return entry.string
+            }
+        }
+        return make(text)
     }
 
     /// A core with a budget of `maxBufferedBodyBytes` for bodies alone.
@@ -386,9 +404,10 @@ private func begin(
 ) -> MHD_Result {
     let started = ContinuousClock.now
     var head = RequestHead(
-        method: method.map { String(cString: $0) } ?? "", path: url.map { requestPath(String(cString: $0)) } ?? "/",
+        method: method.map { core.string($0) { String(cString: $0) } } ?? "",
+        path: url.map { core.string($0) { requestPath(String(cString: $0)) } } ?? "/",
         connection: connection)
-    head.contentLength = head.header("Content-Length").flatMap { Int($0) }
+    head.contentLength = head.withHeader("Content-Length") { $0.flatMap(decimalInteger) }
     core.inFlight.wrappingAdd(1, ordering: .relaxed)
     let state: RequestState
     var early: HTTPResponse?
@@ -437,6 +456,29 @@ private func begin(
         return queue(early, on: connection, state: state, core: core)
     }
     return .YES
+}
+
+/// `bytes` read as `Int(String)` reads decimal text (an optional sign, then at least one digit,
+/// nothing else), nil otherwise or when out of range; without making a String first.
+func decimalInteger(_ bytes: UnsafeBufferPointer<UInt8>) -> Int? {
+    var index = 0
+    var negative = false
+    if let first = bytes.first, first == UInt8(ascii: "+") || first == UInt8(ascii: "-") {
+        negative = first == UInt8(ascii: "-")
+        index = 1
+    }
+    guard index < bytes.count else { return nil }
+    var value = 0
+    while index < bytes.count {
+        let digit = Int(bytes[index]) &- 48
+        guard (0...9).contains(digit) else { return nil }
+        let (times10, overflow1) = value.multipliedReportingOverflow(by: 10)
+        let (next, overflow2) = negative ? times10.subtractingReportingOverflow(digit) : times10.addingReportingOverflow(digit)
+        guard !overflow1, !overflow2 else { return nil }
+        value = next
+        index += 1
+    }
+    return value
 }
 
 /// The path of a request target: origin form (`/api/...`, what clients send to a server) as it is;
