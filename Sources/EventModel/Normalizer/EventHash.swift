@@ -198,24 +198,32 @@ enum SipHash128 {
             }
         }
 
-        /// Appends `bytes`.
+        /// Appends `bytes`. Whole words are loaded where the input has eight bytes to read; bytes are
+        /// taken one by one only from an input shorter than that.
         mutating func append(_ bytes: UnsafeRawBufferPointer) {
-            // On a local copy, whose words stay in registers through the loops.
+            // On a local copy, whose words stay in registers through the loop.
             var state = self
             let count = bytes.count
             var offset = 0
             state.length &+= UInt64(count)
             if state.tailBytes != 0 {
-                while state.tailBytes < 8, offset < count {
-                    state.tail |= UInt64(bytes[offset]) << (8 * state.tailBytes)
-                    state.tailBytes += 1
-                    offset += 1
-                }
-                guard state.tailBytes == 8 else {
+                guard count >= 8 else {
+                    for byte in bytes {
+                        state.tail |= UInt64(byte) << (8 * state.tailBytes)
+                        state.tailBytes += 1
+                        if state.tailBytes == 8 {
+                            state.compress(state.tail)
+                            state.tail = 0
+                            state.tailBytes = 0
+                        }
+                    }
                     self = state
                     return
                 }
-                state.compress(state.tail)
+                // The first word's low bytes complete the pending block (its high bytes shift out).
+                let word = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: 0, as: UInt64.self))
+                state.compress(state.tail | word << (8 * state.tailBytes))
+                offset = 8 - Int(state.tailBytes)
                 state.tail = 0
                 state.tailBytes = 0
             }
@@ -223,10 +231,16 @@ enum SipHash128 {
                 state.compress(UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self)))
                 offset += 8
             }
-            while offset < count {
-                state.tail |= UInt64(bytes[offset]) << (8 * state.tailBytes)
-                state.tailBytes += 1
-                offset += 1
+            let rest = count - offset
+            if rest > 0 {
+                if count >= 8 {
+                    // The last eight bytes, shifted down to the `rest` not yet taken.
+                    let word = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self))
+                    state.tail = word >> (8 * UInt64(8 - rest))
+                } else {
+                    for k in 0..<rest { state.tail |= UInt64(bytes[offset + k]) << (8 * UInt64(k)) }
+                }
+                state.tailBytes = UInt64(rest)
             }
             self = state
         }

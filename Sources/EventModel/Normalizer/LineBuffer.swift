@@ -1,3 +1,5 @@
+import Locking
+
 // The envelope lines of one request, written one after another into one buffer: one allocation
 // per request instead of one array per event, and the event log copies them from it as they are.
 
@@ -16,11 +18,44 @@ package final class LineBuffer: @unchecked Sendable {
 
     /// Creates a buffer holding `capacity` bytes before it first grows.
     package init(capacity: Int) {
-        self.capacity = max(capacity, 256)
-        base = .allocate(capacity: self.capacity)
+        if capacity <= Self.pooledBytes {
+            self.capacity = Self.pooledBytes
+            base = Self.pool.withLock { $0.popLast()?.pointer } ?? .allocate(capacity: Self.pooledBytes)
+        } else {
+            self.capacity = capacity
+            base = .allocate(capacity: capacity)
+        }
     }
 
-    deinit { base.deallocate() }
+    deinit { Self.release(base, capacity: capacity) }
+
+    /// The size of the buffers kept for reuse: a single event's line (its bound is 1-3 KiB).
+    static let pooledBytes = 4096
+    /// Most buffers kept for reuse (256 KiB).
+    static let pooledLimit = 64
+    /// Buffers of `pooledBytes` freed by earlier requests. Every single-event request needs one
+    /// buffer of more than 1 KiB, and glibc serves each such request by first consolidating its
+    /// fast bins (`malloc_consolidate`, with every small chunk the request freed); a buffer from
+    /// here costs a lock instead.
+    private static let pool = Locked<[Block]>([])
+
+    /// A pooled buffer. `@unchecked Sendable`: a buffer in the pool belongs to no line buffer;
+    /// taking it out under the lock hands it to exactly one.
+    private struct Block: @unchecked Sendable {
+        let pointer: UnsafeMutablePointer<UInt8>
+    }
+
+    private static func release(_ buffer: UnsafeMutablePointer<UInt8>, capacity: Int) {
+        let block = Block(pointer: buffer)
+        if capacity == pooledBytes, pool.withLock({ (free) -> Bool in
+            guard free.count < pooledLimit else { return false }
+            free.append(block)
+            return true
+        }) {
+            return
+        }
+        buffer.deallocate()
+    }
 
     /// Writes one line of at most `bound` bytes with `body`, then a newline.
     func appendLine(bound: Int, _ body: (inout JSONWriter) -> Void) {
@@ -53,7 +88,7 @@ package final class LineBuffer: @unchecked Sendable {
     private func grow(to newCapacity: Int) {
         let grown = UnsafeMutablePointer<UInt8>.allocate(capacity: newCapacity)
         grown.update(from: base, count: count)
-        base.deallocate()
+        Self.release(base, capacity: capacity)
         base = grown
         capacity = newCapacity
     }
