@@ -41,7 +41,8 @@ final class CommitBatch {
     var isDone = false
     var error: LogError?
     /// Appends that did not wait (`append(ndjson:completion:)`): run by the committer once done.
-    var callbacks: [AppendCallback] = []
+    /// (Under the writer's lock, like the rest: no run-time exclusivity check per append.)
+    @exclusivity(unchecked) var callbacks: [AppendCallback] = []
 
     init(slot: Int) { self.slot = slot }
 }

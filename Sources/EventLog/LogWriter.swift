@@ -20,18 +20,21 @@ import Observability
 /// them with `.unavailable`.
 package final class LogWriter: Sendable {
     /// State shared by appenders and the pipeline threads; only touched under the monitor's lock.
+    /// What every append touches is `@exclusivity(unchecked)`: the lock already makes the accesses
+    /// exclusive, and the run-time check of each (~80 instructions, a few per append) guards only
+    /// against overlapping accesses by one thread, which the code under the lock does not make.
     final class Shared {
         /// The open batch: appends are copied here until a compressor (or the committer) takes it,
         /// or it reaches `maxBatchBytes` and is closed.
-        var pending: [UInt8] = []
-        var pendingRecords = 0
+        @exclusivity(unchecked) var pending: [UInt8] = []
+        @exclusivity(unchecked) var pendingRecords = 0
         /// Monotonic ns when the first record of the pending batch arrived.
-        var pendingSince: UInt64?
-        var batch = CommitBatch(slot: 0)
+        @exclusivity(unchecked) var pendingSince: UInt64?
+        @exclusivity(unchecked) var batch = CommitBatch(slot: 0)
         /// Batches closed at `maxBatchBytes`, oldest first; taken before the open one.
         var closed: [ClosedBatch] = []
         /// Bytes in `closed` (they count against the pending limit).
-        var closedBytes = 0
+        @exclusivity(unchecked) var closedBytes = 0
         /// Emptied buffers (with their capacity) for the next batches to close; at most
         /// `maxSpareBuffers`, so a burst's buffers do not stay allocated after it.
         var spareBuffers: [[UInt8]] = []

@@ -11,6 +11,8 @@
 //                  ingest's path with the work left out (default)
 //   --mode block   the handler blocks until the hand-off thread has "synced" its request: a thread
 //                  pool instead of suspend/resume (--threads sets the pool)
+//   --mode thread  as block, with a thread per connection (MHD_USE_THREAD_PER_CONNECTION, 256 KiB
+//                  stacks) instead of a pool: each request waits on its own thread
 //   --sync-file PATH  instead of the sleep, write 300 bytes per request of the group into PATH (64 MiB,
 //                  zero-filled first, as the event log preallocates its open segment; written round)
 //                  and fdatasync it: a durable answer with nothing else of ours
