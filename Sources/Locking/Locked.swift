@@ -7,7 +7,8 @@ import Glibc
 /// which ThreadSanitizer does not see, so every access made under it is reported as a race and a
 /// real race cannot be told apart from that noise (docs/reliability.md, "ThreadSanitizer"). TSan
 /// intercepts `pthread_mutex_lock`, so state guarded by this lock is checked for real. The cost is
-/// one heap allocation per lock, made once, and the same uncontended lock/unlock path in glibc.
+/// two heap allocations per lock (the mutex and the value, below), made once, and the same
+/// uncontended lock/unlock path in glibc.
 ///
 /// The value lives in memory allocated once beside the mutex, not in a stored property: an `inout`
 /// access to a class's stored property is checked for exclusivity at run time (a

@@ -284,7 +284,9 @@ private func percentEncode(_ text: String) -> String {
 /// `gzip -dc` of `bytes` (the test decodes with the system's tool, not the code under test).
 private func gunzip(_ bytes: [UInt8]) throws -> [UInt8] {
     let path = FileManager.default.temporaryDirectory.path + "/detour-gunzip-\(UUID().uuidString).gz"
-    FileManager.default.createFile(atPath: path, contents: Data(bytes))
+    guard FileManager.default.createFile(atPath: path, contents: Data(bytes)) else {
+        throw ChaosError("could not write \(path)")
+    }
     defer { unlink(path) }
     let result = try ChildProcess.run("/bin/gzip", ["-dc", path], environment: [:], timeout: .seconds(30))
     guard result.status == 0 else { throw ChaosError("gzip -dc: \(result.errors)") }
