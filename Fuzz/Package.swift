@@ -29,7 +29,7 @@ let package = Package(
         .target(name: "Locking", swiftSettings: strict),
         .target(name: "CivilTime", swiftSettings: strict),
         .target(name: "Observability", dependencies: ["CMalloc", "Locking"], swiftSettings: strict),
-        .target(name: "EventModel", dependencies: ["CivilTime"], swiftSettings: strict),
+        .target(name: "EventModel", dependencies: ["CivilTime", "Locking"], swiftSettings: strict),
         .target(name: "EventLog", dependencies: ["CZlib", "CZstd", "Observability"], swiftSettings: strict),
         .executableTarget(name: "FuzzJSON", dependencies: ["EventModel"], swiftSettings: fuzzSettings),
         .executableTarget(name: "FuzzEnvelope", dependencies: ["EventModel"], swiftSettings: fuzzSettings),
