@@ -102,6 +102,8 @@ package struct EventHash: Sendable {
 
 /// SipHash-2-4 with a 128-bit result.
 enum SipHash128 {
+    /// The digest of `message` in one pass: the plain form of the algorithm, which the reference
+    /// vectors check and the streamed form (`Streaming`, what `EventHash` uses) is tested against.
     static func hash(_ message: UnsafeBufferPointer<UInt8>, key: (UInt64, UInt64)) -> (UInt64, UInt64) {
         var v0: UInt64 = key.0 ^ 0x736f_6d65_7073_6575
         var v1: UInt64 = key.1 ^ 0x646f_7261_6e64_6f6d ^ 0xee
