@@ -186,18 +186,10 @@ struct JSONWriter {
         raw("Z\"")
     }
 
-    /// `timestamp(_:)`'s bytes (with quotes), for a time written on many lines.
-    static func timestampBytes(_ time: Timestamp) -> [UInt8] {
-        [UInt8](unsafeUninitializedCapacity: timestampBound) { buffer, count in
-            var w = JSONWriter(buffer.baseAddress!)
-            w.timestamp(time)
-            count = w.cursor - buffer.baseAddress!
-        }
-    }
-
-    /// A timestamp's JSON text, formatted once and held inline (no array to allocate and free per
-    /// request): `received_at` is the same on every line of a request.
+    /// `timestamp(_:)`'s text (with quotes), formatted once for a time written on many lines
+    /// (`received_at`, `sent_at`) and held inline: no array to allocate and free per request.
     struct TimestampText {
+        /// At least `timestampBound` bytes.
         private var storage = InlineArray<32, UInt8>(repeating: 0)
         private var count = 0
 

@@ -178,9 +178,15 @@ enum SipHash128 {
 
         /// Appends one byte.
         @inline(__always) mutating func append(byte: UInt8) {
+            length &+= 1
+            push(byte)
+        }
+
+        /// Adds `byte` to the pending block, compressing it once it holds eight (`length` is the
+        /// caller's to count).
+        @inline(__always) private mutating func push(_ byte: UInt8) {
             tail |= UInt64(byte) << (8 * tailBytes)
             tailBytes += 1
-            length &+= 1
             if tailBytes == 8 {
                 compress(tail)
                 tail = 0
@@ -210,15 +216,7 @@ enum SipHash128 {
             state.length &+= UInt64(count)
             if state.tailBytes != 0 {
                 guard count >= 8 else {
-                    for byte in bytes {
-                        state.tail |= UInt64(byte) << (8 * state.tailBytes)
-                        state.tailBytes += 1
-                        if state.tailBytes == 8 {
-                            state.compress(state.tail)
-                            state.tail = 0
-                            state.tailBytes = 0
-                        }
-                    }
+                    for byte in bytes { state.push(byte) }
                     self = state
                     return
                 }
@@ -234,15 +232,13 @@ enum SipHash128 {
                 offset += 8
             }
             let rest = count - offset
-            if rest > 0 {
-                if count >= 8 {
-                    // The last eight bytes, shifted down to the `rest` not yet taken.
-                    let word = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self))
-                    state.tail = word >> (8 * UInt64(8 - rest))
-                } else {
-                    for k in 0..<rest { state.tail |= UInt64(bytes[offset + k]) << (8 * UInt64(k)) }
-                }
+            if rest > 0, count >= 8 {
+                // The last eight bytes, shifted down to the `rest` not yet taken.
+                let word = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self))
+                state.tail = word >> (8 * UInt64(8 - rest))
                 state.tailBytes = UInt64(rest)
+            } else {
+                for byte in bytes[offset...] { state.push(byte) }
             }
             self = state
         }

@@ -26,9 +26,9 @@ extension EventNormalizer {
         let receivedAtJSON = receivedAtJSON
         let appID = context.appID
         if let sentAt, sentAtJSON?.time != sentAt {
-            sentAtJSON = (sentAt, JSONWriter.timestampBytes(sentAt))
+            sentAtJSON = (sentAt, JSONWriter.TimestampText(sentAt))
         }
-        let sentAtJSON = sentAt == nil ? nil : sentAtJSON?.json
+        let sentAtJSON = sentAt == nil ? nil : sentAtJSON?.text
         lines.appendLine(bound: bound) { w in
             w.raw(#"{"v":1,"id":"#)
             if let digest {
@@ -65,7 +65,7 @@ extension EventNormalizer {
             if event.client == time { w.raw(bytes: timeJSON) } else { w.timestamp(event.client) }
             if let sentAtJSON {
                 w.raw(#","sent_at":"#)
-                w.raw(sentAtJSON)
+                sentAtJSON.write(to: &w)
             }
             if let attribution = event.attribution {
                 w.raw(#","attribution":{"install_click_id":"#)

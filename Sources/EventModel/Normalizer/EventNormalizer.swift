@@ -24,7 +24,7 @@ struct EventNormalizer {
     /// Whether the `X-SDK` header is a usable identifier (checked once per request).
     let isSDKHeaderValid: Bool
     /// `sentAt` as a quoted JSON timestamp, formatted once per request.
-    var sentAtJSON: (time: Timestamp, json: [UInt8])?
+    var sentAtJSON: (time: Timestamp, text: JSONWriter.TimestampText)?
 
     /// A normaliser for the events of `document`.
     init(_ document: JSONDocument, context: RequestContext, limits: IngestLimits) {
