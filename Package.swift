@@ -73,7 +73,7 @@ let package = Package(
         .testTarget(
             name: "PostgresTests", dependencies: ["Postgres", "TestSupport", "Locking"], swiftSettings: strict),
         .testTarget(
-            name: "IngestTests", dependencies: ["Ingest", "EventLog", "EventModel", "TestSupport", "Locking"],
+            name: "IngestTests", dependencies: ["Ingest", "EventLog", "EventModel", "TestSupport", "Locking", "Observability"],
             swiftSettings: strict),
         .testTarget(
             name: "AggregatorTests",

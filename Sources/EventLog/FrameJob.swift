@@ -1,3 +1,5 @@
+import Observability
+
 /// One group commit on its way through the writer's pipeline: the NDJSON taken from the pending
 /// queue, then the frame compressed from it, then the outcome the waiting appenders read.
 ///
@@ -50,7 +52,7 @@ final class CommitBatch {
 /// A queued `append(ndjson:completion:)`: when it started (for the append latency histogram) and
 /// what to run once its frame is durable or failed.
 struct AppendCallback {
-    let start: ContinuousClock.Instant
+    let start: MonotonicInstant
     let completion: @Sendable (LogError?) -> Void
 }
 

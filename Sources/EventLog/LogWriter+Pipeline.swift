@@ -84,10 +84,14 @@ extension LogWriter {
     /// Spare buffers kept for closing batches: one per compressor covers a steady deep queue.
     var maxSpareBuffers: Int { configuration.compressionThreads }
 
-    /// Under the lock: an empty open batch with a new set of appenders.
+    /// Under the lock: an empty open batch with a new set of appenders. Its callback list is made
+    /// at the size of the batch it follows (up to 1,024): grown from empty it was reallocated and
+    /// copied at 1, 2, 4, 8 and 16 callbacks, ~330 instructions per single-event request.
     private func startBatch(_ shared: Shared) {
+        let previous = shared.batch.callbacks.count
         shared.batchCount += 1
         shared.batch = CommitBatch(slot: shared.batchCount % Condition.doneSlots)
+        if previous > 0 { shared.batch.callbacks.reserveCapacity(min(previous, 1024)) }
         shared.pendingRecords = 0
         shared.pendingSince = nil
     }
@@ -274,10 +278,10 @@ extension LogWriter {
     /// `fdatasync`, then acknowledges, in write order, every group at the head that is synced.
     func runSyncer() {
         while let groups = takeSyncs() {
-            let start = ContinuousClock.now
+            let start = MonotonicInstant.now
             let code = configuration.groupSync(groups[0].fd)
             if code == 0 { metrics.fsyncSeconds.observe(since: start) }
-            let took = UInt64(max(0, (ContinuousClock.now - start) / .nanoseconds(1)))
+            let took = start.elapsedNanoseconds
             let done: [WrittenGroup] = monitor.withLock { shared in
                 shared.syncsRunning -= 1
                 shared.syncEstimate = (shared.syncEstimate * 7 + took) / 8

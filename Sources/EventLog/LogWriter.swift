@@ -178,7 +178,7 @@ package final class LogWriter: Sendable {
     ///   `.tooLarge` when the records exceed `maxFrameBytes`, `.invalidRecord` for a newline in a record.
     package func append(_ records: [[UInt8]]) throws(LogError) {
         guard !records.isEmpty else { return }
-        let start = ContinuousClock.now
+        let start = MonotonicInstant.now
         // Records are reached through the outer buffer's addressor, so neither loop retains and
         // releases every record array (that was ~1/4 of an appending thread's CPU).
         let (total, hasNewline) = records.withUnsafeBufferPointer { outer in
@@ -210,7 +210,7 @@ package final class LogWriter: Sendable {
     package func append(ndjson: UnsafeRawBufferPointer) throws(LogError) {
         guard let base = ndjson.baseAddress, ndjson.count > 0 else { return }
         guard ndjson[ndjson.count - 1] == 10 else { throw .invalidRecord(reason: "NDJSON must end with a newline") }
-        let start = ContinuousClock.now
+        let start = MonotonicInstant.now
         let records = Self.countLines(base, ndjson.count)
         // Typed as UInt8 so `append(contentsOf:)` takes its contiguous (memcpy) path.
         let bytes = ndjson.assumingMemoryBound(to: UInt8.self)
@@ -238,7 +238,7 @@ package final class LogWriter: Sendable {
         guard ndjson[ndjson.count - 1] == 10 else {
             return completion(.invalidRecord(reason: "NDJSON must end with a newline"))
         }
-        let callback = AppendCallback(start: ContinuousClock.now, completion: completion)
+        let callback = AppendCallback(start: .now, completion: completion)
         assert(known == nil || known == Self.countLines(base, ndjson.count), "records must be the number of lines")
         let records = known ?? Self.countLines(base, ndjson.count)
         let bytes = ndjson.assumingMemoryBound(to: UInt8.self)

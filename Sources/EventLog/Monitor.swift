@@ -1,4 +1,5 @@
 import Glibc
+import Observability
 
 /// State guarded by one pthread mutex, with condition variables to wait on (a classic monitor).
 /// `Synchronization.Mutex` has no condition variable; the group commit needs threads to sleep
@@ -62,9 +63,5 @@ final class Monitor<State: AnyObject>: @unchecked Sendable {
     func signal(_ condition: Int) { pthread_cond_signal(conditions + condition) }
 
     /// Monotonic nanoseconds, the time base of `wait(_:deadline:)`.
-    static func monotonicNow() -> UInt64 {
-        var spec = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &spec)
-        return UInt64(spec.tv_sec) * 1_000_000_000 + UInt64(spec.tv_nsec)
-    }
+    static func monotonicNow() -> UInt64 { MonotonicInstant.now.nanoseconds }
 }

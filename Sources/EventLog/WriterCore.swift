@@ -1,4 +1,5 @@
 import Glibc
+import Observability
 
 /// The I/O half of the writer: owns the open segment's file descriptor and executes
 /// `SegmentStateMachine` plans for groups of compressed frames (compression runs before, on the
@@ -87,7 +88,7 @@ final class WriterCore: @unchecked Sendable {
         let (consumed, group, needsSync) = write(jobs, mayRotate: true)
         guard let group else { return consumed }
         if needsSync {
-            let start = ContinuousClock.now
+            let start = MonotonicInstant.now
             let code = groupSync(fd)
             if code != 0 {
                 failGroups([group], error: Self.syncError(code, group))
@@ -224,7 +225,7 @@ final class WriterCore: @unchecked Sendable {
     /// Syncs the open segment if interval durability says it is time (called when idle).
     func syncIfDue() {
         guard fd >= 0, machine.isSyncDue(now: clock.now()) else { return }
-        let start = ContinuousClock.now
+        let start = MonotonicInstant.now
         if fdatasync(fd) == 0 {
             metrics.fsyncSeconds.observe(since: start)
         } else {

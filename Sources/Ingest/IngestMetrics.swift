@@ -15,7 +15,7 @@ final class IngestMetrics: Sendable {
     /// Counts an answered request: by route and status, and for an error answer also by its code
     /// (`code` label; absent on answers without one, such as 200s and the 400 whose every event was
     /// rejected, whose codes are in `ingest_events_rejected_total`).
-    func request(route: String, status: Int, code: String?, bytes: Int, started: ContinuousClock.Instant) {
+    func request(route: String, status: Int, code: String?, bytes: Int, started: MonotonicInstant) {
         let (latency, counter, byteCounter) = routes.withLock { (routes) -> (Histogram, Counter, Counter?) in
             let handles = self.handles(route, in: &routes)
             let counter: Counter

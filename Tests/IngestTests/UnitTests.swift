@@ -1,4 +1,5 @@
 import Foundation
+import Observability
 import Testing
 
 @testable import Ingest
@@ -70,7 +71,7 @@ struct UnitTests {
         func begin(_ head: RequestHead) -> RequestStart { .respond(Self.empty, route: "x") }
         func finish(context: any Sendable, body: [UInt8]) -> RequestFinish { .respond(Self.empty) }
         func bodyTooLarge(context: any Sendable, limit: Int) -> HTTPResponse { Self.empty }
-        func completed(route: String, status: Int, code: String?, bytesIn: Int, started: ContinuousClock.Instant) {}
+        func completed(route: String, status: Int, code: String?, bytesIn: Int, started: MonotonicInstant) {}
     }
 
     /// A handler with one prepared answer, as ingest's `{"accepted":1,...}`.
@@ -79,7 +80,7 @@ struct UnitTests {
         func begin(_ head: RequestHead) -> RequestStart { .respond(Self.accepted, route: "x") }
         func finish(context: any Sendable, body: [UInt8]) -> RequestFinish { .respond(Self.accepted) }
         func bodyTooLarge(context: any Sendable, limit: Int) -> HTTPResponse { Self.accepted }
-        func completed(route: String, status: Int, code: String?, bytesIn: Int, started: ContinuousClock.Instant) {}
+        func completed(route: String, status: Int, code: String?, bytesIn: Int, started: MonotonicInstant) {}
         var sharedResponses: [HTTPResponse] { [Self.accepted] }
     }
 

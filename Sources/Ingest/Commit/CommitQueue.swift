@@ -21,7 +21,7 @@ final class CommitQueue: Sendable {
         /// Bytes this job adds to a group's appends.
         let byteCount: Int
         /// When the job was created (just before it is queued).
-        let queuedAt = ContinuousClock.now
+        let queuedAt = MonotonicInstant.now
 
         init(
             ndjson: LineBuffer, deadLetters: [[UInt8]], completion: @escaping @Sendable (_ error: (any Error)?) -> Void
@@ -150,8 +150,8 @@ final class CommitQueue: Sendable {
     }
 
     private func commit(_ group: [Job], scratch: inout [UInt8]) {
-        let start = ContinuousClock.now
-        for job in group { queueWait.observe(Double((start - job.queuedAt) / .microseconds(1)) / 1e6) }
+        let start = MonotonicInstant.now
+        for job in group { queueWait.observe(Double(start.nanoseconds &- job.queuedAt.nanoseconds) / 1e9) }
         let deadLetters = group.flatMap(\.deadLetters)
         if !deadLetters.isEmpty {
             // Counted always, logged once per outage (as the event log's failures): at its disk

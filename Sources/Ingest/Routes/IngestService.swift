@@ -204,7 +204,7 @@ final class IngestService: HTTPHandler {
         HTTPResponse(error: .bodyTooLarge(limit: limit))
     }
 
-    func completed(route: String, status: Int, code: String?, bytesIn: Int, started: ContinuousClock.Instant) {
+    func completed(route: String, status: Int, code: String?, bytesIn: Int, started: MonotonicInstant) {
         metrics.request(route: route, status: status, code: code, bytes: bytesIn, started: started)
     }
 

@@ -1,4 +1,5 @@
 import JSONText
+package import Observability
 
 /// A response body handed out a piece at a time while it is sent (a large report's JSON):
 /// libmicrohttpd asks for the next bytes whenever the connection can take more, on the connection's
@@ -189,7 +190,7 @@ package protocol HTTPHandler: Sendable {
     /// The answer when the body exceeds the `readBody` limit while streaming.
     func bodyTooLarge(context: any Sendable, limit: Int) -> HTTPResponse
     /// Called once per answered request, for metrics (`code`: the answer's `errorCode`).
-    func completed(route: String, status: Int, code: String?, bytesIn: Int, started: ContinuousClock.Instant)
+    func completed(route: String, status: Int, code: String?, bytesIn: Int, started: MonotonicInstant)
     /// Answers given often enough to be built once: the server prepares these at start and sends
     /// the prepared one whenever an answer equals one of them (status, content type, body, no
     /// other headers).

@@ -1,6 +1,7 @@
 internal import CMicroHTTPD
 import Foundation
 import Locking
+import Observability
 import Synchronization
 
 /// Settings `HTTPServer` needs from `IngestConfiguration`.
@@ -402,7 +403,7 @@ private func begin(
     core: ServerCore, connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?,
     conCls: UnsafeMutablePointer<UnsafeMutableRawPointer?>
 ) -> MHD_Result {
-    let started = ContinuousClock.now
+    let started = MonotonicInstant.now
     var head = RequestHead(
         method: method.map { core.string($0) { String(cString: $0) } } ?? "",
         path: url.map { core.string($0) { requestPath(String(cString: $0)) } } ?? "/",

@@ -1,4 +1,5 @@
 import Synchronization
+import Observability
 
 /// Per-request state that libmicrohttpd keeps for us in `*con_cls` between callbacks.
 ///
@@ -15,7 +16,7 @@ import Synchronization
 /// accesses, and the one thread that touches them makes none.
 final class RequestState: @unchecked Sendable {
     let route: String
-    let started: ContinuousClock.Instant
+    let started: MonotonicInstant
     let limit: Int
     let context: any Sendable
     @exclusivity(unchecked) var body: [UInt8] = []
@@ -41,7 +42,7 @@ final class RequestState: @unchecked Sendable {
     private var answer: HTTPResponse?
     private let hasAnswer = Atomic<Bool>(false)
 
-    init(route: String, started: ContinuousClock.Instant, limit: Int, context: any Sendable) {
+    init(route: String, started: MonotonicInstant, limit: Int, context: any Sendable) {
         self.route = route
         self.started = started
         self.limit = limit
