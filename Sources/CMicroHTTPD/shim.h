@@ -20,4 +20,9 @@ static inline struct MHD_Daemon *CMicroHTTPD_start(unsigned int flags, uint16_t 
 static inline void *CMicroHTTPD_completedCallbackPointer(MHD_RequestCompletedCallback cb) {
     return (void *)cb;
 }
+
+// The same for MHD_OPTION_NOTIFY_CONNECTION.
+static inline void *CMicroHTTPD_connectionCallbackPointer(MHD_NotifyConnectionCallback cb) {
+    return (void *)cb;
+}
 #endif

@@ -8,7 +8,8 @@ package struct IngestConfiguration: Sendable {
     package var host: String = "127.0.0.1"
     /// TCP port to bind; 0 asks the kernel for an ephemeral port (see `HTTPServer.port`). Default 8080.
     package var port: UInt16 = 8080
-    /// libmicrohttpd worker threads (epoll, one event loop each). Default: the number of cores.
+    /// libmicrohttpd worker threads (one poll loop each; new connections alternate between them).
+    /// Default: the number of cores.
     package var threads: Int = ProcessInfo.processInfo.activeProcessorCount
     /// Largest request body as received on the wire (before decompression), in bytes. Default 1 MiB.
     /// A `Content-Length` above it is answered 413 before the body is read.

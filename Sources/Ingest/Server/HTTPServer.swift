@@ -62,8 +62,9 @@ package final class HTTPServer: Sendable {
         let core = ServerCore(
             handler: handler, budget: budget ?? RequestBudget(limit: settings.maxBufferedBodyBytes))
         let cls = Unmanaged.passUnretained(core).toOpaque()
+        // No listening socket for libmicrohttpd: `Acceptor` accepts and hands connections over,
+        // alternating between the loops.
         var options: [MHD_OptionItem] = [
-            MHD_OptionItem(option: .LISTEN_SOCKET, value: Int(fd), ptr_value: nil),
             MHD_OptionItem(option: .CONNECTION_LIMIT, value: settings.connectionLimit, ptr_value: nil),
             MHD_OptionItem(
                 option: .CONNECTION_TIMEOUT, value: settings.connectionTimeoutSeconds, ptr_value: nil),
@@ -71,6 +72,9 @@ package final class HTTPServer: Sendable {
             MHD_OptionItem(
                 option: .NOTIFY_COMPLETED,
                 value: Int(bitPattern: CMicroHTTPD_completedCallbackPointer(requestCompleted)), ptr_value: cls),
+            MHD_OptionItem(
+                option: .NOTIFY_CONNECTION,
+                value: Int(bitPattern: CMicroHTTPD_connectionCallbackPointer(connectionChanged)), ptr_value: cls),
         ]
         if settings.threads > 1 {
             options.append(MHD_OptionItem(option: .THREAD_POOL_SIZE, value: settings.threads, ptr_value: nil))
@@ -81,13 +85,10 @@ package final class HTTPServer: Sendable {
                     option: .PER_IP_CONNECTION_LIMIT, value: settings.perIPConnectionLimit, ptr_value: nil))
         }
         options.append(MHD_OptionItem(option: .END, value: 0, ptr_value: nil))
-        // poll(), not epoll: shutdown quiesces the daemon (stop accepting, finish what is in flight),
-        // and in libmicrohttpd 0.9.75 MHD_quiesce_daemon on an epoll daemon with its own threads races
-        // with the worker's own removal of the listen socket from its epoll set; the loser calls
-        // MHD_PANIC("Failed to remove listen FD from epoll set") and the process aborts (seen once in
-        // the test suite, 2026-11-30). With poll() quiescing goes through the inter-thread channel.
+        // poll(), not epoll: every suspend and resume costs an `epoll_ctl` (docs/ingest.md, "Why poll").
         let flags =
             MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_POLL.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue
+            | MHD_USE_NO_LISTEN_SOCKET.rawValue
         let started = options.withUnsafeBufferPointer {
             CMicroHTTPD_start(UInt32(flags), 0, accessHandler, cls, $0.baseAddress)
         }
@@ -97,7 +98,9 @@ package final class HTTPServer: Sendable {
         }
         self.port = boundPort
         self.core = core
-        self.daemon = Locked(DaemonHandle(pointer: started, listenFD: fd, grace: settings.shutdownGraceSeconds))
+        let acceptor = Acceptor(listenFD: fd, daemon: started, limit: settings.connectionLimit, core: core)
+        self.daemon = Locked(
+            DaemonHandle(pointer: started, listenFD: fd, acceptor: acceptor, grace: settings.shutdownGraceSeconds))
     }
 
     /// Stops accepting connections, waits (up to the grace period) for in-flight requests to be
@@ -109,15 +112,10 @@ package final class HTTPServer: Sendable {
 
     private func stop() {
         guard let handle = daemon.withLock({ $0.take() }) else { return }
-        // The quiesced socket stays open until the daemon has stopped: libmicrohttpd's threads
-        // stop watching it asynchronously (microhttpd.h, MHD_quiesce_daemon), and a socket closed
-        // under them could be reused by another open before they notice.
-        let listen = MHD_quiesce_daemon(handle.pointer)
-        // Quiescing only stops libmicrohttpd accepting: the kernel would go on completing handshakes
-        // into the backlog, and those clients would wait out the grace period for a reset. Shutting
-        // the socket down stops the listener now (new connections are refused, which a load balancer
-        // retries elsewhere) and keeps the descriptor allocated, so it cannot be reused under a thread.
-        if listen >= 0 { _ = Glibc.shutdown(listen, Int32(SHUT_RDWR)) }
+        // Stopping the acceptor also shuts the socket down: the kernel would otherwise go on
+        // completing handshakes into the backlog, and those clients would wait out the grace period
+        // for a reset; now new connections are refused, which a load balancer retries elsewhere.
+        handle.acceptor.stop()
         let deadline = ContinuousClock.now + .seconds(handle.grace)
         while core.inFlight.load(ordering: .acquiring) > 0, ContinuousClock.now < deadline {
             usleep(2000)
@@ -129,7 +127,7 @@ package final class HTTPServer: Sendable {
             usleep(2000)
         }
         MHD_stop_daemon(handle.pointer)
-        if listen >= 0 { close(listen) }
+        close(handle.listenFD)
     }
 
     /// Requests that have started and not yet completed.
@@ -146,6 +144,7 @@ package final class HTTPServer: Sendable {
 private struct DaemonHandle: @unchecked Sendable {
     let pointer: OpaquePointer
     let listenFD: Int32
+    let acceptor: Acceptor
     let grace: Int
 }
 
@@ -156,6 +155,9 @@ final class ServerCore: Sendable {
     let inFlight = Atomic<Int>(0)
     /// Connections suspended while their answer is prepared on another thread.
     let suspended = Atomic<Int>(0)
+    /// Connections libmicrohttpd has open (started and not yet closed); `Acceptor` stops taking
+    /// new ones at the connection limit.
+    let openConnections = Atomic<Int>(0)
     /// The handler's `sharedResponses`, built once; destroyed with the core, after the daemon.
     let shared: [SharedResponse]
     /// Bytes of body received and held by requests not yet completed are charged here (with what
@@ -587,6 +589,18 @@ private func queue(_ response: HTTPResponse, on connection: OpaquePointer, state
         route: state.route, status: response.status, code: response.errorCode, bytesIn: state.bytesIn,
         started: state.started)
     return result
+}
+
+/// Counts open connections for `Acceptor` (libmicrohttpd calls it on the connection's loop).
+private let connectionChanged: MHD_NotifyConnectionCallback = { cls, _, _, change in
+    guard let cls else { return }
+    let core = Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue()
+    // MHD_CONNECTION_NOTIFY_STARTED = 0, MHD_CONNECTION_NOTIFY_CLOSED = 1 (microhttpd.h).
+    switch change.rawValue {
+    case 0: core.openConnections.wrappingAdd(1, ordering: .relaxed)
+    case 1: core.openConnections.wrappingSubtract(1, ordering: .relaxed)
+    default: break
+    }
 }
 
 private let requestCompleted: MHD_RequestCompletedCallback = { cls, _, conCls, _ in

@@ -2,8 +2,8 @@ import Foundation
 
 /// Binds and listens on an IPv4 address before libmicrohttpd starts, so the bound port is known
 /// from `getsockname` even for port 0. (libmicrohttpd reports it through the variadic
-/// `MHD_get_daemon_info`, which Swift cannot call; passing our socket with
-/// `MHD_OPTION_LISTEN_SOCKET` avoids a shim for it.) libmicrohttpd closes the socket when stopped.
+/// `MHD_get_daemon_info`, which Swift cannot call.) `Acceptor` accepts on it and hands the
+/// connections to libmicrohttpd; `HTTPServer` closes it after the daemon has stopped.
 enum ListeningSocket {
     /// Returns the listening descriptor and the port it is bound to.
     static func open(host: String, port: UInt16, backlog: Int32) throws(HTTPServerError) -> (fd: Int32, port: UInt16) {
