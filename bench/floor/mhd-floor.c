@@ -16,6 +16,11 @@
 //   --sync-file PATH  instead of the sleep, write 300 bytes per request of the group into PATH (64 MiB,
 //                  zero-filled first, as the event log preallocates its open segment; written round)
 //                  and fdatasync it: a durable answer with nothing else of ours
+//   --accept own   (default) accept on a thread of our own and hand each connection to libmicrohttpd
+//                  (MHD_add_connection), which alternates them between the poll loops, as ingest does
+//                  since 2026-12-02 ("Balanced loops" in docs/ingest.md); not with --mode thread
+//   --accept mhd   libmicrohttpd's own accept: each loop accepts from the shared socket, so a burst of
+//                  connections can land on one loop
 //
 // It takes and ignores the other `serve` flags bench/ingest-ab passes, and prints the line the
 // bench waits for: "listening on http://127.0.0.1:PORT".
@@ -23,6 +28,7 @@
 #include <fcntl.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <sys/socket.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -143,7 +149,23 @@ static void completed(void *cls, struct MHD_Connection *connection, void **conte
     *context = NULL;
 }
 
+static int listen_fd = -1;
+
+// --accept own: takes every connection and gives it to the daemon (which closes it on failure).
+static void *acceptor(void *daemon) {
+    for (;;) {
+        struct sockaddr_storage address;
+        socklen_t length = sizeof address;
+        int fd = accept(listen_fd, (struct sockaddr *)&address, &length);
+        if (fd < 0) continue;
+        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+        MHD_add_connection(daemon, fd, (struct sockaddr *)&address, length);
+    }
+    return NULL;
+}
+
 int main(int argc, char **argv) {
+    int own_accept = 1;
     unsigned threads = (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
     for (int i = 1; i < argc; i++) {
         const char *value = i + 1 < argc ? argv[i + 1] : "";
@@ -164,6 +186,9 @@ int main(int argc, char **argv) {
                 if (write(sync_fd, zeros, sizeof zeros) != (ssize_t)sizeof zeros) return 1;
             if (fsync(sync_fd) != 0) return 1;
             i++;
+        } else if (!strcmp(argv[i], "--accept")) {
+            own_accept = strcmp(value, "mhd") != 0;
+            i++;
         } else if (!strcmp(argv[i], "--threads")) {
             threads = (unsigned)atoi(value);
             i++;
@@ -176,12 +201,32 @@ int main(int argc, char **argv) {
     address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);  // 127.0.0.1 only, on a free port
     pthread_t thread;
     pthread_create(&thread, NULL, hand_off, NULL);
+    if (mode == THREAD) own_accept = 0;
+    unsigned port = 0;
+    if (own_accept) {
+        listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        int yes = 1;
+        setsockopt(listen_fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+        if (listen_fd < 0 || bind(listen_fd, (struct sockaddr *)&address, sizeof address) != 0 || listen(listen_fd, 1024) != 0) {
+            perror("mhd-floor: listen");
+            return 1;
+        }
+        socklen_t length = sizeof address;
+        getsockname(listen_fd, (struct sockaddr *)&address, &length);
+        port = ntohs(address.sin_port);
+    }
     struct MHD_Daemon *daemon = mode == THREAD
         ? MHD_start_daemon(
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL, 0, NULL, NULL, handle, NULL,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)16384, MHD_OPTION_THREAD_STACK_SIZE, (size_t)(256 << 10),
         MHD_OPTION_CONNECTION_LIMIT, 4096, MHD_OPTION_CONNECTION_TIMEOUT, 30,
         MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&address, MHD_OPTION_END)
+        : own_accept
+        ? MHD_start_daemon(
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_NO_LISTEN_SOCKET, 0, NULL,
+        NULL, handle, NULL, MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)16384,
+        MHD_OPTION_CONNECTION_LIMIT, 4096, MHD_OPTION_CONNECTION_TIMEOUT, 30,
+        MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_END)
         : MHD_start_daemon(
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_ALLOW_SUSPEND_RESUME, 0, NULL, NULL, handle, NULL,
         MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)16384,
@@ -191,8 +236,14 @@ int main(int argc, char **argv) {
         fprintf(stderr, "mhd-floor: libmicrohttpd did not start\n");
         return 1;
     }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_BIND_PORT);
-    printf("listening on http://127.0.0.1:%u\n", info ? info->port : 0);
+    if (own_accept) {
+        pthread_t accepting;
+        pthread_create(&accepting, NULL, acceptor, daemon);
+    } else {
+        const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_BIND_PORT);
+        port = info ? info->port : 0;
+    }
+    printf("listening on http://127.0.0.1:%u\n", port);
     fflush(stdout);
     pause();
     return 0;
