@@ -45,6 +45,9 @@ package final class IngestServer: Sendable {
             service.commits.stop()
             throw error
         }
+        let open = metrics.gauge("ingest_http_connections", help: "HTTP connections open now")
+        metrics.gauge("ingest_http_connection_limit", help: "--connection-limit").set(Double(configuration.connectionLimit))
+        metrics.addCollector { [weak server = self.server] in open.set(Double(server?.openConnections ?? 0)) }
         logger.info(
             "server.started",
             [

@@ -43,3 +43,29 @@ struct LoopBalanceTests {
         #expect(counts.allSatisfy { $0 >= 32 && $0 <= 96 }, "\(counts)")
     }
 }
+
+@Suite("Open connections in /metrics")
+struct OpenConnectionMetricTests {
+    @Test("ingest_http_connections counts the connections open now, and falls when they close")
+    func openConnections() throws {
+        let server = try TestServer()
+        let observer = try server.client()
+        func gauge(_ name: String) throws -> Int? {
+            let text = try observer.request("GET", "/metrics").text
+            let line = text.split(separator: "\n").first { $0.hasPrefix(name + " ") }
+            return line.flatMap { Int(Double($0.split(separator: " ")[1]) ?? -1) }
+        }
+        #expect(try gauge("ingest_http_connection_limit") == 4096)
+        var clients = try (0..<10).map { _ in try server.client() }
+        for client in clients { #expect(try client.request("GET", "/healthz").status == 200) }
+        #expect(try gauge("ingest_http_connections") == 11)
+        clients.removeAll()  // closes them
+        var open: Int? = nil
+        for _ in 0..<50 {  // at most 5 s: libmicrohttpd notices the closes on its next loop turn
+            open = try gauge("ingest_http_connections")
+            if open == 1 { break }
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        #expect(open == 1)
+    }
+}

@@ -9,10 +9,9 @@ import Synchronization
 ///
 /// Why not libmicrohttpd's own accept: every loop polls the shared listening socket and whichever
 /// wakes first takes the connection, so a burst of connections (a client pool opening, wrk's 64)
-/// landed unevenly: measured over 8 starts of `serve` under the single-event benchmark, the two
-/// loops' shares of the work were 0.52/0.48 and 0.48/0.52 in the fast starts (62-65k requests/s)
-/// and 0.64/0.36, 0.78/0.22 and 1.00/0.00 in the slow ones (50-54k): one loop's core saturated while
-/// the other idled (docs/ingest.md, "Balanced loops").
+/// landed unevenly: over eight starts of `serve` under the single-event benchmark the loops' shares
+/// ranged from 0.48/0.52 to 0.00/1.00, and the two even starts were the fastest (docs/ingest.md,
+/// "Balanced loops").
 ///
 /// At the connection limit it stops accepting, as libmicrohttpd does: further clients wait in the
 /// listen queue (bounded by its backlog) until a connection closes. `openConnections` is counted

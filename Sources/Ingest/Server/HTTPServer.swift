@@ -133,6 +133,9 @@ package final class HTTPServer: Sendable {
     /// Requests that have started and not yet completed.
     package var inFlightRequests: Int { core.inFlight.load(ordering: .relaxed) }
 
+    /// HTTP connections open now (libmicrohttpd's, counted from its connection notifications).
+    package var openConnections: Int { core.openConnections.load(ordering: .relaxed) }
+
     /// Request bytes held now (charged to `maxBufferedBodyBytes`): bodies of requests not yet
     /// completed, and what the handler charged for them.
     package var bufferedBodyBytes: Int { core.budget.heldBytes }
