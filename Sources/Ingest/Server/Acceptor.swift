@@ -14,8 +14,13 @@ import Synchronization
 /// "Balanced loops").
 ///
 /// At the connection limit it stops accepting, as libmicrohttpd does: further clients wait in the
-/// listen queue (bounded by its backlog) until a connection closes. `openConnections` is counted
-/// from libmicrohttpd's connection notifications.
+/// listen queue (bounded by its backlog) until a connection closes. `openConnections` counts the
+/// connections handed over (here) that libmicrohttpd has not reported closed. libmicrohttpd's own
+/// limit is set above ours (`HTTPServer`) so that it never refuses a handed-over connection itself:
+/// in 0.9.75 a loop that does so deadlocks on its own mutex (seen under the test suite's load:
+/// the loop thread waiting for `cleanup_connection_mutex` it held; docs/ingest.md, "Balanced loops").
+/// A connection libmicrohttpd cannot start for lack of memory (its pool) is never reported closed
+/// and stays counted.
 final class Acceptor: @unchecked Sendable {
     // @unchecked Sendable: `daemon` is thread-safe for MHD_add_connection (it signals the loops
     // through their inter-thread channel); the rest is immutable or atomic.
@@ -89,11 +94,13 @@ final class Acceptor: @unchecked Sendable {
             // are long-lived, so two more calls per connection do not matter.)
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
             _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-            // libmicrohttpd owns the descriptor from here and closes it if it cannot take it (the
-            // per-IP limit, or a loop at its share of the limit).
-            _ = withUnsafePointer(to: &address) {
+            // libmicrohttpd owns the descriptor from here and closes it if it refuses it (the per-IP
+            // limit), reporting nothing: then it is not counted.
+            core.openConnections.wrappingAdd(1, ordering: .relaxed)
+            let added = withUnsafePointer(to: &address) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { MHD_add_connection(daemon, fd, $0, length) }
             }
+            if added != .YES { core.openConnections.wrappingSubtract(1, ordering: .relaxed) }
         }
     }
 }

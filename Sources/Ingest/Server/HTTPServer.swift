@@ -63,9 +63,12 @@ package final class HTTPServer: Sendable {
             handler: handler, budget: budget ?? RequestBudget(limit: settings.maxBufferedBodyBytes))
         let cls = Unmanaged.passUnretained(core).toOpaque()
         // No listening socket for libmicrohttpd: `Acceptor` accepts and hands connections over,
-        // alternating between the loops.
+        // alternating between the loops, and holds the connection limit. libmicrohttpd's own limit
+        // (which it splits between the loops) is kept out of reach, each loop's share at least the
+        // whole limit: a loop refusing a handed-over connection deadlocks in 0.9.75 (Acceptor).
+        let loops = max(settings.threads, 1)
         var options: [MHD_OptionItem] = [
-            MHD_OptionItem(option: .CONNECTION_LIMIT, value: settings.connectionLimit, ptr_value: nil),
+            MHD_OptionItem(option: .CONNECTION_LIMIT, value: (settings.connectionLimit + 64) * loops, ptr_value: nil),
             MHD_OptionItem(
                 option: .CONNECTION_TIMEOUT, value: settings.connectionTimeoutSeconds, ptr_value: nil),
             MHD_OptionItem(option: .CONNECTION_MEMORY_LIMIT, value: settings.connectionMemoryBytes, ptr_value: nil),
@@ -158,7 +161,7 @@ final class ServerCore: Sendable {
     let inFlight = Atomic<Int>(0)
     /// Connections suspended while their answer is prepared on another thread.
     let suspended = Atomic<Int>(0)
-    /// Connections libmicrohttpd has open (started and not yet closed); `Acceptor` stops taking
+    /// Connections handed to libmicrohttpd and not yet reported closed; `Acceptor` stops taking
     /// new ones at the connection limit.
     let openConnections = Atomic<Int>(0)
     /// The handler's `sharedResponses`, built once; destroyed with the core, after the daemon.
@@ -594,16 +597,14 @@ private func queue(_ response: HTTPResponse, on connection: OpaquePointer, state
     return result
 }
 
-/// Counts open connections for `Acceptor` (libmicrohttpd calls it on the connection's loop).
+/// Uncounts a closed connection for `Acceptor`, which counted it when handing it over
+/// (libmicrohttpd calls this on the connection's loop).
 private let connectionChanged: MHD_NotifyConnectionCallback = { cls, _, _, change in
     guard let cls else { return }
-    let core = Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue()
-    // MHD_CONNECTION_NOTIFY_STARTED = 0, MHD_CONNECTION_NOTIFY_CLOSED = 1 (microhttpd.h).
-    switch change.rawValue {
-    case 0: core.openConnections.wrappingAdd(1, ordering: .relaxed)
-    case 1: core.openConnections.wrappingSubtract(1, ordering: .relaxed)
-    default: break
-    }
+    // MHD_CONNECTION_NOTIFY_CLOSED = 1 (microhttpd.h); STARTED (0) is counted at the hand-over.
+    guard change.rawValue == 1 else { return }
+    Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue().openConnections
+        .wrappingSubtract(1, ordering: .relaxed)
 }
 
 private let requestCompleted: MHD_RequestCompletedCallback = { cls, _, conCls, _ in
