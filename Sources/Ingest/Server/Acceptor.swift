@@ -17,8 +17,8 @@ import Synchronization
 /// listen queue (bounded by its backlog) until a connection closes. `openConnections` counts the
 /// connections handed over (here) that libmicrohttpd has not reported closed. libmicrohttpd's own
 /// limit is set above ours (`HTTPServer`) so that it never refuses a handed-over connection itself:
-/// in 0.9.75 a loop that does so deadlocks on its own mutex (seen under the test suite's load:
-/// the loop thread waiting for `cleanup_connection_mutex` it held; docs/ingest.md, "Balanced loops").
+/// in 0.9.75 a loop that does so deadlocks (seen under the test suite's load: the loop thread
+/// waiting for a mutex it held itself; docs/ingest.md, "Balanced loops").
 /// A connection libmicrohttpd cannot start for lack of memory (its pool) is never reported closed
 /// and stays counted.
 final class Acceptor: @unchecked Sendable {

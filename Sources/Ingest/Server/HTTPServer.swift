@@ -66,9 +66,11 @@ package final class HTTPServer: Sendable {
         // alternating between the loops, and holds the connection limit. libmicrohttpd's own limit
         // (which it splits between the loops) is kept out of reach, each loop's share at least the
         // whole limit: a loop refusing a handed-over connection deadlocks in 0.9.75 (Acceptor).
+        // (Clamped: libmicrohttpd reads it as an unsigned int; no descriptor limit reaches it.)
         let loops = max(settings.threads, 1)
+        let outOfReach = min((min(settings.connectionLimit, 1 << 24) + 64) * loops, Int(Int32.max))
         var options: [MHD_OptionItem] = [
-            MHD_OptionItem(option: .CONNECTION_LIMIT, value: (settings.connectionLimit + 64) * loops, ptr_value: nil),
+            MHD_OptionItem(option: .CONNECTION_LIMIT, value: outOfReach, ptr_value: nil),
             MHD_OptionItem(
                 option: .CONNECTION_TIMEOUT, value: settings.connectionTimeoutSeconds, ptr_value: nil),
             MHD_OptionItem(option: .CONNECTION_MEMORY_LIMIT, value: settings.connectionMemoryBytes, ptr_value: nil),
