@@ -51,7 +51,8 @@ package struct IngestConfiguration: Sendable {
         let (sum, overflowed) = maxBodyBytes.addingReportingOverflow(lines)
         return overflow || overflowed ? .max : sum
     }
-    /// Most open HTTP connections across all threads; further connections are refused. Default 4,096.
+    /// Most open HTTP connections across all threads; further clients wait in the listen queue
+    /// (backlog 1,024) until one closes. Default 4,096.
     package var connectionLimit: Int = 4096
     /// Most open connections from one client IP address; 0 means no per-IP limit. Default 0
     /// (SDK traffic arrives through NATs and load balancers, so a per-IP cap must be a conscious choice).

@@ -25,6 +25,7 @@
 // It takes and ignores the other `serve` flags bench/ingest-ab passes, and prints the line the
 // bench waits for: "listening on http://127.0.0.1:PORT".
 #include <arpa/inet.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
@@ -157,7 +158,10 @@ static void *acceptor(void *daemon) {
         struct sockaddr_storage address;
         socklen_t length = sizeof address;
         int fd = accept(listen_fd, (struct sockaddr *)&address, &length);
-        if (fd < 0) continue;
+        if (fd < 0) {
+            if (errno != EINTR) usleep(1000);  // out of descriptors: do not spin a core under the benchmark
+            continue;
+        }
         fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
         MHD_add_connection(daemon, fd, (struct sockaddr *)&address, length);
     }
