@@ -312,6 +312,19 @@ struct ReportPacked {
     mutating func arrayBytes() throws -> UnsafeBufferPointer<UInt8> {
         let start = index
         try expect(UInt8(ascii: "{"))
+        // PostgreSQL quotes an element only when it needs it (a brace, comma, quote, backslash, space,
+        // empty or NULL), and an escape only occurs inside quotes: with no quote before the first
+        // brace, that brace closes the array. Two `memchr`s instead of a byte loop with a quote
+        // state (the loop was 9 % of the attribution report's instructions at 10M).
+        if let base = bytes.baseAddress, index < bytes.count,
+            let close = memchr(base + index, Int32(UInt8(ascii: "}")), bytes.count - index)
+        {
+            let end = UnsafeRawPointer(base).distance(to: UnsafeRawPointer(close))
+            if memchr(base + index, Int32(UInt8(ascii: "\"")), end - index) == nil {
+                index = end + 1
+                return UnsafeBufferPointer(rebasing: bytes[start..<index])
+            }
+        }
         var quoted = false
         while index < bytes.count {
             let byte = bytes[index]

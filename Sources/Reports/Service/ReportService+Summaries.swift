@@ -135,7 +135,7 @@ extension ReportService {
             try Self.expect(result, ["line"])
             var rows: [AttributionRow] = []
             rows.reserveCapacity(result.count)
-            var lists = ReportNameLists(), counts: [Int] = [], amounts: [String] = []
+            var lists = ReportNameLists(), countScratch: [Int] = [], amountScratch: [String] = []
             try ReportPacked.forEachLineByPathAndDay(result, what: "report_attribution_summary_lines") {
                 line, path, day in
                 var value = AttributionRow(path: path, day: day)
@@ -144,10 +144,26 @@ extension ReportService {
                 value.cohortActions = try line.int()
                 value.activityActions = try line.int()
                 value.lastTouchOpens = try line.int()
-                value.cohortEvents = try Self.pairs(&line, &lists, &counts)
-                value.cohortRevenue = try Self.pairs(&line, &lists, &amounts)
-                value.activityEvents = try Self.pairs(&line, &lists, &counts)
-                value.activityRevenue = try Self.pairs(&line, &lists, &amounts)
+                // The row's two maps of counts share one array, and its two of amounts another (sliced
+                // once both are complete), as a per-link row's maps do: an array per map, copied out
+                // of a scratch buffer it then shared, was four allocations per row and a fifth for the
+                // scratch buffer's next use.
+                let cohortNames = try lists.next(&line)
+                var counts: [Int] = []
+                counts.reserveCapacity(2 * cohortNames.count)
+                let cohortEvents = try Self.append(&line, cohortNames, to: &counts, &countScratch)
+                let cohortCurrencies = try lists.next(&line)
+                var amounts: [String] = []
+                amounts.reserveCapacity(2 * cohortCurrencies.count)
+                let cohortRevenue = try Self.append(&line, cohortCurrencies, to: &amounts, &amountScratch)
+                let activityNames = try lists.next(&line)
+                let activityEvents = try Self.append(&line, activityNames, to: &counts, &countScratch)
+                let activityCurrencies = try lists.next(&line)
+                let activityRevenue = try Self.append(&line, activityCurrencies, to: &amounts, &amountScratch)
+                value.cohortEvents = Self.named(cohortNames, counts[cohortEvents])
+                value.cohortRevenue = Self.named(cohortCurrencies, amounts[cohortRevenue])
+                value.activityEvents = Self.named(activityNames, counts[activityEvents])
+                value.activityRevenue = Self.named(activityCurrencies, amounts[activityRevenue])
                 rows.append(value)
             }
             // The installs per day stay app-wide with a path: an install has no link of its own
@@ -306,18 +322,6 @@ extension ReportService {
         guard scratch.count == names.count else {
             throw ReportError.database(message: "parallel arrays of different lengths")
         }
-    }
-
-    /// Two parallel packed arrays (names, then values) as values by name, sharing the name list's
-    /// sorted names and keys (for a repeated name, its last value, as a dictionary built in order
-    /// keeps); `scratch` is a buffer for reading the values.
-    static func pairs<Value: PackedElement>(
-        _ line: inout ReportPacked, _ lists: inout ReportNameLists, _ scratch: inout [Value]
-    ) throws -> NamedValues<Value> {
-        let names = try lists.next(&line)
-        try read(&line, parallelTo: names, into: &scratch)
-        let values = names.order.map { $0.map { scratch[$0] } } ?? scratch
-        return NamedValues(sortedNames: names.names, values: values, keys: names.keys)
     }
 
     /// The five packed platform counts (clicks, universal-link opens, matched installs, attributed
