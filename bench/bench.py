@@ -872,8 +872,9 @@ class Bench:
                 notes = []
                 if key != queried:
                     notes.append(f"queries and reading alone {float(fields[queried]):,.0f} ms, the JSON the rest")
-                if f"report_{kind}_rows_ms" in fields:  # since 2026-12-01: links served from its lines
-                    notes.append(f"decoded into rows instead (the daily job's and totals' read) "
+                # Since 2026-12-01 links, since 2026-12-03 the funnel: served from the lines.
+                if f"report_{kind}_rows_ms" in fields:
+                    notes.append(f"decoded into rows instead (what the daily job reads) "
                                  f"{float(fields[f'report_{kind}_rows_ms']):,.0f} ms")
                 if f"report_{kind}_json_ms" in fields:  # since 2026-12-01: streamed, as the API sends it
                     notes.append(f"the JSON alone (written as the API's body, of a report made once) "

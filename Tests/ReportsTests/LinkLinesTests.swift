@@ -8,61 +8,19 @@ import Testing
 /// the stored summary lines; `ReportService.links` decodes the same lines into rows (what the daily
 /// job, the totals and the other tests read). They must print the same report in every format.
 @Suite struct LinkLinesTests {
-    /// A small world plus awkward event names, paths, UTM values and currencies.
-    private func awkwardWorld(_ database: Database) throws {
-        let fixture = Fixture(database.connection)
-        try loadSmallWorld(fixture)
-        let values = [
-            "a,b", #"say "hi""#, #"back\slash"#, "NULL", "{x}", "two words", "é ü", #"/p,{1}"\"#, "1,\n2", "",
-        ]
-        for (index, value) in values.enumerated() {
-            fixture.click(
-                "k\(index)", path: "/odd " + value, at: "2026-06-02T10:0\(index):00Z",
-                platform: index.isMultiple(of: 3) ? "android" : "ios", source: value,
-                medium: index.isMultiple(of: 2) ? nil : value, campaign: value)
-            fixture.click("k\(index)b", path: "/odd " + value, at: "2026-06-02T10:1\(index):00Z", source: "other")
-            fixture.match("k\(index)", at: "2026-06-02T11:0\(index):00Z")
-            fixture.event(
-                value, device: "dk\(index)", at: "2026-06-02T11:0\(index):30Z", installClick: "k\(index)",
-                openType: "deferred")
-            fixture.event(
-                "purchase", device: "dk\(index)", at: "2026-06-02T11:0\(index):40Z", installClick: "k\(index)",
-                openType: "deferred",
-                data: #"{"revenue":\#(index).25,"currency":"\#(["USD", "EUR", "JPY"][index % 3])"}"#)
-        }
-        try fixture.load()
-    }
-
     private func expectSameReport(_ service: ReportService, path: String? = nil) throws {
         let (from, to) = (day("2026-06-01"), day("2026-06-30"))
         let rows = try service.links(app: "a", from: from, to: to, path: path)
         let lines = try service.report(.links, app: "a", from: from, to: to, path: path)
         #expect(!rows.rows.isEmpty && !rows.utm.isEmpty)
-        for format in [ReportFormat.json, .csv, .table] {
-            let expected = ReportRenderer.render(rows, as: format)
-            let actual = ReportRenderer.render(lines, as: format)
-            #expect(actual == expected, "\(format) of path \(path ?? "(all)")")
-        }
-        // Each table alone, and every row's values as the other formats collect them.
-        for (table, expected) in zip(lines.tables, rows.tables) {
-            #expect(table.count == expected.count && table.columns == expected.columns)
-            #expect(table.rows == expected.rows, "\(table.name)")
-        }
-        // Streamed in pieces of any size, as the API and the CLI write it.
-        let whole = ReportJSON.bytes(rows)
-        for size in [1, 100, 4096] {
-            var stream = ReportJSONStream(lines)
-            var pieces: [UInt8] = []
-            stream.forEachPiece(of: size) { pieces += $0.bytes }
-            #expect(pieces == whole, "pieces of \(size) B")
-        }
+        expectSameOutput(lines, as: rows, "path \(path ?? "(all)")")
     }
 
     @Test("the lines written as the report are the decoded rows' report, in JSON, CSV and the table")
     func sameAsRows() throws {
         let database = try Database()
         defer { database.close() }
-        try awkwardWorld(database)
+        try loadAwkwardWorld(Fixture(database.connection))
         let service = ReportService(connection: database.connection)
         try expectSameReport(service)
         try expectSameReport(service, path: "/odd " + #"say "hi""#)
@@ -78,7 +36,7 @@ import Testing
     func namesInCollationOrder() throws {
         let database = try Database()
         defer { database.close() }
-        try awkwardWorld(database)
+        try loadAwkwardWorld(Fixture(database.connection))
         // What an en_US collation's array_agg(... ORDER BY name) gives (see SummaryDecodingTests).
         try database.connection.execute(
             """
@@ -101,7 +59,7 @@ import Testing
     func malformedLines() throws {
         let database = try Database()
         defer { database.close() }
-        try awkwardWorld(database)
+        try loadAwkwardWorld(Fixture(database.connection))
         let service = ReportService(connection: database.connection)
         let (from, to) = (day("2026-06-01"), day("2026-06-30"))
         let good = try database.connection.query(

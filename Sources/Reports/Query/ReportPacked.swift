@@ -304,6 +304,13 @@ struct ReportPacked {
     /// Where the cursor is: a byte offset into the line.
     var offset: Int { index }
 
+    /// Where `slice` (an element `forEachString` or `forEachInt` gave) is in `line`, by offset.
+    static func range(of slice: UnsafeBufferPointer<UInt8>, in line: UnsafeBufferPointer<UInt8>) -> Range<Int> {
+        guard let base = slice.baseAddress, let start = line.baseAddress else { return 0..<0 }
+        let offset = base - start
+        return offset..<(offset + slice.count)
+    }
+
     /// Passes over the next array of names, which `list` was read from before (`ReportNameLists`):
     /// for a line that was checked, so the array is known to be there.
     mutating func skip(_ list: ReportNameLists.List) { index += list.byteCount }

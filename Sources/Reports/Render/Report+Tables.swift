@@ -185,15 +185,18 @@ extension AttributionReport {
 }
 
 extension FunnelReport {
+    /// The funnel table's columns (also `FunnelLines`').
+    static let columns = [
+        "funnel_id", "funnel_name", "path", "day", "step", "step_name", "devices", "conversion_from_previous",
+        "conversion_overall", "median_seconds_from_previous",
+    ]
+
     package var tables: [ReportTable] {
         let rows = self.rows
         return [
             ReportTable(
                 name: "funnel",
-                columns: [
-                    "funnel_id", "funnel_name", "path", "day", "step", "step_name", "devices",
-                    "conversion_from_previous", "conversion_overall", "median_seconds_from_previous",
-                ], count: rows.count
+                columns: Self.columns, count: rows.count
             ) { index, out in
                 let row = rows[index]
                 out.text(row.funnelID)

@@ -301,20 +301,14 @@ private struct UTMElements {
     /// Finds them in `line` (a cursor at its UTM arrays).
     mutating func find(_ line: inout ReportPacked) throws {
         ranges.removeAll(keepingCapacity: true)
-        let start = line.bytes.baseAddress
+        let bytes = line.bytes
         for array in 0..<8 {
             if array < 3 || array == 7 {
-                try line.forEachString { utf8, escaped in ranges.append((Self.range(utf8, start), escaped)) }
+                try line.forEachString { utf8, escaped in ranges.append((ReportPacked.range(of: utf8, in: bytes), escaped)) }
             } else {
-                try line.forEachInt { ranges.append((Self.range($0, start), false)) }
+                try line.forEachInt { ranges.append((ReportPacked.range(of: $0, in: bytes), false)) }
             }
         }
-    }
-
-    private static func range(_ utf8: UnsafeBufferPointer<UInt8>, _ start: UnsafePointer<UInt8>?) -> Range<Int> {
-        guard let base = utf8.baseAddress, let start else { return 0..<0 }
-        let offset = base - start
-        return offset..<(offset + utf8.count)
     }
 }
 

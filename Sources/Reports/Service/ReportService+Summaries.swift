@@ -176,6 +176,19 @@ extension ReportService {
         }
     }
 
+    /// The funnel report as served (`report(.funnel, ...)`): `funnel`'s table, written straight from
+    /// the stored lines (`FunnelLines`).
+    func funnelLines(app: String, from: ReportDay, to: ReportDay, path: String? = nil) throws(ReportError)
+        -> FunnelLinesReport
+    {
+        let watermark = try validate(app: app, from: from, to: to)
+        return try run {
+            let lines = try FunnelLines(
+                try connection.query(ReportSQL.funnelSummary(app: app, from: from, to: to, path: path)))
+            return FunnelLinesReport(app: app, from: from, to: to, watermark: watermark, path: path, lines: lines)
+        }
+    }
+
     /// The default link funnel and the app's funnels per cohort day, read from
     /// `report_funnel_summary` (one row per funnel, link and day, steps as arrays).
     ///
@@ -208,8 +221,12 @@ extension ReportService {
                 try line.strings(into: &fromPrevious)
                 try line.strings(into: &overall)
                 try line.strings(into: &medians)
+                // `-` for the organic "link", else `+` and the path (as `FunnelLines` reads it).
                 let rest = line.rest()
-                let path = rest.utf8.first == UInt8(ascii: "+") ? String(rest.dropFirst()) : nil
+                guard rest == "-" || (rest.utf8.count > 1 && rest.utf8.first == UInt8(ascii: "+")) else {
+                    throw line.malformed()
+                }
+                let path = rest == "-" ? nil : String(rest.dropFirst())
                 guard
                     [names.count, devices.count, fromPrevious.count, overall.count, medians.count].allSatisfy({
                         $0 == steps.count

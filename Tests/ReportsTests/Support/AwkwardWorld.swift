@@ -1,0 +1,29 @@
+/// Text that PostgreSQL's array output quotes or escapes, or that JSON and CSV must escape: event
+/// names, paths, UTM values and funnel step names of `loadAwkwardWorld`.
+let awkwardValues = [
+    "a,b", #"say "hi""#, #"back\slash"#, "NULL", "{x}", "two words", "é ü", #"/p,{1}"\"#, "1,\n2", "",
+]
+
+/// The small world (`loadSmallWorld`) plus, on 2026-06-02, for each of `awkwardValues` (index i):
+/// two web clicks on `/odd <value>` (one with the value as its UTM source, medium and campaign),
+/// a matched install from the first, then an event named the value and a purchase (i.25 in USD,
+/// EUR or JPY) from that device.
+func loadAwkwardWorld(_ fixture: Fixture) throws {
+    try loadSmallWorld(fixture)
+    for (index, value) in awkwardValues.enumerated() {
+        fixture.click(
+            "k\(index)", path: "/odd " + value, at: "2026-06-02T10:0\(index):00Z",
+            platform: index.isMultiple(of: 3) ? "android" : "ios", source: value,
+            medium: index.isMultiple(of: 2) ? nil : value, campaign: value)
+        fixture.click("k\(index)b", path: "/odd " + value, at: "2026-06-02T10:1\(index):00Z", source: "other")
+        fixture.match("k\(index)", at: "2026-06-02T11:0\(index):00Z")
+        fixture.event(
+            value, device: "dk\(index)", at: "2026-06-02T11:0\(index):30Z", installClick: "k\(index)",
+            openType: "deferred")
+        fixture.event(
+            "purchase", device: "dk\(index)", at: "2026-06-02T11:0\(index):40Z", installClick: "k\(index)",
+            openType: "deferred",
+            data: #"{"revenue":\#(index).25,"currency":"\#(["USD", "EUR", "JPY"][index % 3])"}"#)
+    }
+    try fixture.load()
+}
