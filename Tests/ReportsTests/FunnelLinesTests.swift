@@ -102,21 +102,10 @@ import Testing
             String(line.dropLast(2)),  // `+` and no link
             "2026-13-01" + String(line.dropFirst(10)),  // not a day
         ]
-        for bad in broken {
-            #expect(bad != line)
-            try store(bad)
-            let error = #expect(throws: ReportError.self, "\(bad)") {
-                try service.report(.funnel, app: "a", from: from, to: to)
-            }
-            guard case .database(let message)? = error else {
-                Issue.record("\(String(describing: error))")
-                continue
-            }
-            #expect(message.contains("report_funnel_summary"), "\(message)")
-            // The rows refuse it as well.
-            #expect(throws: ReportError.self, "\(bad)") { try service.funnel(app: "a", from: from, to: to) }
-        }
-        try store(line)
+        try expectRefused(
+            broken, good: line, store: store, source: "report_funnel_summary_lines",
+            served: { try service.report(.funnel, app: "a", from: from, to: to) },
+            rows: { try service.funnel(app: "a", from: from, to: to) })
         try expectSameReport(service)
     }
 }

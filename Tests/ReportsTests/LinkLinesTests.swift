@@ -69,35 +69,26 @@ import Testing
         let platforms = try #require(try good?["platform_line", as: String.self])
         // The stored lines are written by triggers; an analyst's UPDATE of a column would rewrite them.
         try database.connection.execute("ALTER TABLE rollup_link_summary DISABLE TRIGGER USER")
-        let broken: [(String, String)] = [
-            (line.replacingOccurrences(of: ",0,", with: ",x,"), platforms),  // a count that is not a number
-            (String(line.dropLast(3)), platforms),  // cut short
-            (line + "{1}", platforms),  // something after the end
-            (String(line.dropLast()) + ",0.500000}", platforms),  // UTM arrays of different lengths
-            (line, "{1}" + platforms),  // a platform split longer than its names
-            (line, String(platforms.dropLast(1))),  // an array left open
-            (line, platforms.replacingOccurrences(of: "}{", with: "},{")),  // a stray comma
-        ]
-        for (bad, badPlatforms) in broken where bad != line || badPlatforms != platforms {
+        func store(_ lines: [String]) throws {
             try database.connection.execute(
                 """
-                UPDATE rollup_link_summary SET line = \(bad), platform_line = \(badPlatforms)
+                UPDATE rollup_link_summary SET line = \(lines[0]), platform_line = \(lines[1])
                 WHERE app_id = 'a' AND path = '/x' AND day = '2026-06-01'
                 """)
-            let error = #expect(throws: ReportError.self, "\(bad) | \(badPlatforms)") {
-                try service.report(.links, app: "a", from: from, to: to)
-            }
-            guard case .database(let message)? = error else {
-                Issue.record("\(String(describing: error))")
-                continue
-            }
-            #expect(message.contains("report_link_summary_lines"), "\(message)")
-            // The rows refuse it as well.
-            #expect(throws: ReportError.self) { try service.links(app: "a", from: from, to: to) }
         }
-        try database.connection.execute(
-            "UPDATE rollup_link_summary SET line = \(line), platform_line = \(platforms) WHERE app_id = 'a' AND path = '/x' AND day = '2026-06-01'"
-        )
+        let broken: [[String]] = [
+            [line.replacingOccurrences(of: ",0,", with: ",x,"), platforms],  // a count that is not a number
+            [String(line.dropLast(3)), platforms],  // cut short
+            [line + "{1}", platforms],  // something after the end
+            [String(line.dropLast()) + ",0.500000}", platforms],  // UTM arrays of different lengths
+            [line, "{1}" + platforms],  // a platform split longer than its names
+            [line, String(platforms.dropLast(1))],  // an array left open
+            [line, platforms.replacingOccurrences(of: "}{", with: "},{")],  // a stray comma
+        ]
+        try expectRefused(
+            broken, good: [line, platforms], store: store, source: "report_link_summary_lines",
+            served: { try service.report(.links, app: "a", from: from, to: to) },
+            rows: { try service.links(app: "a", from: from, to: to) })
         try expectSameReport(service)
     }
 }

@@ -325,14 +325,7 @@ import Testing
         defer { database.close() }
         try loadSmallWorld(Fixture(database.connection))
         // As above, for the attribution line's four maps (events and revenue, by cohort and activity).
-        try database.connection.execute(
-            """
-            UPDATE rollup_attribution_summary SET cohort_names = '{a_y,B_x,_z,B_x}', cohort_counts = '{1,2,3,4}',
-                cohort_currencies = '{usd,EUR,usd}', cohort_amounts = '{1.5,2,3.25}',
-                activity_names = '{b,A}', activity_counts = '{5,6}',
-                activity_currencies = '{}', activity_amounts = '{}'
-            WHERE app_id = 'a' AND path = '/x' AND day = '2026-06-01'
-            """)
+        try storeAttributionNamesInCollationOrder(database.connection)
         let report = try ReportService(connection: database.connection).attribution(
             app: "a", from: day("2026-06-01"), to: day("2026-06-01"))
         let x1 = try #require(report.rows.first { $0.path == "/x" })

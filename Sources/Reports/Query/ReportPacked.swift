@@ -301,6 +301,20 @@ struct ReportPacked {
         return value
     }
 
+    /// Reads the next `integer[]`, which must have `count` elements.
+    mutating func expect(ints count: Int) throws {
+        var found = 0
+        try forEachInt { _ in found += 1 }
+        guard found == count else { throw ReportError.database(message: "\(what): arrays of different lengths") }
+    }
+
+    /// Reads the next `text[]`, which must have `count` elements.
+    mutating func expect(strings count: Int) throws {
+        var found = 0
+        try forEachString { _, _ in found += 1 }
+        guard found == count else { throw ReportError.database(message: "\(what): arrays of different lengths") }
+    }
+
     /// Where the cursor is: a byte offset into the line.
     var offset: Int { index }
 
@@ -455,7 +469,9 @@ struct ReportNameLists {
         if bytes.count == 2 { return Self.empty }  // {}
         let (known, slot) = find(bytes)
         if let known { return known }
-        let list = try Self.decode(bytes)
+        // A malformed array fails as its line does, naming the line's source (until 2026-12-03 the
+        // error said only "names: malformed packed row at byte N", N counted in the array).
+        guard let list = try? Self.decode(bytes) else { throw line.malformed() }
         if keys.count < limit {
             slots[slot] = Int32(keys.count)
             keys.append(Array(bytes))

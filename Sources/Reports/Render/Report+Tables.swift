@@ -145,16 +145,16 @@ extension ReportRowWriter {
 }
 
 extension AttributionReport {
+    /// The attribution table's columns (also `AttributionLines`').
+    static let columns = [
+        "path", "day", "matched_installs", "attributed_installs", "cohort_actions", "activity_actions",
+        "last_touch_opens", "cohort_events", "activity_events", "cohort_revenue", "activity_revenue",
+    ]
+
     package var tables: [ReportTable] {
-        let rows = self.rows, installs = self.installs
+        let rows = self.rows
         return [
-            ReportTable(
-                name: "attribution",
-                columns: [
-                    "path", "day", "matched_installs", "attributed_installs", "cohort_actions", "activity_actions",
-                    "last_touch_opens", "cohort_events", "activity_events", "cohort_revenue", "activity_revenue",
-                ], count: rows.count
-            ) { index, out in
+            ReportTable(name: "attribution", columns: Self.columns, count: rows.count) { index, out in
                 let row = rows[index]
                 out.text(row.path)
                 out.text(row.day.iso8601)
@@ -168,19 +168,24 @@ extension AttributionReport {
                 out.amounts(row.cohortRevenue)
                 out.amounts(row.activityRevenue)
             },
-            ReportTable(
-                name: "installs",
-                columns: ["day", "installs", "attributed_installs", "organic_installs", "unattributable_installs"],
-                count: installs.count
-            ) { index, out in
-                let row = installs[index]
-                out.text(row.day.iso8601)
-                out.int(row.installs)
-                out.int(row.attributedInstalls)
-                out.int(row.organicInstalls)
-                out.int(row.unattributableInstalls)
-            },
+            Self.installsTable(installs),
         ]
+    }
+
+    /// The installs table of `installs` (also `AttributionLinesReport`'s).
+    static func installsTable(_ installs: [InstallsRow]) -> ReportTable {
+        ReportTable(
+            name: "installs",
+            columns: ["day", "installs", "attributed_installs", "organic_installs", "unattributable_installs"],
+            count: installs.count
+        ) { index, out in
+            let row = installs[index]
+            out.text(row.day.iso8601)
+            out.int(row.installs)
+            out.int(row.attributedInstalls)
+            out.int(row.organicInstalls)
+            out.int(row.unattributableInstalls)
+        }
     }
 }
 

@@ -134,39 +134,27 @@ final class LinkLines: @unchecked Sendable {
         for _ in 0..<15 { _ = try line.intDigits() }
         _ = try line.fieldBytes()
         let events = try lists.next(&line)
-        try expect(ints: &line, events.count)
+        try line.expect(ints: events.count)
         let retention = try lists.next(&line)
-        try expect(ints: &line, retention.count)
+        try line.expect(ints: retention.count)
         let currencies = try lists.next(&line)
-        try expect(strings: &line, currencies.count)
+        try line.expect(strings: currencies.count)
         let offset = line.offset
         var sources = 0
         try line.forEachString { _, _ in sources += 1 }
-        try expect(strings: &line, sources)
-        try expect(strings: &line, sources)
-        for _ in 0..<4 { try expect(ints: &line, sources) }
-        try expect(strings: &line, sources)
+        try line.expect(strings: sources)
+        try line.expect(strings: sources)
+        for _ in 0..<4 { try line.expect(ints: sources) }
+        try line.expect(strings: sources)
         try line.end()
-        try expect(ints: &platforms, events.count)
-        try expect(ints: &platforms, events.count)
-        try expect(ints: &platforms, retention.count)
-        try expect(ints: &platforms, retention.count)
-        try expect(strings: &platforms, currencies.count)
-        try expect(strings: &platforms, currencies.count)
+        try platforms.expect(ints: events.count)
+        try platforms.expect(ints: events.count)
+        try platforms.expect(ints: retention.count)
+        try platforms.expect(ints: retention.count)
+        try platforms.expect(strings: currencies.count)
+        try platforms.expect(strings: currencies.count)
         try platforms.end()
         return (events, retention, currencies, offset, sources)
-    }
-
-    private static func expect(ints line: inout ReportPacked, _ count: Int) throws {
-        var found = 0
-        try line.forEachInt { _ in found += 1 }
-        guard found == count else { throw ReportError.database(message: "\(what): arrays of different lengths") }
-    }
-
-    private static func expect(strings line: inout ReportPacked, _ count: Int) throws {
-        var found = 0
-        try line.forEachString { _, _ in found += 1 }
-        guard found == count else { throw ReportError.database(message: "\(what): arrays of different lengths") }
     }
 
     /// Runs `body` on the two lines of `row`, the first after its path and day. The lines were
@@ -204,51 +192,18 @@ final class LinkLines: @unchecked Sendable {
             // events, retention_events, revenue; then each split by platform, in the platform line.
             let events = row.events, retention = row.retention, currencies = row.currencies
             line.skip(events)
-            try Self.counts(&line, events, into: &out)
+            try out.counts(&line, events)
             line.skip(retention)
-            try Self.counts(&line, retention, into: &out)
+            try out.counts(&line, retention)
             line.skip(currencies)
-            try Self.amounts(&line, currencies, into: &out)
-            try Self.counts(&platforms, events, into: &out)
-            try Self.counts(&platforms, events, into: &out)
-            try Self.counts(&platforms, retention, into: &out)
-            try Self.counts(&platforms, retention, into: &out)
-            try Self.amounts(&platforms, currencies, into: &out)
-            try Self.amounts(&platforms, currencies, into: &out)
+            try out.amounts(&line, currencies)
+            try out.counts(&platforms, events)
+            try out.counts(&platforms, events)
+            try out.counts(&platforms, retention)
+            try out.counts(&platforms, retention)
+            try out.amounts(&platforms, currencies)
+            try out.amounts(&platforms, currencies)
         }
-    }
-
-    /// Puts the next array, parallel to `list`, as counts by name.
-    private static func counts(
-        _ line: inout ReportPacked, _ list: ReportNameLists.List, into out: inout ReportRowWriter
-    ) throws { try map(&line, list, Int.self, into: &out) }
-
-    /// Puts the next array, parallel to `list`, as amounts by name (strings in JSON).
-    private static func amounts(
-        _ line: inout ReportPacked, _ list: ReportNameLists.List, into out: inout ReportRowWriter
-    ) throws { try map(&line, list, String.self, into: &out) }
-
-    /// Puts the next array, parallel to `list`, as values by name: in JSON straight from the line
-    /// (each value after its name's key, in the names' order), else as `NamedValues`.
-    private static func map<Value: LineElement>(
-        _ line: inout ReportPacked, _ list: ReportNameLists.List, _: Value.Type, into out: inout ReportRowWriter
-    ) throws {
-        if out.isWritingJSON, list.order == nil {
-            try out.member(json: { json in
-                json.raw("{")
-                try Value.writeEach(&line, into: &json) { json, index in
-                    if index > 0 { json.raw(",") }
-                    json.key(list.keys, index)
-                }
-                json.raw("}")
-            })
-            return
-        }
-        var values: [Value] = []
-        try Value.read(&line, into: &values)
-        let named = NamedValues(
-            sortedNames: list.names, values: list.order.map { $0.map { values[$0] } } ?? values, keys: list.keys)
-        out.put(Value.value(named))
     }
 
     /// Puts the UTM table's row `index`.
@@ -312,7 +267,46 @@ private struct UTMElements {
     }
 }
 
-/// A packed array's element type that `LinkLines` writes into JSON where the line holds it.
+extension ReportRowWriter {
+    /// The next column's value: the next array of `line`, parallel to `list` (a checked line's), as
+    /// counts by name.
+    mutating func counts(_ line: inout ReportPacked, _ list: ReportNameLists.List) throws {
+        try map(&line, list, Int.self)
+    }
+
+    /// The next column's value: the next array of `line`, parallel to `list`, as amounts by name
+    /// (strings in JSON).
+    mutating func amounts(_ line: inout ReportPacked, _ list: ReportNameLists.List) throws {
+        try map(&line, list, String.self)
+    }
+
+    /// The next column's value: the next array of `line`, parallel to `list`, as values by name: in
+    /// JSON straight from the line (each value after its name's key, in the names' order), else as
+    /// `NamedValues`.
+    private mutating func map<Value: LineElement>(
+        _ line: inout ReportPacked, _ list: ReportNameLists.List, _: Value.Type
+    ) throws {
+        if isWritingJSON, list.order == nil {
+            try member(json: { json in
+                json.raw("{")
+                try Value.writeEach(&line, into: &json) { json, index in
+                    if index > 0 { json.raw(",") }
+                    json.key(list.keys, index)
+                }
+                json.raw("}")
+            })
+            return
+        }
+        var values: [Value] = []
+        try Value.read(&line, into: &values)
+        let named = NamedValues(
+            sortedNames: list.names, values: list.order.map { $0.map { values[$0] } } ?? values, keys: list.keys)
+        put(Value.value(named))
+    }
+}
+
+/// A packed array's element type that the lines' readers (`LinkLines`, `AttributionLines`) write
+/// into JSON where the line holds it.
 protocol LineElement: PackedElement {
     /// Writes each element of the next array as JSON, each after what `before` writes for its index.
     static func writeEach(

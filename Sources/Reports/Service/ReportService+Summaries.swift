@@ -176,6 +176,21 @@ extension ReportService {
         }
     }
 
+    /// The attribution report as served (`report(.attribution, ...)`): `attribution`'s tables, the
+    /// per-link one written straight from the stored lines (`AttributionLines`).
+    func attributionLines(app: String, from: ReportDay, to: ReportDay, path: String? = nil) throws(ReportError)
+        -> AttributionLinesReport
+    {
+        let watermark = try validate(app: app, from: from, to: to)
+        return try run {
+            let lines = try AttributionLines(
+                try connection.query(ReportSQL.attributionSummary(app: app, from: from, to: to, path: path)))
+            return AttributionLinesReport(
+                app: app, from: from, to: to, watermark: watermark, path: path, lines: lines,
+                installs: try installs(app: app, from: from, to: to))
+        }
+    }
+
     /// The funnel report as served (`report(.funnel, ...)`): `funnel`'s table, written straight from
     /// the stored lines (`FunnelLines`).
     func funnelLines(app: String, from: ReportDay, to: ReportDay, path: String? = nil) throws(ReportError)

@@ -60,7 +60,7 @@ package struct ReportService {
         case .links: return try linkLines(app: app, from: from, to: to, path: path)
         case .funnel: return try funnelLines(app: app, from: from, to: to, path: path)
         case .retention: return try retention(app: app, from: from, to: to, path: path)
-        case .attribution: return try attribution(app: app, from: from, to: to, path: path)
+        case .attribution: return try attributionLines(app: app, from: from, to: to, path: path)
         }
     }
 

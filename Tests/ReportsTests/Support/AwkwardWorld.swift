@@ -1,3 +1,5 @@
+import Postgres
+
 /// Text that PostgreSQL's array output quotes or escapes, or that JSON and CSV must escape: event
 /// names, paths, UTM values and funnel step names of `loadAwkwardWorld`.
 let awkwardValues = [
@@ -26,4 +28,18 @@ func loadAwkwardWorld(_ fixture: Fixture) throws {
             data: #"{"revenue":\#(index).25,"currency":"\#(["USD", "EUR", "JPY"][index % 3])"}"#)
     }
     try fixture.load()
+}
+
+/// Rewrites the attribution summary of `/x` on 2026-06-01 (app `a`) with its names in the order an
+/// en_US collation's `array_agg(... ORDER BY name)` gives (not Swift's), a repeated name (read from
+/// its last position) and empty maps.
+func storeAttributionNamesInCollationOrder(_ connection: Connection) throws {
+    try connection.execute(
+        """
+        UPDATE rollup_attribution_summary SET cohort_names = '{a_y,B_x,_z,B_x}', cohort_counts = '{1,2,3,4}',
+            cohort_currencies = '{usd,EUR,usd}', cohort_amounts = '{1.5,2,3.25}',
+            activity_names = '{b,A}', activity_counts = '{5,6}',
+            activity_currencies = '{}', activity_amounts = '{}'
+        WHERE app_id = 'a' AND path = '/x' AND day = '2026-06-01'
+        """)
 }

@@ -27,3 +27,25 @@ func expectSameOutput(
         #expect(pieces == whole, "pieces of \(size) B of \(context)", sourceLocation: sourceLocation)
     }
 }
+
+/// Stores each of `broken` in place of a good stored summary line (`store`), and expects the report
+/// as served (`served`) and the rows' read (`rows`) both to refuse it with `ReportError.database`
+/// naming `source`; then stores `good` back. Each broken line must differ from the good one.
+func expectRefused<Line: Equatable>(
+    _ broken: [Line], good: Line, store: (Line) throws -> Void, source: String,
+    served: () throws -> any RenderableReport, rows: () throws -> any RenderableReport,
+    sourceLocation: SourceLocation = #_sourceLocation
+) throws {
+    for bad in broken {
+        #expect(bad != good, sourceLocation: sourceLocation)
+        try store(bad)
+        let error = #expect(throws: ReportError.self, "\(bad)", sourceLocation: sourceLocation) { try served() }
+        guard case .database(let message)? = error else {
+            Issue.record("\(String(describing: error))", sourceLocation: sourceLocation)
+            continue
+        }
+        #expect(message.contains(source), "\(message)", sourceLocation: sourceLocation)
+        #expect(throws: ReportError.self, "the rows of \(bad)", sourceLocation: sourceLocation) { try rows() }
+    }
+    try store(good)
+}
