@@ -28,7 +28,12 @@ import Testing
                 "INSERT INTO funnels (app_id, funnel_id, name, steps) VALUES ('a', \(funnel.id), \(funnel.name), \(funnel.steps)::text[])"
             )
         }
-        try loadAwkwardWorld(Fixture(database.connection))
+        let fixture = Fixture(database.connection)
+        try loadAwkwardWorld(fixture)
+        // A link whose path starts with a combining mark: with the line's `+` it makes one character.
+        fixture.click("km", path: "\u{301}m", at: "2026-06-03T10:00:00Z")
+        fixture.match("km", at: "2026-06-03T10:05:00Z")
+        try fixture.load()
     }
 
     private func expectSameReport(_ service: ReportService, path: String? = nil) throws {
@@ -57,6 +62,7 @@ import Testing
         let checkout = rows.rows.filter { $0.funnelID == "checkout" }
         #expect(checkout.contains { $0.path == nil } && checkout.last?.path == nil)
         #expect(rows.rows.contains { $0.funnelID == "empty" && $0.stepName == "" && $0.devices == 1 })
+        #expect(rows.rows.contains { $0.path == "\u{301}m" && $0.stepName == "click" && $0.devices == 1 })
 
         let json = ReportRenderer.render(try service.report(.funnel, app: "a", from: from, to: to), as: .json)
         for expected in [

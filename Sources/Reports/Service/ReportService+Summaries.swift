@@ -241,7 +241,9 @@ extension ReportService {
                 guard rest == "-" || (rest.utf8.count > 1 && rest.utf8.first == UInt8(ascii: "+")) else {
                     throw line.malformed()
                 }
-                let path = rest == "-" ? nil : String(rest.dropFirst())
+                // Dropped as a byte: a path that starts with a combining mark makes one character with
+                // the `+` (until 2026-12-03 `dropFirst()` dropped the mark with it).
+                let path = rest == "-" ? nil : String(decoding: rest.utf8.dropFirst(), as: UTF8.self)
                 guard
                     [names.count, devices.count, fromPrevious.count, overall.count, medians.count].allSatisfy({
                         $0 == steps.count
