@@ -67,7 +67,9 @@ import Testing
         let stored = try database.connection.query(
             "SELECT line FROM rollup_attribution_summary WHERE app_id = 'a' AND path = '/x' AND day = '2026-06-01'")
         let line = try #require(try stored.first?["line", as: String.self])
-        #expect(line.hasPrefix("2,/x2026-06-01,2,2,") && line.contains("{add_to_cart,purchase,refund,sign_up,view_item}{1,2,1,1,1}{EUR,USD}"), "\(line)")
+        #expect(
+            line.hasPrefix("2,/x2026-06-01,2,2,")
+                && line.contains("{add_to_cart,purchase,refund,sign_up,view_item}{1,2,1,1,1}{EUR,USD}"), "\(line)")
         func store(_ text: String) throws {
             try database.connection.execute(
                 "UPDATE rollup_attribution_summary SET line = \(text) WHERE app_id = 'a' AND path = '/x' AND day = '2026-06-01'"

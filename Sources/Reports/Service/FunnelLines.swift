@@ -131,7 +131,8 @@ final class FunnelLines: @unchecked Sendable {
                     throw line.malformed()
                 }
                 guard steps > 0 else { return }
-                keys.append((path.map { String(decoding: UnsafeBufferPointer(rebasing: bytes[$0]), as: UTF8.self) }, day))
+                keys.append(
+                    (path.map { String(decoding: UnsafeBufferPointer(rebasing: bytes[$0]), as: UTF8.self) }, day))
                 lines.append(
                     Line(funnel: funnel, bytes: bytes, day: dayStart, steps: steps, elements: first, path: path))
             }

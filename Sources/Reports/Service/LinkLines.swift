@@ -259,7 +259,9 @@ private struct UTMElements {
         let bytes = line.bytes
         for array in 0..<8 {
             if array < 3 || array == 7 {
-                try line.forEachString { utf8, escaped in ranges.append((ReportPacked.range(of: utf8, in: bytes), escaped)) }
+                try line.forEachString { utf8, escaped in
+                    ranges.append((ReportPacked.range(of: utf8, in: bytes), escaped))
+                }
             } else {
                 try line.forEachInt { ranges.append((ReportPacked.range(of: $0, in: bytes), false)) }
             }
