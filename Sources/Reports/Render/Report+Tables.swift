@@ -172,7 +172,7 @@ extension AttributionReport {
         ]
     }
 
-    /// The installs table of `installs` (also `AttributionLinesReport`'s).
+    /// The installs table of `installs` (also `AttributionLines.tables(installs:)`').
     static func installsTable(_ installs: [InstallsRow]) -> ReportTable {
         ReportTable(
             name: "installs",

@@ -1,38 +1,18 @@
 import JSONText
 import Postgres
 
-/// The attribution report as the API and `report attribution` serve it: its `attribution` table
-/// written straight from the stored summary lines (sql/055, sql/067), without decoding them into
-/// `AttributionRow`s first, and its `installs` table (one row per day, from its own query) as the
-/// rows report writes it.
+/// A query result of `ReportSQL.attributionSummary` (column `line`), checked, with its lines in
+/// (path, day) order.
+///
+/// What `report(.attribution, ...)` serves (`tables(installs:)`, in a `LinesReport`): its
+/// `attribution` table written straight from the stored summary lines (sql/055, sql/067), without
+/// decoding them into `AttributionRow`s first, and its `installs` table (one row per day, from its
+/// own query) as the rows report writes it.
 ///
 /// Every line is checked in full when the report is read (`AttributionLines.init`), so a malformed
 /// line fails the report before its first byte, as with rows; writing then reads the same checked
 /// bytes. The same numbers as `ReportService.attribution` (its `AttributionReport` is what the daily
 /// job and the tests read): `AttributionLinesTests` compares the JSON, the CSV and the table of both.
-struct AttributionLinesReport: RenderableReport {
-    var kind: String { "attribution" }
-    let app: String
-    let from: ReportDay
-    let to: ReportDay
-    let watermark: String?
-    let path: String?
-    let lines: AttributionLines
-    let installs: [InstallsRow]
-
-    var tables: [ReportTable] {
-        let lines = self.lines
-        return [
-            ReportTable(name: "attribution", columns: AttributionReport.columns, count: lines.count) { index, out in
-                lines.write(index, into: &out)
-            },
-            AttributionReport.installsTable(installs),
-        ]
-    }
-}
-
-/// A query result of `ReportSQL.attributionSummary` (column `line`), checked, with its lines in
-/// (path, day) order.
 ///
 /// `@unchecked Sendable`: nothing changes after `init`; the line pointers point into `result`, which
 /// it holds.
@@ -96,6 +76,17 @@ final class AttributionLines: @unchecked Sendable {
 
     /// How many lines (rows of the attribution table).
     var count: Int { lines.count }
+
+    /// The report's `attribution` table, written from the lines when read, and its `installs` table
+    /// of `installs` (from their own query).
+    func tables(installs: [InstallsRow]) -> [ReportTable] {
+        [
+            ReportTable(name: "attribution", columns: AttributionReport.columns, count: count) { index, out in
+                self.write(index, into: &out)
+            },
+            AttributionReport.installsTable(installs),
+        ]
+    }
 
     /// Puts the attribution table's row `index` (the line `index`-th in (path, day) order).
     func write(_ index: Int, into out: inout ReportRowWriter) {

@@ -1,37 +1,20 @@
 import JSONText
 import Postgres
 
-/// The funnel report as the API and `report funnel` serve it: its table written straight from the
-/// stored summary lines (sql/055, sql/067), one line per funnel, link and cohort day holding the
-/// steps as arrays, without decoding them into `FunnelStepRow`s first. A 30-day report at 1,000
-/// links is ~30,000 lines, ~150,000 step rows and ~35 MB of JSON; building the rows (seven strings
-/// each) and then writing the JSON from them was ~90 % of the report's instructions in this process.
+/// A query result of `ReportSQL.funnelSummary` (column `line`), checked, with its lines in the
+/// report's order and where each element of their step arrays is.
+///
+/// What `report(.funnel, ...)` serves (`tables`, in a `LinesReport`): the table written straight
+/// from the stored summary lines (sql/055, sql/067), one line per funnel, link and cohort day
+/// holding the steps as arrays, without decoding them into `FunnelStepRow`s first. A 30-day report
+/// at 1,000 links is ~30,000 lines, ~150,000 step rows and ~35 MB of JSON; building the rows (seven
+/// strings each) and then writing the JSON from them was ~90 % of the report's instructions in this
+/// process.
 ///
 /// Every line is checked in full when the report is read (`FunnelLines.init`), so a malformed line
 /// fails the report before its first byte, as with rows; writing then reads the same checked bytes.
 /// The same numbers as `ReportService.funnel` (its `FunnelReport` is what the daily job and the
 /// tests read): `FunnelLinesTests` compares the JSON, the CSV and the table of both.
-struct FunnelLinesReport: RenderableReport {
-    var kind: String { "funnel" }
-    let app: String
-    let from: ReportDay
-    let to: ReportDay
-    let watermark: String?
-    let path: String?
-    let lines: FunnelLines
-
-    var tables: [ReportTable] {
-        let lines = self.lines
-        return [
-            ReportTable(name: "funnel", columns: FunnelReport.columns, count: lines.count) { index, out in
-                lines.write(index, into: &out)
-            }
-        ]
-    }
-}
-
-/// A query result of `ReportSQL.funnelSummary` (column `line`), checked, with its lines in the
-/// report's order and where each element of their step arrays is.
 ///
 /// `@unchecked Sendable`: nothing changes after `init`; the line pointers point into `result`,
 /// which it holds.
@@ -162,6 +145,15 @@ final class FunnelLines: @unchecked Sendable {
 
     /// How many step rows.
     var count: Int { rowLines.count }
+
+    /// The report's `funnel` table, written from the lines when read.
+    var tables: [ReportTable] {
+        [
+            ReportTable(name: "funnel", columns: FunnelReport.columns, count: count) { index, out in
+                self.write(index, into: &out)
+            }
+        ]
+    }
 
     /// Each funnel's rank in the report: `default` first, then by id (ids repeat only if a funnel's
     /// name changed while the lines were read; they then rank by name).

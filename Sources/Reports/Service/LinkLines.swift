@@ -2,40 +2,19 @@ import JSONText
 import Postgres
 import Synchronization
 
-/// The per-link daily report as the API and `report links` serve it: its tables written straight
-/// from the stored summary lines (sql/055, sql/066), without decoding them into `LinkDayRow`s and
-/// `UTMRow`s first. A 30-day report at 1,000 links is 30,000 lines and ~54 MB of JSON; building
-/// the rows (their maps, arrays and strings) and then writing the JSON from them took longer than
-/// writing the JSON from the lines does.
+/// A query result of `ReportSQL.linkSummary` (columns `line`, `platform_line`), checked, with its
+/// lines' order and each line's UTM rows.
+///
+/// What `report(.links, ...)` serves (`tables`, in a `LinesReport`): the per-link tables written
+/// straight from the stored summary lines (sql/055, sql/066), without decoding them into
+/// `LinkDayRow`s and `UTMRow`s first. A 30-day report at 1,000 links is 30,000 lines and ~54 MB of
+/// JSON; building the rows (their maps, arrays and strings) and then writing the JSON from them
+/// took longer than writing the JSON from the lines does.
 ///
 /// Every line is checked in full when the report is read (`LinkLines.init`), so a malformed line
 /// fails the report before its first byte, as with rows; writing then reads the same checked bytes.
 /// The same numbers as `ReportService.links` (its `LinkReport` is what the daily job, the totals
 /// per link and the tests read): `LinkLinesTests` compares the JSON and the CSV of both.
-struct LinkLinesReport: RenderableReport {
-    var kind: String { "links" }
-    let app: String
-    let from: ReportDay
-    let to: ReportDay
-    let watermark: String?
-    let path: String?
-    let lines: LinkLines
-
-    var tables: [ReportTable] {
-        let lines = self.lines
-        return [
-            ReportTable(name: "links", columns: LinkLines.linkColumns, count: lines.count) { index, out in
-                lines.writeLink(index, into: &out)
-            },
-            ReportTable(name: "utm", columns: LinkLines.utmColumns, count: lines.utmCount) { index, out in
-                lines.writeUTM(index, into: &out)
-            },
-        ]
-    }
-}
-
-/// A query result of `ReportSQL.linkSummary` (columns `line`, `platform_line`), checked, with its
-/// lines' order and each line's UTM rows.
 ///
 /// `@unchecked Sendable`: nothing changes after `init` but the UTM cursor, which is under its mutex;
 /// the line pointers point into `result`, which it holds.
@@ -115,6 +94,18 @@ final class LinkLines: @unchecked Sendable {
         self.result = result
         self.lines = order.map { lines[$0] }
         self.utmStarts = utmStarts
+    }
+
+    /// The report's `links` and `utm` tables, written from the lines when read.
+    var tables: [ReportTable] {
+        [
+            ReportTable(name: "links", columns: Self.linkColumns, count: count) { index, out in
+                self.writeLink(index, into: &out)
+            },
+            ReportTable(name: "utm", columns: Self.utmColumns, count: utmCount) { index, out in
+                self.writeUTM(index, into: &out)
+            },
+        ]
     }
 
     /// How many lines (rows of the links table).

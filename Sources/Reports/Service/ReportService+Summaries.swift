@@ -107,18 +107,21 @@ extension ReportService {
         }
     }
 
-    /// The per-link daily report as `links` reads it, for rendering: its tables are written from the
-    /// summary lines without building rows first (`LinkLines`). What `report(.links, ...)` answers.
+    /// Report `kind` as served from its stored lines (a `LinesReport`): the app and days checked as
+    /// the rows' reads check them, then `tables`, which queries the lines and checks every one of
+    /// them before a byte of the report is written. What `report(kind, ...)` answers for the
+    /// per-link, funnel and attribution reports.
     ///
-    /// - Throws: as `links`.
-    func linkLines(app: String, from: ReportDay, to: ReportDay, path: String? = nil) throws(ReportError)
-        -> LinkLinesReport
-    {
+    /// - Throws: `ReportError.unknownApp`, `.invalidParameter`, `.database`.
+    func servedFromLines(
+        _ kind: ReportKind, app: String, from: ReportDay, to: ReportDay, path: String?,
+        tables: () throws -> [ReportTable]
+    ) throws(ReportError) -> LinesReport {
         let watermark = try validate(app: app, from: from, to: to)
         return try run {
-            let lines = try LinkLines(
-                try connection.query(ReportSQL.linkSummary(app: app, from: from, to: to, path: path)))
-            return LinkLinesReport(app: app, from: from, to: to, watermark: watermark, path: path, lines: lines)
+            LinesReport(
+                kind: kind.rawValue, app: app, from: from, to: to, watermark: watermark, path: path,
+                tables: try tables())
         }
     }
 
@@ -173,34 +176,6 @@ extension ReportService {
                 installs: try installs(app: app, from: from, to: to))
             report.path = path
             return report
-        }
-    }
-
-    /// The attribution report as served (`report(.attribution, ...)`): `attribution`'s tables, the
-    /// per-link one written straight from the stored lines (`AttributionLines`).
-    func attributionLines(app: String, from: ReportDay, to: ReportDay, path: String? = nil) throws(ReportError)
-        -> AttributionLinesReport
-    {
-        let watermark = try validate(app: app, from: from, to: to)
-        return try run {
-            let lines = try AttributionLines(
-                try connection.query(ReportSQL.attributionSummary(app: app, from: from, to: to, path: path)))
-            return AttributionLinesReport(
-                app: app, from: from, to: to, watermark: watermark, path: path, lines: lines,
-                installs: try installs(app: app, from: from, to: to))
-        }
-    }
-
-    /// The funnel report as served (`report(.funnel, ...)`): `funnel`'s table, written straight from
-    /// the stored lines (`FunnelLines`).
-    func funnelLines(app: String, from: ReportDay, to: ReportDay, path: String? = nil) throws(ReportError)
-        -> FunnelLinesReport
-    {
-        let watermark = try validate(app: app, from: from, to: to)
-        return try run {
-            let lines = try FunnelLines(
-                try connection.query(ReportSQL.funnelSummary(app: app, from: from, to: to, path: path)))
-            return FunnelLinesReport(app: app, from: from, to: to, watermark: watermark, path: path, lines: lines)
         }
     }
 

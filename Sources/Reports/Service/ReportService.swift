@@ -57,10 +57,23 @@ package struct ReportService {
         _ kind: ReportKind, app: String, from: ReportDay, to: ReportDay, path: String? = nil
     ) throws(ReportError) -> any RenderableReport {
         switch kind {
-        case .links: return try linkLines(app: app, from: from, to: to, path: path)
-        case .funnel: return try funnelLines(app: app, from: from, to: to, path: path)
+        case .links:
+            return try servedFromLines(kind, app: app, from: from, to: to, path: path) {
+                try LinkLines(try connection.query(ReportSQL.linkSummary(app: app, from: from, to: to, path: path)))
+                    .tables
+            }
+        case .funnel:
+            return try servedFromLines(kind, app: app, from: from, to: to, path: path) {
+                try FunnelLines(try connection.query(ReportSQL.funnelSummary(app: app, from: from, to: to, path: path)))
+                    .tables
+            }
         case .retention: return try retention(app: app, from: from, to: to, path: path)
-        case .attribution: return try attributionLines(app: app, from: from, to: to, path: path)
+        case .attribution:
+            return try servedFromLines(kind, app: app, from: from, to: to, path: path) {
+                try AttributionLines(
+                    try connection.query(ReportSQL.attributionSummary(app: app, from: from, to: to, path: path))
+                ).tables(installs: try installs(app: app, from: from, to: to))
+            }
         }
     }
 
