@@ -13,6 +13,11 @@
 //                  pool instead of suspend/resume (--threads sets the pool)
 //   --mode thread  as block, with a thread per connection (MHD_USE_THREAD_PER_CONNECTION, 256 KiB
 //                  stacks) instead of a pool: each request waits on its own thread
+//   --mode inline  no hand-off thread: --threads loops of our own (libmicrohttpd's external epoll mode,
+//                  a daemon per loop); after each run the loop writes and syncs the requests it left
+//                  suspended, resumes them and runs again to answer them (--inline wait: not suspended,
+//                  left waiting for their answer, which libmicrohttpd asks the handler for at the next
+//                  run). Measured and not kept (docs/ingest.md, "A loop that syncs its own group")
 //   --sync-file PATH  instead of the sleep, write 300 bytes per request of the group into PATH (64 MiB,
 //                  zero-filled first, as the event log preallocates its open segment; written round)
 //                  and fdatasync it: a durable answer with nothing else of ours
@@ -36,7 +41,7 @@
 #include <string.h>
 #include <unistd.h>
 
-enum mode { NOW, RESUME, BLOCK, THREAD };
+enum mode { NOW, RESUME, BLOCK, THREAD, INLINE };
 enum state { READING, QUEUED, DURABLE };
 
 typedef struct request {
@@ -45,7 +50,14 @@ typedef struct request {
     struct request *next;
 } request;
 
+// --mode inline: one loop of ours per daemon; the requests its last run suspended, synced by the loop.
+typedef struct loop {
+    struct MHD_Daemon *daemon;
+    request *pending;
+} loop;
+
 static enum mode mode = RESUME;
+static int inline_suspend = 1;  // --mode inline: suspend each request until synced (--inline wait: leave it waiting)
 static unsigned sync_us = 80;
 static int sync_fd = -1;
 static const off_t sync_file_bytes = 64 << 20;
@@ -55,9 +67,9 @@ static off_t sync_offset;
 static void write_and_sync(unsigned count) {
     static char record[300];
     for (unsigned i = 0; i < count; i++) {
-        if (sync_offset + (off_t)sizeof record > sync_file_bytes) sync_offset = 0;
-        if (pwrite(sync_fd, record, sizeof record, sync_offset) != (ssize_t)sizeof record) abort();
-        sync_offset += sizeof record;
+        off_t offset = __atomic_fetch_add(&sync_offset, (off_t)sizeof record, __ATOMIC_RELAXED) % sync_file_bytes;
+        if (offset + (off_t)sizeof record > sync_file_bytes) offset = 0;
+        if (pwrite(sync_fd, record, sizeof record, offset) != (ssize_t)sizeof record) abort();
     }
     if (fdatasync(sync_fd) != 0) abort();
 }
@@ -105,9 +117,34 @@ static void enqueue(request *r) {
     pthread_cond_signal(&queued);
 }
 
+// --mode inline: each loop waits for its connections, runs libmicrohttpd over them, and when that run
+// suspended requests, writes and syncs them itself and resumes them: no hand-off thread, no waking
+// a sleeping loop (the resumes' eventfd writes come from the loop's own thread).
+static void *run_loop(void *argument) {
+    loop *l = argument;
+    for (;;) {
+        MHD_run_wait(l->daemon, -1);
+        while (l->pending) {
+            request *group = l->pending;
+            l->pending = NULL;
+            unsigned count = 0;
+            for (request *r = group; r; r = r->next) count++;
+            if (sync_fd >= 0) write_and_sync(count);
+            else if (sync_us) usleep(sync_us);
+            for (request *r = group, *next; r; r = next) {
+                next = r->next;
+                r->state = DURABLE;
+                if (inline_suspend) MHD_resume_connection(r->connection);
+            }
+            MHD_run(l->daemon);
+        }
+    }
+    return NULL;
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *connection, const char *url, const char *method,
                               const char *version, const char *data, size_t *size, void **context) {
-    (void)cls; (void)url; (void)method; (void)version; (void)data;
+    (void)url; (void)method; (void)version; (void)data;
     request *r = *context;
     if (!r) {
         r = calloc(1, sizeof *r);
@@ -130,6 +167,16 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *connection, cons
         while (r->state != DURABLE) pthread_cond_wait(&durable, &lock);
         pthread_mutex_unlock(&lock);
         return MHD_queue_response(connection, 200, accepted);
+    case INLINE:
+        if (r->state == DURABLE) return MHD_queue_response(connection, 200, accepted);
+        if (r->state == READING) {
+            loop *l = cls;
+            if (inline_suspend) MHD_suspend_connection(connection);
+            r->state = QUEUED;
+            r->next = l->pending;
+            l->pending = r;
+        }
+        return MHD_YES;
     case RESUME:
         if (r->state == DURABLE) return MHD_queue_response(connection, 200, accepted);
         if (r->state == READING) {
@@ -152,8 +199,13 @@ static void completed(void *cls, struct MHD_Connection *connection, void **conte
 
 static int listen_fd = -1;
 
-// --accept own: takes every connection and gives it to the daemon (which closes it on failure).
+static loop *loops;
+static unsigned loop_count;
+
+// --accept own: takes every connection and gives it to the daemon (which closes it on failure), or
+// in --mode inline to the loops' daemons in turn.
 static void *acceptor(void *daemon) {
+    unsigned next = 0;
     for (;;) {
         struct sockaddr_storage address;
         socklen_t length = sizeof address;
@@ -163,6 +215,10 @@ static void *acceptor(void *daemon) {
             continue;
         }
         fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+        if (loop_count) {
+            daemon = loops[next].daemon;
+            next = (next + 1) % loop_count;
+        }
         MHD_add_connection(daemon, fd, (struct sockaddr *)&address, length);
     }
     return NULL;
@@ -174,7 +230,8 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *value = i + 1 < argc ? argv[i + 1] : "";
         if (!strcmp(argv[i], "--mode")) {
-            mode = !strcmp(value, "now") ? NOW : !strcmp(value, "block") ? BLOCK : !strcmp(value, "thread") ? THREAD : RESUME;
+            mode = !strcmp(value, "now") ? NOW : !strcmp(value, "block") ? BLOCK : !strcmp(value, "thread") ? THREAD
+                : !strcmp(value, "inline") ? INLINE : RESUME;
             i++;
         } else if (!strcmp(argv[i], "--sync-us")) {
             sync_us = (unsigned)atoi(value);
@@ -193,6 +250,9 @@ int main(int argc, char **argv) {
         } else if (!strcmp(argv[i], "--accept")) {
             own_accept = strcmp(value, "mhd") != 0;
             i++;
+        } else if (!strcmp(argv[i], "--inline")) {
+            inline_suspend = strcmp(value, "wait") != 0;
+            i++;
         } else if (!strcmp(argv[i], "--threads")) {
             threads = (unsigned)atoi(value);
             i++;
@@ -206,6 +266,7 @@ int main(int argc, char **argv) {
     pthread_t thread;
     pthread_create(&thread, NULL, hand_off, NULL);
     if (mode == THREAD) own_accept = 0;
+    if (mode == INLINE) own_accept = 1;  // the loops' daemons have no listening socket
     unsigned port = 0;
     if (own_accept) {
         listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -218,6 +279,31 @@ int main(int argc, char **argv) {
         socklen_t length = sizeof address;
         getsockname(listen_fd, (struct sockaddr *)&address, &length);
         port = ntohs(address.sin_port);
+    }
+    if (mode == INLINE) {
+        // External polling: MHD_add_connection from the accept thread needs the daemon's own lock and
+        // channel (MHD_USE_ITC), which suspend/resume turns on anyway.
+        loop_count = threads;
+        loops = calloc(loop_count, sizeof *loops);
+        for (unsigned i = 0; i < loop_count; i++) {
+            loops[i].daemon = MHD_start_daemon(
+                MHD_USE_ERROR_LOG | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_NO_LISTEN_SOCKET, 0, NULL, NULL,
+                handle, &loops[i], MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)16384,
+                MHD_OPTION_CONNECTION_LIMIT, 4096, MHD_OPTION_CONNECTION_TIMEOUT, 30,
+                MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_END);
+            if (!loops[i].daemon) {
+                fprintf(stderr, "mhd-floor: libmicrohttpd did not start\n");
+                return 1;
+            }
+            pthread_t running;
+            pthread_create(&running, NULL, run_loop, &loops[i]);
+        }
+        pthread_t accepting;
+        pthread_create(&accepting, NULL, acceptor, NULL);
+        printf("listening on http://127.0.0.1:%u\n", port);
+        fflush(stdout);
+        pause();
+        return 0;
     }
     struct MHD_Daemon *daemon = mode == THREAD
         ? MHD_start_daemon(
