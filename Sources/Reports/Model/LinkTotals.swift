@@ -139,9 +139,7 @@ package struct LinkTotalsReport: RenderableReport, Equatable {
     /// `round(matched::numeric / clicks, 6)` as PostgreSQL prints it, nil when clicks = 0.
     package static func installRate(matched: Int, clicks: Int) -> String? {
         guard clicks > 0, matched >= 0 else { return nil }
-        let millionths = (Int128(matched) * 2_000_000 + Int128(clicks)) / (2 * Int128(clicks))
-        let fraction = String(millionths % 1_000_000)
-        return String(millionths / 1_000_000) + "." + String(repeating: "0", count: 6 - fraction.count) + fraction
+        return ExactRate.rounded6(matched, over: clicks)
     }
 }
 

@@ -267,12 +267,22 @@ extension ReportService {
             try ReportPacked.forEachLineByPathAndDay(result, what: "report_retention_summary") {
                 (line: inout ReportPacked, path: String?, cohortDay) in
                 let cohortSize = try line.int()
+                // The view keeps only cohorts with installs; a rate it could not print is a broken line.
+                guard cohortSize > 0 else { throw line.malformed() }
                 var retained: [Int?] = []
                 var rates: [String?] = []
                 retained.reserveCapacity(count)
                 rates.reserveCapacity(count)
-                for _ in 0..<count { retained.append(try line.optionalInt()) }
-                for _ in 0..<count { rates.append(Self.absent(try line.field())) }
+                for _ in 0..<count {
+                    let returned = try line.optionalInt()
+                    retained.append(returned)
+                    guard let returned else {
+                        rates.append(nil)
+                        continue
+                    }
+                    guard let rate = ExactRate.rounded6(returned, over: cohortSize) else { throw line.malformed() }
+                    rates.append(rate)
+                }
                 rows.append(
                     RetentionRow(
                         path: path, cohortDay: cohortDay, cohortSize: cohortSize, retained: retained, rates: rates))
