@@ -1,5 +1,6 @@
 import Postgres
 import Reports
+import TestSupport
 import Testing
 
 /// The reports' rates computed from their integers (`ExactRate`) against what PostgreSQL prints for
@@ -24,14 +25,13 @@ import Testing
             // 2.000000 and 3.000000.
             (200_000_050_002, 100_000_000_001), (300_042_050_010, 100_014_000_001),
         ]
-        var random = SplitMix(seed: 2026_12_03)
+        var random = SeededGenerator(state: 2026_12_03)
         for _ in 0..<20_000 {
-            let denominator = Int(random.next() % UInt64(ExactRate.limit - 1)) + 1
-            let numerator = Int(random.next() % UInt64(ExactRate.limit))
-            pairs.append((numerator, denominator))
-            pairs.append((Int(random.next() % UInt64(denominator + 1)), denominator))
-            let small = Int(random.next() % 100_000) + 1
-            pairs.append((Int(random.next() % UInt64(small + 1)), small))
+            let denominator = random.below(ExactRate.limit - 1) + 1
+            pairs.append((random.below(ExactRate.limit), denominator))
+            pairs.append((random.below(denominator + 1), denominator))
+            let small = random.below(100_000) + 1
+            pairs.append((random.below(small + 1), small))
         }
         let numerators = "{" + pairs.map { String($0.0) }.joined(separator: ",") + "}"
         let denominators = "{" + pairs.map { String($0.1) }.joined(separator: ",") + "}"
@@ -63,18 +63,5 @@ import Testing
         arguments: [(1, 0), (0, 0), (ExactRate.limit, 3), (3, ExactRate.limit), (-ExactRate.limit, 1)] as [(Int, Int)])
     func none(numerator: Int, denominator: Int) {
         #expect(ExactRate.rounded6(numerator, over: denominator) == nil)
-    }
-}
-
-/// A small deterministic generator for the pseudo-random pairs.
-private struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

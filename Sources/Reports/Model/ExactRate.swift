@@ -1,7 +1,7 @@
 /// A count over a count as PostgreSQL prints `round(numerator::numeric / denominator, 6)`: the
 /// reports' rates (`install_rate`, the retention `dN_rate` columns) computed from their two integers,
 /// so a report read from packed lines need not ask the server for them. The same text, byte for byte,
-/// as the views (`RetentionRateTests` checks it against PostgreSQL over a grid of pairs).
+/// as the views (`ExactRateTests` checks it against PostgreSQL over ~164,000 pairs).
 ///
 /// PostgreSQL rounds twice: its division `numeric / numeric` first rounds the quotient half away from
 /// zero to the scale `select_div_scale` chooses (at least 16 significant digits: 16 decimals for a
