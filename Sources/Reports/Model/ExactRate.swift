@@ -22,7 +22,7 @@ package enum ExactRate {
         guard denominator != 0 else { return nil }
         if numerator >= 0, numerator <= denominator, denominator < 10_000_000_000 {
             let millionths = (2 * numerator * 1_000_000 + denominator) / (2 * denominator)
-            return text(millionths: UInt64(millionths), negative: false)
+            return ExactDecimal(units: Int128(millionths), scale: 6).text
         }
         guard numerator.magnitude < limit, denominator.magnitude < limit else { return nil }
         let a = UInt128(numerator.magnitude)
@@ -31,7 +31,8 @@ package enum ExactRate {
         let quotient = (2 * a * power(scale) + b) / (2 * b)
         let millionths =
             scale >= 6 ? (2 * quotient + power(scale - 6)) / (2 * power(scale - 6)) : quotient * power(6 - scale)
-        return text(millionths: UInt64(millionths), negative: (numerator < 0) != (denominator < 0))
+        let negative = (numerator < 0) != (denominator < 0)
+        return ExactDecimal(units: negative ? -Int128(millionths) : Int128(millionths), scale: 6).text
     }
 
     /// PostgreSQL's `select_div_scale` for two integers (scale 0 each), `a` over `b` (`b` > 0): 16
@@ -57,12 +58,5 @@ package enum ExactRate {
         var result: UInt128 = 1
         for _ in 0..<exponent { result *= 10 }
         return result
-    }
-
-    /// `-`(when negative and not zero), the whole part, `.`, six digits.
-    private static func text(millionths: UInt64, negative: Bool) -> String {
-        let fraction = String(millionths % 1_000_000)
-        return (negative && millionths != 0 ? "-" : "") + String(millionths / 1_000_000) + "."
-            + String(repeating: "0", count: 6 - fraction.count) + fraction
     }
 }
