@@ -18,6 +18,10 @@
 //                  suspended, resumes them and runs again to answer them (--inline wait: not suspended,
 //                  left waiting for their answer, which libmicrohttpd asks the handler for at the next
 //                  run). Measured and not kept (docs/ingest.md, "A loop that syncs its own group")
+//   --mode handed  --threads loops as in inline, but the loops hand each run's suspended requests to the
+//                  hand-off thread, which syncs the group and then tells each loop once (an eventfd of
+//                  the loop's own) instead of resuming every request itself; the loop resumes them from
+//                  its own thread and runs again: one wake-up per loop and group whatever its size
 //   --sync-file PATH  instead of the sleep, write 300 bytes per request of the group into PATH (64 MiB,
 //                  zero-filled first, as the event log preallocates its open segment; written round)
 //                  and fdatasync it: a durable answer with nothing else of ours
@@ -34,6 +38,8 @@
 #include <fcntl.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -41,19 +47,26 @@
 #include <string.h>
 #include <unistd.h>
 
-enum mode { NOW, RESUME, BLOCK, THREAD, INLINE };
+enum mode { NOW, RESUME, BLOCK, THREAD, INLINE, HANDED };
 enum state { READING, QUEUED, DURABLE };
+
+struct loop;
 
 typedef struct request {
     enum state state;
     struct MHD_Connection *connection;
+    struct loop *loop;
     struct request *next;
 } request;
 
 // --mode inline: one loop of ours per daemon; the requests its last run suspended, synced by the loop.
+// --mode handed: the same loops; `durable` holds the requests the hand-off thread synced for this
+// loop (under `lock`), and `wake` is the loop's eventfd, written once per group.
 typedef struct loop {
     struct MHD_Daemon *daemon;
     request *pending;
+    request *durable;
+    int wake;
 } loop;
 
 static enum mode mode = RESUME;
@@ -99,6 +112,26 @@ static void *hand_off(void *unused) {
             for (request *r = group; r; r = r->next) r->state = DURABLE;
             pthread_cond_broadcast(&durable);
             pthread_mutex_unlock(&lock);
+        } else if (mode == HANDED) {
+            // Give each loop its requests, then wake each loop that got any, once.
+            struct loop *woken[64];
+            unsigned nwoken = 0;
+            pthread_mutex_lock(&lock);
+            for (request *r = group, *next; r; r = next) {
+                next = r->next;
+                r->state = DURABLE;
+                struct loop *l = r->loop;
+                if (!l->durable) {
+                    if (nwoken < 64) woken[nwoken++] = l;
+                }
+                r->next = l->durable;
+                l->durable = r;
+            }
+            pthread_mutex_unlock(&lock);
+            for (unsigned i = 0; i < nwoken; i++) {
+                uint64_t one = 1;
+                if (write(woken[i]->wake, &one, sizeof one) != sizeof one) abort();
+            }
         } else {
             for (request *r = group, *next; r; r = next) {
                 next = r->next;
@@ -142,6 +175,45 @@ static void *run_loop(void *argument) {
     return NULL;
 }
 
+// --mode handed: each loop waits on libmicrohttpd's epoll descriptor and its own eventfd; it hands
+// what a run suspended to the hand-off thread, and resumes what the hand-off thread gave back.
+static void *run_handed(void *argument) {
+    loop *l = argument;
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(l->daemon, MHD_DAEMON_INFO_EPOLL_FD);
+    int ep = epoll_create1(EPOLL_CLOEXEC);
+    struct epoll_event ev = {.events = EPOLLIN, .data.u32 = 0};
+    if (!info || ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, info->epoll_fd, &ev) != 0) abort();
+    ev.data.u32 = 1;
+    if (epoll_ctl(ep, EPOLL_CTL_ADD, l->wake, &ev) != 0) abort();
+    for (;;) {
+        struct epoll_event events[2];
+        MHD_UNSIGNED_LONG_LONG timeout;
+        int ms = MHD_get_timeout(l->daemon, &timeout) == MHD_YES ? (int)(timeout < 1000 ? timeout : 1000) : 1000;
+        int n = epoll_wait(ep, events, 2, ms);
+        for (int i = 0; i < n; i++) {
+            if (events[i].data.u32 != 1) continue;
+            uint64_t count;
+            if (read(l->wake, &count, sizeof count) < 0 && errno != EAGAIN) abort();
+            pthread_mutex_lock(&lock);
+            request *group = l->durable;
+            l->durable = NULL;
+            pthread_mutex_unlock(&lock);
+            for (request *r = group; r; r = r->next) MHD_resume_connection(r->connection);
+        }
+        MHD_run(l->daemon);
+        if (l->pending) {
+            pthread_mutex_lock(&lock);
+            for (request *r = l->pending, *next; r; r = next) {
+                next = r->next;
+                enqueue(r);
+            }
+            pthread_mutex_unlock(&lock);
+            l->pending = NULL;
+        }
+    }
+    return NULL;
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *connection, const char *url, const char *method,
                               const char *version, const char *data, size_t *size, void **context) {
     (void)url; (void)method; (void)version; (void)data;
@@ -168,9 +240,11 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *connection, cons
         pthread_mutex_unlock(&lock);
         return MHD_queue_response(connection, 200, accepted);
     case INLINE:
+    case HANDED:
         if (r->state == DURABLE) return MHD_queue_response(connection, 200, accepted);
         if (r->state == READING) {
             loop *l = cls;
+            r->loop = l;
             if (inline_suspend) MHD_suspend_connection(connection);
             r->state = QUEUED;
             r->next = l->pending;
@@ -231,7 +305,7 @@ int main(int argc, char **argv) {
         const char *value = i + 1 < argc ? argv[i + 1] : "";
         if (!strcmp(argv[i], "--mode")) {
             mode = !strcmp(value, "now") ? NOW : !strcmp(value, "block") ? BLOCK : !strcmp(value, "thread") ? THREAD
-                : !strcmp(value, "inline") ? INLINE : RESUME;
+                : !strcmp(value, "inline") ? INLINE : !strcmp(value, "handed") ? HANDED : RESUME;
             i++;
         } else if (!strcmp(argv[i], "--sync-us")) {
             sync_us = (unsigned)atoi(value);
@@ -266,7 +340,7 @@ int main(int argc, char **argv) {
     pthread_t thread;
     pthread_create(&thread, NULL, hand_off, NULL);
     if (mode == THREAD) own_accept = 0;
-    if (mode == INLINE) own_accept = 1;  // the loops' daemons have no listening socket
+    if (mode == INLINE || mode == HANDED) own_accept = 1;  // the loops' daemons have no listening socket
     unsigned port = 0;
     if (own_accept) {
         listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -280,7 +354,7 @@ int main(int argc, char **argv) {
         getsockname(listen_fd, (struct sockaddr *)&address, &length);
         port = ntohs(address.sin_port);
     }
-    if (mode == INLINE) {
+    if (mode == INLINE || mode == HANDED) {
         // External polling: MHD_add_connection from the accept thread needs the daemon's own lock and
         // channel (MHD_USE_ITC), which suspend/resume turns on anyway.
         loop_count = threads;
@@ -295,8 +369,10 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "mhd-floor: libmicrohttpd did not start\n");
                 return 1;
             }
+            loops[i].wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+            if (loops[i].wake < 0) return 1;
             pthread_t running;
-            pthread_create(&running, NULL, run_loop, &loops[i]);
+            pthread_create(&running, NULL, mode == HANDED ? run_handed : run_loop, &loops[i]);
         }
         pthread_t accepting;
         pthread_create(&accepting, NULL, acceptor, NULL);
