@@ -399,7 +399,7 @@ class Bench:
     def cpu_note(ours, base, unit):
         """Median CPU per event of each server, and with wrk's added the ratio the two sides would
         reach if both kept the cores fully busy: the ceiling of the measured ratio, which the wait
-        for each group's `fdatasync` can only lower (docs/ingest.md, "tenth session")."""
+        for each group's `fdatasync` can only lower (docs/ingest-performance.md, "tenth session")."""
         o = statistics.median(r["cpu_us"] for r in ours)
         b = statistics.median(r["cpu_us"] for r in base)
         ow = statistics.median(r["wrk_us"] for r in ours)
@@ -411,7 +411,7 @@ class Bench:
         """Figure 2 at wrk's 64 connections (the issue's example settings), then the same at 256
         connections, both sides alike: with fsync durability every answer waits for a group's
         `fdatasync`, so at 64 connections part of our rate is bound by that round trip rather than
-        by CPU (docs/ingest.md, ninth session, "Why 64 connections sit at the line"); 256 shows the
+        by CPU (docs/ingest-performance.md, ninth session, "Why 64 connections sit at the line"); 256 shows the
         rate with more clients in flight, as a collector facing many SDK installs has."""
         seconds, rounds = (4, 2) if self.quick else (10, 3)
         rss = 0

@@ -7,7 +7,7 @@ import Glibc
 /// so every struct holding one was copied and destroyed through run-time value witnesses
 /// (~200 instructions per copy of a queued append's callback), and the elapsed time was 128-bit
 /// `Duration` arithmetic (~250 instructions per observation). Here a copy is a word and the
-/// elapsed time an integer subtraction (docs/ingest.md, "Instructions per request").
+/// elapsed time an integer subtraction (docs/ingest-performance.md, "Instructions per request").
 package struct MonotonicInstant: Sendable, Comparable {
     /// Nanoseconds since an arbitrary fixed point (the system's boot, on Linux).
     package let nanoseconds: UInt64

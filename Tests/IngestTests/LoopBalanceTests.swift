@@ -38,7 +38,7 @@ struct LoopBalanceTests {
         // descriptors alternate, so this is 64/64 unless descriptors opened meanwhile by other
         // tests shift some; even a random split of 64 connections falls outside 16-48 with a
         // probability of ~1e-5. With each loop accepting for itself, a loop took all 64 in one of
-        // eight runs of `serve` (docs/ingest.md, "Balanced loops").
+        // eight runs of `serve` (docs/ingest-performance.md, "Balanced loops").
         #expect(counts.count == 2, "\(counts)")
         #expect(counts.allSatisfy { $0 >= 32 && $0 <= 96 }, "\(counts)")
     }

@@ -1,7 +1,7 @@
 // bench/floor/mhd-floor.c: what libmicrohttpd itself costs per request with the daemon settings of
 // detour's ingest (internal poll threads, one per core, 16 KiB per connection, suspend/resume allowed),
 // and nothing of ours: no auth, no JSON, no event log. It answers every POST with the body ingest
-// sends for one accepted event. Run as a `serve` variant of bench/ingest-ab (docs/ingest.md,
+// sends for one accepted event. Run as a `serve` variant of bench/ingest-ab (docs/ingest-performance.md,
 // "The floor under the single-event figure"):
 //
 //   --mode now     answer from the request's last handler call, as a server with nothing to wait for
@@ -17,7 +17,7 @@
 //                  a daemon per loop); after each run the loop writes and syncs the requests it left
 //                  suspended, resumes them and runs again to answer them (--inline wait: not suspended,
 //                  left waiting for their answer, which libmicrohttpd asks the handler for at the next
-//                  run). Measured and not kept (docs/ingest.md, "A loop that syncs its own group")
+//                  run). Measured and not kept (docs/ingest-performance.md, "A loop that syncs its own group")
 //   --mode handed  --threads loops as in inline, but the loops hand each run's suspended requests to the
 //                  hand-off thread, which syncs the group and then tells each loop once (an eventfd of
 //                  the loop's own) instead of resuming every request itself; the loop resumes them from
@@ -27,7 +27,7 @@
 //                  and fdatasync it: a durable answer with nothing else of ours
 //   --accept own   (default) accept on a thread of our own and hand each connection to libmicrohttpd
 //                  (MHD_add_connection), which alternates them between the poll loops, as ingest does
-//                  since 2026-12-02 ("Balanced loops" in docs/ingest.md); not with --mode thread
+//                  since 2026-12-02 ("Balanced loops" in docs/ingest-performance.md); not with --mode thread
 //   --accept mhd   libmicrohttpd's own accept: each loop accepts from the shared socket, so a burst of
 //                  connections can land on one loop
 //

@@ -53,7 +53,7 @@ struct Token: Sendable {
 /// A class (immutable, so `Sendable` as a value would be): every `JSONValue` holds its document,
 /// and a normalised event holds a dozen values, so copying one costs a single reference count
 /// instead of one per array (the bytes and the tape). Fewer counts, not a rate the machine
-/// resolves: docs/ingest.md, "what reference counting costs".
+/// resolves: docs/ingest-performance.md, "what reference counting costs".
 package final class JSONDocument: Sendable {
     /// The document's bytes.
     package let bytes: [UInt8]

@@ -26,7 +26,7 @@ enum JSONScanner {
         guard !bytes.isEmpty else { throw JSONError(.unexpectedEnd, at: 0) }
         // Every value or key takes at least one byte and one separator or bracket, so n bytes hold
         // at most n / 2 + 1 of them: a text that short cannot pass the limit and is scanned without
-        // counting (counting cost the scan alone ~6 % on SDK bodies, docs/ingest.md).
+        // counting (counting cost the scan alone ~6 % on SDK bodies, docs/ingest-performance.md).
         let mayPassLimit = bytes.count / 2 + 1 > maxValues
         let result = bytes.withUnsafeBufferPointer { (buffer) -> JSONError? in
             do throws(JSONError) {

@@ -10,7 +10,7 @@ import Synchronization
 /// Why not libmicrohttpd's own accept: every loop polls the shared listening socket and whichever
 /// wakes first takes the connection, so a burst of connections (a client pool opening, wrk's 64)
 /// landed unevenly: over eight starts of `serve` under the single-event benchmark the loops' shares
-/// ranged from 0.48/0.52 to 0.00/1.00, and the two even starts were the fastest (docs/ingest.md,
+/// ranged from 0.48/0.52 to 0.00/1.00, and the two even starts were the fastest (docs/ingest-performance.md,
 /// "Balanced loops").
 ///
 /// At the connection limit it stops accepting, as libmicrohttpd does: further clients wait in the
@@ -18,7 +18,7 @@ import Synchronization
 /// connections handed over (here) that libmicrohttpd has not reported closed. libmicrohttpd's own
 /// limit is set above ours (`HTTPServer`) so that it never refuses a handed-over connection itself:
 /// in 0.9.75 a loop that does so deadlocks (seen under the test suite's load: the loop thread
-/// waiting for a mutex it held itself; docs/ingest.md, "Balanced loops").
+/// waiting for a mutex it held itself; docs/ingest-performance.md, "Balanced loops").
 /// A connection libmicrohttpd cannot start for lack of memory (its pool) is never reported closed
 /// and stays counted.
 final class Acceptor: @unchecked Sendable {

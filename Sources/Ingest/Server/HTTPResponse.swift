@@ -35,7 +35,7 @@ package protocol HTTPProducedBody: HTTPBodyStream {
 /// is handed on four or five times between the handler and libmicrohttpd (the log's completion,
 /// the request's state, the server's queueing), and with five counted references of its own each
 /// hand-over cost five reference counts: 31 per single-event request, a fifth of all it counted
-/// (no rate change the machine resolves, docs/ingest.md). A copy is also recognised as such
+/// (no rate change the machine resolves, docs/ingest-performance.md). A copy is also recognised as such
 /// (`isCopy(of:)`), which finds the server's prepared answer without comparing bytes.
 package struct HTTPResponse: Sendable {
     private var parts: Parts

@@ -90,7 +90,7 @@ package final class HTTPServer: Sendable {
                     option: .PER_IP_CONNECTION_LIMIT, value: settings.perIPConnectionLimit, ptr_value: nil))
         }
         options.append(MHD_OptionItem(option: .END, value: 0, ptr_value: nil))
-        // poll(), not epoll: every suspend and resume costs an `epoll_ctl` (docs/ingest.md, "Why poll").
+        // poll(), not epoll: every suspend and resume costs an `epoll_ctl` (docs/ingest-performance.md, "Why poll").
         let flags =
             MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_POLL.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue
             | MHD_USE_NO_LISTEN_SOCKET.rawValue
