@@ -67,8 +67,11 @@ typedef struct loop {
     request *pending;
     request *durable;
     int wake;
+    int notify;  // set when `durable` went from empty to not; only the hand-off thread reads and clears it
 } loop;
 
+static loop *loops;
+static unsigned loop_count;
 static enum mode mode = RESUME;
 static int inline_suspend = 1;  // --mode inline: suspend each request until synced (--inline wait: leave it waiting)
 static unsigned sync_us = 80;
@@ -114,23 +117,20 @@ static void *hand_off(void *unused) {
             pthread_mutex_unlock(&lock);
         } else if (mode == HANDED) {
             // Give each loop its requests, then wake each loop that got any, once.
-            struct loop *woken[64];
-            unsigned nwoken = 0;
             pthread_mutex_lock(&lock);
             for (request *r = group, *next; r; r = next) {
                 next = r->next;
                 r->state = DURABLE;
                 struct loop *l = r->loop;
-                if (!l->durable) {
-                    if (nwoken < 64) woken[nwoken++] = l;
-                }
+                if (!l->durable) l->notify = 1;
                 r->next = l->durable;
                 l->durable = r;
             }
             pthread_mutex_unlock(&lock);
-            for (unsigned i = 0; i < nwoken; i++) {
+            for (unsigned i = 0; i < loop_count; i++) {
+                if (!__atomic_exchange_n(&loops[i].notify, 0, __ATOMIC_RELAXED)) continue;
                 uint64_t one = 1;
-                if (write(woken[i]->wake, &one, sizeof one) != sizeof one) abort();
+                if (write(loops[i].wake, &one, sizeof one) != sizeof one) abort();
             }
         } else {
             for (request *r = group, *next; r; r = next) {
@@ -272,9 +272,6 @@ static void completed(void *cls, struct MHD_Connection *connection, void **conte
 }
 
 static int listen_fd = -1;
-
-static loop *loops;
-static unsigned loop_count;
 
 // --accept own: takes every connection and gives it to the daemon (which closes it on failure), or
 // in --mode inline to the loops' daemons in turn.
