@@ -61,7 +61,7 @@ typedef struct request {
 
 // --mode inline: one loop of ours per daemon; the requests its last run suspended, synced by the loop.
 // --mode handed: the same loops; `durable` holds the requests the hand-off thread synced for this
-// loop (under `lock`), and `wake` is the loop's eventfd, written once per group.
+// loop (under `lock`), and `wake` is the loop's eventfd (handed mode only), written once per group.
 typedef struct loop {
     struct MHD_Daemon *daemon;
     request *pending;
@@ -128,7 +128,8 @@ static void *hand_off(void *unused) {
             }
             pthread_mutex_unlock(&lock);
             for (unsigned i = 0; i < loop_count; i++) {
-                if (!__atomic_exchange_n(&loops[i].notify, 0, __ATOMIC_RELAXED)) continue;
+                if (!loops[i].notify) continue;
+                loops[i].notify = 0;
                 uint64_t one = 1;
                 if (write(loops[i].wake, &one, sizeof one) != sizeof one) abort();
             }
@@ -366,8 +367,8 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "mhd-floor: libmicrohttpd did not start\n");
                 return 1;
             }
-            loops[i].wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-            if (loops[i].wake < 0) return 1;
+            loops[i].wake = mode == HANDED ? eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK) : -1;
+            if (mode == HANDED && loops[i].wake < 0) return 1;
             pthread_t running;
             pthread_create(&running, NULL, mode == HANDED ? run_handed : run_loop, &loops[i]);
         }
