@@ -66,6 +66,11 @@ package struct LogConfiguration: Sendable {
     package var groupCommitBytes: Int = 256 * 1024
     /// ... or once the oldest waiting append has waited this long. Default 2 ms.
     package var groupCommitDelay: Duration = .milliseconds(2)
+    /// Whether `groupCommitDelay` also ends once as many appends wait as the batch taken before
+    /// held: under concurrent load the wait gathers the clients the last group answered (fewer,
+    /// larger groups), while a lone or few appenders are not held for company that is not coming.
+    /// Default false (the full delay).
+    package var groupCommitDelayIsAdaptive = false
     /// The most uncompressed bytes one frame is made from (plus the append that reaches it): when
     /// appends arrive faster than the compressors take them, the waiting batch is closed here and
     /// the next appends start another, so a deep queue becomes several frames of about this size

@@ -93,6 +93,8 @@ extension LogWriter {
         shared.batch = CommitBatch(slot: shared.batchCount % Condition.doneSlots)
         if previous > 0 { shared.batch.callbacks.reserveCapacity(min(previous, 1024)) }
         shared.pendingRecords = 0
+        shared.lastBatchAppends = shared.pendingAppends
+        shared.pendingAppends = 0
         shared.pendingSince = nil
     }
 
@@ -230,7 +232,11 @@ extension LogWriter {
                 // With a sync in flight, the next group starts half a sync later (or once the batch
                 // reaches the deep-queue size): syncs in flight are staggered, each covering half a
                 // sync's worth of requests, instead of a large group and a tiny one right after it.
-                var due = since + commitDelayNanos
+                // Adaptive: the delay ends once as many appends wait as the batch before held (the
+                // clients it answered are back), so a lone appender is never held.
+                let gathered =
+                    configuration.groupCommitDelayIsAdaptive && shared.pendingAppends >= shared.lastBatchAppends
+                var due = since + (gathered ? 0 : commitDelayNanos)
                 if let started = shared.lastSyncStart, !shared.syncs.isEmpty {
                     due = max(due, started + shared.syncEstimate / UInt64(max(1, syncThreads)))
                 }

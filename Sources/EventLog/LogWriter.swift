@@ -28,6 +28,9 @@ package final class LogWriter: Sendable {
         /// or it reaches `maxBatchBytes` and is closed.
         @exclusivity(unchecked) var pending: [UInt8] = []
         @exclusivity(unchecked) var pendingRecords = 0
+        /// Appends in the open batch, and in the batch taken before it (`gatherPreviousGroup`).
+        @exclusivity(unchecked) var pendingAppends = 0
+        @exclusivity(unchecked) var lastBatchAppends = 0
         /// Monotonic ns when the first record of the pending batch arrived.
         @exclusivity(unchecked) var pendingSince: UInt64?
         @exclusivity(unchecked) var batch = CommitBatch(slot: 0)
@@ -286,10 +289,16 @@ package final class LogWriter: Sendable {
             let before = shared.pending.count
             copy(&shared.pending)
             shared.pendingRecords += records
+            shared.pendingAppends += 1
             if shared.pendingSince == nil {
                 shared.pendingSince = now
                 // The committer compresses and commits the batch itself when it is free to.
                 if committerCanTake(shared) { monitor.signal(Condition.ready) }
+            } else if configuration.groupCommitDelayIsAdaptive, shared.pendingAppends == shared.lastBatchAppends,
+                committerCanTake(shared)
+            {
+                // The committer may be waiting out the delay for this company: it has come.
+                monitor.signal(Condition.ready)
             }
             let threshold = batchThreshold(shared)
             if before < threshold, shared.pending.count >= threshold { monitor.signal(Condition.work) }

@@ -112,16 +112,21 @@ import Testing
     @Test(
         "appends that do not wait are each completed once, after their records are durable, from many threads",
         arguments: [
-            (Durability.fsync, 1, 4), (.fsync, 3, 2), (.fsync, 2, 1), (.interval(.milliseconds(5)), 1, 2),
-            (.interval(.milliseconds(5)), 3, 2),
+            (Durability.fsync, 1, 4, false), (.fsync, 3, 2, false), (.fsync, 2, 1, false),
+            (.interval(.milliseconds(5)), 1, 2, false), (.interval(.milliseconds(5)), 3, 2, false),
+            // ingest's setting: an adaptive delay (serve's --commit-delay)
+            (.fsync, 2, 1, true), (.fsync, 2, 2, true),
         ])
-    func completionAppends(setting: (durability: Durability, compressionThreads: Int, syncsInFlight: Int)) throws {
+    func completionAppends(
+        setting: (durability: Durability, compressionThreads: Int, syncsInFlight: Int, adaptiveDelay: Bool)
+    ) throws {
         try withTemporaryDirectory { dir in
             var configuration = testConfiguration(dir)
             configuration.durability = setting.durability
             configuration.compressionThreads = setting.compressionThreads
             configuration.syncsInFlight = setting.syncsInFlight
-            configuration.groupCommitDelay = .zero
+            configuration.groupCommitDelay = setting.adaptiveDelay ? .microseconds(300) : .zero
+            configuration.groupCommitDelayIsAdaptive = setting.adaptiveDelay
             configuration.maxSegmentBytes = 32 * 1024  // rotate during the run too
             let writer = try LogWriter(configuration: configuration)
             let threads = 8
@@ -267,6 +272,34 @@ import Testing
             #expect(Set(records) == ok)  // every acknowledged record, and none that failed
             #expect(records.count == ok.count)
             #expect(try sequencesAreGapFree(configuration.directory))
+        }
+    }
+
+    @Test("an adaptive commit delay holds a batch only for company the batch before had, never a lone appender")
+    func adaptiveDelayLoneAppender() throws {
+        try withTemporaryDirectory { dir in
+            var configuration = testConfiguration(dir)
+            // Far longer than the wait below: an append held for the delay is not back in time.
+            configuration.groupCommitDelay = .seconds(3600)
+            configuration.groupCommitDelayIsAdaptive = true
+            let writer = try LogWriter(configuration: configuration)
+            let failures = Locked<[String]>([])
+            let finished = DispatchSemaphore(value: 0)
+            DispatchQueue.global().async {
+                for id in 0..<20 {
+                    do { try writer.append([envelope(id)]) } catch { failures.withLock { $0.append("\(error)") } }
+                }
+                finished.signal()
+            }
+            let returned = finished.wait(timeout: .now() + 60) == .success
+            #expect(returned, "an append waited for company")
+            // Each append returned durable before the next was made: one frame each.
+            let frames = writer.framesCommitted
+            writer.close()  // commits a held append at once, when the check above failed
+            if !returned { _ = finished.wait(timeout: .now() + 60) }
+            #expect(failures.withLock { $0 }.isEmpty)
+            #expect(frames == 20)
+            #expect(try readAll(configuration.directory).records.count == 20)
         }
     }
 
