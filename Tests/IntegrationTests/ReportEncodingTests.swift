@@ -55,12 +55,14 @@ import Testing
             let report = try Self.report(rows: rows)
             let plain = Self.readAll(ReportJSONPieces(report))
             #expect(plain.count > 100 && plain.last == UInt8(ascii: "\n"))
-            for pieceSize in [1, 100, 64 * 1024, 1 << 20] {
-                let body = ReportJSONPieces(report, pieceSize: pieceSize, encoding: encoding)
+            #expect(plain == ReportJSON.bytes(report) + [UInt8(ascii: "\n")])
+            // Written by two threads (a report of four pieces or more) and by one: the same JSON.
+            for (pieceSize, writers) in [(1, 2), (100, 2), (100, 1), (64 * 1024, 2), (64 * 1024, 1), (1 << 20, 2)] {
+                let body = ReportJSONPieces(report, pieceSize: pieceSize, encoding: encoding, writers: writers)
                 let compressed = Self.readAll(body)
                 #expect(body.jsonSize == plain.count && body.size == compressed.count)
                 let decoded = try Decompressor.decode(compressed, encoding: coding, limit: plain.count)
-                #expect(decoded == plain, "\(encoding) \(rows) rows in pieces of \(pieceSize)")
+                #expect(decoded == plain, "\(encoding) \(rows) rows in pieces of \(pieceSize), \(writers) writers")
                 if rows == 20_000 {
                     // What the coding is for: the JSON repeats its keys on every row.
                     #expect(compressed.count * 5 < plain.count, "\(compressed.count) of \(plain.count) bytes")

@@ -17,7 +17,8 @@ import Synchronization
 /// p99.9 was 68-75 ms against 34-36 ms (docs/ingest.md, "Report API").
 ///
 /// `@unchecked Sendable`: the writer's state (`source`, `compressor`) is used by the one thread
-/// that calls `produce` (or the first `read`, when nothing did); everything shared is in `shared`.
+/// that calls `produce` (or the first `read`, when nothing did); everything shared is in `shared`
+/// (a second writing thread, for a large report, takes spare buffers from it and nothing else).
 package final class ReportJSONPieces: @unchecked Sendable {
     private struct Shared {
         /// Written pieces not yet read, oldest first (`first` is the next one).
@@ -41,19 +42,25 @@ package final class ReportJSONPieces: @unchecked Sendable {
     private var source: ReportJSONStream?
     private let pieceSize: Int
     private let encoding: ReportEncoding?
+    /// How many threads write a large report (`ReportJSONChunks`): 2, or 1.
+    private let writers: Int
     private static let spareLimit = 2
-    /// Ends the writing of a body nobody reads any more.
-    private struct Cancelled: Error {}
 
-    /// A body for `report`'s JSON (with a final line feed, as the API sends it), in pieces of at
-    /// least `pieceSize` bytes (whole rows; the last piece may be smaller); with an `encoding`, each
-    /// piece is compressed as it is written and only the compressed bytes are kept, in pieces of
-    /// about a quarter of `pieceSize` (~3 MB in all instead of 54 for the report above). Nothing
-    /// is written until `produce` or the first `read`.
-    package init(_ report: any RenderableReport, pieceSize: Int = 1 << 20, encoding: ReportEncoding? = nil) {
+    /// A body for `report`'s JSON (with a final line feed, as the API sends it), in pieces of whole
+    /// rows: at least `pieceSize` bytes when one thread writes it (the last piece may be smaller),
+    /// about `pieceSize` when two do. A report of at least four pieces is written by the calling
+    /// thread and one more (`ReportJSONChunks`; `writers` 1 keeps every report on the calling
+    /// thread); the bytes are the same. With an `encoding`, each piece is compressed as it is written
+    /// and only the compressed bytes are kept, in pieces of about a quarter of `pieceSize` (~3 MB in
+    /// all instead of 54 for the report above). Nothing is written until `produce` or the first `read`.
+    package init(
+        _ report: any RenderableReport, pieceSize: Int = 1 << 20, encoding: ReportEncoding? = nil, writers: Int = 2
+    ) {
+        precondition((1...2).contains(writers), "one or two writers")
         source = ReportJSONStream(report, newline: true)
         self.pieceSize = max(pieceSize, 1)
         self.encoding = encoding
+        self.writers = writers
     }
 
     /// The whole body's length (compressed, with an `encoding`), once written.
@@ -68,7 +75,7 @@ package final class ReportJSONPieces: @unchecked Sendable {
             defer { shared.isStarted = true }
             return !shared.isStarted
         }
-        guard starts, var source else { return }
+        guard starts, let source else { return }
         self.source = nil
         var jsonSize = 0
         if let encoding {
@@ -76,31 +83,58 @@ package final class ReportJSONPieces: @unchecked Sendable {
             let outputSize = max(pieceSize / 4, 1)
             var out: [UInt8] = []
             out.reserveCapacity(outputSize * 2)
-            do {
-                // The stream's one reused buffer per piece; only the compressed bytes are kept.
-                try source.forEachPiece(of: pieceSize) { piece in
-                    jsonSize += piece.count
-                    piece.withUnsafeBytes { compressor.compress($0, into: &out) }
-                    guard out.count >= outputSize else { return }
-                    guard publish(out) else { throw Cancelled() }
-                    out = []
-                    out.reserveCapacity(outputSize * 2)
-                }
+            // Each piece's buffer is written again; only the compressed bytes are kept.
+            let isWritten = forEachPiece(source) { piece in
+                jsonSize += piece.count
+                piece.withUnsafeBytes { compressor.compress($0, into: &out) }
+                guard out.count >= outputSize else { return true }
+                guard publish(out) else { return false }
+                out = []
+                out.reserveCapacity(outputSize * 2)
+                return true
+            }
+            // Cancelled: nobody reads the rest.
+            if isWritten {
                 compressor.finish(into: &out)
                 _ = publish(out)
-            } catch {
-                // Cancelled: nobody reads the rest.
             }
         } else {
-            while true {
-                var piece = JSONText(reusing: shared.withLock { $0.spare.popLast() } ?? [])
-                piece.reserve(pieceSize + pieceSize / 4)
-                guard source.write(into: &piece, upTo: pieceSize) else { break }
+            _ = forEachPiece(source) { piece in
                 jsonSize += piece.count
-                guard publish(piece.takeBytes()) else { break }
+                return publish(piece.takeBytes())
             }
         }
         finish(jsonSize: jsonSize)
+    }
+
+    /// Writes `source` in pieces and hands each to `body` on this thread, in order, until `body`
+    /// returns false (then returns false). A report of at least four pieces is written by this thread
+    /// and one more (`ReportJSONChunks`, with `writers` 2): pieces of about `pieceSize` bytes, whole
+    /// rows; a smaller one (or with `writers` 1) by this thread alone, in pieces of at least
+    /// `pieceSize`. The bytes are the same either way. `body` may take a piece's bytes; a buffer it
+    /// leaves is written again.
+    private func forEachPiece(_ source: ReportJSONStream, _ body: (inout JSONText) -> Bool) -> Bool {
+        let pieceSize = self.pieceSize
+        let buffer: @Sendable () -> JSONText = { [self] in
+            var piece = JSONText(reusing: shared.withLock { $0.spare.popLast() } ?? [])
+            piece.reserve(pieceSize + pieceSize / 4)
+            return piece
+        }
+        if writers > 1, ReportJSONChunks.isWorthSplitting(source, size: pieceSize) {
+            var isWhole = true
+            ReportJSONChunks.forEachChunk(of: source, size: pieceSize, buffer: buffer) { chunk in
+                isWhole = body(&chunk)
+                return isWhole
+            }
+            return isWhole
+        }
+        var source = source
+        var piece = buffer()
+        while source.write(into: &piece, upTo: pieceSize) {
+            guard body(&piece) else { return false }
+            if piece.count > 0 { piece.removeAll() } else { piece = buffer() }
+        }
+        return true
     }
 
     /// Hands `piece` to the reader (waking it when it waits); false once the body was cancelled.

@@ -10,7 +10,8 @@ package import JSONText
 /// compare a streamed body with the whole one). Writing cannot fail: the report is complete before
 /// the first byte, so the status is known.
 package struct ReportJSONStream: Sendable {
-    private let tables: [ReportTable]
+    /// The report's tables (read by `ReportJSONChunks` to split them into chunks of rows).
+    let tables: [ReportTable]
     /// `{"report":...,"tables":{`, until it is written.
     private var head: JSONText?
     private let newline: Bool
@@ -20,6 +21,16 @@ package struct ReportJSONStream: Sendable {
     /// The table's column names as JSON keys, encoded once per table.
     private var keys: JSONKeys = .none
     private var isFinished = false
+    /// Where a part of the text (`part(from:to:)`) ends: before that table's row (`row` 0 after its
+    /// `"name":[`, `count` before its `]`); nil for the end of the text.
+    private var stop: Position?
+
+    /// A place in the text between rows: before row `row` of table `table` (0 after the table's
+    /// `"name":[`, its row count before its `]`); `table` == the table count is before the final `}}`.
+    struct Position: Equatable {
+        var table: Int
+        var row: Int
+    }
 
     /// A stream of `report`'s JSON; `extra` members (already JSON-encoded values) follow
     /// `watermark`; `newline` ends the text with a line feed (what the API and the CLI send).
@@ -71,6 +82,27 @@ package struct ReportJSONStream: Sendable {
         }
     }
 
+    /// The length of the report's header (`{"report":...,"tables":{`) when it is still to be written.
+    var headSize: Int { head?.count ?? 0 }
+
+    /// Where the stream is: before row `row` of table `table` (-1 before the table's `"name":[`).
+    var position: Position { Position(table: table, row: row) }
+
+    /// The text from `start` (nil: its beginning, the report's header included) to `end` (nil: its
+    /// end), as a stream of its own: the parts of consecutive positions, one after another, are the
+    /// whole text, byte for byte, however it is cut (what `ReportJSONChunks` writes on two threads).
+    func part(from start: Position?, to end: Position?) -> ReportJSONStream {
+        var part = self
+        part.stop = end
+        if let start {
+            part.head = nil
+            part.table = start.table
+            part.row = start.row
+            if start.table < tables.count { part.keys = JSONKeys(tables[start.table].columns) }
+        }
+        return part
+    }
+
     /// Appends the next part of the JSON to `out`: whole rows, until `out` holds at least `size`
     /// bytes or the text is complete. Returns false, writing nothing, once the text is complete.
     @discardableResult
@@ -81,6 +113,11 @@ package struct ReportJSONStream: Sendable {
             self.head = nil
         }
         while out.count < size {
+            if let stop, stop.table == table, stop.row == max(row, 0), row >= 0 || stop.table == tables.count {
+                // The end of a part, before the stop's row (its table opened when the stop is at row 0).
+                isFinished = true
+                break
+            }
             guard table < tables.count else {
                 out.raw("}}")
                 if newline { out.raw("\n") }
@@ -94,6 +131,7 @@ package struct ReportJSONStream: Sendable {
                 out.raw(":[")
                 keys = JSONKeys(current.columns)
                 row = 0
+                continue
             }
             guard row < current.count else {
                 out.raw("]")
@@ -101,10 +139,12 @@ package struct ReportJSONStream: Sendable {
                 row = -1
                 continue
             }
+            // Rows up to the part's stop when it is in this table.
+            let end = stop.map { $0.table == table ? $0.row : current.count } ?? current.count
             // The writer appends to `out`'s buffer, which it gives back below.
             var writer = ReportRowWriter(json: JSONText(capacity: 0), keys: keys)
             swap(&writer.json, &out)
-            while row < current.count && writer.json.count < size {
+            while row < end && writer.json.count < size {
                 if row > 0 { writer.json.raw(",") }
                 writer.position = 0
                 current.write(row, &writer)

@@ -108,6 +108,9 @@ package struct ReportRowWriter {
     var keys: JSONKeys = .none
     /// The next column (JSON mode).
     var position = 0
+    /// What a table keeps from one row to the next while this writer writes its rows (JSON mode: a
+    /// piece's or a chunk's rows, in order; `LinkLines` keeps the line whose UTM rows these are).
+    var rowState: AnyObject?
     /// The values put so far (collecting).
     private(set) var values: [ReportValue] = []
     private let writesJSON: Bool

@@ -16,8 +16,8 @@ import Synchronization
 /// The same numbers as `ReportService.links` (its `LinkReport` is what the daily job, the totals
 /// per link and the tests read): `LinkLinesTests` compares the JSON and the CSV of both.
 ///
-/// `@unchecked Sendable`: nothing changes after `init` but the UTM cursor, which is under its mutex;
-/// the line pointers point into `result`, which it holds.
+/// `@unchecked Sendable`: nothing changes after `init` but the UTM cursor, which is under its mutex
+/// (a JSON writer keeps its own instead); the line pointers point into `result`, which it holds.
 final class LinkLines: @unchecked Sendable {
     static let linkColumns = ["path", "day"] + linkCountColumns
     static let utmColumns = [
@@ -199,40 +199,62 @@ final class LinkLines: @unchecked Sendable {
 
     /// Puts the UTM table's row `index`.
     func writeUTM(_ index: Int, into out: inout ReportRowWriter) {
-        utmLine.withLock { cursor in
-            if !cursor.rows.contains(index) {
-                // The line holding it: the last whose first UTM row is at or before it (the next line
-                // with any when the table is written in order).
-                var low = 0, high = lines.count
-                while high - low > 1 {
-                    let middle = (low + high) / 2
-                    if utmStarts[middle] <= index { low = middle } else { high = middle }
-                }
-                cursor.rows = utmStarts[low]..<utmStarts[low + 1]
-                cursor.line = low
-                var line = ReportPacked(lines[low].line, at: lines[low].utmOffset, what: Self.what)
-                do {
-                    try cursor.find(&line)
-                } catch {
-                    fatalError("\(Self.what): a checked line failed when read again: \(error)")
-                }
-            }
-            let row = lines[cursor.line]
-            let element = index - cursor.rows.lowerBound
-            let count = cursor.rows.count
-            let bytes = row.line
-            out.text(row.path)
-            out.text(row.day)
-            for array in 0..<3 {
-                let range = cursor.ranges[array * count + element]
-                out.text(utf8: UnsafeBufferPointer(rebasing: bytes[range.bytes]), escaped: range.escaped)
-            }
-            for array in 3..<7 {
-                out.int(digits: UnsafeBufferPointer(rebasing: bytes[cursor.ranges[array * count + element].bytes]))
-            }
-            out.decimal(utf8: UnsafeBufferPointer(rebasing: bytes[cursor.ranges[7 * count + element].bytes]))
+        guard out.isWritingJSON else {
+            // Collecting (CSV, the terminal table): a writer per row, so the table keeps the cursor.
+            return utmLine.withLock { writeUTM(index, with: &$0, into: &out) }
         }
+        // JSON: each writer keeps its own (a piece's rows, or a chunk's on either of the two threads
+        // that write a large report: one cursor for both, under the mutex, they would take turns and
+        // find each other's line again at every row).
+        let cursor: UTMCursor
+        if let kept = out.rowState as? UTMCursor {
+            cursor = kept
+        } else {
+            cursor = UTMCursor()
+            out.rowState = cursor
+        }
+        writeUTM(index, with: &cursor.elements, into: &out)
     }
+
+    /// Puts the UTM table's row `index`, finding its line's elements with `cursor` unless it holds them.
+    private func writeUTM(_ index: Int, with cursor: inout UTMElements, into out: inout ReportRowWriter) {
+        if !cursor.rows.contains(index) {
+            // The line holding it: the last whose first UTM row is at or before it (the next line
+            // with any when the table is written in order).
+            var low = 0, high = lines.count
+            while high - low > 1 {
+                let middle = (low + high) / 2
+                if utmStarts[middle] <= index { low = middle } else { high = middle }
+            }
+            cursor.rows = utmStarts[low]..<utmStarts[low + 1]
+            cursor.line = low
+            var line = ReportPacked(lines[low].line, at: lines[low].utmOffset, what: Self.what)
+            do {
+                try cursor.find(&line)
+            } catch {
+                fatalError("\(Self.what): a checked line failed when read again: \(error)")
+            }
+        }
+        let row = lines[cursor.line]
+        let element = index - cursor.rows.lowerBound
+        let count = cursor.rows.count
+        let bytes = row.line
+        out.text(row.path)
+        out.text(row.day)
+        for array in 0..<3 {
+            let range = cursor.ranges[array * count + element]
+            out.text(utf8: UnsafeBufferPointer(rebasing: bytes[range.bytes]), escaped: range.escaped)
+        }
+        for array in 3..<7 {
+            out.int(digits: UnsafeBufferPointer(rebasing: bytes[cursor.ranges[array * count + element].bytes]))
+        }
+        out.decimal(utf8: UnsafeBufferPointer(rebasing: bytes[cursor.ranges[7 * count + element].bytes]))
+    }
+}
+
+/// A JSON writer's own `UTMElements` (`ReportRowWriter.rowState`).
+private final class UTMCursor {
+    var elements = UTMElements()
 }
 
 /// The line whose UTM rows are being written, with where the elements of its eight UTM arrays

@@ -25,6 +25,17 @@ func expectSameOutput(
         var pieces: [UInt8] = []
         stream.forEachPiece(of: size) { pieces += $0.bytes }
         #expect(pieces == whole, "pieces of \(size) B of \(context)", sourceLocation: sourceLocation)
+        // The API's body, written by two threads when it is four pieces or more, as by one.
+        for writers in [1, 2] {
+            let body = ReportJSONPieces(lines, pieceSize: size, writers: writers)
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1000, alignment: 1)
+            defer { buffer.deallocate() }
+            var read: [UInt8] = []
+            while case let count = body.read(into: buffer), count > 0 { read.append(contentsOf: buffer[..<count]) }
+            #expect(
+                read == whole + [UInt8(ascii: "\n")],
+                "the body in pieces of \(size) B, \(writers) writers, of \(context)", sourceLocation: sourceLocation)
+        }
     }
 }
 
