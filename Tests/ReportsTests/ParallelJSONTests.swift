@@ -26,23 +26,8 @@ import Testing
         }
     }
 
-    /// The per-link report of `RenderingTests.streamedJSON` (600 link-days with UTM rows), as rows.
-    static func linkReport(rows count: Int) -> LinkReport {
-        var rows: [LinkDayRow] = [], utm: [UTMRow] = []
-        for index in 0..<count {
-            var row = LinkDayRow(path: "/l/\(index % 37)", day: day("2026-06-01").adding(days: index % 30))
-            row.clicks = index
-            row.events = ["purchase": index, "sign_up": 1]
-            row.revenue = ["USD": "\(index).99"]
-            rows.append(row)
-            utm.append(
-                UTMRow(
-                    path: row.path, day: row.day, source: "s\(index)", medium: nil, campaign: "c", clicks: index,
-                    universalLinkOpens: 0, matchedInstalls: 1, attributedInstalls: 1, installRate: "0.5"))
-        }
-        return LinkReport(
-            app: "acme", from: day("2026-06-01"), to: day("2026-06-30"), watermark: "w", rows: rows, utm: utm)
-    }
+    /// The per-link report of `RenderingTests.streamedJSON` (`count` link-days with UTM rows).
+    static func linkReport(rows count: Int) -> LinkReport { sampleLinkReport(rows: count) }
 
     /// Everything a body hands out, read in calls of `readSize` bytes.
     static func read(_ body: ReportJSONPieces, readSize: Int = 4096) -> [UInt8] {

@@ -175,26 +175,9 @@ import Testing
 
     @Test("a report's JSON written in pieces of any size is exactly the whole JSON")
     func streamedJSON() throws {
-        var rows: [LinkDayRow] = []
-        var utm: [UTMRow] = []
-        for index in 0..<600 {
-            var row = LinkDayRow(path: "/l/\(index % 37)\"", day: day("2026-06-01").adding(days: index % 30))
-            row.clicks = index
-            row.events = ["purchase": index, "sign_up": 1]
-            row.revenue = ["USD": "\(index).99"]
-            rows.append(row)
-            utm.append(
-                UTMRow(
-                    path: row.path, day: row.day, source: "s\(index)", medium: nil, campaign: "c", clicks: index,
-                    universalLinkOpens: 0, matchedInstalls: 1, attributedInstalls: 1, installRate: "0.5"))
-        }
         let empty = LinkReport(
             app: "acme", from: day("2026-06-01"), to: day("2026-06-30"), watermark: nil, rows: [], utm: [])
-        for report in [
-            LinkReport(
-                app: "acme", from: day("2026-06-01"), to: day("2026-06-30"), watermark: "w", rows: rows, utm: utm),
-            empty,
-        ] {
+        for report in [sampleLinkReport(rows: 600), empty] {
             let whole = ReportRenderer.bytes(report, as: .json)
             #expect(whole.count > (report.rows.isEmpty ? 100 : 100_000))
             for pieceSize in [1, 7, 4096, 64 * 1024, 1 << 20] {

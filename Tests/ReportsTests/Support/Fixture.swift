@@ -186,3 +186,23 @@ struct Database {
 
 /// Day helper.
 func day(_ text: String) -> ReportDay { ReportDay(iso8601: text)! }
+
+/// A per-link report of `count` link-days (paths with a quote to escape) and a UTM row each, for
+/// the JSON writing tests (`RenderingTests.streamedJSON`, `ParallelJSONTests`).
+func sampleLinkReport(rows count: Int) -> LinkReport {
+    var rows: [LinkDayRow] = []
+    var utm: [UTMRow] = []
+    for index in 0..<count {
+        var row = LinkDayRow(path: "/l/\(index % 37)\"", day: day("2026-06-01").adding(days: index % 30))
+        row.clicks = index
+        row.events = ["purchase": index, "sign_up": 1]
+        row.revenue = ["USD": "\(index).99"]
+        rows.append(row)
+        utm.append(
+            UTMRow(
+                path: row.path, day: row.day, source: "s\(index)", medium: nil, campaign: "c", clicks: index,
+                universalLinkOpens: 0, matchedInstalls: 1, attributedInstalls: 1, installRate: "0.5"))
+    }
+    return LinkReport(
+        app: "acme", from: day("2026-06-01"), to: day("2026-06-30"), watermark: "w", rows: rows, utm: utm)
+}
