@@ -28,7 +28,7 @@ package final class LogWriter: Sendable {
         /// or it reaches `maxBatchBytes` and is closed.
         @exclusivity(unchecked) var pending: [UInt8] = []
         @exclusivity(unchecked) var pendingRecords = 0
-        /// Appends in the open batch, and in the batch taken before it (`gatherPreviousGroup`).
+        /// Appends in the open batch, and in the batch taken before it (`groupCommitDelayIsAdaptive`).
         @exclusivity(unchecked) var pendingAppends = 0
         @exclusivity(unchecked) var lastBatchAppends = 0
         /// Monotonic ns when the first record of the pending batch arrived.

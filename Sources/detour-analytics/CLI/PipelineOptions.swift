@@ -53,7 +53,7 @@ struct PipelineOptions {
           --syncs-in-flight N     fsync durability: fdatasync calls in flight at once (default 1, 1-8)
           --commit-delay DUR      longest extra wait to gather a group commit; it ends as soon as as many
                                   requests wait as the group before held, so a lone client is never held
-                                  (default 200us; 0 = none: only requests that arrive during a sync group)
+                                  (default 200us; 0 = none: only requests that arrive during a sync share a group)
           --commit-bytes SIZE     group commit size that triggers a write at once (default 256KiB; 1B...64MiB)
           --segment-bytes SIZE    roll a segment at this size (default 128MiB; 64KiB...64GiB)
           --segment-age DUR       roll a segment at this age, 1s...7d (default 5m)
@@ -80,7 +80,7 @@ struct PipelineOptions {
         var log = LogConfiguration(directory: data + "/segments", node: node)
         // Appends that arrive while a frame is being written and fsynced form the next frame; the
         // adaptive delay then waits (at most 200 µs) only for as many requests as the group before
-        // held, the clients it answered: fewer, larger groups under concurrent load (~10 % less
+        // held, the clients it answered: fewer, larger groups under concurrent load (about 9 % less
         // server CPU per single event), nothing added for a lone client. A fixed delay held every
         // request (2 ms: half the requests/s; 200 µs: -35 % at two connections). Measured in
         // docs/ingest-performance.md, "An adaptive commit delay".
