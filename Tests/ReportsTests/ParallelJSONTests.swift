@@ -29,15 +29,6 @@ import Testing
     /// The per-link report of `RenderingTests.streamedJSON` (`count` link-days with UTM rows).
     static func linkReport(rows count: Int) -> LinkReport { sampleLinkReport(rows: count) }
 
-    /// Everything a body hands out, read in calls of `readSize` bytes.
-    static func read(_ body: ReportJSONPieces, readSize: Int = 4096) -> [UInt8] {
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: readSize, alignment: 1)
-        defer { buffer.deallocate() }
-        var read: [UInt8] = []
-        while case let count = body.read(into: buffer), count > 0 { read.append(contentsOf: buffer[..<count]) }
-        return read
-    }
-
     static let reports: [(String, any RenderableReport)] = [
         ("no tables", Tables(tables: [])),
         ("zero rows", Tables(tables: [table("a", count: 0)])),
@@ -55,9 +46,9 @@ import Testing
         for (name, report) in Self.reports {
             let whole = ReportJSON.bytes(report) + [UInt8(ascii: "\n")]
             for pieceSize in [1, 7, 100, 4096, 64 * 1024, 1 << 20] {
-                let serial = Self.read(ReportJSONPieces(report, pieceSize: pieceSize, writers: 1))
+                let serial = readBody(ReportJSONPieces(report, pieceSize: pieceSize, writers: 1))
                 let parallel = ReportJSONPieces(report, pieceSize: pieceSize, writers: 2)
-                #expect(Self.read(parallel) == whole, "\(name), pieces of \(pieceSize)")
+                #expect(readBody(parallel) == whole, "\(name), pieces of \(pieceSize)")
                 #expect(serial == whole, "\(name), pieces of \(pieceSize), one writer")
                 #expect(parallel.jsonSize == whole.count && parallel.size == whole.count, "\(name)")
                 // Read while another thread makes it, as the server does.

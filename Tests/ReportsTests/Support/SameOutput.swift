@@ -27,11 +27,7 @@ func expectSameOutput(
         #expect(pieces == whole, "pieces of \(size) B of \(context)", sourceLocation: sourceLocation)
         // The API's body, written by two threads when it is four pieces or more, as by one.
         for writers in [1, 2] {
-            let body = ReportJSONPieces(lines, pieceSize: size, writers: writers)
-            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1000, alignment: 1)
-            defer { buffer.deallocate() }
-            var read: [UInt8] = []
-            while case let count = body.read(into: buffer), count > 0 { read.append(contentsOf: buffer[..<count]) }
+            let read = readBody(ReportJSONPieces(lines, pieceSize: size, writers: writers), readSize: 1000)
             #expect(
                 read == whole + [UInt8(ascii: "\n")],
                 "the body in pieces of \(size) B, \(writers) writers, of \(context)", sourceLocation: sourceLocation)
@@ -59,4 +55,13 @@ func expectRefused<Line: Equatable>(
         #expect(throws: ReportError.self, "the rows of \(bad)", sourceLocation: sourceLocation) { try rows() }
     }
     try store(good)
+}
+
+/// Everything a report body hands out, read in calls of `readSize` bytes.
+func readBody(_ body: ReportJSONPieces, readSize: Int = 4096) -> [UInt8] {
+    let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: readSize, alignment: 1)
+    defer { buffer.deallocate() }
+    var read: [UInt8] = []
+    while case let count = body.read(into: buffer), count > 0 { read.append(contentsOf: buffer[..<count]) }
+    return read
 }
