@@ -454,17 +454,34 @@ class Bench:
         self.ingest["single_rss"] = rss
 
     def rate_limited_batches(self, port, rate, seconds):
-        """A wrk run of batch requests at about `rate` requests/s (`delay_ms` in the result)."""
-        delay = max(1, round(self.connections * 1000 / rate))
+        """A wrk run of batch requests within 8 % of `rate` requests/s when the delay's whole
+        milliseconds allow it (`delay_ms`, `runs` and `rate_ratio` in the result)."""
+        cycle = self.connections * 1000 / rate  # ms per request and connection at `rate`
+
+        def corrected(delay, measured):
+            # Each connection waits `delay` after every answer: its cycle is delay + service time.
+            service_ms = self.connections * 1000 / max(1.0, measured["ok_per_s"]) - delay
+            return max(1, round(cycle - max(0.0, service_ms)))
+
+        delay = max(1, round(cycle))
         for _ in range(2):
-            # Each connection waits `delay` after every answer: its cycle is delay + service
-            # time. A second 2 s calibration corrects the first, whose service time came from
-            # a lighter load (the first guess can overshoot to `delay` 1, i.e. full load).
-            calibration = self.wrk(port, "/api/analytics/batch", self.batch_files, 2, delay_ms=delay)
-            service_ms = self.connections * 1000 / max(1, calibration["ok_per_s"]) - delay
-            delay = max(1, round(self.connections * 1000 / rate - max(0.0, service_ms)))
-        run = self.wrk(port, "/api/analytics/batch", self.batch_files, seconds, delay_ms=delay)
-        run["delay_ms"] = delay
+            # A second 2 s calibration corrects the first, whose service time came from a lighter
+            # load (the first guess can overshoot to `delay` 1, i.e. full load).
+            delay = corrected(delay, self.wrk(port, "/api/analytics/batch", self.batch_files, 2, delay_ms=delay))
+        # The measured run's service time can differ from the calibrations' (a longer run meets
+        # more of the host's stalls): a run off its rate by more than 8 % is measured again with
+        # the delay corrected by it, at most twice. A p99 read at 21 % over half the peak (the
+        # full run of 4eab6ab) is not the figure the target names.
+        runs = 0
+        while True:
+            run = self.wrk(port, "/api/analytics/batch", self.batch_files, seconds, delay_ms=delay)
+            runs += 1
+            ratio = run["ok_per_s"] / rate
+            again = corrected(delay, run)
+            if abs(ratio - 1) <= 0.08 or runs == 3 or again == delay:
+                break
+            delay = again
+        run["delay_ms"], run["runs"], run["rate_ratio"] = delay, runs, ratio
         return run
 
     def half_peak_latency(self):
@@ -490,7 +507,9 @@ class Bench:
                  o["p99_ms"] / b["p99_ms"] if b["p99_ms"] else None, "< 25 ms", o["p99_ms"] < 25, direction="lower")
         self.details.append(
             f"Half-peak latency: target {rate:,.0f} req/s (half of our median peak), wrk -c{self.connections} with "
-            f"delay() of {o['delay_ms']} ms (ours) / {b['delay_ms']} ms (nginx) after each answer, calibrated by two 2s runs. "
+            f"delay() of {o['delay_ms']} ms (ours) / {b['delay_ms']} ms (nginx) after each answer, calibrated by two 2s runs; "
+            f"measured at {o['rate_ratio']:.2f}x / {b['rate_ratio']:.2f}x the target, in the {o['runs']} / {b['runs']} measured run(s) "
+            f"needed to come within 8 % of it (at most 3). "
             f"This is a rate-limited closed loop (wrk2 is not in Debian): latency is measured from each request's "
             f"send, so a stall delays later sends instead of queueing them (coordinated omission is not corrected).")
 
