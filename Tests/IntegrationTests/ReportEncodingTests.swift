@@ -1,6 +1,7 @@
 import Foundation
 import Ingest
 import Reports
+import TestSupport
 import Testing
 
 /// The report API's compressed answers: which coding an `Accept-Encoding` header gets, and that what
@@ -39,11 +40,7 @@ import Testing
 
     /// Everything `body` hands out, read in calls of `chunk` bytes as the server does.
     static func readAll(_ body: ReportJSONPieces, chunk: Int = 4096) -> [UInt8] {
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunk, alignment: 16)
-        defer { buffer.deallocate() }
-        var out: [UInt8] = []
-        while case let count = body.read(into: buffer), count > 0 { out += buffer[..<count] }
-        return out
+        drain(readSize: chunk) { body.read(into: $0) }
     }
 
     @Test(

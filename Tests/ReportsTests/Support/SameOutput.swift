@@ -1,4 +1,5 @@
 import Reports
+import TestSupport
 import Testing
 
 /// Expects `lines` (a report written from its stored lines, as served) to print exactly as `rows`
@@ -59,9 +60,5 @@ func expectRefused<Line: Equatable>(
 
 /// Everything a report body hands out, read in calls of `readSize` bytes.
 func readBody(_ body: ReportJSONPieces, readSize: Int = 4096) -> [UInt8] {
-    let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: readSize, alignment: 1)
-    defer { buffer.deallocate() }
-    var read: [UInt8] = []
-    while case let count = body.read(into: buffer), count > 0 { read.append(contentsOf: buffer[..<count]) }
-    return read
+    drain(readSize: readSize) { body.read(into: $0) }
 }
