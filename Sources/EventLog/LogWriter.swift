@@ -160,18 +160,12 @@ package final class LogWriter: Sendable {
         shared.runningSyncers = syncThreads
         monitor = Monitor(shared, conditions: Condition.firstDone + Condition.doneSlots)
         for index in 0..<syncThreads {
-            let thread = Thread { [self] in self.runSyncer() }
-            thread.name = "eventlog-sync\(index)"
-            thread.start()
+            Thread.startNamed("eventlog-sync\(index)") { [self] in self.runSyncer() }
         }
         for (index, encoder) in encoders.enumerated() {
-            let thread = Thread { [self] in self.runCompressor(encoder) }
-            thread.name = "eventlog-zip\(index)"
-            thread.start()
+            Thread.startNamed("eventlog-zip\(index)") { [self] in self.runCompressor(encoder) }
         }
-        let thread = Thread { [self] in self.runCommitter(committerEncoder) }
-        thread.name = "eventlog-writer"
-        thread.start()
+        Thread.startNamed("eventlog-writer") { [self] in self.runCommitter(committerEncoder) }
     }
 
     /// Appends records (each one envelope line without the newline) as part of one group commit and

@@ -76,9 +76,7 @@ final class SegmentPreallocator: @unchecked Sendable {
         // calloc of this size maps zero pages: reading them costs no memory.
         zeros = calloc(1, Int(chunk))!
         monitor.withLock { $0.running = true }
-        let thread = Thread { [self] in self.run() }
-        thread.name = "eventlog-prealloc"
-        thread.start()
+        Thread.startNamed("eventlog-alloc") { [self] in self.run() }
     }
 
     deinit { free(zeros) }

@@ -90,9 +90,7 @@ final class CommitQueue: Sendable {
         appendFailures = metrics.counter(
             "ingest_append_failures_total", help: "Accepted events answered 503 because the log failed")
         for index in 0..<committers {
-            let thread = Thread { [self] in run() }
-            thread.name = "ingest.commit.\(index)"
-            thread.start()
+            Thread.startNamed("commit-\(index)") { [self] in run() }
         }
         state.withLock { $0.running = committers }
     }

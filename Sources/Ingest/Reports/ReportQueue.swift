@@ -1,3 +1,4 @@
+import EventLog
 import Foundation
 import Locking
 
@@ -33,9 +34,7 @@ final class ReportQueue: Sendable {
         self.provider = provider
         self.capacity = workers + depth
         for index in 0..<workers {
-            let thread = Thread { [self] in run() }
-            thread.name = "ingest.report.\(index)"
-            thread.start()
+            Thread.startNamed("report-\(index)") { [self] in run() }
         }
         state.withLock { $0.running = workers }
     }

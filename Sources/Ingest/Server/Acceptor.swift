@@ -1,4 +1,5 @@
 internal import CMicroHTTPD
+import EventLog
 import Foundation
 import Observability
 import Synchronization
@@ -39,12 +40,10 @@ final class Acceptor: @unchecked Sendable {
         self.limit = limit
         self.core = core
         _ = fcntl(listenFD, F_SETFL, fcntl(listenFD, F_GETFL) | O_NONBLOCK)
-        let thread = Thread { [self] in
+        Thread.startNamed("http-accept") { [self] in
             run()
             exited.signal()
         }
-        thread.name = "http-accept"
-        thread.start()
     }
 
     /// Stops accepting and returns once the thread has ended. The socket stays open (the caller
