@@ -7,7 +7,9 @@ extension Thread {
     /// name of more than 15 bytes is refused without a word: until 2026-12-03 every thread of ours
     /// showed as the process's own name. Set from inside the thread, it does reach it.
     package static func startNamed(_ name: String, _ body: @escaping @Sendable () -> Void) {
-        let name = String(decoding: name.utf8.prefix(15), as: UTF8.self)
+        var cut = Substring(name)
+        while cut.utf8.count > 15 { cut.removeLast() }  // whole characters: a cut one would not shorten it
+        let name = String(cut)
         let thread = Thread {
             Thread.current.name = name
             body()

@@ -32,14 +32,27 @@ private func threadNames() -> [String] {
 
     @Test("a name longer than Linux keeps (15 bytes) is cut rather than lost")
     func longName() {
+        #expect(namesWhileRunning("a-thread-name-of-26-bytes").contains("a-thread-name-o"))
+    }
+
+    @Test("a long name is cut between characters, never inside one (which would make it longer)")
+    func cutBetweenCharacters() {
+        // 8 + 2 x 5 = 18 bytes: its first 15 end inside the fourth é, and that half, repaired, would
+        // make a name of 17 bytes, which Linux refuses.
+        let names = namesWhileRunning("report-a\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}")
+        #expect(names.contains("report-a\u{e9}\u{e9}\u{e9}"))
+    }
+
+    /// The process's thread names while a thread started as `name` runs.
+    private func namesWhileRunning(_ name: String) -> [String] {
         let started = DispatchSemaphore(value: 0)
         let release = DispatchSemaphore(value: 0)
-        Thread.startNamed("a-thread-name-of-26-bytes") {
+        Thread.startNamed(name) {
             started.signal()
             release.wait()
         }
         started.wait()
         defer { release.signal() }
-        #expect(threadNames().contains("a-thread-name-o"))
+        return threadNames()
     }
 }
