@@ -156,7 +156,8 @@ package final class LogWriter: Sendable {
             return job
         }
         shared.runningCompressors = encoders.count
-        syncThreads = configuration.durability == .fsync && configuration.syncsInFlight > 1 ? configuration.syncsInFlight : 0
+        syncThreads =
+            configuration.durability == .fsync && configuration.syncsInFlight > 1 ? configuration.syncsInFlight : 0
         shared.runningSyncers = syncThreads
         monitor = Monitor(shared, conditions: Condition.firstDone + Condition.doneSlots)
         for index in 0..<syncThreads {
@@ -181,7 +182,9 @@ package final class LogWriter: Sendable {
         let (total, hasNewline) = records.withUnsafeBufferPointer { outer in
             var total = 0
             for index in outer.indices {
-                let found = outer[index].withUnsafeBytes { raw in raw.baseAddress.map { memchr($0, 10, raw.count) != nil } ?? false }
+                let found = outer[index].withUnsafeBytes { raw in
+                    raw.baseAddress.map { memchr($0, 10, raw.count) != nil } ?? false
+                }
                 if found { return (0, true) }
                 total += outer[index].count + 1
             }

@@ -2,9 +2,9 @@ import Dispatch
 import EventLog
 import EventModel
 import Foundation
+import Locking
 import Observability
 import Synchronization
-import Locking
 
 /// Hands finished requests' records to the sinks in groups. Requests enqueue and return to their
 /// event loop (the connection is suspended); a few committer threads take everything queued, make
