@@ -71,6 +71,14 @@ package struct LogConfiguration: Sendable {
     /// larger groups), while a lone or few appenders are not held for company that is not coming.
     /// Default false (the full delay).
     package var groupCommitDelayIsAdaptive = false
+
+    /// How `serve` and `run` gather group commits: an adaptive delay of at most 200 µs (fewer,
+    /// larger groups under concurrent load, nothing added for a lone client; measured in
+    /// docs/ingest-performance.md, "An adaptive commit delay"). The benchmark server uses it too.
+    package mutating func useServingCommitDelay() {
+        groupCommitDelay = .microseconds(200)
+        groupCommitDelayIsAdaptive = true
+    }
     /// The most uncompressed bytes one frame is made from (plus the append that reaches it): when
     /// appends arrive faster than the compressors take them, the waiting batch is closed here and
     /// the next appends start another, so a deep queue becomes several frames of about this size

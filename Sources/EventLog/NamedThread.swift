@@ -14,7 +14,6 @@ extension Thread {
             Thread.current.name = name
             body()
         }
-        thread.name = name
         thread.start()
     }
 }

@@ -23,9 +23,7 @@ struct ServeForBenchmark {
         let directory = NSTemporaryDirectory() + "ingest-bench-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: directory) }
         var logConfiguration = LogConfiguration(directory: directory + "/segments")
-        // As `serve` wires it (PipelineOptions): an adaptive delay of at most 200 µs.
-        logConfiguration.groupCommitDelay = .microseconds(200)
-        logConfiguration.groupCommitDelayIsAdaptive = true
+        logConfiguration.useServingCommitDelay()  // as `serve` wires it (PipelineOptions)
         if let micros = Int(ProcessInfo.processInfo.environment["DETOUR_INGEST_COMMIT_DELAY_US"] ?? "") {
             logConfiguration.groupCommitDelay = .microseconds(micros)
         }

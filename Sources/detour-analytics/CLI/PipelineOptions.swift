@@ -84,8 +84,7 @@ struct PipelineOptions {
         // server CPU per single event), nothing added for a lone client. A fixed delay held every
         // request (2 ms: half the requests/s; 200 µs: -35 % at two connections). Measured in
         // docs/ingest-performance.md, "An adaptive commit delay".
-        log.groupCommitDelay = .microseconds(200)
-        log.groupCommitDelayIsAdaptive = true
+        log.useServingCommitDelay()
         if let codec = try arguments.codec() { log.codec = codec }
         if let durability = try arguments.durability() { log.durability = durability }
         log.syncsInFlight = try arguments.integer("--syncs-in-flight", default: log.syncsInFlight, in: 1...8)
