@@ -76,8 +76,20 @@ struct PipelineOptions {
         guard !node.isEmpty, !node.contains("/"), !node.hasPrefix(".") else {
             throw UsageError(description: "\(nodeSource) must be a plain name, got \(node)")
         }
+        let log = try parseLog(&arguments, directory: data + "/segments", node: node)
+        let (deadLetter, deadLetterRetention, deadLetterMaxBytes) = try parseDeadLetter(
+            &arguments, log: log, directory: data + "/deadletter")
+        let ingest = try parseIngest(&arguments, environment: environment)
+        return PipelineOptions(
+            dataDirectory: data, databaseURL: url, log: log, deadLetter: deadLetter,
+            deadLetterRetention: deadLetterRetention, deadLetterMaxBytes: deadLetterMaxBytes, ingest: ingest)
+    }
 
-        var log = LogConfiguration(directory: data + "/segments", node: node)
+    /// The event log's flags (`logHelp`).
+    private static func parseLog(_ arguments: inout Arguments, directory: String, node: String) throws
+        -> LogConfiguration
+    {
+        var log = LogConfiguration(directory: directory, node: node)
         // Appends that arrive while a frame is being written and fsynced form the next frame; the
         // adaptive delay then waits (at most 200 µs) only for as many requests as the group before
         // held, the clients it answered: fewer, larger groups under concurrent load (about 9 % less
@@ -131,8 +143,16 @@ struct PipelineOptions {
                 throw UsageError(description: "--preallocate must be 0...1GiB")
             }
         }
+        return log
+    }
+
+    /// The dead-letter log: the events log's settings in `directory`, with its own frame size and
+    /// the dead letters' age and disk bounds.
+    private static func parseDeadLetter(_ arguments: inout Arguments, log: LogConfiguration, directory: String)
+        throws -> (log: LogConfiguration, retention: Duration?, maxBytes: Int64?)
+    {
         var deadLetter = log
-        deadLetter.directory = data + "/deadletter"
+        deadLetter.directory = directory
         // Dead letters are few, and one may be a whole 10 MiB body: frames of at most 1 MiB (plus
         // the append that reaches it) keep the writer's pooled buffers at 2 MiB each, where the
         // events log's 8 MiB kept every dead letter of up to 16 MiB in each of its five jobs.
@@ -155,7 +175,13 @@ struct PipelineOptions {
             deadLetterMaxBytes = bytes == 0 ? nil : bytes
         }
         if let cap = deadLetterMaxBytes { deadLetter.maxDiskBytes = min(cap, deadLetter.maxDiskBytes ?? cap) }
+        return (deadLetter, deadLetterRetention, deadLetterMaxBytes)
+    }
 
+    /// The HTTP server's flags (`ingestHelp`), validated together.
+    private static func parseIngest(_ arguments: inout Arguments, environment: Environment) throws
+        -> IngestConfiguration
+    {
         var ingest = IngestConfiguration()
         // A refusal names what the operator set: a bad DETOUR_HTTP_ADDR was reported as --http-addr.
         let (addressValue, addressSource) = try arguments.option(
@@ -187,7 +213,8 @@ struct PipelineOptions {
         }
         ingest.maxBatchEvents = try arguments.integer(
             "--max-batch-events", default: ingest.maxBatchEvents, in: 1...100_000)
-        ingest.maxNameLength = try arguments.integer("--max-name-length", default: ingest.maxNameLength, in: IngestConfiguration.maxNameLengthRange)
+        ingest.maxNameLength = try arguments.integer(
+            "--max-name-length", default: ingest.maxNameLength, in: IngestConfiguration.maxNameLengthRange)
         ingest.maxDepth = try arguments.integer("--max-depth", default: ingest.maxDepth, in: 2...1024)
         ingest.maxValues = try arguments.integer(
             "--max-values", default: ingest.maxValues, in: IngestConfiguration.maxValuesRange)
@@ -226,9 +253,7 @@ struct PipelineOptions {
         } catch {
             throw UsageError(description: Self.naming(error))
         }
-        return PipelineOptions(
-            dataDirectory: data, databaseURL: url, log: log, deadLetter: deadLetter,
-            deadLetterRetention: deadLetterRetention, deadLetterMaxBytes: deadLetterMaxBytes, ingest: ingest)
+        return ingest
     }
 }
 

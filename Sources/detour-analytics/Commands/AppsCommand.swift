@@ -211,85 +211,14 @@ enum AppsCommand: Command {
         return 0
     }
 
-    private static func createKey(_ arguments: inout Arguments, environment: Environment) throws -> Int32 {
-        let app = try arguments.required("--app")
-        let kind = try arguments.required("--kind")
-        let json = arguments.flag("--json")
-        let url = try arguments.databaseURL(environment)
-        try arguments.finish()
-        try checkAppID(app, flag: "--app")
-        guard let keyKind = KeyKind(rawValue: kind) else {
-            throw UsageError(description: "--kind must be publishable or secret, got \(kind.prefix(40))")
-        }
-        let connection = try Connection(url: try requireDatabase(url))
-        defer { connection.close() }
-        let key = try connection.withTransaction { connection in
-            // Locks the app's row, so a concurrent `apps` command cannot delete it under us.
-            guard try !connection.query("SELECT 1 FROM apps WHERE id = \(app) FOR UPDATE").isEmpty else {
-                throw AppsError.noSuchApp(app)
-            }
-            return try insertKey(connection, app: app, kind: keyKind)
-        }
-        if json {
-            try printJSON(["app_id": app, "kind": kind, "key": key, "prefix": String(key.prefix(prefixLength))])
-        } else {
-            print("\(kind) key for \(app): \(key)")
-            print("It is shown only now. Once no client uses the old key: apps keys revoke --app \(app) --prefix ...")
-        }
-        return 0
-    }
-
-    private static func revokeKey(_ arguments: inout Arguments, environment: Environment) throws -> Int32 {
-        let app = try arguments.required("--app")
-        let key = try arguments.option("--key")
-        let prefix = try arguments.option("--prefix")
-        let url = try arguments.databaseURL(environment)
-        try arguments.finish()
-        try checkAppID(app, flag: "--app")
-        let match: SQL
-        switch (key, prefix) {
-        // Hashed here: a key sent as a parameter would be in the server's log wherever statements
-        // are logged with their parameters (log_statement, log_min_duration_statement).
-        case (let key?, nil): match = "key_hash = \(apiKeyHash(key))"
-        case (nil, let prefix?): match = "prefix = \(prefix)"
-        default: throw UsageError(description: "name the key with exactly one of --key and --prefix")
-        }
-        let connection = try Connection(url: try requireDatabase(url))
-        defer { connection.close() }
-        let revoked = try connection.withTransaction { connection -> [String] in
-            let rows = try connection.query(
-                """
-                SELECT kind, prefix, revoked_at IS NOT NULL AS revoked FROM api_keys
-                WHERE app_id = \(app) AND \(fragment: match) FOR UPDATE
-                """)
-            let active = try rows.filter { try !$0["revoked", as: Bool.self] }
-            guard !rows.isEmpty else {
-                let known = try !connection.query("SELECT 1 FROM apps WHERE id = \(app)").isEmpty
-                throw known ? AppsError.noSuchKey(app: app) : AppsError.noSuchApp(app)
-            }
-            guard !active.isEmpty else { throw AppsError.alreadyRevoked(app: app) }
-            guard active.count == 1 else { throw AppsError.ambiguousPrefix(app: app, count: active.count) }
-            try connection.execute(
-                """
-                UPDATE api_keys SET revoked_at = now()
-                WHERE app_id = \(app) AND \(fragment: match) AND revoked_at IS NULL
-                """)
-            return try active.map { "\(try $0["kind", as: String.self]) key \(try $0["prefix", as: String.self])" }
-        }
-        print(
-            "revoked the \(revoked.joined()) of \(app); running ingest stops accepting it within 30 seconds"
-                + " (once it can reach PostgreSQL)")
-        return 0
-    }
-
-    private static func checkAppID(_ id: String, flag: String) throws {
+    static func checkAppID(_ id: String, flag: String) throws {
         guard isValidAppID(id) else {
             throw UsageError(
                 description: "\(flag) must be 1-64 characters of letters, digits, '-', '_' or '.' (not . or ..)")
         }
     }
 
-    private static func printJSON(_ object: Any) throws {
+    static func printJSON(_ object: Any) throws {
         let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
         print(String(decoding: data, as: UTF8.self))
     }
@@ -342,19 +271,6 @@ enum AppsCommand: Command {
         guard try known.first?["k", as: Bool.self] == true else {
             throw AppsError.unknownTimeZone(String(timeZone.prefix(60)))
         }
-    }
-
-    /// Inserts a new key of `kind` for `app` (which must exist) and returns it in plain text.
-    private static func insertKey(_ connection: Connection, app: String, kind: KeyKind) throws -> String {
-        let key = kind.tokenPrefix + randomToken(bytes: kind.tokenBytes)
-        // Only the hash and the displayed prefix leave this process: the key itself as a parameter
-        // would be written to the server's log wherever statements are logged with their parameters.
-        try connection.execute(
-            """
-            INSERT INTO api_keys (app_id, kind, key_hash, prefix)
-            VALUES (\(app), \(kind.rawValue), \(apiKeyHash(key)), \(String(key.prefix(prefixLength))))
-            """)
-        return key
     }
 
     /// One app as `apps list` shows it.
@@ -428,18 +344,6 @@ enum AppsCommand: Command {
         return apps
     }
 
-    /// A URL-safe random token from the system's cryptographic generator (getrandom on Linux).
-    static func randomToken(bytes: Int) -> String {
-        var generator = SystemRandomNumberGenerator()
-        let alphabet = Array("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ".utf8)
-        // 62 symbols; rejection sampling keeps every symbol equally likely.
-        var out: [UInt8] = []
-        while out.count < bytes * 4 / 3 {
-            let byte = UInt8.random(in: 0...255, using: &generator)
-            if byte < 248 { out.append(alphabet[Int(byte) % 62]) }
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
 }
 
 /// What `apps` refuses, with the message an operator reads and the exit status.

@@ -1,0 +1,182 @@
+internal import CMicroHTTPD
+import Foundation
+import Observability
+
+/// Answers a request the server suspended (`RequestFinish.later`): call it exactly once, from any
+/// thread; it hands the answer to the connection's worker and resumes the connection. A value
+/// rather than a closure, so whoever keeps it until the answer is known (ingest's log completion)
+/// holds it inline instead of pointing to a closure context of its own: one allocation less per
+/// deferred request, and one less object freed by the log's thread for the worker's malloc arena.
+package struct Completion: Sendable {
+    fileprivate let state: RequestState
+    fileprivate let connection: SuspendedConnection
+    fileprivate let core: ServerCore
+
+    /// Sends `response` as the request's answer.
+    package func callAsFunction(_ response: HTTPResponse) {
+        state.setAnswer(response)
+        MHD_resume_connection(connection.pointer)
+        core.suspended.wrappingSubtract(1, ordering: .releasing)
+    }
+}
+
+let accessHandler: MHD_AccessHandlerCallback = {
+    cls, connection, url, method, _, uploadData, uploadSize, conCls in
+    guard let cls, let connection, let conCls, let uploadSize else { return .NO }
+    let core = Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue()
+    guard let existing = conCls.pointee else {
+        return begin(core: core, connection: connection, url: url, method: method, conCls: conCls)
+    }
+    let state = Unmanaged<RequestState>.fromOpaque(existing).takeUnretainedValue()
+    if state.isAnswered {
+        // Resumed after a deferred answer.
+        guard let response = state.takeAnswer() else { return .YES }
+        return queue(response, on: connection, state: state, core: core)
+    }
+    if uploadSize.pointee > 0, let uploadData {
+        let chunk = UnsafeRawBufferPointer(start: uploadData, count: uploadSize.pointee)
+        uploadSize.pointee = 0
+        if state.earlyResponse != nil {
+            state.bytesIn += chunk.count
+            return .YES
+        }
+        guard state.receive(chunk, core: core) == .close else { return .YES }
+        // libmicrohttpd takes no answer in the middle of an upload, so the connection is closed
+        // without one; it is still counted, as the answer it would have had at the body's end.
+        let refusal = refusal(for: state, core: core)
+        core.handler.completed(
+            route: state.route, status: refusal.status, code: refusal.errorCode, bytesIn: state.bytesIn,
+            started: state.started)
+        return .NO
+    }
+    state.isAnswered = true
+    if let early = state.earlyResponse {
+        return queue(early, on: connection, state: state, core: core)
+    }
+    if state.isOverBudget || state.isOverLimit {
+        return queue(refusal(for: state, core: core), on: connection, state: state, core: core)
+    }
+    let body = state.body
+    state.body = []
+    switch core.handler.finish(context: state.context, body: body) {
+    case .respond(let response):
+        return queue(response, on: connection, state: state, core: core)
+    case .later(let start):
+        core.suspended.wrappingAdd(1, ordering: .relaxed)
+        MHD_suspend_connection(connection)
+        start(Completion(state: state, connection: SuspendedConnection(pointer: connection), core: core))
+        return .YES
+    }
+}
+
+/// The answer to a body that was dropped: 503 `overloaded` when the server's body budget was full,
+/// else the handler's 413 for a body over its limit.
+private func refusal(for state: RequestState, core: ServerCore) -> HTTPResponse {
+    if state.isOverBudget { return HTTPResponse(error: .overloaded) }
+    return core.handler.bodyTooLarge(context: state.context, limit: state.limit)
+}
+
+/// Bodies up to this size are read and dropped when the answer is known from the head.
+private let smallBodyDiscardLimit = 64 * 1024
+
+private func begin(
+    core: ServerCore, connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?,
+    conCls: UnsafeMutablePointer<UnsafeMutableRawPointer?>
+) -> MHD_Result {
+    let started = MonotonicInstant.now
+    var head = RequestHead(
+        method: method.map { core.string($0) { String(cString: $0) } } ?? "",
+        path: url.map { core.string($0) { requestPath(String(cString: $0)) } } ?? "/",
+        connection: connection)
+    head.contentLength = head.withHeader("Content-Length") { $0.flatMap(decimalInteger) }
+    core.inFlight.wrappingAdd(1, ordering: .relaxed)
+    let state: RequestState
+    var early: HTTPResponse?
+    switch core.handler.begin(head) {
+    case .respond(let response, let route):
+        state = RequestState(route: route, started: started, limit: 0, context: ())
+        early = response
+    case .readBody(let limit, let route, let context):
+        state = RequestState(route: route, started: started, limit: limit, context: context)
+        state.declaredLength = head.contentLength
+        // The body arrives in chunks of the connection's read buffer: sized once from
+        // Content-Length (within the limit), it is not regrown and copied on the way. The
+        // reservation is charged to the budget first: reused heap memory is resident already, so
+        // 200 reserved 600 KB bodies held ~115 MB while the budget counted only the bytes received.
+        // A body the budget cannot reserve for is charged as it arrives (and dropped when a chunk
+        // does not fit).
+        if let declared = head.contentLength, declared > 0, declared <= limit {
+            if core.chargeBody(declared, bodyBytes: declared) {
+                state.charged = declared
+                state.body.reserveCapacity(declared)
+            } else if head.awaitsContinue {
+                // A client waiting for `100 Continue` has sent nothing yet: it is told now that the
+                // server is full (503 with Retry-After, before any upload), instead of being invited
+                // to send a body that would most likely be dropped once a chunk did not fit.
+                state.isOverBudget = true
+                early = refusal(for: state, core: core)
+            }
+        }
+    }
+    state.isHead = head.method == "HEAD"
+    conCls.pointee = Unmanaged.passRetained(state).toOpaque()
+    if let early {
+        // libmicrohttpd closes the connection when a response is queued before the request is
+        // fully received. Small bodies are read and dropped so the connection stays alive; large
+        // or chunked ones are cut off right away, and so are bodies a client holds back until it
+        // sees `100 Continue` (RFC 9110 10.1.1): reading those would send it `100 Continue` and have
+        // it upload a body only to be refused.
+        let chunked = head.header("Transfer-Encoding") != nil
+        let declared = head.contentLength ?? 0
+        let awaitsContinue = declared > 0 && head.awaitsContinue
+        if !chunked, !awaitsContinue, declared <= smallBodyDiscardLimit, early.status != 413 {
+            state.earlyResponse = early
+            return .YES
+        }
+        state.isAnswered = true
+        return queue(early, on: connection, state: state, core: core)
+    }
+    return .YES
+}
+
+private func queue(_ response: HTTPResponse, on connection: OpaquePointer, state: RequestState, core: ServerCore)
+    -> MHD_Result
+{
+    // libmicrohttpd 0.9.75 ends a chunked answer to HEAD with the last-chunk line anyway, which the
+    // client reads as the start of the next answer on the connection: HEAD gets the body read whole,
+    // so its headers carry the Content-Length the body has, and no body is sent.
+    let response = state.isHead && response.stream != nil ? response.readWhole() : response
+    let result: MHD_Result
+    if let shared = core.sharedResponse(for: response) {
+        result = MHD_queue_response(connection, UInt32(response.status), shared)
+    } else {
+        guard let made = makeResponse(response, connection: connection, core: core) else { return .NO }
+        result = MHD_queue_response(connection, UInt32(response.status), made)
+        MHD_destroy_response(made)
+    }
+    core.handler.completed(
+        route: state.route, status: response.status, code: response.errorCode, bytesIn: state.bytesIn,
+        started: state.started)
+    return result
+}
+
+/// Uncounts a closed connection for `Acceptor`, which counted it when handing it over
+/// (libmicrohttpd calls this on the connection's loop).
+let connectionChanged: MHD_NotifyConnectionCallback = { cls, _, _, change in
+    guard let cls else { return }
+    // MHD_CONNECTION_NOTIFY_CLOSED = 1 (microhttpd.h); STARTED (0) is counted at the hand-over.
+    guard change.rawValue == 1 else { return }
+    Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue().openConnections
+        .wrappingSubtract(1, ordering: .relaxed)
+}
+
+let requestCompleted: MHD_RequestCompletedCallback = { cls, _, conCls, _ in
+    guard let cls, let conCls, let pointer = conCls.pointee else { return }
+    let core = Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue()
+    let state = Unmanaged<RequestState>.fromOpaque(pointer)
+    // The body's bytes leave the budget when the request is over, whichever way it ended.
+    core.releaseBody(state.takeUnretainedValue().charged)
+    state.release()
+    conCls.pointee = nil
+    core.inFlight.wrappingSubtract(1, ordering: .relaxed)
+}
