@@ -73,7 +73,8 @@ let package = Package(
         .testTarget(
             name: "PostgresTests", dependencies: ["Postgres", "TestSupport", "Locking"], swiftSettings: strict),
         .testTarget(
-            name: "IngestTests", dependencies: ["Ingest", "EventLog", "EventModel", "TestSupport", "Locking", "Observability"],
+            name: "IngestTests",
+            dependencies: ["Ingest", "EventLog", "EventModel", "TestSupport", "Locking", "Observability"],
             swiftSettings: strict),
         .testTarget(
             name: "AggregatorTests",

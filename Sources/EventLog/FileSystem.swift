@@ -24,13 +24,16 @@ enum FileSystem {
     static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, path: String) throws(LogError) {
         var done = 0
         while done < bytes.count {
-            let written = try syscall("write", path: path) { Glibc.write(fd, bytes.baseAddress! + done, bytes.count - done) }
+            let written = try syscall("write", path: path) {
+                Glibc.write(fd, bytes.baseAddress! + done, bytes.count - done)
+            }
             done += written
         }
     }
 
     /// Writes all of `bytes` at `offset` (`pwrite`), continuing after short writes.
-    static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int64, path: String) throws(LogError) {
+    static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int64, path: String) throws(LogError)
+    {
         var done = 0
         while done < bytes.count {
             let written = try syscall("pwrite", path: path) {
@@ -41,13 +44,17 @@ enum FileSystem {
     }
 
     /// Reads up to `count` bytes at `offset` into `buffer` (resized); returns the bytes read (short at EOF).
-    static func read(_ fd: Int32, at offset: Int64, count: Int, into buffer: inout [UInt8], path: String) throws(LogError) -> Int {
+    static func read(_ fd: Int32, at offset: Int64, count: Int, into buffer: inout [UInt8], path: String)
+        throws(LogError) -> Int
+    {
         if buffer.count < count { buffer.append(contentsOf: repeatElement(0, count: count - buffer.count)) }
         var done = 0
         while done < count {
             let got = try buffer.withUnsafeMutableBytes { raw in
                 Result { () throws(LogError) -> Int in
-                    try syscall("pread", path: path) { pread(fd, raw.baseAddress! + done, count - done, off_t(offset) + off_t(done)) }
+                    try syscall("pread", path: path) {
+                        pread(fd, raw.baseAddress! + done, count - done, off_t(offset) + off_t(done))
+                    }
                 }
             }.get()
             if got == 0 { break }

@@ -84,7 +84,8 @@ final class FrameCompressor: @unchecked Sendable {
         case .gzip:
             let stream = zlib!
             deflateReset(stream)
-            stream.pointee.next_in = UnsafeMutablePointer(mutating: input.baseAddress?.assumingMemoryBound(to: Bytef.self))
+            stream.pointee.next_in = UnsafeMutablePointer(
+                mutating: input.baseAddress?.assumingMemoryBound(to: Bytef.self))
             stream.pointee.avail_in = uInt(input.count)
             stream.pointee.next_out = output.baseAddress!.assumingMemoryBound(to: Bytef.self)
             stream.pointee.avail_out = uInt(output.count - 8)
@@ -92,7 +93,9 @@ final class FrameCompressor: @unchecked Sendable {
             var length = Int(stream.pointee.total_out)
             let trailer = [checksum(input), UInt32(truncatingIfNeeded: input.count)]
             for word in trailer {
-                withUnsafeBytes(of: word.littleEndian) { output.baseAddress!.advanced(by: length).copyMemory(from: $0.baseAddress!, byteCount: 4) }
+                withUnsafeBytes(of: word.littleEndian) {
+                    output.baseAddress!.advanced(by: length).copyMemory(from: $0.baseAddress!, byteCount: 4)
+                }
                 length += 4
             }
             return length
@@ -119,7 +122,9 @@ final class FrameDecompressor: @unchecked Sendable {
 
     /// Decompresses `body` and appends exactly `metadata.uncompressedLength` bytes to `output`;
     /// returns a reason string when the body does not decode to exactly that.
-    func decompress(_ body: UnsafeRawBufferPointer, metadata: FrameMetadata, appendingTo output: inout [UInt8]) -> String? {
+    func decompress(_ body: UnsafeRawBufferPointer, metadata: FrameMetadata, appendingTo output: inout [UInt8])
+        -> String?
+    {
         let expected = metadata.uncompressedLength
         let start = output.count
         output.append(contentsOf: repeatElement(0, count: expected))
@@ -161,12 +166,16 @@ final class FrameDecompressor: @unchecked Sendable {
         stream.pointee.avail_in = uInt(body.count - 8)
         // A zero-length target still needs a valid pointer for zlib.
         var scratch: UInt8 = 0
-        let out = target.count > 0 ? target.baseAddress!.assumingMemoryBound(to: Bytef.self) : withUnsafeMutablePointer(to: &scratch) { $0 }
+        let out =
+            target.count > 0
+            ? target.baseAddress!.assumingMemoryBound(to: Bytef.self) : withUnsafeMutablePointer(to: &scratch) { $0 }
         stream.pointee.next_out = out
         stream.pointee.avail_out = uInt(target.count)
         let status = CZlib.inflate(stream, Z_FINISH)
         guard status == Z_STREAM_END else { return "inflate failed (\(status))" }
-        guard stream.pointee.avail_in == 0, Int(stream.pointee.total_out) == target.count else { return "gzip length mismatch" }
+        guard stream.pointee.avail_in == 0, Int(stream.pointee.total_out) == target.count else {
+            return "gzip length mismatch"
+        }
         let crc = UInt32(littleEndian: body.loadUnaligned(fromByteOffset: body.count - 8, as: UInt32.self))
         let size = UInt32(littleEndian: body.loadUnaligned(fromByteOffset: body.count - 4, as: UInt32.self))
         guard crc == checksum(UnsafeRawBufferPointer(target)), size == UInt32(truncatingIfNeeded: target.count) else {

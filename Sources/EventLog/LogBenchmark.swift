@@ -92,12 +92,14 @@ package enum LogBenchmark {
 
     /// The results as a table.
     package static func render(_ results: [Result], options: Options) -> String {
-        var out = "event log benchmark: \(options.threads) threads, \(options.recordsPerAppend) records/append, "
+        var out =
+            "event log benchmark: \(options.threads) threads, \(options.recordsPerAppend) records/append, "
             + "durability \(options.durability), commit delay \(options.groupCommitDelay), level \(options.compressionLevel), "
             + "\(options.compressionThreads) compressor threads, \(options.usesNDJSON ? "append(ndjson:)" : "append([[UInt8]])"), "
             + "\(ProcessInfo.processInfo.activeProcessorCount) cores\n"
         for result in results {
-            out += "\(result.codec.rawValue): \(result.events) events in \(fmt(result.seconds)) s = "
+            out +=
+                "\(result.codec.rawValue): \(result.events) events in \(fmt(result.seconds)) s = "
                 + "\(Int(result.eventsPerSecond)) events/s, \(fmt(result.megabytesPerSecond)) MB/s NDJSON, "
                 + "ratio \(fmt(result.compressionRatio))x, \(result.frames) frames "
                 + "(avg \(result.events / max(1, result.frames)) events/frame), "
@@ -110,7 +112,9 @@ package enum LogBenchmark {
         return out
     }
 
-    private static func measureAppends(_ configuration: LogConfiguration, pool: [[UInt8]], options: Options) throws(LogError) -> Result {
+    private static func measureAppends(_ configuration: LogConfiguration, pool: [[UInt8]], options: Options)
+        throws(LogError) -> Result
+    {
         let writer = try LogWriter(configuration: configuration)
         let perThread = options.events / options.threads / options.recordsPerAppend
         let failures = Atomic<Int>(0)
@@ -135,7 +139,8 @@ package enum LogBenchmark {
                         }
                         cursor += 1
                     }
-                    let appended: Void? = options.usesNDJSON ? (try? writer.append(ndjson: ndjson)) : (try? writer.append(records))
+                    let appended: Void? =
+                        options.usesNDJSON ? (try? writer.append(ndjson: ndjson)) : (try? writer.append(records))
                     if appended == nil { failures.wrappingAdd(1, ordering: .relaxed) }
                 }
                 finished.signal()
@@ -222,7 +227,8 @@ package enum LogBenchmark {
         defer { close(fd) }
         var head = [UInt8](repeating: 0, count: Int(tornFrameBytes))
         let end = lseek(fd, 0, SEEK_END)
-        let ok = head.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) } == Int(tornFrameBytes)
+        let ok =
+            head.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) } == Int(tornFrameBytes)
             && head.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, end) } == Int(tornFrameBytes)
         guard ok, fdatasync(fd) == 0 else { throw .io(call: "pwrite", errno: errno, path: path) }
     }

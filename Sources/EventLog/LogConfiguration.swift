@@ -144,7 +144,9 @@ package struct LogConfiguration: Sendable {
         guard maxFrameBytes > 0, maxFrameBytes <= SegmentFormat.maxFrameBytes else {
             throw .invalidConfiguration("maxFrameBytes must be 1...\(SegmentFormat.maxFrameBytes)")
         }
-        guard maxSegmentBytes > 0, groupCommitBytes > 0, maxBatchBytes > 0, maxPendingBytes >= maxFrameBytes || maxPendingBytes > 0 else {
+        guard maxSegmentBytes > 0, groupCommitBytes > 0, maxBatchBytes > 0,
+            maxPendingBytes >= maxFrameBytes || maxPendingBytes > 0
+        else {
             throw .invalidConfiguration("sizes must be positive")
         }
         guard (1...8).contains(compressionThreads) else {

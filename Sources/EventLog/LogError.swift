@@ -23,7 +23,8 @@ package enum LogError: Error, Sendable, Equatable, CustomStringConvertible {
         case .unavailable(let reason): return "event log unavailable: \(reason)"
         case .diskFull: return "event log disk full"
         case .io(let call, let code, let path): return "\(call)(\(path)) failed: \(String(cString: strerror(code)))"
-        case .corrupt(let path, let offset, let reason): return "corrupt frame in \(path) at offset \(offset): \(reason)"
+        case .corrupt(let path, let offset, let reason):
+            return "corrupt frame in \(path) at offset \(offset): \(reason)"
         case .tooLarge(let bytes, let limit): return "append of \(bytes) bytes exceeds the frame limit of \(limit)"
         case .invalidRecord(let reason): return "invalid record: \(reason)"
         case .invalidConfiguration(let reason): return "invalid event log configuration: \(reason)"

@@ -16,7 +16,8 @@ struct LogMetrics: Sendable {
         let labels = ["log": log, "node": configuration.node]
         appendSeconds = registry.histogram(
             "eventlog_append_seconds", help: "Time from append to durable acknowledgement.", labels: labels)
-        fsyncSeconds = registry.histogram("eventlog_fsync_seconds", help: "Duration of fdatasync calls.", labels: labels)
+        fsyncSeconds = registry.histogram(
+            "eventlog_fsync_seconds", help: "Duration of fdatasync calls.", labels: labels)
         frames = registry.counter("eventlog_frames_total", help: "Frames written.", labels: labels)
         records = registry.counter("eventlog_records_total", help: "Records written.", labels: labels)
         bytesWritten = registry.counter(

@@ -23,7 +23,9 @@ package struct LogPosition: Hashable, Comparable, Codable, Sendable, CustomStrin
     /// Parses `segment:offset` as printed by `description`.
     package init?(parsing text: String) {
         let parts = text.split(separator: ":")
-        guard parts.count == 2, let segment = UInt64(parts[0]), let offset = Int64(parts[1]), offset >= 0 else { return nil }
+        guard parts.count == 2, let segment = UInt64(parts[0]), let offset = Int64(parts[1]), offset >= 0 else {
+            return nil
+        }
         self.init(segment: segment, offset: offset)
     }
 }

@@ -59,7 +59,8 @@ extension LogWriter {
             var closed = shared.closed.removeFirst()
             shared.closedBytes -= closed.ndjson.count
             swap(&closed.ndjson, &job.ndjson)
-            if shared.spareBuffers.count < maxSpareBuffers { shared.spareBuffers.append(closed.ndjson) }  // the job's emptied buffer
+            // The job's emptied buffer.
+            if shared.spareBuffers.count < maxSpareBuffers { shared.spareBuffers.append(closed.ndjson) }
             job.records = closed.records
             job.batch = closed.batch
         }
@@ -76,7 +77,8 @@ extension LogWriter {
         var buffer = shared.spareBuffers.popLast() ?? []
         swap(&buffer, &shared.pending)
         shared.closedBytes += buffer.count
-        shared.closed.append(ClosedBatch(ndjson: buffer, records: shared.pendingRecords, since: since, batch: shared.batch))
+        shared.closed.append(
+            ClosedBatch(ndjson: buffer, records: shared.pendingRecords, since: since, batch: shared.batch))
         startBatch(shared)
         monitor.signal(Condition.work)
     }
@@ -126,7 +128,8 @@ extension LogWriter {
     /// each compressed frame waiting for or inside a commit, at most `deepBatchBytes`.
     func batchThreshold(_ shared: Shared) -> Int {
         let inFlight = shared.ready.count + shared.committing
-        return min(configuration.groupCommitBytes << min(inFlight, 8), max(configuration.groupCommitBytes, deepBatchBytes))
+        return min(
+            configuration.groupCommitBytes << min(inFlight, 8), max(configuration.groupCommitBytes, deepBatchBytes))
     }
 
     /// What the committer does next.

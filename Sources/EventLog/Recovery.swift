@@ -71,7 +71,9 @@ enum Recovery {
     }
 
     /// The next sequence number after the newest good frame of the segments before `openID`.
-    private static func lastSequence(before openID: UInt64, ids: [UInt64], nodeDirectory: String) throws(LogError) -> UInt64 {
+    private static func lastSequence(before openID: UInt64, ids: [UInt64], nodeDirectory: String) throws(LogError)
+        -> UInt64
+    {
         for id in ids.reversed() where id < openID {
             let scanner = try FrameScanner(path: nodeDirectory + "/" + SegmentFormat.fileName(segment: id))
             var lastFrame: FrameMetadata?

@@ -152,7 +152,9 @@ package struct FrameMetadata: Sendable, Equatable {
     func writePrefix(into out: UnsafeMutableRawBufferPointer) {
         var at = 0
         func put<T: FixedWidthInteger>(_ value: T) {
-            withUnsafeBytes(of: value.littleEndian) { out.baseAddress!.advanced(by: at).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+            withUnsafeBytes(of: value.littleEndian) {
+                out.baseAddress!.advanced(by: at).copyMemory(from: $0.baseAddress!, byteCount: $0.count)
+            }
             at += MemoryLayout<T>.size
         }
         switch codec {
@@ -197,12 +199,16 @@ package struct FrameMetadata: Sendable, Equatable {
         let codec: Codec
         let start: Int
         if u32(0) == SegmentFormat.zstdSkippableMagic {
-            guard bytes.count >= SegmentFormat.zstdPrefixSize else { throw .short(needed: SegmentFormat.zstdPrefixSize) }
+            guard bytes.count >= SegmentFormat.zstdPrefixSize else {
+                throw .short(needed: SegmentFormat.zstdPrefixSize)
+            }
             guard u32(4) == UInt32(SegmentFormat.metadataSize) else { throw .invalid("skippable frame size") }
             codec = .zstd
             start = 8
         } else if bytes[0] == 0x1F, bytes[1] == 0x8B, bytes[2] == 0x08, bytes[3] == 0x04 {
-            guard bytes.count >= SegmentFormat.gzipPrefixSize else { throw .short(needed: SegmentFormat.gzipPrefixSize) }
+            guard bytes.count >= SegmentFormat.gzipPrefixSize else {
+                throw .short(needed: SegmentFormat.gzipPrefixSize)
+            }
             guard u16(10) == UInt16(SegmentFormat.metadataSize + 4), bytes[12] == UInt8(ascii: "D"),
                 bytes[13] == UInt8(ascii: "T"), u16(14) == UInt16(SegmentFormat.metadataSize)
             else { throw .invalid("gzip extra field") }

@@ -59,7 +59,8 @@ final class WriterCore: @unchecked Sendable {
         prefixSize = SegmentFormat.prefixSize(configuration.codec)
         maxSegmentBytes = configuration.maxSegmentBytes
         maxDiskBytes = configuration.maxDiskBytes
-        preallocator = configuration.preallocationBytes > 0 ? SegmentPreallocator(chunk: configuration.preallocationBytes) : nil
+        preallocator =
+            configuration.preallocationBytes > 0 ? SegmentPreallocator(chunk: configuration.preallocationBytes) : nil
         var syncInterval: Int64?
         if case .interval(let interval) = configuration.durability { syncInterval = interval.microseconds }
         machine = SegmentStateMachine(
@@ -107,7 +108,8 @@ final class WriterCore: @unchecked Sendable {
     /// consumed job carries its error), and whether the durability mode wants it synced now.
     /// With `mayRotate` false (syncs of the open segment still in flight), consumes nothing when
     /// the first frame needs a new segment: the caller waits for those syncs and calls again.
-    func write(_ jobs: ArraySlice<FrameJob>, mayRotate: Bool) -> (consumed: Int, group: WrittenGroup?, needsSync: Bool) {
+    func write(_ jobs: ArraySlice<FrameJob>, mayRotate: Bool) -> (consumed: Int, group: WrittenGroup?, needsSync: Bool)
+    {
         var consumed = 0
         var written: [(job: FrameJob, offset: Int64)] = []
         var needsSync = false
@@ -125,7 +127,9 @@ final class WriterCore: @unchecked Sendable {
             }
             consumed += 1
             var plan = machine.plan(frameBytes: frameLength, now: now)
-            if case .diskFull = plan, refreshDiskUsage(now: now) { plan = machine.plan(frameBytes: frameLength, now: now) }
+            if case .diskFull = plan, refreshDiskUsage(now: now) {
+                plan = machine.plan(frameBytes: frameLength, now: now)
+            }
             guard case .write(let write) = plan else {
                 job.error = .diskFull
                 continue
@@ -197,7 +201,8 @@ final class WriterCore: @unchecked Sendable {
         let result = job.frame.withUnsafeMutableBytes { raw in
             metadata.writePrefix(into: UnsafeMutableRawBufferPointer(rebasing: raw[0..<prefix]))
             return Result { () throws(LogError) in
-                try FileSystem.writeAll(fd, UnsafeRawBufferPointer(rebasing: raw[0..<frameLength]), at: offset, path: path)
+                try FileSystem.writeAll(
+                    fd, UnsafeRawBufferPointer(rebasing: raw[0..<frameLength]), at: offset, path: path)
             }
         }
         if case .failure(let error) = result { return Self.classify(error) }
@@ -214,7 +219,9 @@ final class WriterCore: @unchecked Sendable {
 
     /// A write or sync of the group failed: cut the segment back to where the group began, take
     /// back the group's sequence numbers and bytes, and fail every frame of it.
-    private func failGroup(_ written: [(job: FrameJob, offset: Int64)], from offset: Int64, error: LogError, frameWasComplete: Bool) {
+    private func failGroup(
+        _ written: [(job: FrameJob, offset: Int64)], from offset: Int64, error: LogError, frameWasComplete: Bool
+    ) {
         let records = written.reduce(0) { $0 + $1.job.records }
         let bytes = written.reduce(0) { $0 + prefixSize + $1.job.bodyLength }
         machine.undoWrites(records: records, bytes: Int64(bytes))
@@ -344,7 +351,9 @@ final class WrittenGroup {
     var isSynced = false
     var error: LogError?
 
-    init(jobs: [FrameJob], fd: Int32, path: String, offset: Int64, records: Int, frameBytes: Int, uncompressedBytes: Int) {
+    init(
+        jobs: [FrameJob], fd: Int32, path: String, offset: Int64, records: Int, frameBytes: Int, uncompressedBytes: Int
+    ) {
         self.jobs = jobs
         self.fd = fd
         self.path = path

@@ -1,5 +1,5 @@
-import Observability
 import Locking
+import Observability
 
 /// Ingest's metric handles, created once per label set and cached by route, so a request costs
 /// one lock and one lookup of its route name, not label strings built in the registry (nor a key

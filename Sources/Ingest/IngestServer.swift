@@ -46,7 +46,8 @@ package final class IngestServer: Sendable {
             throw error
         }
         let open = metrics.gauge("ingest_http_connections", help: "HTTP connections open now")
-        metrics.gauge("ingest_http_connection_limit", help: "--connection-limit").set(Double(configuration.connectionLimit))
+        metrics.gauge("ingest_http_connection_limit", help: "--connection-limit").set(
+            Double(configuration.connectionLimit))
         metrics.addCollector { [weak server = self.server] in open.set(Double(server?.openConnections ?? 0)) }
         logger.info(
             "server.started",

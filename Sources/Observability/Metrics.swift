@@ -1,6 +1,6 @@
 import Foundation
-import Synchronization
 import Locking
+import Synchronization
 
 /// One registry of counters, gauges and histograms, rendered as Prometheus text at `/metrics`.
 /// Metric handles are cheap to keep and safe to update from any thread.

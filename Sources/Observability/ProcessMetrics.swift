@@ -1,6 +1,6 @@
+internal import CMalloc
 import Glibc
 import Synchronization
-internal import CMalloc
 
 /// The process metrics Prometheus client libraries export by default (`process_cpu_seconds_total`,
 /// `process_resident_memory_bytes`, `process_virtual_memory_bytes`, `process_start_time_seconds`,

@@ -1,5 +1,5 @@
-import Foundation
 internal import CLibPQ
+import Foundation
 
 /// One blocking connection to PostgreSQL through libpq.
 ///
@@ -139,7 +139,8 @@ package final class Connection: @unchecked Sendable {
     /// no parameters. For migrations and fixed maintenance statements only, never for values.
     package func unsafeSQL(_ text: String) throws(PostgresError) {
         let conn = try liveHandle()
-        _ = try check(PQexec(conn, text), query: text, expecting: [PGRES_TUPLES_OK, PGRES_COMMAND_OK, PGRES_EMPTY_QUERY])
+        _ = try check(
+            PQexec(conn, text), query: text, expecting: [PGRES_TUPLES_OK, PGRES_COMMAND_OK, PGRES_EMPTY_QUERY])
     }
 
     // MARK: - Internals shared with the other Connection files

@@ -1,5 +1,5 @@
-package import Foundation
 internal import CLibPQ
+package import Foundation
 
 /// The data of one `COPY ... FROM STDIN`, streamed to the server in chunks as it is appended.
 ///

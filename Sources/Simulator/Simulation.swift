@@ -33,7 +33,8 @@ package enum Simulation {
     package static func run(_ configuration: SimulationConfiguration) throws -> SimulationSummary {
         try configuration.validate()
         let target = try TargetAddress(url: configuration.target)
-        _ = try HTTPConnection(to: target, timeoutSeconds: configuration.ioTimeoutSeconds)  // fail fast when unreachable
+        // Fail fast when unreachable.
+        _ = try HTTPConnection(to: target, timeoutSeconds: configuration.ioTimeoutSeconds)
         let deadline = ContinuousClock.now + configuration.deadline
         let world = world(configuration.worldParameters)
         if let path = configuration.truthPath {

@@ -57,10 +57,14 @@ import Testing
         // What cron users read: the summary with what this run loaded, and (when it loaded something)
         // where the load's time went.
         let lines = finish.output.split(separator: "\n")
-        #expect(lines.contains { $0.hasPrefix("aggregate: ") && $0.contains(" \(3000 - loadedBeforeFinish) events, ") }, "\(finish.output)")
+        #expect(
+            lines.contains { $0.hasPrefix("aggregate: ") && $0.contains(" \(3000 - loadedBeforeFinish) events, ") },
+            "\(finish.output)")
         if loadedBeforeFinish < 3000 {
             let phases = lines.first { $0.hasPrefix("aggregate: load phases ") }
-            #expect(phases?.contains(#/read\+copy=\d+\.\d{3}s/#) == true && phases?.contains(#/commit=\d+\.\d{3}s/#) == true, "\(finish.output)")
+            #expect(
+                phases?.contains(#/read\+copy=\d+\.\d{3}s/#) == true
+                    && phases?.contains(#/commit=\d+\.\d{3}s/#) == true, "\(finish.output)")
         }
         #expect(try world.count("select count(*) from events") == 3000)
         #expect(try world.count("select count(distinct event_id) from events") == 3000)

@@ -13,8 +13,12 @@ import Testing
         defer { world.tearDown() }
         try world.write([
             click("clk_1"), match("clk_1"),
-            event("e1", name: "app_open", device: "dev-1", time: "2026-06-01T10:00:00.000Z", installClick: "clk_1", kind: .retention),
-            event("e2", name: "purchase", device: "dev-1", time: "2026-06-01T11:00:00.000Z", data: #"{"revenue":29.99,"note":"tab\there \\ back"}"#),
+            event(
+                "e1", name: "app_open", device: "dev-1", time: "2026-06-01T10:00:00.000Z", installClick: "clk_1",
+                kind: .retention),
+            event(
+                "e2", name: "purchase", device: "dev-1", time: "2026-06-01T11:00:00.000Z",
+                data: #"{"revenue":29.99,"note":"tab\there \\ back"}"#),
             event("e3", name: "purchase", device: "dev-2", time: "2026-06-02T11:00:00.000Z"),
         ])
         let aggregator = try world.aggregator()
@@ -34,7 +38,8 @@ import Testing
                 == [["dev-1", "2026-06-01 10:00:00+00", "clk_1"], ["dev-2", "2026-06-02 11:00:00+00", nil]])
         #expect(try world.rows("select path from links") == [["/articles/2"]])
         #expect(
-            try world.rows("select day::text, kind, name, events::text, devices::text from rollup_events_daily order by 1, 2, 3")
+            try world.rows(
+                "select day::text, kind, name, events::text, devices::text from rollup_events_daily order by 1, 2, 3")
                 == [
                     ["2026-06-01", "event", "purchase", "1", "1"], ["2026-06-01", "retention", "app_open", "1", "1"],
                     ["2026-06-02", "event", "purchase", "1", "1"],
@@ -274,7 +279,10 @@ import Testing
         #expect(summary.events == 5 && summary.undecodable == 1)
         #expect(try world.count("select count(*) from events where event_id like 'good-%'") == 2)
         #expect(try world.rows("select data->>'a' from events where event_id = 'surrogate'") == [["\u{FFFD}"]])
-        #expect(try world.rows("select data->>'_invalid_json' from events where event_id = 'huge-number'") == [[#"{"big":1e999999}"#]])
+        #expect(
+            try world.rows("select data->>'_invalid_json' from events where event_id = 'huge-number'") == [
+                [#"{"big":1e999999}"#]
+            ])
         #expect(try world.rows("select name from events where event_id = 'nul-name'") == [["bad\u{FFFD}name"]])
         // The next batch takes the fast path again.
         try world.write([event("good-3", data: #"{"ok":true}"#)])

@@ -44,7 +44,8 @@ import Testing
     @Test("jitter spreads a retry delay over the upper half of its step", arguments: [0.0, 0.25, 0.999])
     func jitterBounds(jitter: Double) {
         for attempt in 1...10 {
-            let delay = LoadStateMachine.backoff(attempt: attempt, base: .milliseconds(500), cap: .seconds(30), jitter: jitter)
+            let delay = LoadStateMachine.backoff(
+                attempt: attempt, base: .milliseconds(500), cap: .seconds(30), jitter: jitter)
             let full = min(30.0, 0.5 * Double(1 << (attempt - 1)))
             #expect(delay.seconds >= full / 2 - 1e-9)
             #expect(delay.seconds <= full + 1e-9)

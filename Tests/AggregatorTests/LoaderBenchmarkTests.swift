@@ -44,7 +44,9 @@ import Testing
             bytes += row.count
         }
         let seconds = (ContinuousClock.now - start).seconds
-        print("decode+encode: \(count) envelopes in \(String(format: "%.3f", seconds)) s = \(Int(Double(count) / seconds)) per s, \(bytes) COPY bytes")
+        print(
+            "decode+encode: \(count) envelopes in \(String(format: "%.3f", seconds)) s = \(Int(Double(count) / seconds)) per s, \(bytes) COPY bytes"
+        )
         #expect(bytes > count * 50)
     }
 }
@@ -79,7 +81,8 @@ import Testing
         if let first = results.first, let last = results.last, first.medianLoadSeconds > 0 {
             print(
                 String(
-                    format: "cycle scaling: %d vs %d preloaded: load %.2fx, rollup pass %.2fx (target load within 1.5x)",
+                    format:
+                        "cycle scaling: %d vs %d preloaded: load %.2fx, rollup pass %.2fx (target load within 1.5x)",
                     last.preloaded, first.preloaded, last.medianLoadSeconds / first.medianLoadSeconds,
                     first.medianRollupSeconds > 0 ? last.medianRollupSeconds / first.medianRollupSeconds : 0))
         }

@@ -57,7 +57,9 @@ import Testing
         #expect(repairingEscapes(Array(#"{"a":"\\u0000"}"#.utf8), .nul) == nil)
         #expect(repairingEscapes(Array(#"{"a":"\ud83d"}"#.utf8), .nul) == nil)  // only what was asked for
         #expect(
-            repairingEscapes(Array(#"{"a":"x\u0000y","b":"\u0000"}"#.utf8), .nul).map { String(decoding: $0, as: UTF8.self) }
+            repairingEscapes(Array(#"{"a":"x\u0000y","b":"\u0000"}"#.utf8), .nul).map {
+                String(decoding: $0, as: UTF8.self)
+            }
                 == #"{"a":"x\ufffdy","b":"\ufffd"}"#)
     }
 
@@ -67,7 +69,9 @@ import Testing
         StagingEncoder.appendRowBinary(
             [.text("a"), .date(10_958), .timestamp(Timestamp(microseconds: 946_684_800_000_001)), .text(nil)], to: &out)
         #expect(
-            out == [0, 4] + [0, 0, 0, 1, UInt8(ascii: "a")] + [0, 0, 0, 4, 0, 0, 0, 1] + [0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 1]
+            out == [0, 4] + [0, 0, 0, 1, UInt8(ascii: "a")] + [0, 0, 0, 4, 0, 0, 0, 1] + [
+                0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 1,
+            ]
                 + [0xFF, 0xFF, 0xFF, 0xFF])
     }
 }

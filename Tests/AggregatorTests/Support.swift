@@ -43,21 +43,24 @@ final class World {
     func aggregator(
         _ configuration: AggregatorConfiguration? = nil, hooks: LoaderHooks = LoaderHooks()
     ) throws -> Aggregator {
-        try Aggregator(configuration: configuration ?? self.configuration(), registry: registry, retention: nil, hooks: hooks)
+        try Aggregator(
+            configuration: configuration ?? self.configuration(), registry: registry, retention: nil, hooks: hooks)
     }
 
     /// Appends envelopes to `node`'s log as one group commit; `rollSegment` closes the writer first,
     /// so these records go to a new segment.
     func write(_ envelopes: [Envelope], node: String = "node-1", newSegment: Bool = false) throws {
         if newSegment, let writer = writers.removeValue(forKey: node) { writer.close() }
-        let writer = try writers[node] ?? {
-            var configuration = LogConfiguration(directory: dataDirectory + "/segments", node: node)
-            configuration.groupCommitDelay = .microseconds(100)
-            configuration.durability = .interval(.milliseconds(100))
-            let writer = try LogWriter(configuration: configuration)
-            writers[node] = writer
-            return writer
-        }()
+        let writer =
+            try writers[node]
+            ?? {
+                var configuration = LogConfiguration(directory: dataDirectory + "/segments", node: node)
+                configuration.groupCommitDelay = .microseconds(100)
+                configuration.durability = .interval(.milliseconds(100))
+                let writer = try LogWriter(configuration: configuration)
+                writers[node] = writer
+                return writer
+            }()
         try writer.append(envelopes.map { $0.encoded() })
     }
 

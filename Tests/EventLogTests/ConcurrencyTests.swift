@@ -184,7 +184,8 @@ import Testing
             for index in 0..<appends {
                 var ndjson: [UInt8] = []
                 for line in 0..<linesPerAppend {
-                    ndjson += Array("{\"i\":\(index),\"k\":\(line),\"pad\":\"\(String(repeating: "x", count: 80))\"}\n".utf8)
+                    ndjson += Array(
+                        "{\"i\":\(index),\"k\":\(line),\"pad\":\"\(String(repeating: "x", count: 80))\"}\n".utf8)
                 }
                 largestAppend = max(largestAppend, ndjson.count)
                 ndjson.withUnsafeBytes { raw in

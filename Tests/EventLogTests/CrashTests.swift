@@ -39,7 +39,8 @@ import Testing
                 }
                 close(fds[0])
             }
-            #expect(secondWriter == .unavailable(reason: "another process is writing to \(configuration.nodeDirectory)"))
+            #expect(
+                secondWriter == .unavailable(reason: "another process is writing to \(configuration.nodeDirectory)"))
             #expect(acknowledged.count >= 3000)
 
             // Restart: recovery checks the segment the child was writing, then everything is read.

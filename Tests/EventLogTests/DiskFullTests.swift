@@ -107,10 +107,14 @@ import Testing
             let refusals = Locked<Int>(0)
             try runThreads(8) { thread in
                 for index in 0..<400 {
-                    let records = (0..<5).map { envelope(thread * 10_000 + index * 5 + $0, receivedAt: UUID().uuidString) }
+                    let records = (0..<5).map {
+                        envelope(thread * 10_000 + index * 5 + $0, receivedAt: UUID().uuidString)
+                    }
                     do throws(LogError) {
                         try writer.append(records)
-                        acknowledged.withLock { set in for record in records { set.insert(String(decoding: record, as: UTF8.self)) } }
+                        acknowledged.withLock { set in
+                            for record in records { set.insert(String(decoding: record, as: UTF8.self)) }
+                        }
                     } catch {
                         #expect(error == .diskFull)
                         refusals.withLock { $0 += 1 }

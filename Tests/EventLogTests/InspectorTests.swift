@@ -1,6 +1,6 @@
 import Foundation
-import Observability
 import Locking
+import Observability
 import Testing
 
 @testable import EventLog
@@ -11,7 +11,10 @@ import Testing
         try withTemporaryDirectory { dir in
             let configuration = testConfiguration(dir)
             let writer = try LogWriter(configuration: configuration)
-            try writer.append([envelope(1, receivedAt: "2026-06-01T10:00:00.000Z"), envelope(2, receivedAt: "2026-06-01T09:00:00.000Z")])
+            try writer.append([
+                envelope(1, receivedAt: "2026-06-01T10:00:00.000Z"),
+                envelope(2, receivedAt: "2026-06-01T09:00:00.000Z"),
+            ])
             try writer.append([envelope(3, receivedAt: "2026-06-02T08:00:00.000Z")])
             writer.close()
             let reports = try SegmentInspector.list(directory: configuration.directory)
@@ -20,7 +23,8 @@ import Testing
             #expect(report.goodFrames == 2 && report.records == 3 && report.isOpen && report.id == 1)
             #expect(report.receivedAtRange?.first == "2026-06-01T09:00:00.000Z")
             #expect(report.receivedAtRange?.last == "2026-06-02T08:00:00.000Z")
-            #expect(SegmentInspector.renderList(reports).contains("2026-06-01T09:00:00.000Z .. 2026-06-02T08:00:00.000Z"))
+            #expect(
+                SegmentInspector.renderList(reports).contains("2026-06-01T09:00:00.000Z .. 2026-06-02T08:00:00.000Z"))
 
             let inspected = try SegmentInspector.inspect(path: report.path)
             #expect(inspected.frames.map(\.records) == [2, 1])
@@ -55,8 +59,10 @@ import Testing
             #expect(inspected.contains("INCOMPLETE: ") && !inspected.contains("DAMAGED"), "\(inspected)")
 
             // A sealed segment with the same tail is damage: report it.
-            try FileManager.default.createDirectory(atPath: configuration.nodeDirectory, withIntermediateDirectories: true)
-            _ = FileManager.default.createFile(atPath: configuration.nodeDirectory + "/" + SegmentFormat.fileName(segment: 9), contents: nil)
+            try FileManager.default.createDirectory(
+                atPath: configuration.nodeDirectory, withIntermediateDirectories: true)
+            _ = FileManager.default.createFile(
+                atPath: configuration.nodeDirectory + "/" + SegmentFormat.fileName(segment: 9), contents: nil)
             let sealed = try readAll(configuration.directory)
             #expect(sealed.records.count == 2)
             #expect(sealed.damaged.map(\.segment) == [1])
@@ -108,7 +114,10 @@ import Testing
             }
         }
         let metrics = MetricsRegistry.shared.render()
-        for name in ["eventlog_append_seconds_bucket", "eventlog_fsync_seconds_count", "eventlog_frames_total", "eventlog_bytes_written_total", "eventlog_disk_bytes"] {
+        for name in [
+            "eventlog_append_seconds_bucket", "eventlog_fsync_seconds_count", "eventlog_frames_total",
+            "eventlog_bytes_written_total", "eventlog_disk_bytes",
+        ] {
             #expect(metrics.contains(name), "\(name)")
         }
     }

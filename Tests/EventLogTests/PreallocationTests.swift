@@ -6,7 +6,9 @@ import Testing
 @testable import EventLog
 
 @Suite struct PreallocationTests {
-    @Test("a torn final frame cut at every byte, with preallocated zeros after it, recovers to the previous frame", arguments: Codec.allCases)
+    @Test(
+        "a torn final frame cut at every byte, with preallocated zeros after it, recovers to the previous frame",
+        arguments: Codec.allCases)
     func tornAtEveryByteBeforeZeros(codec: Codec) throws {
         try withTemporaryDirectory { dir in
             let configuration = testConfiguration(dir, codec: codec)
@@ -22,7 +24,9 @@ import Testing
                 let recovered = try Recovery.run(nodeDirectory: configuration.nodeDirectory)
                 let intact = cut >= intactFrom
                 let expected = (0..<(intact ? 3 : 2)).map { String(decoding: envelope($0), as: UTF8.self) }
-                #expect(try Data(contentsOf: URL(fileURLWithPath: path)).count == (intact ? original.count : lastStart), "cut at \(cut)")
+                #expect(
+                    try Data(contentsOf: URL(fileURLWithPath: path)).count == (intact ? original.count : lastStart),
+                    "cut at \(cut)")
                 // Only a real partial frame counts as cut; zeros alone are the writer's preallocation.
                 #expect((recovered.truncatedBytes == 0) == (cut == lastStart || intact), "cut at \(cut)")
                 #expect(recovered.zeroTailBytes > 0, "cut at \(cut)")
@@ -34,7 +38,9 @@ import Testing
         }
     }
 
-    @Test("sealed segments carry no zero tail and stock tools read them while the open one is preallocated", arguments: Codec.allCases)
+    @Test(
+        "sealed segments carry no zero tail and stock tools read them while the open one is preallocated",
+        arguments: Codec.allCases)
     func sealedSegmentsAreTrimmed(codec: Codec) throws {
         let tool = codec == .zstd ? "/usr/bin/zstdcat" : "/bin/zcat"
         try withTemporaryDirectory { dir in
@@ -60,12 +66,17 @@ import Testing
             }
             #expect(openReport.zeroTailBytes > 0)
             #expect(openReport.damage.isEmpty)
-            #expect(openReport.rendered().contains("zero tail: \(openReport.zeroTailBytes) bytes preallocated by the writer"))
+            #expect(
+                openReport.rendered().contains(
+                    "zero tail: \(openReport.zeroTailBytes) bytes preallocated by the writer"))
             // `segments list` shows the open segment's data and its zeros apart, and the total on disk.
             let dataBytes = openReport.bytes - openReport.zeroTailBytes
             let listed = SegmentInspector.renderList([openReport])
             #expect(listed.contains("  \(dataBytes)+\(openReport.zeroTailBytes)  "))
-            #expect(listed.contains("\(openReport.bytes) bytes on disk (\(dataBytes) of data, \(openReport.zeroTailBytes) preallocated zeros)"))
+            #expect(
+                listed.contains(
+                    "\(openReport.bytes) bytes on disk (\(dataBytes) of data, \(openReport.zeroTailBytes) preallocated zeros)"
+                ))
             #expect(try SegmentInspector.verify(path: configuration.directory).isHealthy)
             var sealedRecords: [String] = []
             for segment in segments.dropLast() {
@@ -135,7 +146,9 @@ import Testing
                     }
                     result.damaged += batch.damaged
                     if let first = batch.firstSequence, first != expectedSequence {
-                        result.gaps.append("expected sequence \(expectedSequence), read \(first) at \(position.map { "\($0)" } ?? "start")")
+                        result.gaps.append(
+                            "expected sequence \(expectedSequence), read \(first) at \(position.map { "\($0)" } ?? "start")"
+                        )
                     }
                     expectedSequence += UInt64(batch.count)
                     result.records += batch.count
@@ -177,7 +190,8 @@ import Testing
             try writer.append((0..<10).map { envelope($0) })
             let open = try #require(try segmentPaths(configuration.directory).last)
             for _ in 0..<200 where (try? SegmentInspector.inspect(path: open).zeroTailBytes) == 0 { usleep(10_000) }
-            #expect(try LogRetention.diskUsage(directory: configuration.directory, node: configuration.node) <= 64 * 1024)
+            #expect(
+                try LogRetention.diskUsage(directory: configuration.directory, node: configuration.node) <= 64 * 1024)
             writer.close()
 
             var off = testConfiguration(dir + "/off")

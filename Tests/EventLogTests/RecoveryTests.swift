@@ -17,7 +17,8 @@ import Testing
                 try original.prefix(cut).write(to: URL(fileURLWithPath: path))
                 let writer = try LogWriter(configuration: configuration)
                 #expect(try Data(contentsOf: URL(fileURLWithPath: path)).count == lastStart, "cut at \(cut)")
-                try expectResumes(after: cut, writer: writer, configuration: configuration, expected: expected, keeping: path)
+                try expectResumes(
+                    after: cut, writer: writer, configuration: configuration, expected: expected, keeping: path)
             }
         }
     }
@@ -49,7 +50,9 @@ import Testing
                 try damaged.write(to: URL(fileURLWithPath: path))
                 let writer = try LogWriter(configuration: configuration)
                 writer.close()
-                #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == original.prefix(Int(offsets[1])), "byte \(index)")
+                #expect(
+                    try Data(contentsOf: URL(fileURLWithPath: path)) == original.prefix(Int(offsets[1])),
+                    "byte \(index)")
             }
         }
     }

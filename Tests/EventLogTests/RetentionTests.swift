@@ -21,10 +21,12 @@ import Testing
             let later = LogClock { LogClock.system.now() + 7_200_000_000 }
             let checkpoint = LogPosition(segment: 2, offset: 0)
             let young = try LogRetention.deleteLoaded(
-                directory: configuration.directory, node: "node-1", loadedThrough: checkpoint, olderThan: .seconds(3600))
+                directory: configuration.directory, node: "node-1", loadedThrough: checkpoint, olderThan: .seconds(3600)
+            )
             #expect(young.isEmpty)
             let deleted = try LogRetention.deleteLoaded(
-                directory: configuration.directory, node: "node-1", loadedThrough: checkpoint, olderThan: .seconds(3600),
+                directory: configuration.directory, node: "node-1", loadedThrough: checkpoint,
+                olderThan: .seconds(3600),
                 clock: later)
             #expect(deleted.map { $0.hasSuffix(SegmentFormat.fileName(segment: 1)) } == [true])
             #expect(try LogReader(directory: configuration.directory, node: "node-1").segments().map(\.id) == [2, 3])
@@ -45,7 +47,10 @@ import Testing
             // A reader positioned in a deleted segment moves on to what remains.
             let batch = try LogReader(directory: configuration.directory, node: "node-1")
                 .read(after: LogPosition(segment: 1, offset: 40), maxRecords: 10, maxBytes: 1 << 20)
-            #expect(batch.records.map { String(decoding: $0, as: UTF8.self) } == [String(decoding: envelope(2), as: UTF8.self)])
+            #expect(
+                batch.records.map { String(decoding: $0, as: UTF8.self) } == [
+                    String(decoding: envelope(2), as: UTF8.self)
+                ])
         }
     }
 
@@ -73,8 +78,10 @@ import Testing
                 clock: later)
             #expect(aged.map { $0.hasSuffix(SegmentFormat.fileName(segment: 2)) } == [true])
             #expect(
-                try LogRetention.prune(directory: configuration.directory, node: "node-1", olderThan: .zero, keepBytes: 0)
-                    .isEmpty)
+                try LogRetention.prune(
+                    directory: configuration.directory, node: "node-1", olderThan: .zero, keepBytes: 0
+                )
+                .isEmpty)
             #expect(try reader.segments().map(\.id) == [3])
         }
     }

@@ -87,7 +87,9 @@ import Testing
         }
     }
 
-    @Test("large zstd frames at a fast, the default and a slower level read back, also with zstdcat", arguments: [-2, 1, 3])
+    @Test(
+        "large zstd frames at a fast, the default and a slower level read back, also with zstdcat",
+        arguments: [-2, 1, 3])
     func largeFramesAtLevels(level: Int) throws {
         try withTemporaryDirectory { dir in
             var configuration = testConfiguration(dir)

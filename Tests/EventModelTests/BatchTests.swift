@@ -5,13 +5,16 @@ import Testing
 @Suite struct BatchTests {
     static let received: Timestamp = Timestamp(iso8601: "2026-06-01T10:20:31.000Z")!
     static let context: RequestContext = RequestContext(appID: "app_1", sdkHeader: nil, receivedAt: received)
-    static func event(_ extra: String = "", name: String = "purchase", timestamp: String = "2026-06-01T10:20:30.123Z") -> String {
+    static func event(_ extra: String = "", name: String = "purchase", timestamp: String = "2026-06-01T10:20:30.123Z")
+        -> String
+    {
         #"{"event_name":"\#(name)","timestamp":"\#(timestamp)","platform":"ios","device_id":"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b"\#(extra)}"#
     }
 
     @Test("a batch accepts good events and rejects bad ones by index")
     func mixed() throws {
-        let body = #"{"batch":[\#(Self.event()),\#(Self.event(#","type":"retention""#, name: "app_open")),42,\#(Self.event(#","type":"install""#)),\#(Self.event(#","platform":"web""#).replacingOccurrences(of: #""platform":"ios","#, with: ""))]}"#
+        let body =
+            #"{"batch":[\#(Self.event()),\#(Self.event(#","type":"retention""#, name: "app_open")),42,\#(Self.event(#","type":"install""#)),\#(Self.event(#","platform":"web""#).replacingOccurrences(of: #""platform":"ios","#, with: ""))]}"#
         let result = try Normalizer.batch(body: Array(body.utf8), context: Self.context)
         #expect(result.accepted.map(\.kind) == [.event, .retention])
         #expect(result.accepted.map(\.name) == ["purchase", "app_open"])
@@ -21,7 +24,8 @@ import Testing
 
     @Test("client ids are read from event_id, message_id, messageId, insert_id and uuid, in that order")
     func clientIDs() throws {
-        let body = #"{"batch":[\#(Self.event(#","event_id":"e1""#)),\#(Self.event(#","message_id":"m1""#)),\#(Self.event(#","messageId":"m2""#)),\#(Self.event(#","insert_id":"i1""#)),\#(Self.event(#","uuid":"u1""#)),\#(Self.event(#","uuid":"u2","event_id":"e2""#)),\#(Self.event())]}"#
+        let body =
+            #"{"batch":[\#(Self.event(#","event_id":"e1""#)),\#(Self.event(#","message_id":"m1""#)),\#(Self.event(#","messageId":"m2""#)),\#(Self.event(#","insert_id":"i1""#)),\#(Self.event(#","uuid":"u1""#)),\#(Self.event(#","uuid":"u2","event_id":"e2""#)),\#(Self.event())]}"#
         let result = try Normalizer.batch(body: Array(body.utf8), context: Self.context)
         let ids = result.accepted.map(\.id)
         #expect(Array(ids.prefix(6)) == ["e1", "m1", "m2", "i1", "u1", "e2"])
@@ -71,7 +75,8 @@ import Testing
         #expect(throws: BodyError.tooManyEvents(count: 4, limit: 3)) {
             try Normalizer.batch(body: Array(body.utf8), context: Self.context, limits: IngestLimits(maxBatchEvents: 3))
         }
-        let exact = try? Normalizer.batch(body: Array(body.utf8), context: Self.context, limits: IngestLimits(maxBatchEvents: 4))
+        let exact = try? Normalizer.batch(
+            body: Array(body.utf8), context: Self.context, limits: IngestLimits(maxBatchEvents: 4))
         #expect(exact?.accepted.count == 4)
     }
 
@@ -92,7 +97,8 @@ import Testing
 
     static func resolve(_ client: String, sentAt: String?) -> (String, ClockStatus) {
         let (time, clock) = ClockRule.resolve(
-            client: Timestamp(iso8601: client)!, sentAt: sentAt.flatMap { Timestamp(iso8601: $0) }, receivedAt: received)
+            client: Timestamp(iso8601: client)!, sentAt: sentAt.flatMap { Timestamp(iso8601: $0) }, receivedAt: received
+        )
         return (time.iso8601, clock)
     }
 
@@ -104,30 +110,49 @@ import Testing
 
     @Test("a skew of 5 minutes or less is network delay and is not corrected")
     func smallSkew() {
-        #expect(Self.resolve("2026-06-01T11:50:00.000Z", sentAt: "2026-06-01T11:55:00.000Z") == ("2026-06-01T11:50:00.000Z", .ok))
-        #expect(Self.resolve("2026-06-01T12:01:00.000Z", sentAt: "2026-06-01T12:05:00.000Z") == ("2026-06-01T12:01:00.000Z", .ok))
+        #expect(
+            Self.resolve("2026-06-01T11:50:00.000Z", sentAt: "2026-06-01T11:55:00.000Z") == (
+                "2026-06-01T11:50:00.000Z", .ok
+            ))
+        #expect(
+            Self.resolve("2026-06-01T12:01:00.000Z", sentAt: "2026-06-01T12:05:00.000Z") == (
+                "2026-06-01T12:01:00.000Z", .ok
+            ))
     }
 
     @Test("a skew over 5 minutes shifts the event by the device clock's error")
     func largeSkew() {
         // Device clock 2 hours behind: sent_at 10:00 device time = 12:00 server time.
-        #expect(Self.resolve("2026-06-01T09:59:00.000Z", sentAt: "2026-06-01T10:00:00.000Z") == ("2026-06-01T11:59:00.000Z", .skewCorrected))
+        #expect(
+            Self.resolve("2026-06-01T09:59:00.000Z", sentAt: "2026-06-01T10:00:00.000Z") == (
+                "2026-06-01T11:59:00.000Z", .skewCorrected
+            ))
         // Device clock 1 day ahead.
-        #expect(Self.resolve("2026-06-02T11:30:00.000Z", sentAt: "2026-06-02T12:00:00.000Z") == ("2026-06-01T11:30:00.000Z", .skewCorrected))
-        #expect(Self.resolve("2026-06-01T11:54:59.999Z", sentAt: "2026-06-01T11:54:59.999Z") == ("2026-06-01T12:00:00.000Z", .skewCorrected))
+        #expect(
+            Self.resolve("2026-06-02T11:30:00.000Z", sentAt: "2026-06-02T12:00:00.000Z") == (
+                "2026-06-01T11:30:00.000Z", .skewCorrected
+            ))
+        #expect(
+            Self.resolve("2026-06-01T11:54:59.999Z", sentAt: "2026-06-01T11:54:59.999Z") == (
+                "2026-06-01T12:00:00.000Z", .skewCorrected
+            ))
     }
 
     @Test("times more than 24 hours ahead are clamped to received_at; 24 hours exactly is kept")
     func future() {
         #expect(Self.resolve("2026-06-02T12:00:00.000Z", sentAt: nil) == ("2026-06-02T12:00:00.000Z", .ok))
         #expect(Self.resolve("2026-06-02T12:00:00.001Z", sentAt: nil) == ("2026-06-01T12:00:00.000Z", .futureClamped))
-        #expect(Self.resolve("2030-01-01T00:00:00.000Z", sentAt: "2030-01-01T00:00:00.000Z") == ("2026-06-01T12:00:00.000Z", .skewCorrected))
+        #expect(
+            Self.resolve("2030-01-01T00:00:00.000Z", sentAt: "2030-01-01T00:00:00.000Z") == (
+                "2026-06-01T12:00:00.000Z", .skewCorrected
+            ))
     }
 
     @Test("a clamped event is accepted with a warning, never dropped")
     func clampedIsAccepted() throws {
         let body = #"{"event_name":"a","timestamp":"2031-01-01T00:00:00.000Z","platform":"ios","device_id":"d1"}"#
-        let result = try Normalizer.single(body: Array(body.utf8), kind: .event, context: RequestContext(appID: "a", receivedAt: Self.received))
+        let result = try Normalizer.single(
+            body: Array(body.utf8), kind: .event, context: RequestContext(appID: "a", receivedAt: Self.received))
         #expect(result.accepted.first?.clock == .futureClamped)
         #expect(result.accepted.first?.time == Self.received)
         #expect(result.accepted.first?.clientTimestamp == Timestamp(iso8601: "2031-01-01T00:00:00.000Z"))
@@ -136,8 +161,10 @@ import Testing
 
     @Test("a rejected event carries no clock warning")
     func rejectedHasNoWarning() throws {
-        let body = #"{"event_name":"a","timestamp":"2031-01-01T00:00:00.000Z","platform":"ios","device_id":"d1","attribution":7}"#
-        let result = try Normalizer.single(body: Array(body.utf8), kind: .event, context: RequestContext(appID: "a", receivedAt: Self.received))
+        let body =
+            #"{"event_name":"a","timestamp":"2031-01-01T00:00:00.000Z","platform":"ios","device_id":"d1","attribution":7}"#
+        let result = try Normalizer.single(
+            body: Array(body.utf8), kind: .event, context: RequestContext(appID: "a", receivedAt: Self.received))
         #expect(result.rejected.map(\.code) == ["invalid_type"])
         #expect(result.warnings.isEmpty)
     }

@@ -7,16 +7,17 @@ import Testing
 @Suite struct EncodedRequestTests {
     static let received: Timestamp = Timestamp(iso8601: "2026-06-01T10:20:31.000Z")!
 
-    static let events: [String] = ScannerBenchmark.sampleEvents + [
-        #"{"event_name":"caf\u00e9 \"q\" \n","timestamp":"2026-06-01T10:20:30.123+02:00","platform":"IOS","device_id":"3F2B8C1E-9A4D-4E2B-8F1A-2C3D4E5F6A7B","click_id":"clk_9","metadata":{"a":[1,2,{"b":null}]},"data":null}"#,
-        #"{"event_name":"a","timestamp":"2031-01-01T00:00:00Z","platform":"android","device_id":"Not-A-UUID\u00e9","attribution":{"open_type":"organic"},"sdk":"flutter","message_id":"m-1"}"#,
-        #"{"event_name":"b","timestamp":"2026-06-01T10:20:30Z","platform":"ios","device_id":"d","attribution":{"install_click_id":null,"open_click_id":"o","extra":1},"click_id":"","sdk":""}"#,
-        #"{"event_name":"c","timestamp":"2026-06-01T10:20:30Z","platform":"ios","device_id":"d","attribution":null,"type":"retention","uuid":"u"}"#,
-        #"{"event_name":"d","timestamp":"2026-06-01T10:20:30Z","platform":"ios","device_id":"d","app_version":"2.4\n","idfv":null,"metadata":{"app_version":"x","k":1}}"#,
-        #"{"event_name":"e","timestamp":"2026-06-01T10:20:30Z","platform":"ios","device_id":"d","locale":[{"languageTag":"pl-PL"}],"metadata":"m"}"#,
-        #"{"event_name":"bad"}"#,
-        #"[1]"#,
-    ]
+    static let events: [String] =
+        ScannerBenchmark.sampleEvents + [
+            #"{"event_name":"caf\u00e9 \"q\" \n","timestamp":"2026-06-01T10:20:30.123+02:00","platform":"IOS","device_id":"3F2B8C1E-9A4D-4E2B-8F1A-2C3D4E5F6A7B","click_id":"clk_9","metadata":{"a":[1,2,{"b":null}]},"data":null}"#,
+            #"{"event_name":"a","timestamp":"2031-01-01T00:00:00Z","platform":"android","device_id":"Not-A-UUID\u00e9","attribution":{"open_type":"organic"},"sdk":"flutter","message_id":"m-1"}"#,
+            #"{"event_name":"b","timestamp":"2026-06-01T10:20:30Z","platform":"ios","device_id":"d","attribution":{"install_click_id":null,"open_click_id":"o","extra":1},"click_id":"","sdk":""}"#,
+            #"{"event_name":"c","timestamp":"2026-06-01T10:20:30Z","platform":"ios","device_id":"d","attribution":null,"type":"retention","uuid":"u"}"#,
+            #"{"event_name":"d","timestamp":"2026-06-01T10:20:30Z","platform":"ios","device_id":"d","app_version":"2.4\n","idfv":null,"metadata":{"app_version":"x","k":1}}"#,
+            #"{"event_name":"e","timestamp":"2026-06-01T10:20:30Z","platform":"ios","device_id":"d","locale":[{"languageTag":"pl-PL"}],"metadata":"m"}"#,
+            #"{"event_name":"bad"}"#,
+            #"[1]"#,
+        ]
 
     func expectSame(_ encoded: EncodedRequest, _ plain: NormalizedRequest) {
         #expect(encoded.records == plain.accepted.map { $0.encoded() })
@@ -25,7 +26,9 @@ import Testing
         #expect(encoded.encodedResponse() == plain.encodedResponse())
     }
 
-    @Test("single events: the same lines, rejections and warnings as envelopes", arguments: [nil, "ios/1.0.2", String(repeating: "x", count: 300)] as [String?])
+    @Test(
+        "single events: the same lines, rejections and warnings as envelopes",
+        arguments: [nil, "ios/1.0.2", String(repeating: "x", count: 300)] as [String?])
     func singles(_ header: String?) throws {
         let context = RequestContext(appID: "app \"1\"", sdkHeader: header, receivedAt: Self.received)
         for body in Self.events {
@@ -41,21 +44,31 @@ import Testing
 
     @Test("batches with and without skew: the same lines as envelopes")
     func batches() throws {
-        for sentAt in ["", #""sent_at":"2026-06-01T08:00:00Z","#, #""sent_at":"2026-06-01T10:20:30.900Z","#, #""sentAt":"bad","#] {
+        for sentAt in [
+            "", #""sent_at":"2026-06-01T08:00:00Z","#, #""sent_at":"2026-06-01T10:20:30.900Z","#, #""sentAt":"bad","#,
+        ] {
             let body = Array(#"{\#(sentAt)"batch":[\#(Self.events.joined(separator: ","))]}"#.utf8)
             let context = RequestContext(appID: "app_1", receivedAt: Self.received)
-            expectSame(try Normalizer.encodedBatch(body: body, context: context), try Normalizer.batch(body: body, context: context))
+            expectSame(
+                try Normalizer.encodedBatch(body: body, context: context),
+                try Normalizer.batch(body: body, context: context))
         }
         let sample = ScannerBenchmark.sampleBodies.last!
         let context = RequestContext(appID: "app_1", sdkHeader: "ios/1.0.2", receivedAt: Self.received)
-        expectSame(try Normalizer.encodedBatch(body: sample, context: context), try Normalizer.batch(body: sample, context: context))
+        expectSame(
+            try Normalizer.encodedBatch(body: sample, context: context),
+            try Normalizer.batch(body: sample, context: context))
     }
 
     @Test("link events: the same lines as envelopes")
     func links() throws {
-        let body = Array(#"{"clicks":[{"click_id":"c","url":"https://a.godetour.link/H/x?u=1","timestamp":"2026-06-01T10:20:30Z","kind":"web"}],"matches":[{"click_id":"c","timestamp":"2026-06-01T10:20:30Z","method":"x"}]}"#.utf8)
+        let body = Array(
+            #"{"clicks":[{"click_id":"c","url":"https://a.godetour.link/H/x?u=1","timestamp":"2026-06-01T10:20:30Z","kind":"web"}],"matches":[{"click_id":"c","timestamp":"2026-06-01T10:20:30Z","method":"x"}]}"#
+                .utf8)
         let context = RequestContext(appID: "app_1", receivedAt: Self.received)
-        expectSame(try Normalizer.encodedLinkEvents(body: body, context: context), try Normalizer.linkEvents(body: body, context: context))
+        expectSame(
+            try Normalizer.encodedLinkEvents(body: body, context: context),
+            try Normalizer.linkEvents(body: body, context: context))
     }
 
     @Test("300 mutated batches: both paths agree on every outcome")

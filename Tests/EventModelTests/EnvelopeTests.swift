@@ -6,7 +6,8 @@ import Testing
     static let received: Timestamp = Timestamp(iso8601: "2026-06-01T10:20:31.000Z")!
 
     static var samples: [Envelope] {
-        var event = Envelope(id: "h:0123456789abcdef0123456789abcdef", app: "app_1", kind: .event,
+        var event = Envelope(
+            id: "h:0123456789abcdef0123456789abcdef", app: "app_1", kind: .event,
             time: Timestamp(iso8601: "2026-06-01T10:20:30.123Z")!, receivedAt: received)
         event.name = "purchase \"quoted\" \\ back\nline\u{1}ctl é😀"
         event.device = "3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b"
@@ -19,14 +20,16 @@ import Testing
         event.data = Array(#"{"revenue":29.99,"s":"\u00e9\n","n":[1,{"x":null}]}"#.utf8)
         event.metadata = Array("[true,false]".utf8)
 
-        var retention = Envelope(id: "m1", app: "app_1", kind: .retention,
+        var retention = Envelope(
+            id: "m1", app: "app_1", kind: .retention,
             time: Timestamp(iso8601: "2026-06-01T10:20:30Z")!, receivedAt: received, clock: .skewCorrected)
         retention.name = "app_open"
         retention.device = "Device-XYZ"
         retention.platform = .android
         retention.clientTimestamp = Timestamp(iso8601: "2026-06-01T08:20:30Z")
 
-        var click = Envelope(id: "c1", app: "app_1", kind: .click, time: received, receivedAt: received, clock: .futureClamped)
+        var click = Envelope(
+            id: "c1", app: "app_1", kind: .click, time: received, receivedAt: received, clock: .futureClamped)
         click.clickID = "clk_1"
         click.url = "https://acme.godetour.link/VnAqasAabE/articles/2?utm_source=news"
         click.path = "/articles/2"
@@ -38,7 +41,8 @@ import Testing
         click.referrer = "https://x.example/"
         click.clientTimestamp = Timestamp(iso8601: "2031-01-01T00:00:00Z")
 
-        var match = Envelope(id: "h:ffffffffffffffffffffffffffffffff", app: "app_1", kind: .match, time: received, receivedAt: received)
+        var match = Envelope(
+            id: "h:ffffffffffffffffffffffffffffffff", app: "app_1", kind: .match, time: received, receivedAt: received)
         match.clickID = "clk_1"
         match.method = .probabilistic
         match.score = 851.5
@@ -73,7 +77,10 @@ import Testing
     @Test("a retention envelope has exactly the documented keys")
     func retentionLine() {
         let line = String(decoding: Self.samples[1].encoded(), as: UTF8.self)
-        #expect(line == #"{"v":1,"id":"m1","app":"app_1","kind":"retention","time":"2026-06-01T10:20:30.000Z","received_at":"2026-06-01T10:20:31.000Z","clock":"skew_corrected","name":"app_open","device":"Device-XYZ","platform":"android","client_ts":"2026-06-01T08:20:30.000Z"}"#)
+        #expect(
+            line
+                == #"{"v":1,"id":"m1","app":"app_1","kind":"retention","time":"2026-06-01T10:20:30.000Z","received_at":"2026-06-01T10:20:31.000Z","clock":"skew_corrected","name":"app_open","device":"Device-XYZ","platform":"android","client_ts":"2026-06-01T08:20:30.000Z"}"#
+        )
     }
 
     static let badLines: [(String, EnvelopeError)] = [
@@ -83,10 +90,22 @@ import Testing
         (#"{"v":2}"#, .unsupportedVersion(2)),
         (#"{"v":"1"}"#, .invalidField("v")),
         (#"{"v":1,"kind":"view"}"#, .invalidField("kind")),
-        (#"{"v":1,"kind":"event","app":"a","time":"2026-06-01T10:20:30Z","received_at":"2026-06-01T10:20:30Z","clock":"ok"}"#, .missingField("id")),
-        (#"{"v":1,"id":"x","kind":"event","app":"a","time":"noon","received_at":"2026-06-01T10:20:30Z","clock":"ok"}"#, .invalidField("time")),
-        (#"{"v":1,"id":"x","kind":"event","app":"a","time":"2026-06-01T10:20:30Z","received_at":"2026-06-01T10:20:30Z","clock":"late"}"#, .invalidField("clock")),
-        (#"{"v":1,"id":"x","kind":"click","app":"a","time":"2026-06-01T10:20:30Z","received_at":"2026-06-01T10:20:30Z","clock":"ok","query":[]}"#, .invalidField("query")),
+        (
+            #"{"v":1,"kind":"event","app":"a","time":"2026-06-01T10:20:30Z","received_at":"2026-06-01T10:20:30Z","clock":"ok"}"#,
+            .missingField("id")
+        ),
+        (
+            #"{"v":1,"id":"x","kind":"event","app":"a","time":"noon","received_at":"2026-06-01T10:20:30Z","clock":"ok"}"#,
+            .invalidField("time")
+        ),
+        (
+            #"{"v":1,"id":"x","kind":"event","app":"a","time":"2026-06-01T10:20:30Z","received_at":"2026-06-01T10:20:30Z","clock":"late"}"#,
+            .invalidField("clock")
+        ),
+        (
+            #"{"v":1,"id":"x","kind":"click","app":"a","time":"2026-06-01T10:20:30Z","received_at":"2026-06-01T10:20:30Z","clock":"ok","query":[]}"#,
+            .invalidField("query")
+        ),
     ]
 
     @Test("a damaged line is refused with the member at fault", arguments: badLines)
@@ -96,7 +115,8 @@ import Testing
 
     @Test("unknown members are ignored so newer writers do not break older readers")
     func unknownMembers() throws {
-        let line = #"{"v":1,"id":"x","app":"a","kind":"event","time":"2026-06-01T10:20:30.000Z","received_at":"2026-06-01T10:20:30.000Z","clock":"ok","future":{"a":1}}"#
+        let line =
+            #"{"v":1,"id":"x","app":"a","kind":"event","time":"2026-06-01T10:20:30.000Z","received_at":"2026-06-01T10:20:30.000Z","clock":"ok","future":{"a":1}}"#
         let envelope = try Envelope(decoding: Array(line.utf8))
         #expect(envelope.id == "x")
     }

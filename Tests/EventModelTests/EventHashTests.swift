@@ -35,7 +35,9 @@ import Testing
                     switch Int.random(in: 0..<3, using: &generator) {
                     case 0: for byte in bytes { state.append(byte: byte) }
                     case 1 where piece >= 8:
-                        let word = bytes.prefix(8).enumerated().reduce(UInt64(0)) { $0 | UInt64($1.element) << (8 * UInt64($1.offset)) }
+                        let word = bytes.prefix(8).enumerated().reduce(UInt64(0)) {
+                            $0 | UInt64($1.element) << (8 * UInt64($1.offset))
+                        }
                         state.append(word: word)
                         offset += 8
                         continue
@@ -57,9 +59,12 @@ import Testing
     }
 
     static let received: Timestamp = Timestamp(iso8601: "2026-06-01T10:20:31.000Z")!
-    static let body = #"{"event_name":"purchase","data":{"revenue":29.99,"currency":"USD"},"timestamp":"2026-06-01T10:20:30.123Z","platform":"ios","device_id":"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b"}"#
+    static let body =
+        #"{"event_name":"purchase","data":{"revenue":29.99,"currency":"USD"},"timestamp":"2026-06-01T10:20:30.123Z","platform":"ios","device_id":"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b"}"#
 
-    static func id(_ body: String, app: String = "app_1", kind: EventKind = .event, received: Timestamp = received) throws -> String {
+    static func id(_ body: String, app: String = "app_1", kind: EventKind = .event, received: Timestamp = received)
+        throws -> String
+    {
         let context = RequestContext(appID: app, receivedAt: received)
         let result = try Normalizer.single(body: Array(body.utf8), kind: kind, context: context)
         return try #require(result.accepted.first).id
@@ -69,10 +74,13 @@ import Testing
     func deterministic() throws {
         let first = try Self.id(Self.body)
         #expect(first.hasPrefix("h:") && first.utf8.count == 34)
-        #expect(try Self.id(Self.body, received: Timestamp(microseconds: Self.received.microseconds + 3_600_000_000)) == first)
+        #expect(
+            try Self.id(Self.body, received: Timestamp(microseconds: Self.received.microseconds + 3_600_000_000))
+                == first)
         #expect(try Self.id(Self.body.replacingOccurrences(of: "3f2b8c1e-9a4d", with: "3F2B8C1E-9A4D")) == first)
         // Reordered members and an equivalent timestamp form hash the same.
-        let reordered = #"{"platform":"ios","device_id":"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b","timestamp":"2026-06-01T12:20:30.123+02:00","event_name":"purchase","data":{"revenue":29.99,"currency":"USD"}}"#
+        let reordered =
+            #"{"platform":"ios","device_id":"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b","timestamp":"2026-06-01T12:20:30.123+02:00","event_name":"purchase","data":{"revenue":29.99,"currency":"USD"}}"#
         #expect(try Self.id(reordered) == first)
         // The id is pinned: changing the hash or its inputs would break dedup of retried requests.
         // The client time 2026-06-01T10:20:30.123Z is 1780309230123 ms = 0x019e82b3022b, then the
@@ -83,9 +91,13 @@ import Testing
 
     @Test("hashed ids sort by client time: the first 12 hex digits after h: are its milliseconds")
     func timeOrdered() throws {
-        let times = ["2026-06-01T10:20:30.122Z", "2026-06-01T10:20:30.123Z", "2026-06-01T10:20:31.000Z",
-                     "2026-06-02T00:00:00Z", "2027-01-01T00:00:00Z"]
-        let ids = try times.map { try Self.id(Self.body.replacingOccurrences(of: "2026-06-01T10:20:30.123Z", with: $0)) }
+        let times = [
+            "2026-06-01T10:20:30.122Z", "2026-06-01T10:20:30.123Z", "2026-06-01T10:20:31.000Z",
+            "2026-06-02T00:00:00Z", "2027-01-01T00:00:00Z",
+        ]
+        let ids = try times.map {
+            try Self.id(Self.body.replacingOccurrences(of: "2026-06-01T10:20:30.123Z", with: $0))
+        }
         #expect(ids == ids.sorted())
         for (time, id) in zip(times, ids) {
             let millis = try #require(Timestamp(iso8601: time)).microseconds / 1000
@@ -108,7 +120,9 @@ import Testing
         #expect(try Self.id(Self.body.replacingOccurrences(of: "purchase", with: "purchasf")) != base)
         #expect(try Self.id(Self.body.replacingOccurrences(of: "30.123Z", with: "30.124Z")) != base)
         #expect(try Self.id(Self.body.replacingOccurrences(of: "29.99", with: "29.98")) != base)
-        #expect(try Self.id(Self.body.replacingOccurrences(of: #""data":{"revenue":29.99,"currency":"USD"},"#, with: "")) != base)
+        #expect(
+            try Self.id(Self.body.replacingOccurrences(of: #""data":{"revenue":29.99,"currency":"USD"},"#, with: ""))
+                != base)
     }
 
     @Test("length prefixes keep field boundaries apart")

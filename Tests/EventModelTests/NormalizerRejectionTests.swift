@@ -22,13 +22,28 @@ import Testing
         (#"{"event_name":"a","timestamp":"2026-06-01 10:20","platform":"ios",\#(device)}"#, "invalid_timestamp"),
         (#"{"event_name":"a","timestamp":"2026-02-30T10:20:30Z","platform":"ios",\#(device)}"#, "invalid_timestamp"),
         (#"{"event_name":"","timestamp":"2026-06-01T10:20:30.123Z","platform":"ios",\#(device)}"#, "invalid_name"),
-        (#"{"event_name":"\#(String(repeating: "é", count: 129))","timestamp":"2026-06-01T10:20:30.123Z","platform":"ios",\#(device)}"#, "name_too_long"),
+        (
+            #"{"event_name":"\#(String(repeating: "é", count: 129))","timestamp":"2026-06-01T10:20:30.123Z","platform":"ios",\#(device)}"#,
+            "name_too_long"
+        ),
         (#"{\#(good),"data":"\#(String(repeating: "x", count: 33 * 1024))"}"#, "event_too_large"),
         (#"{"event_name":"a","timestamp":"2026-06-01T10:20:30.123Z","platform":"web",\#(device)}"#, "invalid_platform"),
-        (#"{"event_name":"a","timestamp":"2026-06-01T10:20:30.123Z","platform":"desktop",\#(device)}"#, "invalid_platform"),
-        (#"{"event_name":"a","timestamp":"2026-06-01T10:20:30.123Z","platform":"ios","device_id":""}"#, "invalid_device_id"),
-        (#"{"event_name":"a","timestamp":"2026-06-01T10:20:30.123Z","platform":"ios","device_id":"\#(String(repeating: "d", count: 129))"}"#, "invalid_device_id"),
-        (#"{"event_name":"a","timestamp":"2026-06-01T10:20:30.123Z","platform":"ios","device_id":"a\nb"}"#, "invalid_device_id"),
+        (
+            #"{"event_name":"a","timestamp":"2026-06-01T10:20:30.123Z","platform":"desktop",\#(device)}"#,
+            "invalid_platform"
+        ),
+        (
+            #"{"event_name":"a","timestamp":"2026-06-01T10:20:30.123Z","platform":"ios","device_id":""}"#,
+            "invalid_device_id"
+        ),
+        (
+            #"{"event_name":"a","timestamp":"2026-06-01T10:20:30.123Z","platform":"ios","device_id":"\#(String(repeating: "d", count: 129))"}"#,
+            "invalid_device_id"
+        ),
+        (
+            #"{"event_name":"a","timestamp":"2026-06-01T10:20:30.123Z","platform":"ios","device_id":"a\nb"}"#,
+            "invalid_device_id"
+        ),
         (#"{\#(good),"event_id":""}"#, "invalid_event_id"),
         (#"{\#(good),"event_id":"h:forged"}"#, "invalid_event_id"),
         (#"{\#(good),"data":\#(String(repeating: "[", count: 32))\#(String(repeating: "]", count: 32))}"#, "too_deep"),
@@ -55,7 +70,8 @@ import Testing
         let tight = try Normalizer.single(body: Array(body.utf8), kind: .event, context: Self.context, limits: small)
         #expect(tight.rejected.map(\.code) == ["event_too_large"])
         let name = #"{"event_name":"abcd","timestamp":"2026-06-01T10:20:30.123Z","platform":"ios",\#(Self.device)}"#
-        let long = try Normalizer.single(body: Array(name.utf8), kind: .event, context: Self.context, limits: IngestLimits(maxNameLength: 3))
+        let long = try Normalizer.single(
+            body: Array(name.utf8), kind: .event, context: Self.context, limits: IngestLimits(maxNameLength: 3))
         #expect(long.rejected.map(\.code) == ["name_too_long"])
     }
 
@@ -81,6 +97,8 @@ import Testing
         #expect(throws: BodyError.invalidJSON(message: "unexpected byte", byteOffset: 14)) {
             try Normalizer.single(body: Array(#"{"event_name":x}"#.utf8), kind: .event, context: Self.context)
         }
-        #expect(BodyError.invalidJSON(message: "unexpected byte", byteOffset: 14).description == "unexpected byte at byte 14")
+        #expect(
+            BodyError.invalidJSON(message: "unexpected byte", byteOffset: 14).description
+                == "unexpected byte at byte 14")
     }
 }

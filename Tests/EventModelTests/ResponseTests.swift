@@ -3,20 +3,28 @@ import Testing
 @testable import EventModel
 
 @Suite struct ResponseTests {
-    static let context: RequestContext = RequestContext(appID: "app_1", receivedAt: Timestamp(iso8601: "2026-06-01T10:20:31.000Z")!)
+    static let context: RequestContext = RequestContext(
+        appID: "app_1", receivedAt: Timestamp(iso8601: "2026-06-01T10:20:31.000Z")!)
 
     @Test("the answer lists accepted count, rejections by index and warnings as valid JSON")
     func response() throws {
-        let body = #"{"batch":[{"event_name":"a","timestamp":"2026-06-01T10:20:30.123Z","platform":"ios","device_id":"d","sdk":""},{"event_name":"b"}]}"#
+        let body =
+            #"{"batch":[{"event_name":"a","timestamp":"2026-06-01T10:20:30.123Z","platform":"ios","device_id":"d","sdk":""},{"event_name":"b"}]}"#
         let result = try Normalizer.batch(body: Array(body.utf8), context: Self.context)
         let text = String(decoding: result.encodedResponse(), as: UTF8.self)
-        #expect(text == #"{"accepted":1,"rejected":[{"index":1,"code":"missing_field","message":"\"timestamp\" is required"}],"warnings":["event 0: \"sdk\" is not a string of 1 to 128 printable bytes and was ignored"]}"#)
+        #expect(
+            text
+                == #"{"accepted":1,"rejected":[{"index":1,"code":"missing_field","message":"\"timestamp\" is required"}],"warnings":["event 0: \"sdk\" is not a string of 1 to 128 printable bytes and was ignored"]}"#
+        )
         _ = try JSONDocument(parsing: result.encodedResponse())
     }
 
-    @Test("an sdk member of another type is ignored with a warning, never a rejection", arguments: ["true", "7", "{}", "[\"ios\"]"])
+    @Test(
+        "an sdk member of another type is ignored with a warning, never a rejection",
+        arguments: ["true", "7", "{}", "[\"ios\"]"])
     func sdkOfAnotherType(_ sdk: String) throws {
-        let body = #"{"event_name":"a","timestamp":"2026-06-01T10:20:30.123Z","platform":"ios","device_id":"d","sdk":\#(sdk)}"#
+        let body =
+            #"{"event_name":"a","timestamp":"2026-06-01T10:20:30.123Z","platform":"ios","device_id":"d","sdk":\#(sdk)}"#
         let result = try Normalizer.single(body: Array(body.utf8), kind: .event, context: Self.context)
         #expect(result.accepted.count == 1 && result.accepted[0].sdk == nil)
         #expect(result.warnings == ["event 0: \"sdk\" is not a string of 1 to 128 printable bytes and was ignored"])
@@ -31,7 +39,8 @@ import Testing
 
     @Test("body errors answer with code and message")
     func bodyError() {
-        let text = String(decoding: BodyError.invalidJSON(message: "unexpected byte", byteOffset: 3).encodedResponse(), as: UTF8.self)
+        let text = String(
+            decoding: BodyError.invalidJSON(message: "unexpected byte", byteOffset: 3).encodedResponse(), as: UTF8.self)
         #expect(text == #"{"error":{"code":"invalid_json","message":"unexpected byte at byte 3"}}"#)
         var buffer: [UInt8] = []
         JSONOutput.appendString("a\"\u{1}", to: &buffer)
@@ -40,8 +49,10 @@ import Testing
 
     @Test("an unusable X-SDK header falls back to the body's sdk field with a warning")
     func badHeader() throws {
-        let body = #"{"event_name":"a","timestamp":"2026-06-01T10:20:30.123Z","platform":"ios","device_id":"d","sdk":"flutter"}"#
-        let context = RequestContext(appID: "app_1", sdkHeader: String(repeating: "x", count: 200), receivedAt: Self.context.receivedAt)
+        let body =
+            #"{"event_name":"a","timestamp":"2026-06-01T10:20:30.123Z","platform":"ios","device_id":"d","sdk":"flutter"}"#
+        let context = RequestContext(
+            appID: "app_1", sdkHeader: String(repeating: "x", count: 200), receivedAt: Self.context.receivedAt)
         let result = try Normalizer.single(body: Array(body.utf8), kind: .event, context: context)
         #expect(result.accepted.first?.sdk == "flutter")
         #expect(result.warnings.count == 1)

@@ -6,7 +6,8 @@ import Testing
 /// Bounded, deterministic mutation testing: damaged bodies must produce errors or rejections, never crashes.
 @Suite struct ScannerFuzzTests {
 
-    static let interesting: [UInt8] = Array(#"{}[]",:\u0-1eE.+tfn "#.utf8) + [0x00, 0x1F, 0x7F, 0x80, 0xC3, 0xE2, 0xED, 0xF0, 0xF4, 0xFF]
+    static let interesting: [UInt8] =
+        Array(#"{}[]",:\u0-1eE.+tfn "#.utf8) + [0x00, 0x1F, 0x7F, 0x80, 0xC3, 0xE2, 0xED, 0xF0, 0xF4, 0xFF]
 
     func walk(_ value: JSONValue) {
         switch value.kind {
@@ -58,8 +59,10 @@ import Testing
     @Test("every envelope line cut short is refused, never a crash")
     func truncatedEnvelopes() throws {
         let body = ScannerBenchmark.sampleBodies[3]
-        let context = RequestContext(appID: "app", sdkHeader: "ios/1.0.2", receivedAt: Timestamp(iso8601: "2026-07-20T08:00:01.000Z")!)
-        let line = try #require(try Normalizer.single(body: body, kind: .event, context: context).accepted.first).encoded()
+        let context = RequestContext(
+            appID: "app", sdkHeader: "ios/1.0.2", receivedAt: Timestamp(iso8601: "2026-07-20T08:00:01.000Z")!)
+        let line = try #require(try Normalizer.single(body: body, kind: .event, context: context).accepted.first)
+            .encoded()
         for cut in 0..<line.count {
             #expect(throws: EnvelopeError.self) { try Envelope(decoding: line[0..<cut]) }
         }

@@ -19,42 +19,59 @@ import Testing
         var description: String { "\(name) \(header ?? "no X-SDK")" }
     }
 
-    static let purchase = #"{"event_name":"purchase","data":{"revenue":29.99,"currency":"USD"},"timestamp":"2026-06-01T10:20:30.123Z","platform":"ios","device_id":"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b"}"#
-    static let universalLink = #"{"event_name":"opened_via_universal_link","data":{"url":"https://acme.godetour.link/VnAqasAabE/articles/2?utm_source=news"},"timestamp":"2026-06-01T10:20:30.123Z","platform":"android","device_id":"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b"}"#
-    static let bodySDK = #"{"event_name":"purchase","data":{"revenue":29.99},"timestamp":"2026-04-02T15:51:10.000Z","platform":"ios","device_id":"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b","sdk":"react-native"}"#
-    static let attributed = #"{"event_name":"add_to_cart","data":{"sku":"abc"},"timestamp":"2026-07-20T08:00:00.000Z","platform":"ios","device_id":"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b","attribution":{"install_click_id":"clk_123","open_click_id":null,"open_type":"organic"}}"#
-    static let retention = #"{"event_name":"app_open","timestamp":"2026-06-01T10:20:30.123Z","platform":"android","device_id":"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b"}"#
-    static let androidAttribution = #"{"event_name":"add_to_cart","data":{"sku":"abc"},"timestamp":"2026-07-20T08:00:00.000Z","platform":"android","device_id":"3F2B8C1E-9A4D-4E2B-8F1A-2C3D4E5F6A7B","attribution":{"open_type":"organic"}}"#
-    static let clickAndMetadata = #"{"event_name":"share","timestamp":"2026-06-01T10:20:30.123Z","platform":"ios","device_id":"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b","click_id":"clk_9","metadata":{"screen":"home","n":[1,2]}}"#
+    static let purchase =
+        #"{"event_name":"purchase","data":{"revenue":29.99,"currency":"USD"},"timestamp":"2026-06-01T10:20:30.123Z","platform":"ios","device_id":"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b"}"#
+    static let universalLink =
+        #"{"event_name":"opened_via_universal_link","data":{"url":"https://acme.godetour.link/VnAqasAabE/articles/2?utm_source=news"},"timestamp":"2026-06-01T10:20:30.123Z","platform":"android","device_id":"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b"}"#
+    static let bodySDK =
+        #"{"event_name":"purchase","data":{"revenue":29.99},"timestamp":"2026-04-02T15:51:10.000Z","platform":"ios","device_id":"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b","sdk":"react-native"}"#
+    static let attributed =
+        #"{"event_name":"add_to_cart","data":{"sku":"abc"},"timestamp":"2026-07-20T08:00:00.000Z","platform":"ios","device_id":"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b","attribution":{"install_click_id":"clk_123","open_click_id":null,"open_type":"organic"}}"#
+    static let retention =
+        #"{"event_name":"app_open","timestamp":"2026-06-01T10:20:30.123Z","platform":"android","device_id":"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b"}"#
+    static let androidAttribution =
+        #"{"event_name":"add_to_cart","data":{"sku":"abc"},"timestamp":"2026-07-20T08:00:00.000Z","platform":"android","device_id":"3F2B8C1E-9A4D-4E2B-8F1A-2C3D4E5F6A7B","attribution":{"open_type":"organic"}}"#
+    static let clickAndMetadata =
+        #"{"event_name":"share","timestamp":"2026-06-01T10:20:30.123Z","platform":"ios","device_id":"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b","click_id":"clk_9","metadata":{"screen":"home","n":[1,2]}}"#
 
     static let fixtures: [Fixture] = {
         var list: [Fixture] = []
         for header in ["ios/1.0.2", "android/2.1.0", "react-native/1.4.0", "flutter/0.9.1", nil] as [String?] {
-            list.append(Fixture(
-                body: purchase, kind: .event, header: header, name: "purchase", platform: .ios,
-                clientTimestamp: "2026-06-01T10:20:30.123Z", sdk: header, data: #"{"revenue":29.99,"currency":"USD"}"#))
-            list.append(Fixture(
-                body: universalLink, kind: .event, header: header, name: "opened_via_universal_link", platform: .android,
-                clientTimestamp: "2026-06-01T10:20:30.123Z", sdk: header,
-                data: #"{"url":"https://acme.godetour.link/VnAqasAabE/articles/2?utm_source=news"}"#))
-            list.append(Fixture(
-                body: attributed, kind: .event, header: header, name: "add_to_cart", platform: .ios,
-                clientTimestamp: "2026-07-20T08:00:00.000Z", sdk: header, data: #"{"sku":"abc"}"#,
-                attribution: Attribution(installClickID: "clk_123", openClickID: nil, openType: "organic")))
-            list.append(Fixture(
-                body: retention, kind: .retention, header: header, name: "app_open", platform: .android,
-                clientTimestamp: "2026-06-01T10:20:30.123Z", sdk: header))
+            list.append(
+                Fixture(
+                    body: purchase, kind: .event, header: header, name: "purchase", platform: .ios,
+                    clientTimestamp: "2026-06-01T10:20:30.123Z", sdk: header,
+                    data: #"{"revenue":29.99,"currency":"USD"}"#))
+            list.append(
+                Fixture(
+                    body: universalLink, kind: .event, header: header, name: "opened_via_universal_link",
+                    platform: .android,
+                    clientTimestamp: "2026-06-01T10:20:30.123Z", sdk: header,
+                    data: #"{"url":"https://acme.godetour.link/VnAqasAabE/articles/2?utm_source=news"}"#))
+            list.append(
+                Fixture(
+                    body: attributed, kind: .event, header: header, name: "add_to_cart", platform: .ios,
+                    clientTimestamp: "2026-07-20T08:00:00.000Z", sdk: header, data: #"{"sku":"abc"}"#,
+                    attribution: Attribution(installClickID: "clk_123", openClickID: nil, openType: "organic")))
+            list.append(
+                Fixture(
+                    body: retention, kind: .retention, header: header, name: "app_open", platform: .android,
+                    clientTimestamp: "2026-06-01T10:20:30.123Z", sdk: header))
         }
-        list.append(Fixture(
-            body: bodySDK, kind: .event, header: nil, name: "purchase", platform: .ios,
-            clientTimestamp: "2026-04-02T15:51:10.000Z", sdk: "react-native", data: #"{"revenue":29.99}"#))
-        list.append(Fixture(
-            body: bodySDK, kind: .event, header: "ios/1.0.2", name: "purchase", platform: .ios,
-            clientTimestamp: "2026-04-02T15:51:10.000Z", sdk: "ios/1.0.2", data: #"{"revenue":29.99}"#))
-        list.append(Fixture(
-            body: androidAttribution, kind: .event, header: "android/2.1.0", name: "add_to_cart", platform: .android,
-            clientTimestamp: "2026-07-20T08:00:00.000Z", sdk: "android/2.1.0", data: #"{"sku":"abc"}"#,
-            attribution: Attribution(openType: "organic")))
+        list.append(
+            Fixture(
+                body: bodySDK, kind: .event, header: nil, name: "purchase", platform: .ios,
+                clientTimestamp: "2026-04-02T15:51:10.000Z", sdk: "react-native", data: #"{"revenue":29.99}"#))
+        list.append(
+            Fixture(
+                body: bodySDK, kind: .event, header: "ios/1.0.2", name: "purchase", platform: .ios,
+                clientTimestamp: "2026-04-02T15:51:10.000Z", sdk: "ios/1.0.2", data: #"{"revenue":29.99}"#))
+        list.append(
+            Fixture(
+                body: androidAttribution, kind: .event, header: "android/2.1.0", name: "add_to_cart",
+                platform: .android,
+                clientTimestamp: "2026-07-20T08:00:00.000Z", sdk: "android/2.1.0", data: #"{"sku":"abc"}"#,
+                attribution: Attribution(openType: "organic")))
         return list
     }()
 
@@ -103,7 +120,8 @@ import Testing
         let result = try Normalizer.single(body: Array(Self.attributed.utf8), kind: .event, context: context)
         let envelope = try #require(result.accepted.first)
         let line = String(decoding: envelope.encoded(), as: UTF8.self)
-        let expected = #"{"v":1,"id":"\#(envelope.id)","app":"app_1","kind":"event","time":"2026-07-20T08:00:00.000Z","received_at":"2026-07-20T08:00:01.000Z","clock":"ok","name":"add_to_cart","device":"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b","platform":"ios","sdk":"ios/1.0.2","client_ts":"2026-07-20T08:00:00.000Z","attribution":{"install_click_id":"clk_123","open_click_id":null,"open_type":"organic"},"data":{"sku":"abc"}}"#
+        let expected =
+            #"{"v":1,"id":"\#(envelope.id)","app":"app_1","kind":"event","time":"2026-07-20T08:00:00.000Z","received_at":"2026-07-20T08:00:01.000Z","clock":"ok","name":"add_to_cart","device":"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b","platform":"ios","sdk":"ios/1.0.2","client_ts":"2026-07-20T08:00:00.000Z","attribution":{"install_click_id":"clk_123","open_click_id":null,"open_type":"organic"},"data":{"sku":"abc"}}"#
         #expect(line == expected)
     }
 }

@@ -1,7 +1,7 @@
 import EventLog
 import Foundation
-import Observability
 import Locking
+import Observability
 import Testing
 
 @testable import Ingest

@@ -16,7 +16,9 @@ struct ConnectionLimitTests {
         #expect(server.isServing())
     }
 
-    @Test("a batch many times the connection memory arrives whole; a head larger than it is refused, and the server serves on")
+    @Test(
+        "a batch many times the connection memory arrives whole; a head larger than it is refused, and the server serves on"
+    )
     func connectionMemory() throws {
         let server = try TestServer(useLog: true) { $0.connectionMemoryBytes = 4096 }
         // About 120 KiB: libmicrohttpd hands it over in chunks of under 4 KiB.
@@ -33,7 +35,8 @@ struct ConnectionLimitTests {
         #expect(ids == (0..<400).map { "chunk-\($0)" })
 
         let bigHead = TestServer.sdkHeaders() + [("X-Padding", String(repeating: "p", count: 8192))]
-        let refused = try server.client().request("POST", "/api/analytics/event", headers: bigHead, body: Array("{}".utf8))
+        let refused = try server.client().request(
+            "POST", "/api/analytics/event", headers: bigHead, body: Array("{}".utf8))
         #expect(refused.status == 431)
         #expect(try client.request("GET", "/healthz").status == 200)
         #expect(server.isServing())
@@ -179,7 +182,9 @@ struct ConnectionLimitTests {
         #expect(server.server.bufferedBodyBytes == 0)
     }
 
-    @Test("a gzip batch that decodes to more than 64 KiB is not a small request: refused over the budget, as uncompressed")
+    @Test(
+        "a gzip batch that decodes to more than 64 KiB is not a small request: refused over the budget, as uncompressed"
+    )
     func compressedBatchHasNoReserve() throws {
         let budget = 256 * 1024
         let server = try BudgetFixture.server(budget: budget)
@@ -216,7 +221,8 @@ struct ConnectionLimitTests {
         let server = try BudgetFixture.server(budget: budget)
         // ~100 KB of JSON the batch route refuses whole (its batch is not an array), a few hundred
         // bytes of gzip: its dead letter holds the decoded body until it is written.
-        let decoded = Array(#"{"batch":""#.utf8) + [UInt8](repeating: UInt8(ascii: "x"), count: 100_000) + Array(#""}"#.utf8)
+        let decoded =
+            Array(#"{"batch":""#.utf8) + [UInt8](repeating: UInt8(ascii: "x"), count: 100_000) + Array(#""}"#.utf8)
         let packed = Compression.gzip(decoded)
         let holder = BudgetFixture.batch(paddedTo: 192 * 1024)
         let slow = try BudgetFixture.hold(holder, on: server)

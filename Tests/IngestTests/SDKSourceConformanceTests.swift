@@ -167,7 +167,8 @@ extension WireFormatTests {
             check: Stored(
                 name: "purchase", platform: .ios, device: rnDevice, sdk: "react-native/1.3.0",
                 clientTimestamp: "2026-09-01T12:00:00.000Z", data: #"{"revenue":29.99,"currency":"USD"}"#,
-                metadata: #"{"idfv":"E621E1F8-C36C-495A-93FC-0C247A3E6E5F","customer_user_id":"u-42","app_version":"2.4.0","#
+                metadata:
+                    #"{"idfv":"E621E1F8-C36C-495A-93FC-0C247A3E6E5F","customer_user_id":"u-42","app_version":"2.4.0","#
                     + #""build_number":"118","consent":{"analytics":true,"advertising":false},"os_version":"17.5","#
                     + #""locale":[{"languageTag":"pl-PL"},{"languageTag":"en-US"}]}"#
             ).matches),

@@ -15,7 +15,10 @@ struct UnitTests {
         var generator = SystemRandomNumberGenerator()
         let alphabet = Array("0123456789+- a".utf8)
         let random = (0..<500).map { _ in
-            String(decoding: (0..<Int.random(in: 0...22, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! }, as: UTF8.self)
+            String(
+                decoding: (0..<Int.random(in: 0...22, using: &generator)).map { _ in
+                    alphabet.randomElement(using: &generator)!
+                }, as: UTF8.self)
         }
         for text in texts + random {
             let got = Array(text.utf8).withUnsafeBufferPointer { decimalInteger($0) }
@@ -84,7 +87,9 @@ struct UnitTests {
         var sharedResponses: [HTTPResponse] { [Self.accepted] }
     }
 
-    @Test("an answer's copies are values: a changed copy leaves the original, and only unchanged or equal answers get the prepared response")
+    @Test(
+        "an answer's copies are values: a changed copy leaves the original, and only unchanged or equal answers get the prepared response"
+    )
     func responseCopies() {
         let core = ServerCore(handler: PreparedHandler(), maxBufferedBodyBytes: 1 << 20)
         let original = PreparedHandler.accepted

@@ -47,9 +47,10 @@ struct AppsCommandTests {
         #expect(apps.count == 1)
         #expect(apps.first?["time_zone"] as? String == "Europe/Berlin")
         let listedKeys = apps.first?["keys"] as? [[String: Any]] ?? []
-        #expect(Set(listedKeys.compactMap { $0["prefix"] as? String }) == [
-            String(old.prefix(7)), String(new.prefix(7)), String(keys["secret_key"]!.prefix(7)),
-        ])
+        #expect(
+            Set(listedKeys.compactMap { $0["prefix"] as? String }) == [
+                String(old.prefix(7)), String(new.prefix(7)), String(keys["secret_key"]!.prefix(7)),
+            ])
         #expect(listedKeys.allSatisfy { $0["revoked_at"] is NSNull })
 
         // The new key is picked up by the running server (bounded: it reloads keys every 10 s).

@@ -554,7 +554,8 @@ struct CommandLineTests {
         try holder.execute("BEGIN")
         try holder.execute("LOCK TABLE load_checkpoints IN ACCESS EXCLUSIVE MODE")
         let aggregate = try PipelineProcess(
-            ["aggregate", "--data-dir", data.path], environment: environment.merging(["DATABASE_URL": database.url]) { $1 })
+            ["aggregate", "--data-dir", data.path],
+            environment: environment.merging(["DATABASE_URL": database.url]) { $1 })
         let observer = try database.connect()
         defer { observer.close() }
         var waiting = false
@@ -574,7 +575,9 @@ struct CommandLineTests {
         return (aggregate, holder, data)
     }
 
-    @Test("the same signal twice at once (timeout(1) sends it to the process and to its group) is one request to stop cleanly")
+    @Test(
+        "the same signal twice at once (timeout(1) sends it to the process and to its group) is one request to stop cleanly"
+    )
     func doubledSignalIsOneRequest() throws {
         let database = try TestDatabase.make()
         defer { database.drop() }
@@ -669,20 +672,24 @@ struct CommandLineTests {
         #expect(refused.errors.hasPrefix("error: PostgreSQL error 42601"), "\(refused.errors)")
     }
 
-    @Test("migrate shows the WARNINGs a migration raises (sql/072 skipping its grants without CREATEROLE); NOTICEs stay quiet")
+    @Test(
+        "migrate shows the WARNINGs a migration raises (sql/072 skipping its grants without CREATEROLE); NOTICEs stay quiet"
+    )
     func migrateShowsServerWarnings() throws {
         let database = try TestDatabase.make(migrate: false)
         defer { database.drop() }
         let sql = try TemporaryDirectory()
         let environment = ["DATABASE_URL": database.url, "DETOUR_SQL_DIR": sql.path]
-        let file = #"DO $$ BEGIN RAISE NOTICE 'already there, skipping'; RAISE WARNING 'role detour_writer does not exist: the pipeline''s privileges were not granted'; END $$;"#
+        let file =
+            #"DO $$ BEGIN RAISE NOTICE 'already there, skipping'; RAISE WARNING 'role detour_writer does not exist: the pipeline''s privileges were not granted'; END $$;"#
         try Data(file.utf8).write(to: URL(fileURLWithPath: sql.path + "/001_warns.sql"))
         let result = try PipelineProcess.runToEnd(["migrate"], environment: environment)
         #expect(result.status == 0, "\(result.errors)")
         // Until 2026-12-02 every server message was dropped: migrate said "applied" and nothing else.
         #expect(
             result.errors.contains(
-                "migrate: warning from PostgreSQL: role detour_writer does not exist: the pipeline's privileges were not granted"),
+                "migrate: warning from PostgreSQL: role detour_writer does not exist: the pipeline's privileges were not granted"
+            ),
             "\(result.errors)")
         #expect(!result.errors.contains("skipping"), "\(result.errors)")
     }

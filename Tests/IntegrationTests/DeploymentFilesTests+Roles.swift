@@ -94,7 +94,9 @@ extension DeploymentFilesTests {
         try expectAnalystLogin(first)
     }
 
-    @Test("grant_writer_privileges() gives detour_writer 072's privileges again, for a role made after migrate skipped them")
+    @Test(
+        "grant_writer_privileges() gives detour_writer 072's privileges again, for a role made after migrate skipped them"
+    )
     func writerGrantsRerun() throws {
         let database = try TestDatabase.make()
         defer { database.drop() }

@@ -53,7 +53,8 @@ struct SimulatedWorldTests {
             ["aggregate", "--once"], environment: environment, timeout: .seconds(120))
         guard drained.status == 0 else { throw TestFailure("aggregate --once failed: \(drained.errors)") }
         // The one line cron users read: what was loaded, the load cycles' and the rollup pass's time.
-        let summary = #/^aggregate: \d+ cycles, \d+ events, \d+ clicks, \d+ matches loaded in \d+\.\d{3} s, rollups \d+\.\d{3} s$/#
+        let summary =
+            #/^aggregate: \d+ cycles, \d+ events, \d+ clicks, \d+ matches loaded in \d+\.\d{3} s, rollups \d+\.\d{3} s$/#
         guard drained.output.split(separator: "\n").contains(where: { $0.wholeMatch(of: summary) != nil }) else {
             throw TestFailure("aggregate --once printed no summary line with its times: \(drained.output)")
         }

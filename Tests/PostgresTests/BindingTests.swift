@@ -39,7 +39,8 @@ import Testing
         let none: String? = nil
         let someInt: Int? = 7
         let row = try #require(
-            try connection.query("select \(none)::text as a, \(someInt)::int as b, \(none)::text is null as isnull").first)
+            try connection.query("select \(none)::text as a, \(someInt)::int as b, \(none)::text is null as isnull")
+                .first)
         #expect(try row["a", as: String?.self] == nil)
         #expect(try row["b", as: Int?.self] == 7)
         #expect(try row["isnull", as: Bool.self])
@@ -133,7 +134,8 @@ import Testing
         let json = RawJSON(#"{"revenue":9.99,"currency":"EUR","tags":["a","☃"]}"#)
         let row = try #require(
             try connection.query(
-                "select (\(json)::jsonb)->>'currency' as c, (\(json)::jsonb)->'tags'->>1 as tag").first)
+                "select (\(json)::jsonb)->>'currency' as c, (\(json)::jsonb)->'tags'->>1 as tag"
+            ).first)
         #expect(try row["c", as: String.self] == "EUR")
         #expect(try row["tag", as: String.self] == "☃")
     }

@@ -23,7 +23,9 @@ import Testing
         #expect(try row["schema", as: String.self] == db.schema)
         let named = try Connection(url: db.url + "&application_name=aggregator")
         defer { named.close() }
-        #expect(try named.query("select current_setting('application_name') as a").first?["a", as: String.self] == "aggregator")
+        #expect(
+            try named.query("select current_setting('application_name') as a").first?["a", as: String.self]
+                == "aggregator")
     }
 
     @Test("keyword connection strings are accepted as well as URLs")
@@ -36,8 +38,11 @@ import Testing
             return
         }
         #expect(message.contains("port 1"))
-        #expect(TestDatabase.withSearchPath("host=h dbname=d", schema: "s") == "host=h dbname=d options='-csearch_path=s'")
-        #expect(TestDatabase.withSearchPath("postgresql://u@h/d", schema: "s") == "postgresql://u@h/d?options=-csearch_path%3Ds")
+        #expect(
+            TestDatabase.withSearchPath("host=h dbname=d", schema: "s") == "host=h dbname=d options='-csearch_path=s'")
+        #expect(
+            TestDatabase.withSearchPath("postgresql://u@h/d", schema: "s")
+                == "postgresql://u@h/d?options=-csearch_path%3Ds")
     }
 
     /// libpq quotes what it cannot parse in a connection string, and that can be the password,

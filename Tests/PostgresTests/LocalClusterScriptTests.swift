@@ -76,7 +76,9 @@ import Testing
         let url = try #require(started.output.split(separator: "\n").last.map(String.init))
         let password = Self.password(of: url)
         #expect(password != nil, "no password in \(url)")
-        if let password { #expect(!started.output.dropLast(url.count).contains(password), "pg.sh printed the password") }
+        if let password {
+            #expect(!started.output.dropLast(url.count).contains(password), "pg.sh printed the password")
+        }
         try expectPasswordRequired(url)
         var status = stat()
         #expect(stat(directory + "/detour-password", &status) == 0 && status.st_mode & 0o077 == 0)
@@ -99,7 +101,8 @@ import Testing
         #expect(try connection.query("select 1 as one").first?["one", as: Int.self] == 1)
         connection.close()
         let scheme = "postgresql://"
-        let user = try #require(url.dropFirst(scheme.count).split(separator: "@").first)
+        let user =
+            try #require(url.dropFirst(scheme.count).split(separator: "@").first)
             .split(separator: ":").first.map(String.init) ?? ""
         let rest = try #require(url.split(separator: "@", maxSplits: 1).last)
         let wrong = scheme + user + ":not-the-password@" + rest + "?connect_timeout=5"

@@ -43,12 +43,16 @@ import Testing
         #expect(PostgresTimestamp.parseMicroseconds(text) == micros)
     }
 
-    @Test("malformed or unsupported timestamps are refused", arguments: ["infinity", "2026-13-01 00:00:00+00", "2026-06-01", "0044-03-15 12:00:00+00 BC", ""])
+    @Test(
+        "malformed or unsupported timestamps are refused",
+        arguments: ["infinity", "2026-13-01 00:00:00+00", "2026-06-01", "0044-03-15 12:00:00+00 BC", ""])
     func refuseTimestamps(text: String) {
         #expect(PostgresTimestamp.parseMicroseconds(text) == nil)
     }
 
-    @Test("timestamps format as UTC with microseconds and parse back", arguments: [0, -1, 1_780_309_230_123_456, 253_402_300_799_999_999] as [Int64])
+    @Test(
+        "timestamps format as UTC with microseconds and parse back",
+        arguments: [0, -1, 1_780_309_230_123_456, 253_402_300_799_999_999] as [Int64])
     func formatTimestamps(micros: Int64) {
         let text = PostgresTimestamp.format(microseconds: micros)
         #expect(text.hasSuffix("+00"))

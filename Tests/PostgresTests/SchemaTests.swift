@@ -18,7 +18,8 @@ import Testing
         #expect(try again.first?["n", as: Int.self] == 1)
         try insertEvent(connection, id: "e1", time: "2026-06-02T23:59:59.999Z")
         try insertEvent(connection, id: "e2", time: "2026-06-03T00:00:00.000Z")
-        let rows = try connection.query("select event_id, tableoid::regclass::text as part from events order by event_id")
+        let rows = try connection.query(
+            "select event_id, tableoid::regclass::text as part from events order by event_id")
         #expect(try rows.map { try $0["part", as: String.self] } == ["events_p20260602", "events_p20260603"])
         for table in ["clicks", "matches"] {
             let n = try connection.query(
@@ -35,7 +36,8 @@ import Testing
         defer { connection.close() }
         try insertEvent(connection, id: "future", time: "2099-12-31T12:00:00.000Z")
         try insertEvent(connection, id: "past", time: "2001-01-01T00:00:00.000Z")
-        var where_ = try connection.query("select tableoid::regclass::text as part from events where event_id = 'future'")
+        var where_ = try connection.query(
+            "select tableoid::regclass::text as part from events where event_id = 'future'")
         #expect(try where_.first?["part", as: String.self] == "events_default")
         _ = try connection.query("select ensure_day_partitions('events', '2099-12-30', '2099-12-31')")
         where_ = try connection.query("select tableoid::regclass::text as part from events where event_id = 'future'")

@@ -1,7 +1,7 @@
 import Foundation
 import Postgres
-import Testing
 import TestSupport
+import Testing
 
 /// Issue 9, "crash under load": SIGKILL the whole pipeline (ingest + aggregator) at random moments
 /// while clients post known events, restart it on the same data dir and database, and prove every
@@ -44,14 +44,25 @@ struct CrashTests {
         #expect(tally.acknowledged.count > 0, "the load was acknowledged at all: \(tally.statuses)")
         var diagnosis = ""
         if !report.isExactlyOnce {
-            let checkpoints = (try? connection.query("SELECT row_to_json(c)::text AS row FROM load_checkpoints c").map { try $0["row", as: String.self] }) ?? []
-            let total = (try? connection.query("SELECT count(*) AS n FROM events").first.map { try $0["n", as: Int.self] }) ?? -1
-            let segments = (try? Binary.run(["segments", "list", "--data-dir", data.path], environment: environment))?.output ?? ""
-            diagnosis = "checkpoints \(checkpoints); events rows (all apps) \(total); segments:\n\(segments.suffix(3000))"
+            let checkpoints =
+                (try? connection.query("SELECT row_to_json(c)::text AS row FROM load_checkpoints c").map {
+                    try $0["row", as: String.self]
+                }) ?? []
+            let total =
+                (try? connection.query("SELECT count(*) AS n FROM events").first.map { try $0["n", as: Int.self] })
+                ?? -1
+            let segments =
+                (try? Binary.run(["segments", "list", "--data-dir", data.path], environment: environment))?.output ?? ""
+            diagnosis =
+                "checkpoints \(checkpoints); events rows (all apps) \(total); segments:\n\(segments.suffix(3000))"
         }
-        #expect(report.isExactlyOnce, "\(report); statuses \(tally.statuses); \(diagnosis); log: \(pipeline.log.suffix(6000))")
+        #expect(
+            report.isExactlyOnce,
+            "\(report); statuses \(tally.statuses); \(diagnosis); log: \(pipeline.log.suffix(6000))")
         #expect(tally.unavailableWithoutRetryAfter == 0)
-        #expect(tally.statuses.keys.allSatisfy { $0 == 0 || $0 == 200 || $0 == 503 }, "unexpected statuses \(tally.statuses)")
+        #expect(
+            tally.statuses.keys.allSatisfy { $0 == 0 || $0 == 200 || $0 == 503 },
+            "unexpected statuses \(tally.statuses)")
 
         let verify = try Binary.run(["segments", "verify", data.path + "/segments"], environment: environment)
         #expect(verify.status == 0, "segments verify after \(kills) kills: \(verify.output) \(verify.errors)")

@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// Dead letters are never loaded, so nothing else deletes them: a client posting bad bodies with
 /// the publishable key every app ships must not be able to fill the disk through them.

@@ -1,7 +1,7 @@
 import Foundation
 import Postgres
-import Testing
 import TestSupport
+import Testing
 
 /// Issue 9, "disk full": the event log runs out of room (a real ENOSPC on a small tmpfs when this
 /// process may mount one, and always the `--max-disk` cap); ingest answers 503 with Retry-After,
@@ -16,11 +16,14 @@ struct DiskFullTests {
         let environment = ["DATABASE_URL": database.url, "DETOUR_DATA_DIR": data.path]
         let app = try AppKeys.create(id: "cap-app", environment: environment)
 
-        let small = RunningPipeline(environment: environment, extraArguments: ["--max-disk", "256KiB", "--segment-bytes", "64KiB"])
+        let small = RunningPipeline(
+            environment: environment, extraArguments: ["--max-disk", "256KiB", "--segment-bytes", "64KiB"])
         try small.start()
         let load = LoadClient(clients: 2, app: app, prefix: "cap") { small.port }
         defer { load.stop() }
-        #expect(load.waitForAnswers(503, count: 3, timeout: .seconds(180)), "the cap was never reached: \(load.snapshot.statuses)")
+        #expect(
+            load.waitForAnswers(503, count: 3, timeout: .seconds(180)),
+            "the cap was never reached: \(load.snapshot.statuses)")
         #expect(load.snapshot.unavailableWithoutRetryAfter == 0, "every 503 carries Retry-After")
         let ready = RawHTTP.exchange(port: small.port, RawHTTP.request("GET", "/readyz"))
         #expect(ready?.status == 503, "readyz reports the full log: \(ready?.text ?? "no answer")")
@@ -76,12 +79,16 @@ struct DiskFullTests {
         // Fill the filesystem up to its last few KiB with a file we can delete later.
         let filler = mountPoint.path + "/filler"
         _ = try? LocalCluster.shell(#"dd if=/dev/zero of="$1" bs=4k 2>/dev/null; sync; true"#, filler)
-        #expect(load.waitForAnswers(503, count: 3, timeout: .seconds(180)), "ENOSPC never surfaced: \(load.snapshot.statuses)")
+        #expect(
+            load.waitForAnswers(503, count: 3, timeout: .seconds(180)),
+            "ENOSPC never surfaced: \(load.snapshot.statuses)")
         #expect(load.snapshot.unavailableWithoutRetryAfter == 0, "every 503 carries Retry-After")
         #expect(verify(data, environment: environment), "no corrupt segment on a full disk")
 
         try FileManager.default.removeItem(atPath: filler)
-        #expect(load.waitForAcknowledgements(100, timeout: .seconds(120)), "ingest resumes once space is freed: \(load.snapshot.statuses)")
+        #expect(
+            load.waitForAcknowledgements(100, timeout: .seconds(120)),
+            "ingest resumes once space is freed: \(load.snapshot.statuses)")
         load.stop()
         #expect(pipeline.stop() == 0, "log: \(pipeline.log.suffix(2000))")
         #expect(verify(data, environment: environment))

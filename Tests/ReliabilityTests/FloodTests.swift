@@ -58,7 +58,8 @@ struct FloodTests {
             Thread {
                 for n in 0..<500 where !load.isFinished {
                     let id = "single-\(client)-\(n)"
-                    let body = #"{"event_id":"\#(id)","event_name":"app_open","timestamp":"2026-06-01T10:20:30.123Z","#
+                    let body =
+                        #"{"event_id":"\#(id)","event_name":"app_open","timestamp":"2026-06-01T10:20:30.123Z","#
                         + #""platform":"ios","device_id":"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b"}"#
                     let status =
                         RawHTTP.post(

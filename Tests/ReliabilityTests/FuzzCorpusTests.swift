@@ -1,8 +1,8 @@
 import EventLog
 import EventModel
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// Replays the committed fuzz corpus (Fuzz/corpus/<target>/) through the same checks as the
 /// libFuzzer entry points in Fuzz/Sources, without instrumentation. Every input a fuzzer ever
@@ -75,7 +75,8 @@ struct FuzzCorpusTests {
                     knownNewlines += 1
                     continue
                 }
-                #expect((try? Envelope(decoding: line))?.encoded() == line, "\(input.name): round trip changed the line")
+                #expect(
+                    (try? Envelope(decoding: line))?.encoded() == line, "\(input.name): round trip changed the line")
             }
         }
         #expect(accepted > 0)

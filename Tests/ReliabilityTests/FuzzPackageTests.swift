@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// The fuzzers (Fuzz/, a separate package) compile the main package's modules from symlinked
 /// source directories with a target list of their own. When a module gains a dependency in the
@@ -48,9 +48,14 @@ struct FuzzPackageTests {
             let ours = try #require(main[name], "\(name) is a target of the main package")
             let theirs = try #require(fuzz[name], "\(name) is a target of Fuzz/Package.swift")
             #expect(theirs.type == ours.type, "\(name): target type")
-            #expect(theirs.dependencies == ours.dependencies, "\(name): Fuzz/Package.swift has \(theirs.dependencies.sorted()), the main package \(ours.dependencies.sorted())")
+            #expect(
+                theirs.dependencies == ours.dependencies,
+                "\(name): Fuzz/Package.swift has \(theirs.dependencies.sorted()), the main package \(ours.dependencies.sorted())"
+            )
             for dependency in ours.dependencies {
-                #expect(linked.contains(dependency), "\(name) needs \(dependency): add the symlink Fuzz/Sources/\(dependency)")
+                #expect(
+                    linked.contains(dependency),
+                    "\(name) needs \(dependency): add the symlink Fuzz/Sources/\(dependency)")
             }
         }
     }

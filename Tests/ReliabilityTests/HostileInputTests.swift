@@ -1,8 +1,8 @@
 import Foundation
 import Glibc
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 /// Issue 9, "hostile input": the corpus in HostileCorpus.swift, slow clients and idle connections
 /// against the real binary; each case gets its expected status and code, and normal traffic keeps
@@ -27,8 +27,9 @@ struct HostileInputTests {
 
         /// Status of one valid event posted now.
         func normalRequest() -> Int {
-            RawHTTP.post(port: pipeline.port, "/api/analytics/event", key: app.publishable, app: app.id,
-                         body: Array(HostileCorpus.event(name: "normal").utf8))?.status ?? 0
+            RawHTTP.post(
+                port: pipeline.port, "/api/analytics/event", key: app.publishable, app: app.id,
+                body: Array(HostileCorpus.event(name: "normal").utf8))?.status ?? 0
         }
 
         deinit {
@@ -47,7 +48,9 @@ struct HostileInputTests {
         try LocalCluster.shell(
             #"{ printf '%s' "$2"; yes 0 | head -n 5000000 | paste -sd, - | tr -d '\n'; printf ']}'; } | gzip -9 > "$1/dense.gz""#,
             directory, String(prefix))
-        func read(_ name: String) throws -> [UInt8] { Array(try Data(contentsOf: URL(fileURLWithPath: directory + "/" + name))) }
+        func read(_ name: String) throws -> [UInt8] {
+            Array(try Data(contentsOf: URL(fileURLWithPath: directory + "/" + name)))
+        }
         return (try read("bomb.gz"), try read("bomb.zst"), try read("dense.gz"))
     }
 
@@ -64,8 +67,14 @@ struct HostileInputTests {
         for (index, hostile) in cases.enumerated() {
             let (status, code) = send(hostile, port: fixture.pipeline.port)
             let ok = hostile.statuses.contains(status) && (hostile.code == nil || hostile.code == code)
-            table.append("| \(index + 1) | \(hostile.name) | \(hostile.statuses.sorted()) \(hostile.code ?? "") | \(status) \(code ?? "") | \(ok ? "ok" : "MISMATCH") |")
-            if !ok { mismatches.append("\(hostile.name): expected \(hostile.statuses.sorted()) \(hostile.code ?? "-"), got \(status) \(code ?? "-")") }
+            table.append(
+                "| \(index + 1) | \(hostile.name) | \(hostile.statuses.sorted()) \(hostile.code ?? "") | \(status) \(code ?? "") | \(ok ? "ok" : "MISMATCH") |"
+            )
+            if !ok {
+                mismatches.append(
+                    "\(hostile.name): expected \(hostile.statuses.sorted()) \(hostile.code ?? "-"), got \(status) \(code ?? "-")"
+                )
+            }
             #expect(status < 500 || hostile.statuses.contains(status), "\(hostile.name) answered \(status)")
             if index % 5 == 4 {
                 #expect(fixture.normalRequest() == 200, "normal traffic after case \(hostile.name)")
@@ -85,7 +94,10 @@ struct HostileInputTests {
         let port = fixture.pipeline.port
         let request = RawHTTP.request(
             "POST", "/api/analytics/event",
-            headers: [("Authorization", "Bearer \(fixture.app.publishable)"), ("X-App-ID", fixture.app.id), ("Content-Type", "application/json")],
+            headers: [
+                ("Authorization", "Bearer \(fixture.app.publishable)"), ("X-App-ID", fixture.app.id),
+                ("Content-Type", "application/json"),
+            ],
             body: Array(HostileCorpus.event(name: "slow").utf8))
         // Three slow clients drip bytes, one a second, for a bounded time.
         let slowSeconds = 8
@@ -111,7 +123,9 @@ struct HostileInputTests {
         }
         #expect(served == 10, "normal requests served while slow clients drip")
         let deadline = ContinuousClock.now + .seconds(60)
-        while done.load(ordering: .sequentiallyConsistent) < 3 && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.1) }
+        while done.load(ordering: .sequentiallyConsistent) < 3 && ContinuousClock.now < deadline {
+            Thread.sleep(forTimeInterval: 0.1)
+        }
 
         // A client that stops sending mid-head is disconnected after the idle timeout (bounded wait).
         let stalled = try #require(RawHTTP.connect(port: port, timeout: 60))
@@ -128,37 +142,50 @@ struct HostileInputTests {
     func commandLineLimits() throws {
         let fixture = try Fixture(extraArguments: [
             "--max-name-length", "16", "--max-depth", "4", "--max-batch-events", "3", "--max-event", "1KiB",
-            "--max-body", "8KiB", "--max-decompressed", "16KiB", "--per-ip-connection-limit", "3", "--max-values", "1000",
+            "--max-body", "8KiB", "--max-decompressed", "16KiB", "--per-ip-connection-limit", "3", "--max-values",
+            "1000",
         ])
         let port = fixture.pipeline.port
         func post(_ body: String, _ path: String = "/api/analytics/event") -> (Int, String?) {
-            guard let response = RawHTTP.post(
-                port: port, path, key: fixture.app.publishable, app: fixture.app.id, body: Array(body.utf8))
+            guard
+                let response = RawHTTP.post(
+                    port: port, path, key: fixture.app.publishable, app: fixture.app.id, body: Array(body.utf8))
             else { return (0, nil) }
-            let code = response.errorCode
+            let code =
+                response.errorCode
                 ?? ((response.json?["rejected"] as? [[String: Any]])?.first?["code"] as? String)
             return (response.status, code)
         }
         let nested = HostileCorpus.event(name: "deep", extra: #","data":{"a":{"b":{"c":{"d":1}}}}"#)
-        let padded = HostileCorpus.event(name: "big", extra: #","data":{"pad":"\#(String(repeating: "x", count: 1100))"}"#)
-        let four = "{\"batch\":[" + Array(repeating: HostileCorpus.event(name: "b"), count: 4).joined(separator: ",") + "]}"
+        let padded = HostileCorpus.event(
+            name: "big", extra: #","data":{"pad":"\#(String(repeating: "x", count: 1100))"}"#)
+        let four =
+            "{\"batch\":[" + Array(repeating: HostileCorpus.event(name: "b"), count: 4).joined(separator: ",") + "]}"
         // A batch of three events whose data holds `counts` zeros: 3 tokens for the body (object, key,
         // array) and 11 for each event besides its zeros (the object, five keys, four values, the array).
         func zeros(_ counts: [Int]) -> String {
             let events = counts.map {
-                HostileCorpus.event(name: "z", extra: #","data":["# + Array(repeating: "0", count: $0).joined(separator: ",") + "]")
+                HostileCorpus.event(
+                    name: "z", extra: #","data":["# + Array(repeating: "0", count: $0).joined(separator: ",") + "]")
             }
             return "{\"batch\":[" + events.joined(separator: ",") + "]}"
         }
         let cases: [(String, (Int, String?), (Int, String?))] = [
-            ("a name of 17 characters", post(HostileCorpus.event(name: String(repeating: "n", count: 17))), (400, "name_too_long")),
+            (
+                "a name of 17 characters", post(HostileCorpus.event(name: String(repeating: "n", count: 17))),
+                (400, "name_too_long")
+            ),
             ("a name of 16 characters", post(HostileCorpus.event(name: String(repeating: "n", count: 16))), (200, nil)),
             ("nesting 5 deep", post(nested), (400, "too_deep")),
             ("an event over 1 KiB", post(padded), (400, "event_too_large")),
             ("a batch of 4", post(four, "/api/analytics/batch"), (400, "too_many_events")),
             ("1,000 values", post(zeros([321, 321, 322]), "/api/analytics/batch"), (200, nil)),
             ("1,001 values", post(zeros([321, 321, 323]), "/api/analytics/batch"), (413, "too_many_values")),
-            ("a body over 8 KiB", post("{\"batch\":[\"" + String(repeating: "y", count: 9000) + "\"]}", "/api/analytics/batch"), (413, "body_too_large")),
+            (
+                "a body over 8 KiB",
+                post("{\"batch\":[\"" + String(repeating: "y", count: 9000) + "\"]}", "/api/analytics/batch"),
+                (413, "body_too_large")
+            ),
         ]
         for (name, got, expected) in cases {
             #expect(got.0 == expected.0 && got.1 == expected.1, "\(name): expected \(expected), got \(got)")
@@ -202,7 +229,9 @@ struct HostileInputTests {
     func idleConnections() throws {
         let wanted = Scale.idleConnections
         raiseFileLimit(to: wanted + 512)
-        let fixture = try Fixture(extraArguments: ["--idle-timeout", "120s", "--connection-limit", String(max(4096, wanted + 256))])
+        let fixture = try Fixture(extraArguments: [
+            "--idle-timeout", "120s", "--connection-limit", String(max(4096, wanted + 256)),
+        ])
         var sockets: [Int32] = []
         defer { sockets.forEach { close($0) } }
         for _ in 0..<wanted {
@@ -227,7 +256,8 @@ struct HostileInputTests {
         RawHTTP.send(fd, hostile.request)
         if hostile.halfClose { shutdown(fd, Int32(SHUT_WR)) }
         guard let response = RawHTTP.receive(fd) else { return (0, nil) }
-        let code = response.errorCode
+        let code =
+            response.errorCode
             ?? ((response.json?["rejected"] as? [[String: Any]])?.first?["code"] as? String)
         return (response.status, code)
     }

@@ -1,16 +1,20 @@
 import Foundation
 import Postgres
-import Testing
 import TestSupport
+import Testing
 
 /// Issue 9, "isolation": one app's keys cannot act for another app; publishable keys cannot post
 /// link events; keys are stored hashed; no key, good or bad, ever reaches the log.
 @Suite(.serialized)
 struct IsolationTests {
     static let event = Array(HostileCorpus.event(name: "isolation").utf8)
-    static let link = Array(#"{"clicks":[{"click_id":"clk_iso","url":"https://acme.godetour.link/abc","timestamp":"2026-06-01T10:20:30Z","platform":"ios","kind":"web"}]}"#.utf8)
+    static let link = Array(
+        #"{"clicks":[{"click_id":"clk_iso","url":"https://acme.godetour.link/abc","timestamp":"2026-06-01T10:20:30Z","platform":"ios","kind":"web"}]}"#
+            .utf8)
 
-    @Test("app A's keys cannot write or read app B's data, publishable keys post no link events and read no reports, and no key reaches the log")
+    @Test(
+        "app A's keys cannot write or read app B's data, publishable keys post no link events and read no reports, and no key reaches the log"
+    )
     func keysStayInTheirApp() throws {
         let database = try TestDatabase.make()
         defer { database.drop() }
@@ -29,12 +33,16 @@ struct IsolationTests {
         }
         // Cross-app writes.
         for path in ["/api/analytics/event", "/api/analytics/retention"] {
-            #expect(post(path, key: a.publishable, app: b.id) == (403, "key_not_allowed"), "A's publishable key as B on \(path)")
+            #expect(
+                post(path, key: a.publishable, app: b.id) == (403, "key_not_allowed"),
+                "A's publishable key as B on \(path)")
             #expect(post(path, key: a.secret, app: b.id) == (403, "key_not_allowed"), "A's secret key as B on \(path)")
         }
         let batch = Array(#"{"batch":[\#(HostileCorpus.event(name: "isolation"))]}"#.utf8)
         #expect(post("/api/analytics/batch", key: a.publishable, app: b.id, body: batch) == (403, "key_not_allowed"))
-        #expect(post("/api/link/events", key: a.secret, app: b.id, body: Self.link) == (403, "key_not_allowed"), "A's secret key as B on the link route")
+        #expect(
+            post("/api/link/events", key: a.secret, app: b.id, body: Self.link) == (403, "key_not_allowed"),
+            "A's secret key as B on the link route")
         // Publishable keys never post link events, even for their own app.
         #expect(post("/api/link/events", key: a.publishable, app: a.id, body: Self.link) == (403, "key_not_allowed"))
         #expect(post("/api/link/events", key: b.publishable, app: b.id, body: Self.link) == (403, "key_not_allowed"))
@@ -47,15 +55,22 @@ struct IsolationTests {
         // secret key reads A's.
         func report(_ kind: String, key: String, app: String, query: String = "") -> (Int, String?) {
             let request = RawHTTP.request(
-                "GET", "/api/reports/\(kind)?format=json\(query)", headers: [("Authorization", "Bearer \(key)"), ("X-App-ID", app)])
+                "GET", "/api/reports/\(kind)?format=json\(query)",
+                headers: [("Authorization", "Bearer \(key)"), ("X-App-ID", app)])
             let response = RawHTTP.exchange(port: port, request, timeout: 60)
             return (response?.status ?? 0, response?.errorCode)
         }
         for kind in ["links", "funnel", "retention", "attribution"] {
-            #expect(report(kind, key: a.secret, app: b.id) == (403, "key_not_allowed"), "A's secret key as B reads B's \(kind)")
+            #expect(
+                report(kind, key: a.secret, app: b.id) == (403, "key_not_allowed"),
+                "A's secret key as B reads B's \(kind)")
             #expect(report(kind, key: a.publishable, app: b.id).0 == 403, "A's publishable key as B reads B's \(kind)")
-            #expect(report(kind, key: a.secret, app: a.id, query: "&app=\(b.id)") == (403, "key_not_allowed"), "A's secret key reads B's \(kind) by parameter")
-            #expect(report(kind, key: a.publishable, app: a.id) == (403, "key_not_allowed"), "a publishable key reads \(kind)")
+            #expect(
+                report(kind, key: a.secret, app: a.id, query: "&app=\(b.id)") == (403, "key_not_allowed"),
+                "A's secret key reads B's \(kind) by parameter")
+            #expect(
+                report(kind, key: a.publishable, app: a.id) == (403, "key_not_allowed"),
+                "a publishable key reads \(kind)")
             #expect(report(kind, key: a.secret, app: a.id).0 == 200, "A's secret key reads A's \(kind)")
         }
         // A key that differs from a real one in its last character is unknown.
@@ -75,7 +90,9 @@ struct IsolationTests {
         #expect(counts.map(\.0) == ["iso-a", "iso-b"] && counts.map(\.1) == [1, 1], "rows per app: \(counts)")
 
         // Keys are stored hashed: no column of api_keys holds a key.
-        let stored = try connection.query("SELECT row_to_json(k)::text AS row FROM api_keys k").map { try $0["row", as: String.self] }
+        let stored = try connection.query("SELECT row_to_json(k)::text AS row FROM api_keys k").map {
+            try $0["row", as: String.self]
+        }
         #expect(stored.count >= 4)
         for key in [a.publishable, a.secret, b.publishable, b.secret] {
             #expect(!stored.contains { $0.contains(key) }, "api_keys holds a key in clear")
@@ -113,7 +130,12 @@ struct IsolationTests {
                        OR has_table_privilege('detour_analyst', c.oid, 'DELETE') OR has_table_privilege('detour_analyst', c.oid, 'TRUNCATE') AS can_write
             FROM pg_class c WHERE c.relnamespace = \(database.schema)::regnamespace AND c.relkind IN ('r', 'p', 'v', 'm')
             """
-        ).map { (try $0["name", as: String.self], try $0["kind", as: String.self], try $0["can_select", as: Bool.self], try $0["can_write", as: Bool.self]) }
+        ).map {
+            (
+                try $0["name", as: String.self], try $0["kind", as: String.self], try $0["can_select", as: Bool.self],
+                try $0["can_write", as: Bool.self]
+            )
+        }
         #expect(relations.contains { $0.0 == "api_keys" } && relations.contains { $0.0 == "events" })
         for (name, kind, canSelect, canWrite) in relations {
             let isReportView = kind == "v" && name.hasPrefix("report_")

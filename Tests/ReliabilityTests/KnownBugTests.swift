@@ -1,8 +1,8 @@
 import EventModel
 import Foundation
 import Locking
-import Testing
 import TestSupport
+import Testing
 
 /// Regression tests for bugs the reliability work found (docs/reliability.md, "Findings"). A test
 /// for an open bug is disabled with the bug's description until the fix lands; fixed ones run.
@@ -12,7 +12,8 @@ struct KnownBugTests {
     /// A valid SDK event whose `data` and `metadata` are pretty-printed (newlines between tokens),
     /// as any SDK or batch client that pretty-prints its JSON sends it.
     static let prettyBody = Array(
-        "{\"event_name\":\"purchase\",\"data\":{\n  \"revenue\": 29.99,\n  \"items\": [1,\n 2]\n},\"metadata\":{\r\n\"a\":1},\"timestamp\":\"2026-06-01T10:20:30.123Z\",\"platform\":\"ios\",\"device_id\":\"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b\",\"event_id\":\"pretty-1\"}".utf8)
+        "{\"event_name\":\"purchase\",\"data\":{\n  \"revenue\": 29.99,\n  \"items\": [1,\n 2]\n},\"metadata\":{\r\n\"a\":1},\"timestamp\":\"2026-06-01T10:20:30.123Z\",\"platform\":\"ios\",\"device_id\":\"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b\",\"event_id\":\"pretty-1\"}"
+            .utf8)
 
     @Test("an accepted event with pretty-printed data encodes to a single envelope line")
     func prettyPrintedDataEncodesOnOneLine() throws {
@@ -35,11 +36,14 @@ struct KnownBugTests {
         let pipeline = RunningPipeline(environment: environment)
         try pipeline.start()
         defer { pipeline.stop() }
-        let response = RawHTTP.post(port: pipeline.port, "/api/analytics/event", key: app.publishable, app: app.id, body: Self.prettyBody)
+        let response = RawHTTP.post(
+            port: pipeline.port, "/api/analytics/event", key: app.publishable, app: app.id, body: Self.prettyBody)
         #expect(response?.status == 200, "answer: \(response?.status ?? 0) \(response?.text ?? "")")
         let batch = Array("{\"batch\":[".utf8) + Self.prettyBody + Array("]}".utf8)
-        let batchResponse = RawHTTP.post(port: pipeline.port, "/api/analytics/batch", key: app.publishable, app: app.id, body: batch)
-        #expect(batchResponse?.status == 200, "batch answer: \(batchResponse?.status ?? 0) \(batchResponse?.text ?? "")")
+        let batchResponse = RawHTTP.post(
+            port: pipeline.port, "/api/analytics/batch", key: app.publishable, app: app.id, body: batch)
+        #expect(
+            batchResponse?.status == 200, "batch answer: \(batchResponse?.status ?? 0) \(batchResponse?.text ?? "")")
 
         // A pretty-printed event must not fail the plain events that share its group commit.
         // (Measured before the fix: 417 of 1,200 plain requests answered 503 next to pretty ones.)
@@ -50,14 +54,17 @@ struct KnownBugTests {
             Thread {
                 for _ in 0..<50 {
                     let body = index < 2 ? plain : Self.prettyBody
-                    let status = RawHTTP.post(port: port, "/api/analytics/event", key: app.publishable, app: app.id, body: body)?.status
+                    let status = RawHTTP.post(
+                        port: port, "/api/analytics/event", key: app.publishable, app: app.id, body: body)?.status
                     if index < 2 && status != 200 { failures.withLock { $0 += 1 } }
                 }
             }
         }
         threads.forEach { $0.start() }
         let deadline = ContinuousClock.now + .seconds(120)
-        while threads.contains(where: { !$0.isFinished }) && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        while threads.contains(where: { !$0.isFinished }) && ContinuousClock.now < deadline {
+            Thread.sleep(forTimeInterval: 0.05)
+        }
         #expect(failures.withLock { $0 } == 0, "plain requests failed next to pretty-printed ones")
     }
 }

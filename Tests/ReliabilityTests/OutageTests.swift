@@ -1,7 +1,7 @@
 import Foundation
 import Postgres
-import Testing
 import TestSupport
+import Testing
 
 /// Issue 9, "PostgreSQL outage": under load, stop PostgreSQL (a cluster of the test's own, never the
 /// shared one), keep it down, start it again; ingest answers 2xx throughout and afterwards every
@@ -36,7 +36,9 @@ struct OutageTests {
         try cluster.restart()
 
         // Ingest answered everything with 200 while PostgreSQL was down.
-        let nonOK = during.filter { $0.key != 200 }.map { ($0.key, $0.value - (before[$0.key] ?? 0)) }.filter { $0.1 > 0 }
+        let nonOK = during.filter { $0.key != 200 }.map { ($0.key, $0.value - (before[$0.key] ?? 0)) }.filter {
+            $0.1 > 0
+        }
         #expect(nonOK.isEmpty, "answers other than 200 during the outage: \(nonOK)")
         #expect(acknowledgedDuringOutage > 0, "events were acknowledged during the outage")
 

@@ -62,10 +62,14 @@ import Testing
 }
 
 @Suite struct EdgeWorldTests {
-    @Test("tiny and odd worlds generate, encode and compute without trouble", arguments: [(1, 1, 1), (1, 2, 3), (3, 50, 2), (40, 5, 60)])
+    @Test(
+        "tiny and odd worlds generate, encode and compute without trouble",
+        arguments: [(1, 1, 1), (1, 2, 3), (3, 50, 2), (40, 5, 60)])
     func tinyWorlds(links: Int, devices: Int, days: Int) {
         let world = Simulation.world(
-            WorldParameters(appID: "a", links: links, devices: devices, days: days, start: SimulatedTime.parseDay("2026-02-27")!, seed: 11))
+            WorldParameters(
+                appID: "a", links: links, devices: devices, days: days, start: SimulatedTime.parseDay("2026-02-27")!,
+                seed: 11))
         let truth = Simulation.truth(of: world)
         let requests = Simulation.requests(for: world, appID: "a", publishableKey: "p", secretKey: "s")
         #expect(truth.totals.devices == world.devices.count)

@@ -30,7 +30,9 @@ import Testing
 
     @Test("a chunked answer is read whole and the connection stays usable")
     func chunked() throws {
-        let server = try TinyHTTPServer { _, _ in .init(status: 207, body: "{\"accepted\":3,\"rejected\":1}", chunked: true) }
+        let server = try TinyHTTPServer { _, _ in
+            .init(status: 207, body: "{\"accepted\":3,\"rejected\":1}", chunked: true)
+        }
         defer { server.stop() }
         let target = try TargetAddress(url: "http://localhost:\(server.port)/ignored/prefix")
         let connection = try HTTPConnection(to: target, timeoutSeconds: 10)
@@ -58,7 +60,9 @@ import Testing
 
     @Test("a target that is not http://host:port is refused with a clear error")
     func badTargets() {
-        #expect(throws: SimulationError.invalidTarget("https://example.com")) { try TargetAddress(url: "https://example.com") }
+        #expect(throws: SimulationError.invalidTarget("https://example.com")) {
+            try TargetAddress(url: "https://example.com")
+        }
         #expect(throws: SimulationError.invalidTarget("http://127.0.0.1:notaport")) {
             try TargetAddress(url: "http://127.0.0.1:notaport")
         }

@@ -6,7 +6,8 @@ import Testing
 @Suite struct RequestTests {
     static let sendTime = SimulatedTime.parseDay("2026-11-01")! + 12 * SimulatedTime.hour
     static let world = Simulation.world(
-        WorldParameters(appID: "app_req", links: 5, devices: 400, days: 20, start: SimulatedTime.parseDay("2026-06-01")!, seed: 9))
+        WorldParameters(
+            appID: "app_req", links: 5, devices: 400, days: 20, start: SimulatedTime.parseDay("2026-06-01")!, seed: 9))
     static let requests = Simulation.requests(
         for: world, appID: "app_req", publishableKey: "pk_req", secretKey: "sk_req", sendTime: sendTime)
 

@@ -3,9 +3,12 @@ import Testing
 @testable import Simulator
 
 @Suite struct SimulationRunTests {
-    static func configuration(port: UInt16, deadline: Duration = .seconds(60), retries: Int = 5) -> SimulationConfiguration {
+    static func configuration(port: UInt16, deadline: Duration = .seconds(60), retries: Int = 5)
+        -> SimulationConfiguration
+    {
         SimulationConfiguration(
-            target: "http://127.0.0.1:\(port)", appID: "app_run", publishableKey: "pk_run", secretKey: "sk_run", links: 3,
+            target: "http://127.0.0.1:\(port)", appID: "app_run", publishableKey: "pk_run", secretKey: "sk_run",
+            links: 3,
             devices: 60, days: 10, start: SimulatedTime.parseDay("2026-06-01")!, seed: 3, concurrency: 4,
             deadline: deadline, ioTimeoutSeconds: 10, maxRetries: retries)
     }
@@ -34,7 +37,8 @@ import Testing
         #expect(sentPaths == expected.map(\.path).sorted())
         let unbatched = Set(expected.filter { $0.path != "/api/analytics/batch" }.map(\.body))
         #expect(unbatched.isSubset(of: Set(server.requests.map(\.body))))
-        #expect(Set(server.requests.map(\.connection)).count <= 4 * 3)  // one keep-alive connection per worker and phase
+        // One keep-alive connection per worker and phase.
+        #expect(Set(server.requests.map(\.connection)).count <= 4 * 3)
     }
 
     @Test("a server answering 503 makes every accepted request an unexpected answer, not a crash")
@@ -82,6 +86,8 @@ import Testing
         let server = try TinyHTTPServer()
         let port = server.port
         server.stop()
-        #expect(throws: SimulationError.io(call: "connect", errno: 111)) { try Simulation.run(Self.configuration(port: port)) }
+        #expect(throws: SimulationError.io(call: "connect", errno: 111)) {
+            try Simulation.run(Self.configuration(port: port))
+        }
     }
 }

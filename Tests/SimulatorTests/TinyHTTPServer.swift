@@ -1,7 +1,7 @@
 import Foundation
 import Glibc
-import Synchronization
 import Locking
+import Synchronization
 
 /// A minimal HTTP/1.1 server for client tests: 127.0.0.1, ephemeral port, one thread per
 /// connection, keep-alive. Records every request; answers with `respond`. Every blocking call has
@@ -40,7 +40,9 @@ final class TinyHTTPServer: Sendable {
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         address.sin_port = 0
         let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         guard bound == 0, listen(fd, 128) == 0 else { throw POSIXError(.EADDRINUSE) }
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
@@ -91,7 +93,9 @@ final class TinyHTTPServer: Sendable {
                 head += "Transfer-Encoding: chunked\r\n\r\n"
                 let half = body.count / 2
                 bytes = Array(head.utf8) + Array(String(half, radix: 16).utf8) + [13, 10] + body[..<half] + [13, 10]
-                bytes += Array(String(body.count - half, radix: 16).utf8) + [13, 10] + body[half...] + Array("\r\n0\r\n\r\n".utf8)
+                bytes +=
+                    Array(String(body.count - half, radix: 16).utf8) + [13, 10] + body[half...]
+                    + Array("\r\n0\r\n\r\n".utf8)
             } else {
                 bytes = Array((head + "Content-Length: \(body.count)\r\n\r\n").utf8) + body
             }
@@ -121,7 +125,8 @@ final class TinyHTTPServer: Sendable {
         var headers: [String: String] = [:]
         for line in head.dropFirst() {
             guard let colon = line.firstIndex(of: ":") else { continue }
-            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(
+                in: .whitespaces)
         }
         let length = Int(headers["content-length"] ?? "0") ?? 0
         while buffer.count < end! + 4 + length { guard fill() else { return nil } }

@@ -9,7 +9,8 @@ import Testing
     static func make(_ seed: UInt64, devices: Int = 400, days: Int = 30) -> (World, Truth) {
         let world = Simulation.world(
             WorldParameters(
-                appID: "app_truth", links: 6, devices: devices, days: days, start: SimulatedTime.parseDay("2026-05-01")!,
+                appID: "app_truth", links: 6, devices: devices, days: days,
+                start: SimulatedTime.parseDay("2026-05-01")!,
                 seed: seed))
         return (world, Simulation.truth(of: world))
     }
@@ -31,7 +32,9 @@ import Testing
         #expect(reached > 0, "some clicks convert all the way to a purchase")
     }
 
-    @Test("retention is null exactly for cohorts that have not reached day N, and never exceeds the cohort", arguments: seeds)
+    @Test(
+        "retention is null exactly for cohorts that have not reached day N, and never exceeds the cohort",
+        arguments: seeds)
     func retentionNulls(seed: UInt64) {
         let (_, truth) = Self.make(seed)
         #expect(!truth.retention.isEmpty)
@@ -46,7 +49,8 @@ import Testing
         #expect(young.allSatisfy { $0.retained.allSatisfy { $0 == nil } })
     }
 
-    @Test("revenue per currency equals the attributed devices' purchases minus refunds, in every view", arguments: seeds)
+    @Test(
+        "revenue per currency equals the attributed devices' purchases minus refunds, in every view", arguments: seeds)
     func revenueAddsUp(seed: UInt64) {
         let (world, truth) = Self.make(seed)
         // Independent recomputation: attributed = carries an install click at most 7 days before the first event.

@@ -83,7 +83,8 @@ public func fuzzLogRoundTrip(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32
     }
     let report = try? SegmentInspector.inspect(path: segment, isOpen: false)
     if mask == 0 {
-        precondition(read == records, "the log did not give back the records written (\(read.count) of \(records.count))")
+        precondition(
+            read == records, "the log did not give back the records written (\(read.count) of \(records.count))")
         precondition(report?.damage.isEmpty ?? false, "an intact segment is reported damaged")
     } else {
         // Every record read back was written, in order.

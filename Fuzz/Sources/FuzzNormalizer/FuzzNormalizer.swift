@@ -14,8 +14,9 @@ public func fuzzNormalizer(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     guard size > 0 else { return 0 }
     let selector = data[0]
     let body = Array(UnsafeBufferPointer(start: data + 1, count: size - 1))
-    let context = RequestContext(appID: "fuzz-app", sdkHeader: selector & 0x10 == 0 ? nil : "ios/1.0.2",
-                                 receivedAt: Timestamp(microseconds: 1_780_000_000_000_000))
+    let context = RequestContext(
+        appID: "fuzz-app", sdkHeader: selector & 0x10 == 0 ? nil : "ios/1.0.2",
+        receivedAt: Timestamp(microseconds: 1_780_000_000_000_000))
     var limits = IngestLimits()
     limits.maxBatchEvents = 64
     let result: NormalizedRequest

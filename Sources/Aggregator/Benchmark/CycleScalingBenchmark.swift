@@ -41,7 +41,8 @@ package enum CycleScalingBenchmark {
 
         package var description: String {
             String(
-                format: "preloaded %d events in %.1f s; %d-event cycle: load median %.3f s [%@], rollup pass median %.3f s [%@]",
+                format:
+                    "preloaded %d events in %.1f s; %d-event cycle: load median %.3f s [%@], rollup pass median %.3f s [%@]",
                 preloaded, preloadSeconds, cycleEvents, medianLoadSeconds,
                 loadSeconds.map { String(format: "%.3f", $0) }.joined(separator: " "), medianRollupSeconds,
                 rollupSeconds.map { String(format: "%.3f", $0) }.joined(separator: " "))
@@ -80,7 +81,8 @@ package enum CycleScalingBenchmark {
             admin.close()
         }
         let reused =
-            try admin.query("select to_regclass(\(schema + ".load_checkpoints"))::text as t").first?["t", as: String?.self]
+            try admin.query("select to_regclass(\(schema + ".load_checkpoints"))::text as t").first?[
+                "t", as: String?.self]
             != nil
         let url = LoaderBenchmark.withSearchPath(databaseURL, schema: schema)
         if !reused {
@@ -172,7 +174,8 @@ package enum CycleScalingBenchmark {
                 .map { "\($0.key)=\(String(format: "%.3f", $0.value.seconds))" }.joined(separator: " ")
             progress(
                 String(
-                    format: "cycle bench: cycle %d: %d rows, load %.3f s, rollups %.3f s; WAL %.1f MiB, %d full-page images; %@",
+                    format:
+                        "cycle bench: cycle %d: %d rows, load %.3f s, rollups %.3f s; WAL %.1f MiB, %d full-page images; %@",
                     index + 1, summary.rows, total - rollup, rollup, (after.bytes - before.bytes) / 1_048_576,
                     after.fpi - before.fpi, phases))
         }

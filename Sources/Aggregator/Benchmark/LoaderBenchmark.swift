@@ -83,7 +83,8 @@ package enum LoaderBenchmark {
         let setup = try Connection(url: loadURL)
         try Migrator(directory: sqlDirectory).migrate(setup)
         let today = StagingBatch.day(of: .now())
-        _ = try setup.query(LoadSQL.ensurePartitions(from: PartitionCache.iso(today - 3), to: PartitionCache.iso(today + 3)))
+        _ = try setup.query(
+            LoadSQL.ensurePartitions(from: PartitionCache.iso(today - 3), to: PartitionCache.iso(today + 3)))
         try setup.unsafeSQL(baselineTable(schema: SQL.quoteIdentifier(copySchema)))
         setup.close()
 
@@ -134,7 +135,8 @@ package enum LoaderBenchmark {
             let copySeconds = (ContinuousClock.now - copyStart).seconds
             let check = try Connection(url: databaseURL)
             defer { check.close() }
-            let copied = try check.query("select count(*) as n from \(identifier: copySchema).bench_rows").first?["n", as: Int.self]
+            let copied = try check.query("select count(*) as n from \(identifier: copySchema).bench_rows").first?[
+                "n", as: Int.self]
             guard copied == events else { throw AggregatorError.database("baseline copied \(copied ?? -1) rows") }
             return copySeconds
         }
@@ -203,7 +205,8 @@ package enum LoaderBenchmark {
     private static func runPSQL(_ psql: String, url: String, command: String) throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: psql.hasPrefix("/") ? psql : "/usr/bin/env")
-        process.arguments = (psql.hasPrefix("/") ? [] : [psql]) + ["-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", url, "-c", command]
+        process.arguments =
+            (psql.hasPrefix("/") ? [] : [psql]) + ["-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", url, "-c", command]
         try process.run()
         process.waitUntilExit()
         guard process.terminationStatus == 0 else {
@@ -293,7 +296,8 @@ package struct BenchmarkWorld {
             envelope.url = "https://acme.godetour.link/VnAqasAabE\(path)?utm_source=news&utm_campaign=spring"
             envelope.path = path
             envelope.query = [
-                QueryParameter(name: "utm_source", value: "news"), QueryParameter(name: "utm_campaign", value: "spring"),
+                QueryParameter(name: "utm_source", value: "news"),
+                QueryParameter(name: "utm_campaign", value: "spring"),
             ]
             envelope.platform = .ios
             envelope.clickKind = .web

@@ -54,18 +54,22 @@ struct AggregatorMetrics: Sendable {
             help: "Newest durable envelope minus newest loaded envelope (received_at), in seconds; 0 when caught up.")
         lagEvents = registry.gauge(
             "aggregator_lag_events",
-            help: "Envelopes durable in the log but not loaded (estimated from compressed bytes behind); 0 when caught up.")
+            help:
+                "Envelopes durable in the log but not loaded (estimated from compressed bytes behind); 0 when caught up."
+        )
         lagBytes = registry.gauge(
             "aggregator_lag_bytes", help: "Compressed log bytes not yet loaded, over all nodes.")
         newestLoaded = registry.gauge(
             "aggregator_newest_loaded_received_at_seconds",
             help: "received_at of the newest loaded envelope, seconds since the epoch.")
         rollupSeconds = registry.histogram(
-            "aggregator_rollup_seconds", help: "Duration of rollup passes (process_rollups) that committed, in seconds.",
+            "aggregator_rollup_seconds",
+            help: "Duration of rollup passes (process_rollups) that committed, in seconds.",
             buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30])
         rollupKeys = registry.counter(
             "aggregator_rollup_keys_total", help: "(app, day) rollup keys recomputed by rollup passes.")
         rollupFailures = registry.counter(
-            "aggregator_rollup_failures_total", help: "Rollup passes that failed and were rolled back (work stays queued).")
+            "aggregator_rollup_failures_total",
+            help: "Rollup passes that failed and were rolled back (work stays queued).")
     }
 }

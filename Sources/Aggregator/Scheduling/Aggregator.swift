@@ -55,7 +55,8 @@ package final class Aggregator: @unchecked Sendable {
         try self.init(
             configuration: configuration, registry: registry,
             retention: { node, loadedThrough, age in
-                try LogRetention.deleteLoaded(directory: directory, node: node, loadedThrough: loadedThrough, olderThan: age)
+                try LogRetention.deleteLoaded(
+                    directory: directory, node: node, loadedThrough: loadedThrough, olderThan: age)
             })
     }
 

@@ -1,5 +1,5 @@
-import Foundation
 import EventModel
+import Foundation
 
 /// What one load cycle did, as `runOnce()` returns it and `aggregate --once` prints it.
 package struct CycleSummary: Sendable, Equatable {

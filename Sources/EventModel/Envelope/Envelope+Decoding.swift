@@ -4,9 +4,9 @@
 // decoding allocates little more than the envelope's own strings.
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 extension Envelope {

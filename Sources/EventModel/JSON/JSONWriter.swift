@@ -5,9 +5,9 @@
 // below must stay within the bound computed by `JSONWriter.bound(of:)` and friends.
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// A write position inside a buffer sized in advance.

@@ -85,7 +85,9 @@ package enum ScannerBenchmark {
         }
         let foundation = measure {
             for data in datas {
-                if let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] { sink &+= object.count }
+                if let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] {
+                    sink &+= object.count
+                }
             }
         }
         precondition(sink != 0, "the bodies must be valid JSON objects")

@@ -17,7 +17,9 @@ package enum ClockRule {
     ///   - client: the event's own timestamp.
     ///   - sentAt: the batch's `sent_at` (device clock), if any.
     ///   - receivedAt: server time at arrival.
-    package static func resolve(client: Timestamp, sentAt: Timestamp?, receivedAt: Timestamp) -> (time: Timestamp, clock: ClockStatus) {
+    package static func resolve(client: Timestamp, sentAt: Timestamp?, receivedAt: Timestamp) -> (
+        time: Timestamp, clock: ClockStatus
+    ) {
         var time = client
         var clock = ClockStatus.ok
         if let sentAt {

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 // The top-level members of one event object, found in one pass over its keys.
@@ -62,14 +62,16 @@ enum EventField: Int, CaseIterable {
 
     /// Members of an SDK event on a single-event route.
     static let sdkMask: UInt64 =
-        bits([.eventName, .data, .timestamp, .platform, .deviceID, .attribution, .clickID, .sdk, .metadata]) | bits(idFields)
+        bits([.eventName, .data, .timestamp, .platform, .deviceID, .attribution, .clickID, .sdk, .metadata])
+        | bits(idFields)
         | bits(metadataMembers)
 
     /// Members of an SDK event in a batch (adds `type`).
     static let sdkBatchMask: UInt64 = sdkMask | bits([.type])
 
     /// Members of a link-service click or match.
-    static let linkMask: UInt64 = bits([.type, .clickID, .url, .timestamp, .platform, .kind, .userAgent, .ip, .referrer, .method, .score])
+    static let linkMask: UInt64 =
+        bits([.type, .clickID, .url, .timestamp, .platform, .kind, .userAgent, .ip, .referrer, .method, .score])
         | bits(idFields)
 
     static func bits(_ fields: [EventField]) -> UInt64 {

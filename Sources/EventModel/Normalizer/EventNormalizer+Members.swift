@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 // Reading and checking individual members of the event being normalised.
@@ -47,7 +47,8 @@ extension EventNormalizer {
     func requiredTimestamp() throws(Rejection) -> Timestamp {
         let parsed = try readString(.timestamp, required: true) { Timestamp.parse($0) }!
         guard let parsed else {
-            throw Rejection(.invalidTimestamp, "\"timestamp\" must be ISO-8601 with a zone, e.g. 2026-06-01T10:20:30.123Z")
+            throw Rejection(
+                .invalidTimestamp, "\"timestamp\" must be ISO-8601 with a zone, e.g. 2026-06-01T10:20:30.123Z")
         }
         return Timestamp(microseconds: parsed)
     }
@@ -56,7 +57,9 @@ extension EventNormalizer {
     func deviceID() throws(Rejection) -> JSONValue {
         let isValid = try readString(.deviceID, required: true) { DeviceID.isValidIdentifier($0) }!
         guard isValid else {
-            throw Rejection(.invalidDeviceID, "\"device_id\" must be 1 to \(Self.maxIdentifierBytes) bytes without control characters")
+            throw Rejection(
+                .invalidDeviceID,
+                "\"device_id\" must be 1 to \(Self.maxIdentifierBytes) bytes without control characters")
         }
         return fields[.deviceID]!
     }
@@ -69,12 +72,14 @@ extension EventNormalizer {
     /// `clientEventID()` as the checked string value in the body (no copy).
     func clientEventIDValue() throws(Rejection) -> JSONValue? {
         for field in EventField.idFields {
-            let read = try readString(field) { bytes in DeviceID.isValidIdentifier(bytes) && !DeviceID.isHashedID(bytes) }
+            let read = try readString(field) { bytes in DeviceID.isValidIdentifier(bytes) && !DeviceID.isHashedID(bytes)
+            }
             guard let isValid = read else { continue }
             guard isValid else {
                 throw Rejection(
                     .invalidEventID,
-                    "\"\(field.key)\" must be 1 to \(Self.maxIdentifierBytes) bytes without control characters, not starting with \"h:\"")
+                    "\"\(field.key)\" must be 1 to \(Self.maxIdentifierBytes) bytes without control characters, not starting with \"h:\""
+                )
             }
             return fields[field]
         }
@@ -104,7 +109,8 @@ extension EventNormalizer {
                 (text.withStringBytes { $0.count } ?? 0) > Self.maxIdentifierBytes
             {
                 throw Rejection(
-                    .invalidClickID, "\"attribution.\(key.string ?? "")\" must be at most \(Self.maxIdentifierBytes) bytes")
+                    .invalidClickID,
+                    "\"attribution.\(key.string ?? "")\" must be at most \(Self.maxIdentifierBytes) bytes")
             }
             if isInstall {
                 if !seen.install { attribution.installClickID = text }
@@ -128,12 +134,19 @@ extension EventNormalizer {
     mutating func sdk(index: Int) -> String? {
         if let header = context.sdkHeader, !header.isEmpty {
             if isSDKHeaderValid { return header }
-            result.warnings.append("event \(index): the X-SDK header is not 1 to \(Self.maxIdentifierBytes) printable bytes and was ignored")
+            result.warnings.append(
+                "event \(index): the X-SDK header is not 1 to \(Self.maxIdentifierBytes) printable bytes and was ignored"
+            )
         }
         guard let value = fields[.sdk], !value.isNull else { return nil }
-        guard let text = value.withStringBytes({ DeviceID.isValidIdentifier($0) ? String(decoding: $0, as: UTF8.self) : nil }) ?? nil
+        guard
+            let text = value.withStringBytes({
+                DeviceID.isValidIdentifier($0) ? String(decoding: $0, as: UTF8.self) : nil
+            }) ?? nil
         else {
-            result.warnings.append("event \(index): \"sdk\" is not a string of 1 to \(Self.maxIdentifierBytes) printable bytes and was ignored")
+            result.warnings.append(
+                "event \(index): \"sdk\" is not a string of 1 to \(Self.maxIdentifierBytes) printable bytes and was ignored"
+            )
             return nil
         }
         return text
@@ -143,7 +156,8 @@ extension EventNormalizer {
     mutating func resolveTime(client: Timestamp, index: Int) -> (Timestamp, ClockStatus) {
         let (time, clock) = ClockRule.resolve(client: client, sentAt: sentAt, receivedAt: context.receivedAt)
         if clock == .futureClamped {
-            result.warnings.append("event \(index): timestamp is more than 24 hours ahead of the server clock; time set to received_at")
+            result.warnings.append(
+                "event \(index): timestamp is more than 24 hours ahead of the server clock; time set to received_at")
         }
         return (time, clock)
     }
@@ -173,7 +187,9 @@ extension EventNormalizer {
         event.name.withStringBytes { hash.append($0) }
         hash.append(event.client.microseconds)
         if let data = event.data {
-            data.document.bytes.withUnsafeBufferPointer { hash.append(UnsafeBufferPointer(rebasing: $0[data.byteRange])) }
+            data.document.bytes.withUnsafeBufferPointer {
+                hash.append(UnsafeBufferPointer(rebasing: $0[data.byteRange]))
+            }
         } else {
             hash.append(EmptyCollection<UInt8>())
         }

@@ -82,14 +82,18 @@ extension EventNormalizer {
             }
             if let data = event.data {
                 w.raw(#","data":"#)
-                data.document.bytes.withUnsafeBufferPointer { w.rawJSON(bytes: UnsafeBufferPointer(rebasing: $0[data.byteRange])) }
+                data.document.bytes.withUnsafeBufferPointer {
+                    w.rawJSON(bytes: UnsafeBufferPointer(rebasing: $0[data.byteRange]))
+                }
             }
             if let merged = event.mergedMetadata {
                 w.raw(#","metadata":"#)
                 merged.withUnsafeBufferPointer { w.rawJSON(bytes: $0) }
             } else if let metadata = event.metadata {
                 w.raw(#","metadata":"#)
-                metadata.document.bytes.withUnsafeBufferPointer { w.rawJSON(bytes: UnsafeBufferPointer(rebasing: $0[metadata.byteRange])) }
+                metadata.document.bytes.withUnsafeBufferPointer {
+                    w.rawJSON(bytes: UnsafeBufferPointer(rebasing: $0[metadata.byteRange]))
+                }
             }
             w.byte(UInt8(ascii: "}"))
         }
@@ -108,7 +112,9 @@ extension EventNormalizer {
         }
         add(sdk)
         bound += event.attribution?.bound ?? 0
-        bound += (event.data?.byteRange.count ?? 0) + max(event.metadata?.byteRange.count ?? 0, event.mergedMetadata?.count ?? 0)
+        bound +=
+            (event.data?.byteRange.count ?? 0)
+            + max(event.metadata?.byteRange.count ?? 0, event.mergedMetadata?.count ?? 0)
         return bound
     }
 }

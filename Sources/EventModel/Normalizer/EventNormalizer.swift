@@ -66,7 +66,8 @@ struct EventNormalizer {
             }
         } catch {
             result.rejected.append(
-                EventRejection(index: index, code: error.code.rawValue, message: error.message, rawEvent: value.rawBytes))
+                EventRejection(
+                    index: index, code: error.code.rawValue, message: error.message, rawEvent: value.rawBytes))
         }
     }
 
@@ -91,7 +92,9 @@ struct EventNormalizer {
         }!
         guard nameLength > 0 else { throw Rejection(.invalidName, "\"event_name\" must not be empty") }
         guard nameLength <= limits.maxNameLength else {
-            throw Rejection(.nameTooLong, "\"event_name\" has \(nameLength) characters, at most \(limits.maxNameLength) are allowed")
+            throw Rejection(
+                .nameTooLong, "\"event_name\" has \(nameLength) characters, at most \(limits.maxNameLength) are allowed"
+            )
         }
         let client = try requiredTimestamp()
         let platform = try readString(.platform, required: true) { Platform(caseInsensitive: $0) }!
@@ -103,7 +106,8 @@ struct EventNormalizer {
             kind: kind, name: fields[.eventName]!, client: client, platform: platform, device: device,
             clientID: try clientEventIDValue(), attribution: try attribution(),
             clickID: try readString(.clickID) { !$0.isEmpty }.flatMap { $0 ? fields[.clickID] : nil },
-            data: fields[.data].flatMap { $0.isNull ? nil : $0 }, metadata: fields[.metadata].flatMap { $0.isNull ? nil : $0 },
+            data: fields[.data].flatMap { $0.isNull ? nil : $0 },
+            metadata: fields[.metadata].flatMap { $0.isNull ? nil : $0 },
             mergedMetadata: fields.found & EventField.metadataMask == 0 ? nil : mergedMetadata(index: index))
     }
 
@@ -112,7 +116,8 @@ struct EventNormalizer {
     private mutating func envelope(of event: SDKEvent, index: Int) -> Envelope {
         let (time, clock) = resolveTime(client: event.client, index: index)
         let id = event.clientID?.string ?? hashedID(of: event)
-        var envelope = Envelope(id: id, app: context.appID, kind: event.kind, time: time, receivedAt: context.receivedAt, clock: clock)
+        var envelope = Envelope(
+            id: id, app: context.appID, kind: event.kind, time: time, receivedAt: context.receivedAt, clock: clock)
         envelope.name = event.name.string
         envelope.device = event.device.withStringBytes { DeviceID.normalize($0) } ?? nil
         envelope.platform = event.platform
@@ -135,11 +140,14 @@ struct EventNormalizer {
             result.accepted.append(envelope)
         } catch {
             result.rejected.append(
-                EventRejection(index: index, code: error.code.rawValue, message: error.message, rawEvent: value.rawBytes))
+                EventRejection(
+                    index: index, code: error.code.rawValue, message: error.message, rawEvent: value.rawBytes))
         }
     }
 
-    private mutating func makeLinkEnvelope(_ value: JSONValue, index: Int, kind fixedKind: EventKind?) throws(Rejection) -> Envelope {
+    private mutating func makeLinkEnvelope(_ value: JSONValue, index: Int, kind fixedKind: EventKind?) throws(Rejection)
+        -> Envelope
+    {
         try checkShape(value)
         try fields.collect(from: value, mask: EventField.linkMask)
         let kind: EventKind
@@ -157,7 +165,9 @@ struct EventNormalizer {
             DeviceID.isValidIdentifier(bytes) ? String(decoding: bytes, as: UTF8.self) : nil
         }!
         guard let clickID else {
-            throw Rejection(.invalidClickID, "\"click_id\" must be 1 to \(Self.maxIdentifierBytes) bytes without control characters")
+            throw Rejection(
+                .invalidClickID, "\"click_id\" must be 1 to \(Self.maxIdentifierBytes) bytes without control characters"
+            )
         }
         let client = try requiredTimestamp()
         let clientID = try clientEventID()
@@ -172,13 +182,15 @@ struct EventNormalizer {
         }
         // Every check has passed: from here on nothing rejects, so warnings only concern accepted events.
         (envelope.time, envelope.clock) = resolveTime(client: client, index: index)
-        envelope.id = clientID ?? hashedID(clientTime: client) { hash in
-            hash.append(kind.rawValue)
-            hash.append(clickID)
-            hash.append(envelope.method?.rawValue ?? "")
-            hash.append(client.microseconds)
-            hash.append(envelope.url ?? "")
-        }
+        envelope.id =
+            clientID
+            ?? hashedID(clientTime: client) { hash in
+                hash.append(kind.rawValue)
+                hash.append(clickID)
+                hash.append(envelope.method?.rawValue ?? "")
+                hash.append(client.microseconds)
+                hash.append(envelope.url ?? "")
+            }
         return envelope
     }
 
@@ -191,14 +203,16 @@ struct EventNormalizer {
         guard link.path.utf8.count <= Self.maxLinkPathBytes else {
             throw Rejection(
                 .pathTooLong,
-                "the link path of \"url\" has \(link.path.utf8.count) bytes, at most \(Self.maxLinkPathBytes) are allowed")
+                "the link path of \"url\" has \(link.path.utf8.count) bytes, at most \(Self.maxLinkPathBytes) are allowed"
+            )
         }
         envelope.url = url
         envelope.path = link.path
         envelope.query = link.query
         if let platform = try readString(.platform, { Platform(caseInsensitive: $0) }) {
             guard let platform else {
-                throw Rejection(.invalidPlatform, "\"platform\" must be \"ios\", \"android\", \"desktop\" or \"unknown\"")
+                throw Rejection(
+                    .invalidPlatform, "\"platform\" must be \"ios\", \"android\", \"desktop\" or \"unknown\"")
             }
             envelope.platform = platform
         } else {

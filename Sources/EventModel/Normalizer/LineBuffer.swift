@@ -51,11 +51,13 @@ package final class LineBuffer: @unchecked Sendable {
 
     private static func release(_ buffer: UnsafeMutablePointer<UInt8>, capacity: Int) {
         let block = Block(pointer: buffer)
-        if capacity == pooledBytes, pool.withLock({ (free) -> Bool in
-            guard free.count < pooledLimit else { return false }
-            free.append(block)
-            return true
-        }) {
+        if capacity == pooledBytes,
+            pool.withLock({ (free) -> Bool in
+                guard free.count < pooledLimit else { return false }
+                free.append(block)
+                return true
+            })
+        {
             return
         }
         buffer.deallocate()

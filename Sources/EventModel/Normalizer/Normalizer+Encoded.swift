@@ -14,7 +14,8 @@ package struct EncodedRequest: Sendable {
     package var warnings: [String]
 
     /// Creates an outcome.
-    package init(lines: LineBuffer = LineBuffer(capacity: 0), rejected: [EventRejection] = [], warnings: [String] = []) {
+    package init(lines: LineBuffer = LineBuffer(capacity: 0), rejected: [EventRejection] = [], warnings: [String] = [])
+    {
         self.lines = lines
         self.rejected = rejected
         self.warnings = warnings
@@ -76,6 +77,7 @@ extension Normalizer {
 extension EncodedRequest {
     /// The client's answer, as `NormalizedRequest.encodedResponse()`.
     package func encodedResponse() -> [UInt8] {
-        NormalizedRequest(accepted: [], rejected: rejected, warnings: warnings).encodedResponse(acceptedCount: recordCount)
+        NormalizedRequest(accepted: [], rejected: rejected, warnings: warnings).encodedResponse(
+            acceptedCount: recordCount)
     }
 }

@@ -30,11 +30,14 @@ struct AttributionValues {
 
     /// The strings, for an `Envelope`.
     var strings: Attribution {
-        Attribution(installClickID: installClickID?.string, openClickID: openClickID?.string, openType: openType?.string)
+        Attribution(
+            installClickID: installClickID?.string, openClickID: openClickID?.string, openType: openType?.string)
     }
 
     /// Bytes the three values take at most once escaped (`null` is within the line's slack).
     var bound: Int {
-        6 * ((installClickID?.byteRange.count ?? 0) + (openClickID?.byteRange.count ?? 0) + (openType?.byteRange.count ?? 0))
+        6
+            * ((installClickID?.byteRange.count ?? 0) + (openClickID?.byteRange.count ?? 0)
+                + (openType?.byteRange.count ?? 0))
     }
 }

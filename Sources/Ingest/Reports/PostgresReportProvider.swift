@@ -1,7 +1,7 @@
 import Dispatch
+import Locking
 import Observability
 package import Postgres
-import Locking
 
 /// A `ReportProvider` over a small pool of PostgreSQL connections: each request borrows one
 /// connection, runs `render` on it, and gives it back. Ingest knows nothing of the report SQL;

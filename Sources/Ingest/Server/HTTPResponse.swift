@@ -111,7 +111,9 @@ package struct HTTPResponse: Sendable {
         }
 
         func copy() -> Parts {
-            Parts(status: status, contentType: contentType, headers: headers, body: body, stream: stream, errorCode: errorCode)
+            Parts(
+                status: status, contentType: contentType, headers: headers, body: body, stream: stream,
+                errorCode: errorCode)
         }
     }
 

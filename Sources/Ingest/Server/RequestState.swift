@@ -1,5 +1,5 @@
-import Synchronization
 import Observability
+import Synchronization
 
 /// Per-request state that libmicrohttpd keeps for us in `*con_cls` between callbacks.
 ///

@@ -98,7 +98,8 @@ enum AtomicFile {
     /// Whether `name` is one of `write`'s temporary files: `<file>.tmp-<pid>-<random, base 36>`, or
     /// `<file>.tmp-<pid>` as binaries before 2026-12-02 named them.
     static func isTemporary(_ name: String) -> Bool {
-        guard let marker = name.range(of: temporaryMarker, options: .backwards), marker.lowerBound > name.startIndex else {
+        guard let marker = name.range(of: temporaryMarker, options: .backwards), marker.lowerBound > name.startIndex
+        else {
             return false
         }
         let parts = name[marker.upperBound...].split(separator: "-", omittingEmptySubsequences: false)

@@ -108,7 +108,9 @@ final class HTTPConnection {
                 scanned += 1
             }
             guard buffer.count - start <= limit else { throw .badResponse("line longer than \(limit) bytes") }
-            guard try fill() else { throw buffer.count == start ? .connectionClosed : .badResponse("truncated headers") }
+            guard try fill() else {
+                throw buffer.count == start ? .connectionClosed : .badResponse("truncated headers")
+            }
         }
     }
 
@@ -148,7 +150,9 @@ final class HTTPConnection {
             body = try readBytes(length)
         } else if status >= 200 && status != 204 && status != 304 {
             isReusable = false
-            while try fill() { guard buffer.count - start <= Self.maxBodyBytes else { throw .badResponse("body too large") } }
+            while try fill() {
+                guard buffer.count - start <= Self.maxBodyBytes else { throw .badResponse("body too large") }
+            }
             body = Array(buffer[start...])
             start = buffer.count
         }

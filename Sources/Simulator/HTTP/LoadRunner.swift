@@ -1,6 +1,6 @@
 import Foundation
-import Synchronization
 import Locking
+import Synchronization
 
 /// Sends a request plan with N worker threads, each on its own keep-alive connection.
 ///
@@ -19,7 +19,8 @@ final class LoadRunner: Sendable {
     let maxRetries: Int
 
     init(
-        target: TargetAddress, encoder: RequestEncoder, concurrency: Int, rate: Double?, deadline: ContinuousClock.Instant,
+        target: TargetAddress, encoder: RequestEncoder, concurrency: Int, rate: Double?,
+        deadline: ContinuousClock.Instant,
         ioTimeoutSeconds: Int = 30, maxRetries: Int = 5
     ) {
         self.target = target

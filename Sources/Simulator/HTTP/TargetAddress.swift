@@ -38,7 +38,8 @@ struct TargetAddress: @unchecked Sendable {
         defer { freeaddrinfo(result) }
         var storage = sockaddr_storage()
         withUnsafeMutableBytes(of: &storage) { target in
-            target.copyMemory(from: UnsafeRawBufferPointer(start: info.pointee.ai_addr, count: Int(info.pointee.ai_addrlen)))
+            target.copyMemory(
+                from: UnsafeRawBufferPointer(start: info.pointee.ai_addr, count: Int(info.pointee.ai_addrlen)))
         }
         self.host = host
         self.port = port

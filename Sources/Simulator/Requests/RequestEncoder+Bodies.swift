@@ -13,7 +13,9 @@ extension RequestEncoder {
             let dropNulls = device.platform == "android"  // Android drops null members
             json.key("attribution")
             json.beginObject()
-            for (name, click) in [("install_click_id", attribution.installClick), ("open_click_id", attribution.openClick)] {
+            for (name, click) in [
+                ("install_click_id", attribution.installClick), ("open_click_id", attribution.openClick),
+            ] {
                 if let click { json.field(name, world.clicks[Int(click)].id) } else if !dropNulls { json.null(name) }
             }
             json.field("open_type", attribution.openType)
@@ -56,7 +58,8 @@ extension RequestEncoder {
         json.beginObject()
         if type { json.field("type", "event") }
         if invalid.defect != .missingEventName { json.field("event_name", "view_item") }
-        json.field("timestamp", invalid.defect == .badTimestamp ? "yesterday at noon" : SimulatedTime.iso8601(invalid.time))
+        json.field(
+            "timestamp", invalid.defect == .badTimestamp ? "yesterday at noon" : SimulatedTime.iso8601(invalid.time))
         json.field("platform", invalid.defect == .badPlatform ? "windows" : device.platform)
         if invalid.defect != .missingDeviceID { json.field("device_id", device.id) }
         json.endObject()

@@ -14,7 +14,8 @@ struct RequestEncoder: Sendable {
         case .link(let clicks, let matches, let batchForm):
             request = SimulatedRequest(
                 path: "/api/link/events", headers: linkHeaders(),
-                body: linkBody(clicks: clicks, matches: matches, batchForm: batchForm), eventCount: clicks.count + matches.count,
+                body: linkBody(clicks: clicks, matches: matches, batchForm: batchForm),
+                eventCount: clicks.count + matches.count,
                 expectation: .accepted)
         case .single(let index):
             let event = world.events[Int(index)]
@@ -26,12 +27,16 @@ struct RequestEncoder: Sendable {
         case .batch(let device, let events, let invalid, let hasSentAt):
             var json = JSONBuffer(capacity: 256 * (events.count + invalid.count))
             json.beginObject()
-            if hasSentAt { json.field("sent_at", SimulatedTime.iso8601(sendTime + world.devices[Int(device)].clockSkew)) }
+            if hasSentAt {
+                json.field("sent_at", SimulatedTime.iso8601(sendTime + world.devices[Int(device)].clockSkew))
+            }
             json.key("batch")
             json.beginArray()
             let half = events.count / 2
             for (position, index) in events.enumerated() {
-                if position == half { for bad in invalid { writeInvalid(world.invalidEvents[Int(bad)], type: true, &json) } }
+                if position == half {
+                    for bad in invalid { writeInvalid(world.invalidEvents[Int(bad)], type: true, &json) }
+                }
                 writeEvent(world.events[Int(index)], type: true, upper: item.uppercaseDevice, &json)
             }
             if events.isEmpty { for bad in invalid { writeInvalid(world.invalidEvents[Int(bad)], type: true, &json) } }
@@ -63,7 +68,8 @@ struct RequestEncoder: Sendable {
         let info = world.devices[Int(device)]
         var headers: [SimulatedRequest.Header] = [
             .init(
-                name: "Content-Type", value: info.platform == "android" ? "application/json; charset=utf-8" : "application/json"),
+                name: "Content-Type",
+                value: info.platform == "android" ? "application/json; charset=utf-8" : "application/json"),
             .init(name: "Authorization", value: "Bearer \(publishableKey)"),
             .init(name: "X-App-ID", value: appID),
         ]

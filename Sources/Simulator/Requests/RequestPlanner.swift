@@ -77,14 +77,18 @@ struct RequestPlanner {
             for event in range {
                 let eventDay = SimulatedTime.dayIndex(world.events[Int(event)].time)
                 if eventDay != day && !pending.isEmpty {
-                    addBatch(device, pending, anchor: world.events[Int(pending.last!)].time, sentAt: rng.chance(0.7), duplicate: rng.chance(0.03))
+                    addBatch(
+                        device, pending, anchor: world.events[Int(pending.last!)].time, sentAt: rng.chance(0.7),
+                        duplicate: rng.chance(0.03))
                     pending = []
                 }
                 day = eventDay
                 pending.append(event)
             }
             if !pending.isEmpty {
-                addBatch(device, pending, anchor: world.events[Int(pending.last!)].time, sentAt: rng.chance(0.7), duplicate: rng.chance(0.03))
+                addBatch(
+                    device, pending, anchor: world.events[Int(pending.last!)].time, sentAt: rng.chance(0.7),
+                    duplicate: rng.chance(0.03))
             }
             return
         }
@@ -129,14 +133,17 @@ struct RequestPlanner {
                     content: .batch(device: invalid.device, events: valid, invalid: [Int32(index)], hasSentAt: false),
                     gzip: false, uppercaseDevice: false)
             } else {
-                item = RequestPlan.Item(content: .invalidSingle(Int32(index)), gzip: rng.chance(0.2), uppercaseDevice: false)
+                item = RequestPlan.Item(
+                    content: .invalidSingle(Int32(index)), gzip: rng.chance(0.2), uppercaseDevice: false)
             }
             sdkPhase.append((invalid.time, item))
         }
         if let device = world.devices.indices.first {
             sdkPhase.append(
-                (world.parameters.start + SimulatedTime.day / 2,
-                 RequestPlan.Item(content: .malformed(device: Int32(device)), gzip: false, uppercaseDevice: false)))
+                (
+                    world.parameters.start + SimulatedTime.day / 2,
+                    RequestPlan.Item(content: .malformed(device: Int32(device)), gzip: false, uppercaseDevice: false)
+                ))
         }
     }
 

@@ -22,7 +22,9 @@ extension Truth {
                 json.key("step_conversion")
                 json.beginArray()
                 for step in cohort.counts.indices {
-                    if step == 0 || cohort.counts[step - 1] == 0 { json.null() } else {
+                    if step == 0 || cohort.counts[step - 1] == 0 {
+                        json.null()
+                    } else {
                         json.number(ratio(cohort.counts[step], cohort.counts[step - 1]))
                     }
                 }
@@ -75,7 +77,9 @@ extension Truth {
             json.endArray()
             json.key("rates")
             json.beginArray()
-            for count in cohort.retained { if let count { json.number(ratio(count, cohort.size)) } else { json.null() } }
+            for count in cohort.retained {
+                if let count { json.number(ratio(count, cohort.size)) } else { json.null() }
+            }
             json.endArray()
             json.endObject()
         }

@@ -12,7 +12,9 @@ extension TruthCalculator {
 
         mutating func update(platform: String?, variant: LinkVariant?, _ change: (inout DayCounts) -> Void) {
             change(&total)
-            if let platform, platform == "ios" || platform == "android" { change(&byPlatform[platform, default: DayCounts()]) }
+            if let platform, platform == "ios" || platform == "android" {
+                change(&byPlatform[platform, default: DayCounts()])
+            }
             if let variant { change(&byVariant[variant, default: DayCounts()]) }
         }
     }
@@ -29,12 +31,15 @@ extension TruthCalculator {
         for match in world.matches {
             let click = world.clicks[Int(match.click)]
             let key = Key(link: click.link, day: SimulatedTime.dayIndex(match.time))
-            rows[key, default: Row()].update(platform: click.platform, variant: variant(click)) { $0.matchedInstalls += 1 }
+            rows[key, default: Row()].update(platform: click.platform, variant: variant(click)) {
+                $0.matchedInstalls += 1
+            }
         }
         for install in installs {
             guard let link = install.link else { continue }
             let device = world.devices[Int(install.device)]
-            let click = world.events[ranges[Int(install.device)]].lazy.compactMap { $0.attribution?.installClick }.first!
+            let click = world.events[ranges[Int(install.device)]].lazy.compactMap { $0.attribution?.installClick }
+                .first!
             let key = Key(link: link, day: SimulatedTime.dayIndex(install.install))
             rows[key, default: Row()].update(platform: device.platform, variant: variant(world.clicks[Int(click)])) {
                 $0.attributedInstalls += 1
@@ -56,7 +61,9 @@ extension TruthCalculator {
             }
             guard let link = attributedLink(event.device) else { continue }
             rows[Key(link: link, day: day), default: Row()].update(platform: device.platform, variant: nil) {
-                if event.kind == .event { $0.events[event.name, default: 0] += 1 } else {
+                if event.kind == .event {
+                    $0.events[event.name, default: 0] += 1
+                } else {
                     $0.retentionEvents[event.name, default: 0] += 1
                 }
                 if let revenue = Self.revenue(of: event) { $0.revenue[revenue.currency, default: 0] += revenue.cents }
@@ -79,7 +86,8 @@ extension TruthCalculator {
         for install in installs {
             guard let link = install.link else { continue }
             reports[Int(link)].attributedInstalls += 1
-            reports[Int(link)].byInstallDay[SimulatedTime.dayIndex(install.install), default: CohortValue()].installs += 1
+            reports[Int(link)].byInstallDay[SimulatedTime.dayIndex(install.install), default: CohortValue()].installs +=
+                1
         }
         for event in world.events where event.kind == .event {
             let day = SimulatedTime.dayIndex(event.time)

@@ -39,7 +39,8 @@ struct DeviceTimeline {
         let purchaseGap = rng.chance(0.4) ? 0 : rng.int(1...2)
         let currency = ["USD", "EUR", "GBP"][rng.weighted([0.6, 0.25, 0.15])]
         // Some attributed installs send their first action (the first install_click_id) days later.
-        let quietUntil = isNewest && info.installClick != nil && rng.chance(0.1)
+        let quietUntil =
+            isNewest && info.installClick != nil && rng.chance(0.1)
             ? install + rng.int64(2...4) * SimulatedTime.day : install
         var signUpIndex = Int.max
         cursor = install - 60 * SimulatedTime.second
@@ -151,7 +152,8 @@ struct DeviceTimeline {
         let data = EventData.revenue(cents: cents, currency: currency, key: rng.chance(0.9) ? "revenue" : "value")
         action("purchase", data)
         if rng.chance(WorldShape.refundShare) {
-            pendingRefunds.append((cursor + SimulatedTime.day, .revenue(cents: cents, currency: currency, key: "revenue")))
+            pendingRefunds.append(
+                (cursor + SimulatedTime.day, .revenue(cents: cents, currency: currency, key: "revenue")))
         }
     }
 

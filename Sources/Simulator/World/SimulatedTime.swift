@@ -1,4 +1,5 @@
 import CivilTime
+
 /// Times in the simulator: milliseconds since the Unix epoch, UTC (`Int64`).
 ///
 /// Every generated event time is a whole second, so durations, medians and day boundaries in the

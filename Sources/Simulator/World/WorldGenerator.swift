@@ -65,7 +65,8 @@ struct WorldGenerator {
                 time: time, kind: kind, platform: platform,
                 userAgent: kind == .web && rng.chance(0.7) ? rng.pick(agents) : nil,
                 ip: rng.chance(0.5) ? "203.0.113.\(rng.int(1...254))" : nil,
-                referrer: kind == .web && rng.chance(0.4) ? rng.pick(["https://news.example.com/", "https://t.co/x"]) : nil))
+                referrer: kind == .web && rng.chance(0.4)
+                    ? rng.pick(["https://news.example.com/", "https://t.co/x"]) : nil))
         return Int32(index)
     }
 
@@ -87,7 +88,9 @@ struct WorldGenerator {
                 let probabilistic = rng.chance(WorldShape.probabilisticShare)
                 if probabilistic {
                     delay = rng.int64(20...840) * 1000
-                } else if rng.chance(WorldShape.lateInstallShare), clickTime + 10 * SimulatedTime.day < end - SimulatedTime.hour {
+                } else if rng.chance(WorldShape.lateInstallShare),
+                    clickTime + 10 * SimulatedTime.day < end - SimulatedTime.hour
+                {
                     delay = rng.int64(8 * 86_400...10 * 86_400) * 1000
                 } else {
                     delay = min(rng.exponentialSeconds(mean: 6 * 3600) + 60, 3 * 86_400) * 1000

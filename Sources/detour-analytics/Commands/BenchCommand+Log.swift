@@ -95,11 +95,17 @@ extension BenchCommand {
                 ("mb_per_s", format(Double(ndjson) / elapsed / 1e6)),
                 ("ndjson_bytes", String(ndjson)), ("disk_bytes", String(disk)),
                 ("compression_ratio", format(Double(ndjson) / Double(max(1, disk)))), ("frames", String(frames)),
-                ("syncs", String(syncs.count)), ("sync_ms_mean", format(syncs.seconds * 1000 / Double(max(1, syncs.count)))),
-                ("ack_ms_mean", format(Double(counters.latencyNanos.load(ordering: .relaxed)) / 1e6
-                    / Double(max(1, counters.acknowledged.load(ordering: .relaxed))))),
+                ("syncs", String(syncs.count)),
+                ("sync_ms_mean", format(syncs.seconds * 1000 / Double(max(1, syncs.count)))),
+                (
+                    "ack_ms_mean",
+                    format(
+                        Double(counters.latencyNanos.load(ordering: .relaxed)) / 1e6
+                            / Double(max(1, counters.acknowledged.load(ordering: .relaxed))))
+                ),
                 ("avg_envelope_bytes", String(pool.reduce(0) { $0 + $1.count } / pool.count)),
-                ("failed_appends", String(counters.failures.load(ordering: .relaxed))), ("stuck_threads", String(stuck)),
+                ("failed_appends", String(counters.failures.load(ordering: .relaxed))),
+                ("stuck_threads", String(stuck)),
             ])
         try? FileManager.default.removeItem(atPath: configuration.directory)
         exit(stuck > 0 ? 3 : 0)  // without waiting for the writer thread
@@ -115,7 +121,9 @@ extension BenchCommand {
         var bytes: Int64 = 128 << 20
         if let text = try arguments.option("--segment-bytes") {
             bytes = try parseBytes(text, flag: "--segment-bytes")
-            guard (1 << 20)...(4 << 30) ~= bytes else { throw UsageError(description: "--segment-bytes must be 1MiB...4GiB") }
+            guard (1 << 20)...(4 << 30) ~= bytes else {
+                throw UsageError(description: "--segment-bytes must be 1MiB...4GiB")
+            }
         }
         var configuration = LogConfiguration(directory: directory + "/segments", node: "bench")
         if let codec = try arguments.codec() { configuration.codec = codec }
@@ -226,7 +234,8 @@ extension BenchCommand {
                         appended = try? writer.append(records)
                     }
                     counters.count(
-                        error: appended == nil ? .unavailable(reason: "") : nil, events: perAppend, bytes: size, since: issued)
+                        error: appended == nil ? .unavailable(reason: "") : nil, events: perAppend, bytes: size,
+                        since: issued)
                 }
                 finished.signal()
             }.start()

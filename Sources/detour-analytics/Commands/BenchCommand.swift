@@ -48,7 +48,8 @@ enum BenchCommand: Command {
 
     static func run(_ arguments: inout Arguments, environment: Environment) throws -> Int32 {
         guard let which = arguments.popPositional() else {
-            throw UsageError(description: "expected a benchmark: bodies, segments, scanner, log, recovery, loader or reports")
+            throw UsageError(
+                description: "expected a benchmark: bodies, segments, scanner, log, recovery, loader or reports")
         }
         switch which {
         case "bodies": try runBodies(&arguments)

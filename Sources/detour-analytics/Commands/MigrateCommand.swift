@@ -27,7 +27,9 @@ enum MigrateCommand: Command {
         let directory = try sqlDirectory(&arguments, environment)
         try arguments.finish()
         let address = try requireDatabase(url)
-        return try unavailableOnDatabaseFailure(statementsAreOurs: true) { try migrate(url: address, directory: directory) }
+        return try unavailableOnDatabaseFailure(statementsAreOurs: true) {
+            try migrate(url: address, directory: directory)
+        }
     }
 
     /// Applies the migrations of `directory` and says what it did, with warnings for recorded

@@ -23,7 +23,9 @@ final class ChildProcess: @unchecked Sendable {
         outputPath = scratch + ".out"
         errorPath = scratch + ".err"
         var environment = PipelineProcess.passedOn.merging(environment) { $1 }
-        if environment["PATH"] == nil { environment["PATH"] = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin" }
+        if environment["PATH"] == nil {
+            environment["PATH"] = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }

@@ -20,7 +20,8 @@ struct ExactlyOnceReport: CustomStringConvertible {
 
     /// Compares the `events` rows of `app` with what the client sent and had acknowledged.
     static func check(connection: Connection, app: String, tally: LoadClient.Tally) throws -> ExactlyOnceReport {
-        let rows = try connection.query("SELECT event_id, count(*) AS n FROM events WHERE app_id = \(app) GROUP BY event_id")
+        let rows = try connection.query(
+            "SELECT event_id, count(*) AS n FROM events WHERE app_id = \(app) GROUP BY event_id")
         var counts: [String: Int] = [:]
         for row in rows { counts[try row["event_id", as: String.self]] = try row["n", as: Int.self] }
         return ExactlyOnceReport(

@@ -1,6 +1,6 @@
 import Foundation
-import Synchronization
 import Locking
+import Synchronization
 
 /// Client threads that post batches of known events (unique `event_id`s) to whatever port the
 /// pipeline listens on now, and remember which ids were acknowledged (2xx, not rejected).
@@ -55,11 +55,13 @@ final class LoadClient: Sendable {
             }
             let body = Array(#"{"batch":[\#(events.joined(separator: ","))]}"#.utf8)
             tally.withLock { $0.sent.formUnion(ids) }
-            let response = RawHTTP.post(port: target, "/api/analytics/batch", key: app.publishable, app: app.id, body: body, timeout: 60)
+            let response = RawHTTP.post(
+                port: target, "/api/analytics/batch", key: app.publishable, app: app.id, body: body, timeout: 60)
             let status = response?.status ?? 0
             var accepted: [String] = []
             if let response, (200..<300).contains(status) {
-                let rejected = Set(((response.json?["rejected"] as? [[String: Any]]) ?? []).compactMap { $0["index"] as? Int })
+                let rejected = Set(
+                    ((response.json?["rejected"] as? [[String: Any]]) ?? []).compactMap { $0["index"] as? Int })
                 accepted = ids.enumerated().filter { !rejected.contains($0.offset) }.map(\.element)
             }
             tally.withLock {
