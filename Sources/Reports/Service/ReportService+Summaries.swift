@@ -22,8 +22,7 @@ extension ReportService {
             utm.reserveCapacity(result.count * 4)
             // Element buffers reused by every row.
             var lists = ReportNameLists(), countScratch: [Int] = [], amountScratch: [String] = []
-            var sources: [String] = [], mediums: [String] = [], campaigns: [String] = [], rates: [String] = []
-            var clicks: [Int] = [], opens: [Int] = [], matched: [Int] = [], attributed: [Int] = []
+            var utmArrays = UTMArrays()
             // In (path, day) order, so rows and UTM rows are appended where they belong.
             try ReportPacked.forEachLinePairByPathAndDay(result, what: "report_link_summary_lines") {
                 line, platforms, path, day in
@@ -49,35 +48,7 @@ extension ReportService {
                 var amounts: [String] = []
                 amounts.reserveCapacity(3 * currencies.count)
                 let revenue = try Self.append(&line, currencies, to: &amounts, &amountScratch)
-                sources.removeAll(keepingCapacity: true)
-                mediums.removeAll(keepingCapacity: true)
-                campaigns.removeAll(keepingCapacity: true)
-                clicks.removeAll(keepingCapacity: true)
-                opens.removeAll(keepingCapacity: true)
-                matched.removeAll(keepingCapacity: true)
-                attributed.removeAll(keepingCapacity: true)
-                rates.removeAll(keepingCapacity: true)
-                try line.strings(into: &sources)
-                try line.strings(into: &mediums)
-                try line.strings(into: &campaigns)
-                try line.ints(into: &clicks)
-                try line.ints(into: &opens)
-                try line.ints(into: &matched)
-                try line.ints(into: &attributed)
-                try line.strings(into: &rates)
-                guard
-                    mediums.count == sources.count, campaigns.count == sources.count, clicks.count == sources.count,
-                    opens.count == sources.count, matched.count == sources.count,
-                    attributed.count == sources.count, rates.count == sources.count
-                else { throw ReportError.database(message: "report_link_summary: UTM arrays of different lengths") }
-                for index in sources.indices {
-                    utm.append(
-                        UTMRow(
-                            path: path, day: day, source: Self.absent(sources[index]),
-                            medium: Self.absent(mediums[index]), campaign: Self.absent(campaigns[index]),
-                            clicks: clicks[index], universalLinkOpens: opens[index], matchedInstalls: matched[index],
-                            attributedInstalls: attributed[index], installRate: Self.absent(rates[index])))
-                }
+                try utmArrays.read(&line, path: path, day: day, into: &utm)
                 // The platform splits (sql/066), parallel to the names and currencies read above.
                 let iosEvents = try Self.append(&platforms, eventNames, to: &counts, &countScratch, sameAs: events)
                 let androidEvents = try Self.append(
@@ -382,5 +353,46 @@ extension ReportService {
             throw ReportError.database(message: "column #\(position): not a date: \(text)")
         }
         return day
+    }
+}
+
+/// The UTM breakdown of one `report_link_summary` line: parallel arrays (source, medium, campaign,
+/// and per element its counts and install rate), read into buffers reused by every line.
+private struct UTMArrays {
+    var sources: [String] = [], mediums: [String] = [], campaigns: [String] = [], rates: [String] = []
+    var clicks: [Int] = [], opens: [Int] = [], matched: [Int] = [], attributed: [Int] = []
+
+    /// Reads the line's UTM arrays and appends a `UTMRow` of `path` and `day` per element to `rows`.
+    /// - Throws: `ReportError.database` when the arrays' lengths differ.
+    mutating func read(_ line: inout ReportPacked, path: String, day: ReportDay, into rows: inout [UTMRow]) throws {
+        sources.removeAll(keepingCapacity: true)
+        mediums.removeAll(keepingCapacity: true)
+        campaigns.removeAll(keepingCapacity: true)
+        clicks.removeAll(keepingCapacity: true)
+        opens.removeAll(keepingCapacity: true)
+        matched.removeAll(keepingCapacity: true)
+        attributed.removeAll(keepingCapacity: true)
+        rates.removeAll(keepingCapacity: true)
+        try line.strings(into: &sources)
+        try line.strings(into: &mediums)
+        try line.strings(into: &campaigns)
+        try line.ints(into: &clicks)
+        try line.ints(into: &opens)
+        try line.ints(into: &matched)
+        try line.ints(into: &attributed)
+        try line.strings(into: &rates)
+        guard
+            mediums.count == sources.count, campaigns.count == sources.count, clicks.count == sources.count,
+            opens.count == sources.count, matched.count == sources.count,
+            attributed.count == sources.count, rates.count == sources.count
+        else { throw ReportError.database(message: "report_link_summary: UTM arrays of different lengths") }
+        for index in sources.indices {
+            rows.append(
+                UTMRow(
+                    path: path, day: day, source: ReportService.absent(sources[index]),
+                    medium: ReportService.absent(mediums[index]), campaign: ReportService.absent(campaigns[index]),
+                    clicks: clicks[index], universalLinkOpens: opens[index], matchedInstalls: matched[index],
+                    attributedInstalls: attributed[index], installRate: ReportService.absent(rates[index])))
+        }
     }
 }
