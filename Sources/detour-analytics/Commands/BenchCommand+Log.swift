@@ -30,27 +30,7 @@ extension BenchCommand {
         guard let mode = LogAppendMode(rawValue: modeName) else {
             throw UsageError(description: "--append must be completion, ndjson or records")
         }
-        var configuration = LogConfiguration(directory: directory + "/segments", node: "bench")
-        if let codec = try arguments.codec() { configuration.codec = codec }
-        if let level = try arguments.option("--level") {
-            guard let parsed = Int(level) else { throw UsageError(description: "--level must be an integer") }
-            configuration.compressionLevel = parsed
-        }
-        if let syncs = try arguments.option("--syncs-in-flight") {
-            guard let parsed = Int(syncs), (1...8).contains(parsed) else {
-                throw UsageError(description: "--syncs-in-flight must be 1...8")
-            }
-            configuration.syncsInFlight = parsed
-        }
-        if let text = try arguments.option("--preallocate") {
-            configuration.preallocationBytes = try parseBytes(text, flag: "--preallocate")
-        }
-        if let text = try arguments.option("--max-batch") {
-            configuration.maxBatchBytes = Int(try parseBytes(text, flag: "--max-batch"))
-        }
-        configuration.compressionThreads = try arguments.integer(
-            "--compressors", default: configuration.compressionThreads, in: 1...8)
-        if let durability = try arguments.durability() { configuration.durability = durability }
+        let configuration = try logConfiguration(&arguments, directory: directory + "/segments")
         try arguments.finish()
 
         let pool = try envelopePool(bodies: bodies)
@@ -109,6 +89,33 @@ extension BenchCommand {
             ])
         try? FileManager.default.removeItem(atPath: configuration.directory)
         exit(stuck > 0 ? 3 : 0)  // without waiting for the writer thread
+    }
+
+    /// `bench log`'s writer settings (`--codec`, `--level`, `--syncs-in-flight`, `--preallocate`,
+    /// `--max-batch`, `--compressors`, `--durability`) for a log in `directory`.
+    private static func logConfiguration(_ arguments: inout Arguments, directory: String) throws -> LogConfiguration {
+        var configuration = LogConfiguration(directory: directory, node: "bench")
+        if let codec = try arguments.codec() { configuration.codec = codec }
+        if let level = try arguments.option("--level") {
+            guard let parsed = Int(level) else { throw UsageError(description: "--level must be an integer") }
+            configuration.compressionLevel = parsed
+        }
+        if let syncs = try arguments.option("--syncs-in-flight") {
+            guard let parsed = Int(syncs), (1...8).contains(parsed) else {
+                throw UsageError(description: "--syncs-in-flight must be 1...8")
+            }
+            configuration.syncsInFlight = parsed
+        }
+        if let text = try arguments.option("--preallocate") {
+            configuration.preallocationBytes = try parseBytes(text, flag: "--preallocate")
+        }
+        if let text = try arguments.option("--max-batch") {
+            configuration.maxBatchBytes = Int(try parseBytes(text, flag: "--max-batch"))
+        }
+        configuration.compressionThreads = try arguments.integer(
+            "--compressors", default: configuration.compressionThreads, in: 1...8)
+        if let durability = try arguments.durability() { configuration.durability = durability }
+        return configuration
     }
 
     /// `bench recovery`: a writer's start-up over one full open segment of the bench envelopes that
