@@ -26,7 +26,8 @@ enum BenchCommand: Command {
                    the JSON scanner vs Foundation JSONSerialization on the same bodies (MB/s)
           log      --dir DIR [--bodies DIR] [--seconds S] [--codec zstd|gzip] [--threads N]
                    [--events-per-append N] [--durability fsync|interval:DUR] [--level N]
-                   [--syncs-in-flight N] [--preallocate SIZE] [--append completion|ndjson|records]
+                   [--syncs-in-flight N] [--preallocate SIZE] [--max-batch SIZE] [--compressors N]
+                   [--append completion|ndjson|records]
                    the event log writer alone: events/s, NDJSON MB/s, compression ratio; --threads
                    requests (default 8; bench/run uses 64) of --events-per-append envelopes in flight,
                    handed over as ingest does (--append completion, the default)
