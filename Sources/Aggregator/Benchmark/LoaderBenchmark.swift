@@ -95,54 +95,17 @@ package enum LoaderBenchmark {
         // Each side runs after the other in turn (`copyFirst`), so whatever the first leaves the
         // server doing (writing back its pages, autovacuum of what it loaded) does not always
         // land on the same side; bench/run alternates the order over its runs.
-        func load() throws -> (loadSeconds: Double, rollupSeconds: Double, cycles: Int) {
-            progress("bench: loading with the aggregator")
-            var configuration = AggregatorConfiguration(databaseURL: loadURL, dataDirectory: work)
-            configuration.retainLoadedSegmentsFor = nil
-            if let maxEventsPerCycle { configuration.maxEventsPerCycle = maxEventsPerCycle }
-            let aggregator = try Aggregator(configuration: configuration, registry: .init())
-            // Cycles until caught up (what `runUntilCaughtUp` does), timed apart from the rollup passes:
-            // the load figure is "to committed rows", the rollup figure "until the reports are current".
-            var summaries: [CycleSummary] = []
-            let loadStart = ContinuousClock.now
-            for _ in 0..<100_000 {
-                let summary = try aggregator.runOnce()
-                summaries.append(summary)
-                if !summary.backlog || !summary.ran { break }
-            }
-            let cyclesEnd = ContinuousClock.now
-            try aggregator.processRollups()
-            let rollupsEnd = ContinuousClock.now
-            let passSeconds = summaries.reduce(0.0) { $0 + ($1.rollupDuration?.seconds ?? 0) }
-            aggregator.stop()
-            let rows = summaries.reduce(0) { $0 + $1.rows }
-            progress("bench: load phases " + CycleSummary.phaseTotals(summaries, decimals: 2))
-            guard rows == events else {
-                throw AggregatorError.database("benchmark loaded \(rows) rows, expected \(events)")
-            }
-            return (
-                (cyclesEnd - loadStart).seconds - passSeconds, passSeconds + (rollupsEnd - cyclesEnd).seconds,
-                summaries.count
-            )
-        }
-
-        func copy() throws -> Double {
-            progress("bench: psql \\copy baseline")
-            let copyStart = ContinuousClock.now
-            try runPSQL(
-                psql, url: databaseURL,
-                command: "\\copy \(SQL.quoteIdentifier(copySchema)).bench_rows FROM '\(csvPath)' WITH (FORMAT csv)")
-            let copySeconds = (ContinuousClock.now - copyStart).seconds
-            let check = try Connection(url: databaseURL)
-            defer { check.close() }
-            let copied = try check.query("select count(*) as n from \(identifier: copySchema).bench_rows").first?[
-                "n", as: Int.self]
-            guard copied == events else { throw AggregatorError.database("baseline copied \(copied ?? -1) rows") }
-            return copySeconds
-        }
-
         let copySeconds: Double
-        let loaded: (loadSeconds: Double, rollupSeconds: Double, cycles: Int)
+        let loaded: Loaded
+        func load() throws -> Loaded {
+            try loadWithAggregator(
+                url: loadURL, dataDirectory: work, maxEventsPerCycle: maxEventsPerCycle, events: events,
+                progress: progress)
+        }
+        func copy() throws -> Double {
+            try copyWithPSQL(
+                psql, url: databaseURL, schema: copySchema, csvPath: csvPath, events: events, progress: progress)
+        }
         if copyFirst {
             copySeconds = try copy()
             loaded = try load()
@@ -153,6 +116,63 @@ package enum LoaderBenchmark {
         return Result(
             events: events, segmentBytes: segmentBytes, loadSeconds: loaded.loadSeconds, cycles: loaded.cycles,
             copySeconds: copySeconds, rollupSeconds: loaded.rollupSeconds)
+    }
+
+    /// What the aggregator's side took: its load cycles, its rollup passes, and how many cycles.
+    typealias Loaded = (loadSeconds: Double, rollupSeconds: Double, cycles: Int)
+
+    /// The aggregator's side: cycles until caught up into the schema of `url`, then the rollups.
+    private static func loadWithAggregator(
+        url loadURL: String, dataDirectory work: String, maxEventsPerCycle: Int?, events: Int,
+        progress: (String) -> Void
+    ) throws -> Loaded {
+        progress("bench: loading with the aggregator")
+        var configuration = AggregatorConfiguration(databaseURL: loadURL, dataDirectory: work)
+        configuration.retainLoadedSegmentsFor = nil
+        if let maxEventsPerCycle { configuration.maxEventsPerCycle = maxEventsPerCycle }
+        let aggregator = try Aggregator(configuration: configuration, registry: .init())
+        // Cycles until caught up (what `runUntilCaughtUp` does), timed apart from the rollup passes:
+        // the load figure is "to committed rows", the rollup figure "until the reports are current".
+        var summaries: [CycleSummary] = []
+        let loadStart = ContinuousClock.now
+        for _ in 0..<100_000 {
+            let summary = try aggregator.runOnce()
+            summaries.append(summary)
+            if !summary.backlog || !summary.ran { break }
+        }
+        let cyclesEnd = ContinuousClock.now
+        try aggregator.processRollups()
+        let rollupsEnd = ContinuousClock.now
+        let passSeconds = summaries.reduce(0.0) { $0 + ($1.rollupDuration?.seconds ?? 0) }
+        aggregator.stop()
+        let rows = summaries.reduce(0) { $0 + $1.rows }
+        progress("bench: load phases " + CycleSummary.phaseTotals(summaries, decimals: 2))
+        guard rows == events else {
+            throw AggregatorError.database("benchmark loaded \(rows) rows, expected \(events)")
+        }
+        return (
+            (cyclesEnd - loadStart).seconds - passSeconds, passSeconds + (rollupsEnd - cyclesEnd).seconds,
+            summaries.count
+        )
+    }
+
+    /// The baseline's side: `psql \copy` of the CSV into the baseline table of `copySchema`; its seconds.
+    private static func copyWithPSQL(
+        _ psql: String, url databaseURL: String, schema copySchema: String, csvPath: String,
+        events: Int, progress: (String) -> Void
+    ) throws -> Double {
+        progress("bench: psql \\copy baseline")
+        let copyStart = ContinuousClock.now
+        try runPSQL(
+            psql, url: databaseURL,
+            command: "\\copy \(SQL.quoteIdentifier(copySchema)).bench_rows FROM '\(csvPath)' WITH (FORMAT csv)")
+        let copySeconds = (ContinuousClock.now - copyStart).seconds
+        let check = try Connection(url: databaseURL)
+        defer { check.close() }
+        let copied = try check.query("select count(*) as n from \(identifier: copySchema).bench_rows").first?[
+            "n", as: Int.self]
+        guard copied == events else { throw AggregatorError.database("baseline copied \(copied ?? -1) rows") }
+        return copySeconds
     }
 
     /// The baseline table: the raw tables' columns, the same indexes plus the unique key.
