@@ -39,6 +39,7 @@ extension Loader {
             dedupFirstNext = true
             staging = StagingBatch(window: window)
             for (chunk, node) in chunks { staging.add(chunk, node: node) }
+            // `load` is optimistic only without safe casts, so the rows go in as they were staged.
             let inserted = try dedupFirst(connection, staging, safeCasts: false)
             phases.lap("dedup+copy")
             return (staging, inserted)
