@@ -30,10 +30,34 @@ package enum ReportBenchmark {
     {
         let end: ReportDay
         if let to { end = to } else { end = try newestDay(connection, app: app) }
-        let start = end.adding(days: -29)
+        let window = Window(app: app, start: end.adding(days: -29), end: end)
         let service = ReportService(connection: connection)
+        var timer = Timer(runs: runs)
+        try measureReports(service, window, &timer)
+        try measureServed(service, window, &timer)
+        try measureQueries(connection, window, &timer)
+        try timer.measure("daily.content") {
+            let content = try DailyReportContent.load(
+                connection: connection, app: app, date: end, isComplete: true, requiredWatermark: "")
+            return content.links.rows.count
+        }
+        return timer.timings
+    }
+
+    /// The app and the 30 days a run reports on.
+    private struct Window {
+        let app: String
+        let start: ReportDay
+        let end: ReportDay
+    }
+
+    /// Times named bodies and keeps their timings in order.
+    private struct Timer {
+        let runs: Int
         var timings: [Timing] = []
-        func measure(_ name: String, _ body: () throws -> Int) throws(ReportError) {
+
+        /// Runs `body` once to warm up, then `runs` times timed; `body` returns the rows it read.
+        mutating func measure(_ name: String, _ body: () throws -> Int) throws(ReportError) {
             var samples: [Double] = []
             var rows = 0
             do {
@@ -54,32 +78,48 @@ package enum ReportBenchmark {
                     name: name, medianMilliseconds: samples[samples.count / 2], minMilliseconds: samples[0], rows: rows)
             )
         }
+    }
+
+    /// Every `ReportService` report end to end: as served reads it, decoded into rows, and from the
+    /// views (the baseline).
+    private static func measureReports(
+        _ service: ReportService, _ window: Window, _ timer: inout Timer
+    ) throws(ReportError) {
+        let (app, start, end) = (window.app, window.start, window.end)
         // The per-link report as `report(.links, ...)` reads it for serving: the query and the check
         // of every line (`LinkLines`; its rows are written from the lines with the JSON).
-        try measure("links") { try service.report(.links, app: app, from: start, to: end).tables[0].count }
+        try timer.measure("links") { try service.report(.links, app: app, from: start, to: end).tables[0].count }
         // The same lines decoded into rows (`LinkReport`: what the daily job and the totals read).
-        try measure("links.rows") { try service.links(app: app, from: start, to: end).rows.count }
+        try timer.measure("links.rows") { try service.links(app: app, from: start, to: end).rows.count }
         // The same report assembled from the four per-link views (the pre-054 way): the baseline.
-        try measure("links.views") { try service.linksFromViews(app: app, from: start, to: end).rows.count }
+        try timer.measure("links.views") { try service.linksFromViews(app: app, from: start, to: end).rows.count }
         // The attribution as served reads it (`AttributionLines`), and decoded into rows (the daily
         // job's read).
-        try measure("attribution") {
+        try timer.measure("attribution") {
             try service.report(.attribution, app: app, from: start, to: end).tables[0].count
         }
-        try measure("attribution.rows") { try service.attribution(app: app, from: start, to: end).rows.count }
-        try measure("attribution.views") {
+        try timer.measure("attribution.rows") { try service.attribution(app: app, from: start, to: end).rows.count }
+        try timer.measure("attribution.views") {
             try service.attributionFromViews(app: app, from: start, to: end).rows.count
         }
         // The funnel as served reads it (the query and the check of every line, `FunnelLines`), and
         // the same lines decoded into rows (`FunnelReport`: what the daily job reads).
-        try measure("funnel") { try service.report(.funnel, app: app, from: start, to: end).tables[0].count }
-        try measure("funnel.rows") { try service.funnel(app: app, from: start, to: end).rows.count }
-        try measure("funnel.views") { try service.funnelFromViews(app: app, from: start, to: end).rows.count }
-        try measure("retention") { try service.retention(app: app, from: start, to: end).rows.count }
-        try measure("retention.views") { try service.retentionFromViews(app: app, from: start, to: end).rows.count }
-        // Each report as the API answers it (and `report <kind> --format json` prints it): the same
-        // `ReportService.report` call, then its JSON written as the API's body (`ReportJSONPieces`)
-        // and read out in libmicrohttpd's 64 KiB calls.
+        try timer.measure("funnel") { try service.report(.funnel, app: app, from: start, to: end).tables[0].count }
+        try timer.measure("funnel.rows") { try service.funnel(app: app, from: start, to: end).rows.count }
+        try timer.measure("funnel.views") { try service.funnelFromViews(app: app, from: start, to: end).rows.count }
+        try timer.measure("retention") { try service.retention(app: app, from: start, to: end).rows.count }
+        try timer.measure("retention.views") {
+            try service.retentionFromViews(app: app, from: start, to: end).rows.count
+        }
+    }
+
+    /// Each report as the API answers it (and `report <kind> --format json` prints it): the same
+    /// `ReportService.report` call, then its JSON written as the API's body (`ReportJSONPieces`)
+    /// and read out in libmicrohttpd's 64 KiB calls; also the JSON alone and compressed.
+    private static func measureServed(
+        _ service: ReportService, _ window: Window, _ timer: inout Timer
+    ) throws(ReportError) {
+        let (app, start, end) = (window.app, window.start, window.end)
         let piece = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
         defer { piece.deallocate() }
         func send(_ report: any RenderableReport, encoding: ReportEncoding? = nil) -> Int {
@@ -89,13 +129,22 @@ package enum ReportBenchmark {
             return bytes > 0 ? report.tables.first?.count ?? 0 : 0
         }
         for kind in ReportKind.allCases {
-            try measure(kind.rawValue + ".served") { send(try service.report(kind, app: app, from: start, to: end)) }
+            try timer.measure(kind.rawValue + ".served") {
+                send(try service.report(kind, app: app, from: start, to: end))
+            }
             // The JSON alone, of a report made once: the writing's share of the served time.
             let report = try service.report(kind, app: app, from: start, to: end)
-            try measure(kind.rawValue + ".json") { send(report) }
+            try timer.measure(kind.rawValue + ".json") { send(report) }
             // The same JSON compressed as the API sends it to a client that accepts zstd.
-            try measure(kind.rawValue + ".json.zstd") { send(report, encoding: .zstd) }
+            try timer.measure(kind.rawValue + ".json.zstd") { send(report, encoding: .zstd) }
         }
+    }
+
+    /// Each underlying SQL query on its own.
+    private static func measureQueries(
+        _ connection: Connection, _ window: Window, _ timer: inout Timer
+    ) throws(ReportError) {
+        let (app, start, end) = (window.app, window.start, window.end)
         let queries: [(String, SQL)] = [
             ("sql.link_summary", ReportSQL.linkSummary(app: app, from: start, to: end)),
             ("sql.link_daily", ReportSQL.linkDaily(app: app, from: start, to: end)),
@@ -113,14 +162,8 @@ package enum ReportBenchmark {
             ("sql.retention", ReportSQL.retention(app: app, from: start, to: end)),
         ]
         for (name, sql) in queries {
-            try measure(name) { try connection.query(sql).count }
+            try timer.measure(name) { try connection.query(sql).count }
         }
-        try measure("daily.content") {
-            let content = try DailyReportContent.load(
-                connection: connection, app: app, date: end, isComplete: true, requiredWatermark: "")
-            return content.links.rows.count
-        }
-        return timings
     }
 
     /// The timings as an aligned text table.

@@ -69,7 +69,13 @@ extension BenchCommand {
             return
         }
         guard source == "simulator" else { throw UsageError(description: "--seed: sql or simulator") }
+        try runReportsSimulated(url: url, sizes: sizes, links: links, runs: runs, work: work)
+    }
 
+    /// `bench reports` with the simulator's worlds: each size's events written to a log in `work`,
+    /// loaded by the aggregator into a schema of their own (dropped afterwards) and timed; one
+    /// result line per size.
+    private static func runReportsSimulated(url: String, sizes: [Int], links: Int, runs: Int, work: String) throws {
         let suffix = String(UInt64.random(in: 0..<UInt64.max), radix: 16)
         let schema = "bench_reports_" + suffix
         let data = work + "/reports-" + suffix
