@@ -5,6 +5,9 @@ import Testing
 
 @testable import detour_analytics
 
+// Signals and full disks: SIGTERM, SIGHUP and a doubled signal stop the commands cleanly, and a
+// full standard output or error ends a command with a clear status or is served through, not a crash.
+
 extension CommandLineTests {
     @Test("SIGTERM while serve is still starting (waiting for PostgreSQL) ends in a clean shutdown, not a kill")
     func signalDuringStartUp() throws {

@@ -5,6 +5,10 @@ import Testing
 
 @testable import detour_analytics
 
+// The commands that work on a database or a data directory (report daily, simulate, aggregate,
+// segments, apps create, migrate): their answers and exit statuses when either is missing,
+// unreachable, unmigrated or refuses.
+
 extension CommandLineTests {
     @Test("report daily writes every complete app, refuses the others, and exits 75 so cron tries again")
     func reportDailyEachApp() throws {
