@@ -32,16 +32,16 @@ package enum ReportBenchmark {
         if let to { end = to } else { end = try newestDay(connection, app: app) }
         let window = Window(app: app, start: end.adding(days: -29), end: end)
         let service = ReportService(connection: connection)
-        var timer = Timer(runs: runs)
-        try measureReports(service, window, &timer)
-        try measureServed(service, window, &timer)
-        try measureQueries(connection, window, &timer)
-        try timer.measure("daily.content") {
+        var stopwatch = Stopwatch(runs: runs)
+        try measureReports(service, window, &stopwatch)
+        try measureServed(service, window, &stopwatch)
+        try measureQueries(connection, window, &stopwatch)
+        try stopwatch.measure("daily.content") {
             let content = try DailyReportContent.load(
                 connection: connection, app: app, date: end, isComplete: true, requiredWatermark: "")
             return content.links.rows.count
         }
-        return timer.timings
+        return stopwatch.timings
     }
 
     /// The app and the 30 days a run reports on.
@@ -52,7 +52,7 @@ package enum ReportBenchmark {
     }
 
     /// Times named bodies and keeps their timings in order.
-    private struct Timer {
+    private struct Stopwatch {
         let runs: Int
         var timings: [Timing] = []
 
@@ -83,32 +83,32 @@ package enum ReportBenchmark {
     /// Every `ReportService` report end to end: as served reads it, decoded into rows, and from the
     /// views (the baseline).
     private static func measureReports(
-        _ service: ReportService, _ window: Window, _ timer: inout Timer
+        _ service: ReportService, _ window: Window, _ stopwatch: inout Stopwatch
     ) throws(ReportError) {
         let (app, start, end) = (window.app, window.start, window.end)
         // The per-link report as `report(.links, ...)` reads it for serving: the query and the check
         // of every line (`LinkLines`; its rows are written from the lines with the JSON).
-        try timer.measure("links") { try service.report(.links, app: app, from: start, to: end).tables[0].count }
+        try stopwatch.measure("links") { try service.report(.links, app: app, from: start, to: end).tables[0].count }
         // The same lines decoded into rows (`LinkReport`: what the daily job and the totals read).
-        try timer.measure("links.rows") { try service.links(app: app, from: start, to: end).rows.count }
+        try stopwatch.measure("links.rows") { try service.links(app: app, from: start, to: end).rows.count }
         // The same report assembled from the four per-link views (the pre-054 way): the baseline.
-        try timer.measure("links.views") { try service.linksFromViews(app: app, from: start, to: end).rows.count }
+        try stopwatch.measure("links.views") { try service.linksFromViews(app: app, from: start, to: end).rows.count }
         // The attribution as served reads it (`AttributionLines`), and decoded into rows (the daily
         // job's read).
-        try timer.measure("attribution") {
+        try stopwatch.measure("attribution") {
             try service.report(.attribution, app: app, from: start, to: end).tables[0].count
         }
-        try timer.measure("attribution.rows") { try service.attribution(app: app, from: start, to: end).rows.count }
-        try timer.measure("attribution.views") {
+        try stopwatch.measure("attribution.rows") { try service.attribution(app: app, from: start, to: end).rows.count }
+        try stopwatch.measure("attribution.views") {
             try service.attributionFromViews(app: app, from: start, to: end).rows.count
         }
         // The funnel as served reads it (the query and the check of every line, `FunnelLines`), and
         // the same lines decoded into rows (`FunnelReport`: what the daily job reads).
-        try timer.measure("funnel") { try service.report(.funnel, app: app, from: start, to: end).tables[0].count }
-        try timer.measure("funnel.rows") { try service.funnel(app: app, from: start, to: end).rows.count }
-        try timer.measure("funnel.views") { try service.funnelFromViews(app: app, from: start, to: end).rows.count }
-        try timer.measure("retention") { try service.retention(app: app, from: start, to: end).rows.count }
-        try timer.measure("retention.views") {
+        try stopwatch.measure("funnel") { try service.report(.funnel, app: app, from: start, to: end).tables[0].count }
+        try stopwatch.measure("funnel.rows") { try service.funnel(app: app, from: start, to: end).rows.count }
+        try stopwatch.measure("funnel.views") { try service.funnelFromViews(app: app, from: start, to: end).rows.count }
+        try stopwatch.measure("retention") { try service.retention(app: app, from: start, to: end).rows.count }
+        try stopwatch.measure("retention.views") {
             try service.retentionFromViews(app: app, from: start, to: end).rows.count
         }
     }
@@ -117,7 +117,7 @@ package enum ReportBenchmark {
     /// `ReportService.report` call, then its JSON written as the API's body (`ReportJSONPieces`)
     /// and read out in libmicrohttpd's 64 KiB calls; also the JSON alone and compressed.
     private static func measureServed(
-        _ service: ReportService, _ window: Window, _ timer: inout Timer
+        _ service: ReportService, _ window: Window, _ stopwatch: inout Stopwatch
     ) throws(ReportError) {
         let (app, start, end) = (window.app, window.start, window.end)
         let piece = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
@@ -129,20 +129,20 @@ package enum ReportBenchmark {
             return bytes > 0 ? report.tables.first?.count ?? 0 : 0
         }
         for kind in ReportKind.allCases {
-            try timer.measure(kind.rawValue + ".served") {
+            try stopwatch.measure(kind.rawValue + ".served") {
                 send(try service.report(kind, app: app, from: start, to: end))
             }
             // The JSON alone, of a report made once: the writing's share of the served time.
             let report = try service.report(kind, app: app, from: start, to: end)
-            try timer.measure(kind.rawValue + ".json") { send(report) }
+            try stopwatch.measure(kind.rawValue + ".json") { send(report) }
             // The same JSON compressed as the API sends it to a client that accepts zstd.
-            try timer.measure(kind.rawValue + ".json.zstd") { send(report, encoding: .zstd) }
+            try stopwatch.measure(kind.rawValue + ".json.zstd") { send(report, encoding: .zstd) }
         }
     }
 
     /// Each underlying SQL query on its own.
     private static func measureQueries(
-        _ connection: Connection, _ window: Window, _ timer: inout Timer
+        _ connection: Connection, _ window: Window, _ stopwatch: inout Stopwatch
     ) throws(ReportError) {
         let (app, start, end) = (window.app, window.start, window.end)
         let queries: [(String, SQL)] = [
@@ -162,7 +162,7 @@ package enum ReportBenchmark {
             ("sql.retention", ReportSQL.retention(app: app, from: start, to: end)),
         ]
         for (name, sql) in queries {
-            try timer.measure(name) { try connection.query(sql).count }
+            try stopwatch.measure(name) { try connection.query(sql).count }
         }
     }
 
