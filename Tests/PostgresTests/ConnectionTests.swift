@@ -39,9 +39,9 @@ import Testing
         }
         #expect(message.contains("port 1"))
         #expect(
-            TestDatabase.withSearchPath("host=h dbname=d", schema: "s") == "host=h dbname=d options='-csearch_path=s'")
+            Connection.withSearchPath("host=h dbname=d", schema: "s") == "host=h dbname=d options='-csearch_path=s'")
         #expect(
-            TestDatabase.withSearchPath("postgresql://u@h/d", schema: "s")
+            Connection.withSearchPath("postgresql://u@h/d", schema: "s")
                 == "postgresql://u@h/d?options=-csearch_path%3Ds")
     }
 

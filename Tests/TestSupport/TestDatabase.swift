@@ -34,7 +34,7 @@ package struct TestDatabase: Sendable {
         let admin = try Connection(url: base)
         defer { admin.close() }
         try admin.execute("create schema \(identifier: schema)")
-        let database = TestDatabase(schema: schema, url: withSearchPath(base, schema: schema), baseURL: base)
+        let database = TestDatabase(schema: schema, url: Connection.withSearchPath(base, schema: schema), baseURL: base)
         if migrate {
             let connection = try database.connect()
             defer { connection.close() }
@@ -53,15 +53,6 @@ package struct TestDatabase: Sendable {
         guard let admin = try? Connection(url: baseURL) else { return }
         defer { admin.close() }
         _ = try? admin.execute("drop schema if exists \(identifier: schema) cascade")
-    }
-
-    /// Adds `options=-csearch_path=<schema>` to a URL or keyword connection string.
-    package static func withSearchPath(_ base: String, schema: String) -> String {
-        if base.hasPrefix("postgresql://") || base.hasPrefix("postgres://") {
-            let separator = base.contains("?") ? "&" : "?"
-            return base + separator + "options=-csearch_path%3D" + schema
-        }
-        return base + " options='-csearch_path=" + schema + "'"
     }
 }
 

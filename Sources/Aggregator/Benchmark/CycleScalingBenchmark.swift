@@ -136,7 +136,7 @@ package enum CycleScalingBenchmark {
             try admin.query("select to_regclass(\(schema + ".load_checkpoints"))::text as t").first?[
                 "t", as: String?.self]
             != nil
-        let url = LoaderBenchmark.withSearchPath(databaseURL, schema: schema)
+        let url = Connection.withSearchPath(databaseURL, schema: schema)
         if !reused {
             try admin.execute("create schema \(identifier: schema)")
             let setup = try Connection(url: url)

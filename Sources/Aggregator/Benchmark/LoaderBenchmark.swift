@@ -77,7 +77,7 @@ package enum LoaderBenchmark {
         }
         try admin.execute("create schema \(identifier: loadSchema)")
         try admin.execute("create schema \(identifier: copySchema)")
-        let loadURL = withSearchPath(databaseURL, schema: loadSchema)
+        let loadURL = Connection.withSearchPath(databaseURL, schema: loadSchema)
 
         // Schema and partitions first: neither side pays for DDL inside the timing.
         let setup = try Connection(url: loadURL)
@@ -232,14 +232,6 @@ package enum LoaderBenchmark {
         guard process.terminationStatus == 0 else {
             throw AggregatorError.database("psql exited with status \(process.terminationStatus)")
         }
-    }
-
-    /// Adds `options=-csearch_path=<schema>` to a connection URL.
-    static func withSearchPath(_ base: String, schema: String) -> String {
-        if base.hasPrefix("postgresql://") || base.hasPrefix("postgres://") {
-            return base + (base.contains("?") ? "&" : "?") + "options=-csearch_path%3D" + schema
-        }
-        return base + " options='-csearch_path=" + schema + "'"
     }
 }
 

@@ -38,9 +38,7 @@ extension ReportBenchmark {
         each: (SeededRun) -> Void
     ) throws {
         if let existingSchema {
-            let url =
-                databaseURL + (databaseURL.contains("?") ? "&" : "?") + "options=-csearch_path%3D" + existingSchema
-            let connection = try Connection(url: url)
+            let connection = try Connection(url: Connection.withSearchPath(databaseURL, schema: existingSchema))
             defer { connection.close() }
             let counted = try connection.query(
                 """
@@ -72,8 +70,7 @@ extension ReportBenchmark {
                 admin.close()
             }
             try admin.unsafeSQL("CREATE SCHEMA \"\(schema)\"")  // letters, digits and _ only
-            let url = databaseURL + (databaseURL.contains("?") ? "&" : "?") + "options=-csearch_path%3D" + schema
-            let connection = try Connection(url: url)
+            let connection = try Connection(url: Connection.withSearchPath(databaseURL, schema: schema))
             defer { connection.close() }
             _ = try Migrator(directory: sqlDirectory).migrate(connection)
             try connection.execute("INSERT INTO apps (id, name) VALUES (\(app), 'Reports benchmark')")

@@ -87,7 +87,7 @@ extension BenchCommand {
             try? FileManager.default.removeItem(atPath: data)
         }
         try admin.unsafeSQL("create schema \"\(schema)\"")  // schema: letters, digits and _ only
-        let schemaURL = url + (url.contains("?") ? "&" : "?") + "options=-csearch_path%3D" + schema
+        let schemaURL = Connection.withSearchPath(url, schema: schema)
         let connection = try Connection(url: schemaURL)
         defer { connection.close() }
         _ = try Migrator(directory: MigrateCommand.locateSQLDirectory()).migrate(connection)
