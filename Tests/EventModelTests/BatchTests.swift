@@ -69,6 +69,35 @@ import Testing
         }
     }
 
+    @Test(
+        "a repeated batch or sent_at member refuses the whole body by name; a repeated member it does not read does not"
+    )
+    func repeatedMembers() throws {
+        // Reading the first `batch` accepted its events and dropped the second's without a trace.
+        for (body, name) in [
+            (#"{"batch":[\#(Self.event())],"batch":[\#(Self.event(name: "sign_up"))]}"#, "batch"),
+            (#"{"sent_at":"2026-06-01T08:00:00Z","batch":[\#(Self.event())],"sent_at":null}"#, "sent_at"),
+            (
+                #"{"sentAt":"2026-06-01T08:00:00Z","sentAt":"2026-06-01T09:00:00Z","batch":[\#(Self.event())]}"#,
+                "sentAt"
+            ),
+        ] {
+            for encoded in [false, true] {
+                let refused = #expect(throws: BodyError.self) {
+                    if encoded {
+                        _ = try Normalizer.encodedBatch(body: Array(body.utf8), context: Self.context)
+                    } else {
+                        _ = try Normalizer.batch(body: Array(body.utf8), context: Self.context)
+                    }
+                }
+                #expect(refused?.code == "invalid_batch")
+                #expect(refused?.description == #"the member "\#(name)" appears more than once in the body"#)
+            }
+        }
+        let ignored = #"{"context":{"a":1},"context":2,"batch":[\#(Self.event())]}"#
+        #expect(try Normalizer.batch(body: Array(ignored.utf8), context: Self.context).accepted.count == 1)
+    }
+
     @Test("more events than maxBatchEvents refuse the batch")
     func tooMany() {
         let body = #"{"batch":[\#(Array(repeating: Self.event(), count: 4).joined(separator: ","))]}"#

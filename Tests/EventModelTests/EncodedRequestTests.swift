@@ -60,6 +60,31 @@ import Testing
             try Normalizer.batch(body: sample, context: context))
     }
 
+    @Test("times outside years 0000-9999 are stored as the nearest end of them, on both paths and for link events")
+    func edgesOfTheRange() throws {
+        let context = RequestContext(appID: "app_1", receivedAt: Self.received)
+        // 0000-01-01T00:30+01:00 is 23:30Z on the last day of the year before 0000; 9999-12-31T23:00-05:00
+        // is 04:00Z in the year after 9999 (and, over 24 hours ahead, its event time is received_at).
+        for (sent, stored) in [
+            ("0000-01-01T00:30:00+01:00", "0000-01-01T00:00:00.000Z"),
+            ("9999-12-31T23:00:00-05:00", "9999-12-31T23:59:59.999Z"),
+        ] {
+            let event = Array(#"{"event_name":"e","timestamp":"\#(sent)","platform":"ios","device_id":"d"}"#.utf8)
+            let encoded = try Normalizer.encodedSingle(body: event, kind: .event, context: context)
+            let plain = try Normalizer.single(body: event, kind: .event, context: context)
+            expectSame(encoded, plain)
+            let line = String(decoding: try #require(encoded.records.first), as: UTF8.self)
+            #expect(line.contains(#""client_ts":"\#(stored)""#), "\(line)")
+            if sent.hasPrefix("0000") { #expect(line.contains(#""time":"\#(stored)""#), "\(line)") }
+
+            let link = Array(#"{"matches":[{"click_id":"c","timestamp":"\#(sent)","method":"deterministic"}]}"#.utf8)
+            let linkResult = try Normalizer.encodedLinkEvents(body: link, context: context)
+            let linkLine = String(
+                decoding: try #require(linkResult.records.first, "\(linkResult.rejected)"), as: UTF8.self)
+            #expect(linkLine.contains(#""client_ts":"\#(stored)""#), "\(linkLine)")
+        }
+    }
+
     @Test("link events: the same lines as envelopes")
     func links() throws {
         let body = Array(

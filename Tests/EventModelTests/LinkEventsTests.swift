@@ -184,9 +184,16 @@ import Testing
         // Both forms at once: reading one list would drop the other's events without a trace.
         (#"{"batch":[\#(match.dropLast()),"type":"match"}],"clicks":[\#(click)]}"#, "invalid_batch"),
         (#"{"matches":[\#(match)],"batch":[\#(match.dropLast()),"type":"match"}]}"#, "invalid_batch"),
+        // A list given twice: reading the first dropped the second's events without a trace.
+        (#"{"clicks":[\#(click)],"clicks":[\#(click)]}"#, "invalid_batch"),
+        (#"{"clicks":[\#(click)],"matches":[],"matches":[\#(match)]}"#, "invalid_batch"),
+        (#"{"batch":[\#(match.dropLast()),"type":"match"}],"batch":[]}"#, "invalid_batch"),
+        (#"{"sent_at":"2026-06-01T10:20:30Z","clicks":[\#(click)],"sent_at":"2026-06-01T10:00:00Z"}"#, "invalid_batch"),
     ]
 
-    @Test("link bodies without events, or with both forms, refuse the request", arguments: bodyErrors)
+    @Test(
+        "link bodies without events, with both forms, or with a member given twice refuse the request",
+        arguments: bodyErrors)
     func bodyError(_ body: String, _ code: String) {
         #expect {
             _ = try Normalizer.linkEvents(body: Array(body.utf8), context: Self.context)

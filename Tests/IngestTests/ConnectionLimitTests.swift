@@ -183,15 +183,19 @@ struct ConnectionLimitTests {
     }
 
     @Test(
-        "a gzip batch that decodes to more than 64 KiB is not a small request: refused over the budget, as uncompressed"
+        "a gzip batch that decodes to more than 64 KiB is not a small request: refused over the budget, as uncompressed; its rejected event is counted only once dead-lettered"
     )
     func compressedBatchHasNoReserve() throws {
         let budget = 256 * 1024
         let server = try BudgetFixture.server(budget: budget)
-        // 45 events of ~2.2 KB: ~98 KB decoded, ~110 KB of lines, a few hundred bytes of gzip.
+        // 45 events of ~2.2 KB: ~98 KB decoded, ~110 KB of lines, a few hundred bytes of gzip; the
+        // last has no device_id and is rejected.
         let events = (0..<45).map { index in
-            #"{"event_name":"purchase","timestamp":"2026-06-01T10:20:30.123Z","platform":"ios","device_id":"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b","event_id":"gz-\#(index)","data":{"note":"\#(String(repeating: "x", count: 2000))"}}"#
+            let device = index == 44 ? "" : #","device_id":"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b""#
+            return
+                #"{"event_name":"purchase","timestamp":"2026-06-01T10:20:30.123Z","platform":"ios"\#(device),"event_id":"gz-\#(index)","data":{"note":"\#(String(repeating: "x", count: 2000))"}}"#
         }
+        let rejectedMetric = #"ingest_events_rejected_total{code="missing_field",route="batch"}"#
         let decoded = Array(#"{"batch":["#.utf8) + Array(events.joined(separator: ",").utf8) + Array("]}".utf8)
         #expect(decoded.count > RequestBudget.smallRequestBytes)
         let packed = Compression.gzip(decoded)
@@ -203,6 +207,9 @@ struct ConnectionLimitTests {
         let refused = try BudgetFixture.postBatch(packed, on: server, gzip: true)
         #expect(refused.status == 503)
         #expect(refused.errorCode == "overloaded")
+        // Nothing of it was dead-lettered, so nothing is counted as such (until 2026-12-04 its
+        // rejected event was counted before the budget refused it, and again on every retry).
+        #expect(!(try server.client().request("GET", "/metrics").text.contains(rejectedMetric)))
         // An SDK event still is accepted, and so is the batch once the budget frees.
         let single = try server.client().request(
             "POST", "/api/analytics/event", headers: TestServer.sdkHeaders(), body: BadInputTests.event)
@@ -211,6 +218,10 @@ struct ConnectionLimitTests {
         BudgetFixture.waitUntil(server) { $0 == 0 }
         let accepted = try BudgetFixture.postBatch(packed, on: server, gzip: true)
         #expect(accepted.status == 200)
+        #expect(
+            accepted.text.hasPrefix(#"{"accepted":44,"rejected":[{"index":44,"code":"missing_field""#),
+            "\(accepted.text)")
+        #expect(try server.client().request("GET", "/metrics").text.contains(rejectedMetric + " 1"))
         BudgetFixture.waitUntil(server) { $0 == 0 }
         #expect(server.server.bufferedBodyBytes == 0)
     }

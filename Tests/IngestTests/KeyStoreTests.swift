@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 import Observability
 import Postgres
 import TestSupport
@@ -52,6 +53,83 @@ struct KeyStoreTests {
             PostgresKeySource.withConnectTimeout("host=h dbname=d", seconds: 5) == "host=h dbname=d connect_timeout=5")
         #expect(
             PostgresKeySource.withConnectTimeout("host=h connect_timeout=9", seconds: 5) == "host=h connect_timeout=9")
+        #expect(
+            PostgresKeySource.withDefault("postgresql://u@h/db?connect_timeout=5", "tcp_user_timeout", "5000")
+                == "postgresql://u@h/db?connect_timeout=5&tcp_user_timeout=5000")
+        #expect(
+            PostgresKeySource.withDefault("host=h tcp_user_timeout=1", "tcp_user_timeout", "5000")
+                == "host=h tcp_user_timeout=1")
+    }
+
+    @Test(
+        "a key load stuck behind a lock on api_keys gives up at its statement timeout instead of stalling the refresh")
+    func loadBehindALockGivesUp() throws {
+        let database = try TestDatabase.make()
+        defer { database.drop() }
+        let holder = try database.connect()
+        defer { holder.close() }
+        // As a migration would: the table locked in a transaction that does not end.
+        try holder.unsafeSQL("BEGIN")
+        try holder.unsafeSQL("LOCK TABLE api_keys IN ACCESS EXCLUSIVE MODE")
+        let outcome = Locked<Result<Int, any Error>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let source = PostgresKeySource(url: database.url, timeoutSeconds: 1)
+        Thread.detachNewThread {
+            outcome.withLock { $0 = Result(catching: { try source.loadKeys().count }) }
+            done.signal()
+        }
+        // A bound for the test alone (the load gives up after ~1 s); without the timeout it waits forever.
+        let finished = done.wait(timeout: .now() + 60) == .success
+        try holder.unsafeSQL("ROLLBACK")
+        try #require(finished, "the load was still waiting on the lock after 60 s")
+        let failure = try #require(outcome.withLock { $0 })
+        #expect(throws: (any Error).self) { try failure.get() }
+        if case .failure(let error) = failure { #expect("\(error)".contains("statement timeout"), "\(error)") }
+        #expect(try source.loadKeys().isEmpty)  // the lock released, the same source loads
+    }
+
+    @Test("every load that differs from the cache file rewrites it: an empty first load, and a key that changed kind")
+    func cacheFollowsEveryLoad() throws {
+        let directory = try Self.temporaryDirectory()
+        let cacheFile = directory + "/keys.json"
+        let key = APIKeyRecord(appID: TestServer.app, kind: .publishable, key: TestServer.publishableKey)
+        let source = StaticKeySource([key])
+        /// A new process's store started on `source`, and its verdict for the key.
+        func verdictAtStart() -> KeyStore.Verdict {
+            let store = KeyStore(source: source, cacheFile: cacheFile)
+            store.start()
+            defer { store.stop() }
+            return store.verify(key: TestServer.publishableKey, appID: TestServer.app)
+        }
+        #expect(verdictAtStart() == .valid(.publishable))
+        // The key is revoked while ingest is stopped; the next start loads no keys at all...
+        source.set([])
+        #expect(verdictAtStart() == .unknown)
+        // ...and a start after it, during an outage, must not bring the revoked key back from the file.
+        source.setReachable(false)
+        #expect(verdictAtStart() == .unknown)
+        source.setReachable(true)
+
+        source.set([APIKeyRecord(appID: TestServer.app, kind: .publishable, key: TestServer.publishableKey)])
+        #expect(verdictAtStart() == .valid(.publishable))
+        source.set([APIKeyRecord(appID: TestServer.app, kind: .secret, key: TestServer.publishableKey)])
+        #expect(verdictAtStart() == .valid(.secret))
+        source.setReachable(false)
+        #expect(verdictAtStart() == .valid(.secret))
+    }
+
+    @Test("a cache file that could not be written is written at the next refresh, though the keys did not change")
+    func cacheWriteIsRetried() throws {
+        let directory = try Self.temporaryDirectory() + "/not-yet"
+        let cacheFile = directory + "/keys.json"
+        let store = KeyStore(
+            source: StaticKeySource([APIKeyRecord(appID: "app_a", kind: .publishable, key: "pk_retry")]),
+            cacheFile: cacheFile)
+        #expect(store.refresh())
+        #expect(!FileManager.default.fileExists(atPath: cacheFile))
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        #expect(store.refresh())
+        #expect(try String(contentsOfFile: cacheFile, encoding: .utf8).contains(apiKeyHash("pk_retry")))
     }
 
     @Test("a database never migrated: the key refresh's error says to run migrate, not only what is missing")

@@ -209,4 +209,28 @@ extension WireFormatTests {
         let deadLetters = try server.deadLetterLines()
         #expect(deadLetters.count == 1 && deadLetters[0].contains("clk_2"))
     }
+
+    @Test("a batch body that gives \"batch\" twice is refused whole and dead-lettered with both lists, not half read")
+    func batchGivenTwice() throws {
+        let server = try TestServer(useLog: true)
+        let event = { (name: String) in
+            #"{"event_name":"\#(name)","timestamp":"2026-06-01T10:20:30Z","platform":"ios","device_id":"d"}"#
+        }
+        let body = #"{"batch":[\#(event("first_list"))],"batch":[\#(event("second_list"))]}"#
+        let client = try server.client()
+        let response = try client.request(
+            "POST", "/api/analytics/batch", headers: TestServer.sdkHeaders(), body: Array(body.utf8))
+        #expect(response.status == 400)
+        #expect(response.errorCode == "invalid_batch")
+        #expect(response.text.contains(#"the member \"batch\" appears more than once"#), "\(response.text)")
+        #expect(try server.storedLines().isEmpty)
+        let deadLetters = try server.deadLetterLines()
+        #expect(
+            deadLetters.count == 1 && deadLetters[0].contains("first_list") && deadLetters[0].contains("second_list"))
+        // The server still serves.
+        let good = #"{"batch":[\#(event("after"))]}"#
+        #expect(
+            try client.request("POST", "/api/analytics/batch", headers: TestServer.sdkHeaders(), body: Array(good.utf8))
+                .status == 200)
+    }
 }

@@ -155,16 +155,21 @@ struct JSONWriter {
         cursor += 2
     }
 
-    /// Writes `"YYYY-MM-DDTHH:MM:SS.mmmZ"` (UTC, milliseconds; years clamped to 0000...9999).
+    /// Writes `"YYYY-MM-DDTHH:MM:SS.mmmZ"` (UTC, milliseconds). An instant outside years
+    /// 0000-9999 is written as the nearest end of them, as `Timestamp.iso8601` writes it: until
+    /// 2026-12-04 only the year was clamped here, so an envelope's `client_ts` of
+    /// `0000-01-01T00:30:00+01:00` read `0000-12-31T23:30:00.000Z`, a year late.
     mutating func timestamp(_ time: Timestamp) {
-        let millis = Timestamp.floorDiv(time.microseconds, 1000)
+        let millis = min(
+            max(Timestamp.floorDiv(time.microseconds, 1000), Timestamp.formattableMillis.lowerBound),
+            Timestamp.formattableMillis.upperBound)
         let days = Timestamp.floorDiv(millis, 86_400_000)
         let msOfDay = millis - days * 86_400_000
         if days != cachedDay {
             cachedDay = days
             cachedDate = Timestamp.civil(fromDays: days)
         }
-        let year = min(max(cachedDate.year, 0), 9999)
+        let year = cachedDate.year
         byte(UInt8(ascii: "\""))
         twoDigits(year / 100)
         twoDigits(year % 100)

@@ -59,6 +59,7 @@ package enum Normalizer {
         let document = try parse(body, limits: limits)
         let root = document.root
         guard root.kind == .object else { throw .notAnObject }
+        try refuseRepeated(["batch", "sent_at", "sentAt"], in: root)
         guard let events = root["batch"] else { throw .invalidBatch(message: "the body has no \"batch\" array") }
         guard events.kind == .array else { throw .invalidBatch(message: "\"batch\" must be an array") }
         let count = events.count
@@ -91,6 +92,7 @@ package enum Normalizer {
         let document = try parse(body, limits: limits)
         let root = document.root
         guard root.kind == .object else { throw .notAnObject }
+        try refuseRepeated(["batch", "clicks", "matches", "sent_at", "sentAt"], in: root)
         var normalizer = EventNormalizer(document, context: context, limits: limits)
         normalizer.sentAt = normalizer.readSentAt(root)
         if let events = root["batch"], !events.isNull {  // null is absent, as beside it
@@ -134,6 +136,22 @@ package enum Normalizer {
             }
         }
         return normalizer.result
+    }
+
+    /// Refuses a body whose root object repeats a member the route reads (`invalid_batch`). JSON
+    /// allows it, and reading the first would drop the other's events without a trace: until
+    /// 2026-12-04 `{"batch":[A],"batch":[B]}` was answered `{"accepted":1}` and B was in neither
+    /// the log nor the dead letters. (Within an event a repeated member is `duplicate_key`.)
+    static func refuseRepeated(_ names: [StaticString], in root: JSONValue) throws(BodyError) {
+        var seen = [Bool](repeating: false, count: names.count)
+        for member in root.members {
+            for (slot, name) in names.enumerated() where member.key.stringEquals(name) {
+                if seen[slot] {
+                    throw .invalidBatch(message: "the member \"\(name)\" appears more than once in the body")
+                }
+                seen[slot] = true
+            }
+        }
     }
 
     static func parse(_ body: [UInt8], limits: IngestLimits) throws(BodyError) -> JSONDocument {

@@ -22,14 +22,18 @@ package final class KeyStore: Sendable {
         var byApp: [String: [(kind: KeyKind, hash: [UInt8])]] = [:]
         /// The app and kind of each active key hash (a key belongs to exactly one app).
         var owners: [String: (appID: String, kind: KeyKind)] = [:]
-        var count = 0
+        /// The records, sorted: what a reload is compared with.
+        var records: [APIKeyRecord]
+        var count: Int { records.count }
 
         init(_ records: [APIKeyRecord] = []) {
             for record in records {
                 byApp[record.appID, default: []].append((record.kind, Array(record.keyHash.utf8)))
                 owners[record.keyHash] = (record.appID, record.kind)
             }
-            count = records.count
+            self.records = records.sorted {
+                ($0.appID, $0.keyHash, $0.kind.rawValue) < ($1.appID, $1.keyHash, $1.kind.rawValue)
+            }
         }
     }
 
@@ -37,6 +41,13 @@ package final class KeyStore: Sendable {
     private let cacheFile: String?
     private let refreshInterval: Duration
     private let snapshot = Locked(Snapshot())
+    /// The records `<data>/keys.json` was last written with by this process, sorted; nil until a
+    /// write succeeds. A load that differs from them (the first load, even an empty one, and a key
+    /// whose app or kind changed) rewrites the file, and a failed write is tried again at the next
+    /// refresh. Until 2026-12-04 the file was rewritten only when the set of key hashes changed
+    /// against memory, so a first load of no keys left a stale file whose revoked keys came back
+    /// at the next start during an outage.
+    private let mirrored = Locked<[APIKeyRecord]?>(nil)
     private let timer = Locked<TimerBox?>(nil)
     /// Refreshes failed since the last success: the first failure logs `keys.refresh_failed`, the
     /// next success `keys.refresh_recovered` with the count.
@@ -88,8 +99,8 @@ package final class KeyStore: Sendable {
 
     deinit { stop() }
 
-    /// Reloads from the source now; on success replaces the keys and rewrites the cache file.
-    /// Returns whether the source answered.
+    /// Reloads from the source now; on success replaces the keys and rewrites the cache file unless
+    /// this process last wrote it with the same records. Returns whether the source answered.
     @discardableResult
     package func refresh() -> Bool {
         let records: [APIKeyRecord]
@@ -107,18 +118,18 @@ package final class KeyStore: Sendable {
             logger.notice(
                 "keys.refresh_recovered", ["keys.count": String(records.count), "failed.refreshes": String(failed)])
         }
+        let next = Snapshot(records)
         let changed = snapshot.withLock { current in
-            let next = Snapshot(records)
-            let changed =
-                next.count != current.count || next.owners.count != current.owners.count
-                || next.owners.keys.contains { current.owners[$0] == nil }
+            let changed = current.records != next.records
             current = next
             return changed
         }
-        loaded.store(true, ordering: .releasing)
-        if changed {
+        let wasLoaded = loaded.exchange(true, ordering: .acquiringAndReleasing)
+        if changed || !wasLoaded {
             logger.info("keys.loaded", ["keys.count": String(records.count), "keys.source": "database"])
-            writeCache(records)
+        }
+        if mirrored.withLock({ $0 != next.records }), writeCache(records) {
+            mirrored.withLock { $0 = next.records }
         }
         return true
     }
@@ -194,16 +205,19 @@ package final class KeyStore: Sendable {
         }
     }
 
-    /// Writes the cache atomically: a temporary file, fsync, rename over the old one, fsync the directory.
-    private func writeCache(_ records: [APIKeyRecord]) {
-        guard let cacheFile else { return }
+    /// Writes the cache atomically: a temporary file, fsync, rename over the old one, fsync the
+    /// directory. Returns whether it was written (true with no cache file configured).
+    private func writeCache(_ records: [APIKeyRecord]) -> Bool {
+        guard let cacheFile else { return true }
         do {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys]
             let data = try encoder.encode(CacheFile(version: 1, keys: records))
             try AtomicFile.write(data, to: cacheFile)
+            return true
         } catch {
             logger.error("keys.cache_write_failed", ["file": cacheFile, "error": "\(error)"])
+            return false
         }
     }
 }

@@ -35,10 +35,12 @@ extension IngestService {
 
     /// One dead-letter record per rejected event, with the event's own JSON (the normaliser keeps
     /// it with the rejection; until 2026-12-02 the body was scanned a second time to find it).
+    /// Not counted here: the caller counts them once the request is not refused 503 `overloaded`
+    /// (until 2026-12-04 they were counted here, before that check, so a refused request's events
+    /// were counted as dead-lettered, again on each retry, and never written).
     func deadLetters(for rejected: [EventRejection], info: RequestInfo) -> [[UInt8]] {
         rejected.map { rejection in
-            metrics.eventRejected(route: info.route.name, code: rejection.code)
-            return DeadLetter.record(
+            DeadLetter.record(
                 receivedAt: info.receivedAt, app: info.appID, route: info.route.name, index: rejection.index,
                 code: rejection.code, message: rejection.message, raw: rejection.rawEvent, rawIsJSON: true)
         }

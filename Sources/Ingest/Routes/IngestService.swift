@@ -163,6 +163,8 @@ final class IngestService: HTTPHandler {
         guard budget.chargeLines(held, ownBody: body.count, decodedBody: decoded.count) else {
             return .respond(HTTPResponse(error: .overloaded))
         }
+        // Counted once they are bound for the dead-letter log, not for a request refused above.
+        for rejection in outcome.rejected { metrics.eventRejected(route: info.route.name, code: rejection.code) }
         let budget = self.budget
         if deadLetters.isEmpty, outcome.lines.lines > 0, let log = completingSink {
             // The common case: every event accepted. No committer thread: the worker queues the
