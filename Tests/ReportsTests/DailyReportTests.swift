@@ -149,6 +149,30 @@ import Testing
         #expect(try job.completeness(app: "a", date: day("2026-06-01")).isComplete == true)
     }
 
+    @Test(
+        "with several nodes a day is complete only once each node is loaded past its end plus grace, not the newest alone"
+    )
+    func laggingNodeHoldsTheDay() throws {
+        let database = try Database()
+        defer { database.close() }
+        let fixture = Fixture(database.connection)
+        try fixture.app("a")
+        fixture.click("c1", path: "/x", at: "2026-06-01T20:00:00Z")
+        try fixture.load()
+        // node-1 is loaded past 00:10 of the next day; node-2 has a backlog: loaded to 18:00, never
+        // read to its end since (its unread segments may hold events of the day).
+        try fixture.caughtUp("2026-06-02T00:14:00Z", node: "node-1", newestReceivedAt: "2026-06-02T00:15:00Z")
+        try fixture.caughtUp("2026-06-01T18:00:00Z", node: "node-2", newestReceivedAt: "2026-06-01T18:00:00Z")
+        let job = DailyReport(connection: database.connection)
+        let lagging = try job.completeness(app: "a", date: day("2026-06-01"))
+        // Until 2026-12-04 the newest received_at of any node (00:15) made the day complete.
+        #expect(lagging.isComplete == false)
+        #expect(lagging.watermark == "2026-06-02T00:15:00.000000Z")
+        // node-2's backlog is loaded and its log read to its end after the day's end plus grace.
+        try fixture.caughtUp("2026-06-02T00:20:00Z", node: "node-2")
+        #expect(try job.completeness(app: "a", date: day("2026-06-01")).isComplete == true)
+    }
+
     @Test("an output directory under a file is refused with errno's words, not a Foundation error dump")
     func outUnderAFile() throws {
         let database = try Database()

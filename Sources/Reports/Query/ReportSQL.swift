@@ -233,15 +233,17 @@ package enum ReportSQL {
 
     /// Whether day `day` of `app` is completely loaded. Columns: `watermark` (text or NULL),
     /// `required` (text: end of the day in the app's time zone plus `graceSeconds`), `complete` (bool:
-    /// the watermark reached `required`, or every node's log was loaded through it, `loaded_through`
-    /// of sql/063, as after a quiet night), `pending_days` (rollup days queued by `queue_rollups`
-    /// and not processed yet).
+    /// every node's log was loaded through `required`, `loaded_through` of sql/063: per node the
+    /// later of its newest loaded `received_at` and when a cycle last read it to its end, the
+    /// earliest over the nodes), `pending_days` (rollup days queued by `queue_rollups` and not
+    /// processed yet). Until 2026-12-04 the watermark alone (the newest `received_at` of any node)
+    /// reaching `required` was enough too, so with several nodes a day was complete while a node
+    /// that lagged behind still had unloaded segments of it.
     package static func completeness(app: String, day: ReportDay, graceSeconds: Int) -> SQL {
         """
         SELECT to_char(w.watermark AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS watermark,
                to_char(r.required AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS required,
-               coalesce(w.watermark >= r.required, false) OR coalesce(w.loaded_through >= r.required, false)
-                   AS complete,
+               coalesce(w.loaded_through >= r.required, false) AS complete,
                coalesce((SELECT p.pending_days FROM report_rollups_pending p WHERE p.app_id = \(app)), 0) AS pending_days
         FROM report_watermark w CROSS JOIN rollup_settings(\(app)) s
         CROSS JOIN LATERAL (
