@@ -79,7 +79,7 @@ package struct LinkTotalsReport: RenderableReport, Equatable {
         while index < daily.count {
             var total = LinkTotalRow(path: daily[index].path)
             var sums = MapSums()
-            while index < daily.count && daily[index].path == total.path {
+            while index < daily.count && daily[index].path.utf8.elementsEqual(total.path.utf8) {
                 let row = daily[index]
                 total.days += 1
                 total.clicks += row.clicks
@@ -101,14 +101,17 @@ package struct LinkTotalsReport: RenderableReport, Equatable {
 
     private static func utmTotals(_ daily: [UTMRow]) -> [UTMTotalRow] {
         struct Key: Hashable {
-            var path: String
-            var source: String?
-            var medium: String?
-            var campaign: String?
+            var path: ExactText
+            var source: ExactText?
+            var medium: ExactText?
+            var campaign: ExactText?
         }
         var totals: [Key: UTMTotalRow] = [:]
         for row in daily {
-            let key = Key(path: row.path, source: row.source, medium: row.medium, campaign: row.campaign)
+            let key = Key(
+                path: ExactText(row.path), source: row.source.map(ExactText.init),
+                medium: row.medium.map(ExactText.init),
+                campaign: row.campaign.map(ExactText.init))
             var total =
                 totals[key]
                 ?? UTMTotalRow(path: row.path, source: row.source, medium: row.medium, campaign: row.campaign)
@@ -121,6 +124,7 @@ package struct LinkTotalsReport: RenderableReport, Equatable {
         }
         // Absent (nil) first, as the daily table's `NULLS FIRST`.
         func precedes(_ left: String?, _ right: String?) -> Bool? {
+            let left = left.map(ExactText.init), right = right.map(ExactText.init)
             guard left != right else { return nil }
             guard let left else { return true }
             guard let right else { return false }
@@ -154,17 +158,18 @@ extension PlatformCounts {
     }
 }
 
-/// The nine maps of one link's rows summed by name.
+/// The nine maps of one link's rows summed by name (names told apart by their bytes, as the
+/// database's `jsonb` keys are).
 private struct MapSums {
-    var events: [String: Int] = [:]
-    var retentionEvents: [String: Int] = [:]
-    var revenue: [String: ExactDecimal] = [:]
-    var iosEvents: [String: Int] = [:]
-    var androidEvents: [String: Int] = [:]
-    var iosRetentionEvents: [String: Int] = [:]
-    var androidRetentionEvents: [String: Int] = [:]
-    var iosRevenue: [String: ExactDecimal] = [:]
-    var androidRevenue: [String: ExactDecimal] = [:]
+    var events: [ExactText: Int] = [:]
+    var retentionEvents: [ExactText: Int] = [:]
+    var revenue: [ExactText: ExactDecimal] = [:]
+    var iosEvents: [ExactText: Int] = [:]
+    var androidEvents: [ExactText: Int] = [:]
+    var iosRetentionEvents: [ExactText: Int] = [:]
+    var androidRetentionEvents: [ExactText: Int] = [:]
+    var iosRevenue: [ExactText: ExactDecimal] = [:]
+    var androidRevenue: [ExactText: ExactDecimal] = [:]
 
     mutating func add(_ row: LinkDayRow) throws(ReportError) {
         Self.add(row.events, to: &events)
@@ -179,30 +184,36 @@ private struct MapSums {
     }
 
     func write(into total: inout LinkTotalRow) {
-        total.events = NamedValues(events)
-        total.retentionEvents = NamedValues(retentionEvents)
-        total.revenue = NamedValues(revenue.mapValues(\.text))
-        total.ios.events = NamedValues(iosEvents)
-        total.android.events = NamedValues(androidEvents)
-        total.ios.retentionEvents = NamedValues(iosRetentionEvents)
-        total.android.retentionEvents = NamedValues(androidRetentionEvents)
-        total.ios.revenue = NamedValues(iosRevenue.mapValues(\.text))
-        total.android.revenue = NamedValues(androidRevenue.mapValues(\.text))
+        total.events = Self.named(events)
+        total.retentionEvents = Self.named(retentionEvents)
+        total.revenue = Self.named(revenue.mapValues(\.text))
+        total.ios.events = Self.named(iosEvents)
+        total.android.events = Self.named(androidEvents)
+        total.ios.retentionEvents = Self.named(iosRetentionEvents)
+        total.android.retentionEvents = Self.named(androidRetentionEvents)
+        total.ios.revenue = Self.named(iosRevenue.mapValues(\.text))
+        total.android.revenue = Self.named(androidRevenue.mapValues(\.text))
     }
 
-    private static func add(_ values: NamedValues<Int>, to sums: inout [String: Int]) {
-        for (name, value) in zip(values.names, values.values) { sums[name, default: 0] += value }
+    private static func named<Value: Equatable & Sendable>(_ sums: [ExactText: Value]) -> NamedValues<Value> {
+        let sorted = sums.sorted { $0.key < $1.key }
+        return NamedValues(sortedNames: sorted.map(\.key.text), values: sorted.map(\.value))
     }
 
-    private static func add(_ values: NamedValues<String>, to sums: inout [String: ExactDecimal]) throws(ReportError) {
+    private static func add(_ values: NamedValues<Int>, to sums: inout [ExactText: Int]) {
+        for (name, value) in zip(values.names, values.values) { sums[ExactText(name), default: 0] += value }
+    }
+
+    private static func add(_ values: NamedValues<String>, to sums: inout [ExactText: ExactDecimal]) throws(ReportError)
+    {
         for (name, text) in zip(values.names, values.values) {
             guard let amount = ExactDecimal(text) else {
                 throw .database(message: "revenue \(name): not a decimal: \(text.prefix(40))")
             }
-            guard let sum = sums[name, default: ExactDecimal.zero] + amount else {
+            guard let sum = sums[ExactText(name), default: ExactDecimal.zero] + amount else {
                 throw .database(message: "revenue \(name): the total is too large to add up exactly")
             }
-            sums[name] = sum
+            sums[ExactText(name)] = sum
         }
     }
 }

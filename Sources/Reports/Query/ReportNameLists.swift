@@ -77,15 +77,17 @@ struct ReportNameLists {
         var names: [String] = []
         var cursor = ReportPacked(bytes, what: "names")
         try cursor.strings(into: &names)
-        var positions: [String: Int] = [:]
+        // Names told apart by their bytes, as `jsonb` keys are (until 2026-12-04 two spellings of
+        // one name that Swift's `String` takes for equal were read as one, the first's count lost).
+        var positions: [ExactText: Int] = [:]
         positions.reserveCapacity(names.count)
-        for (position, name) in names.enumerated() { positions[name] = position }
+        for (position, name) in names.enumerated() { positions[ExactText(name)] = position }
         // PostgreSQL sorted the names by the database's collation, which may differ from Swift's
         // order (case, punctuation): then the values are read in Swift's order.
         let sorted = positions.sorted { $0.key < $1.key }
         let order = sorted.map(\.value)
         let identity = order.count == names.count && order.enumerated().allSatisfy { $0.offset == $0.element }
-        let sortedNames = sorted.map(\.key)
+        let sortedNames = sorted.map(\.key.text)
         return List(
             count: names.count, names: sortedNames, order: identity ? nil : order,
             keys: JSONKeys(sortedNames), byteCount: bytes.count)

@@ -93,13 +93,15 @@ extension ReportPacked {
     /// The positions of `keys` sorted by path (nil last), then day: the distinct paths (~1,000) are
     /// sorted once and each key compared as (path rank, day), instead of comparing paths ~15 times
     /// per row.
+    /// Paths are told apart by their bytes (`ExactText`): two spellings of one path `String` takes
+    /// for equal are two links in the database, and each link's rows must stay together.
     static func pathDayOrder(_ keys: [(path: String?, day: ReportDay)]) -> [Int] {
-        var ranks: [String: Int] = [:]
-        for key in keys { if let path = key.path, ranks[path] == nil { ranks[path] = 0 } }
+        var ranks: [ExactText: Int] = [:]
+        for key in keys { if let path = key.path { ranks[ExactText(path)] = 0 } }
         for (rank, path) in ranks.keys.sorted().enumerated() { ranks[path] = rank }
         let last = ranks.count
         var ranked = keys.enumerated().map { position, key in
-            (key.path.map { ranks[$0, default: last] } ?? last, key.day.daysSinceEpoch, position)
+            (key.path.map { ranks[ExactText($0), default: last] } ?? last, key.day.daysSinceEpoch, position)
         }
         ranked.sort { $0 < $1 }
         return ranked.map { $0.2 }
