@@ -6,10 +6,11 @@ package enum ReportError: Error, Equatable, CustomStringConvertible {
     case invalidParameter(name: String, message: String)
     /// The app does not exist.
     case unknownApp(String)
-    /// Day `day` of `app` is not completely loaded: the load watermark (`watermark`, ISO 8601, nil
-    /// before any load) has not reached `requiredWatermark` (end of the day in the app's time zone
-    /// plus the grace period).
-    case dayNotComplete(app: String, day: ReportDay, watermark: String?, requiredWatermark: String)
+    /// Day `day` of `app` is not completely loaded: the logs of `nodesBehind` are not loaded
+    /// through `requiredWatermark` (end of the day in the app's time zone plus the grace period);
+    /// `watermark` is the newest `received_at` loaded (ISO 8601, nil before any load).
+    case dayNotComplete(
+        app: String, day: ReportDay, watermark: String?, requiredWatermark: String, nodesBehind: [String])
     /// The app has rollup work queued (`queue_rollups`) that `process_rollups()` has not applied yet.
     case rollupsPending(app: String, days: Int)
     /// PostgreSQL failed; `message` is the server's or the client library's message.
@@ -64,11 +65,18 @@ package enum ReportError: Error, Equatable, CustomStringConvertible {
             return "invalid parameter \(name): \(message)"
         case .unknownApp(let app):
             return "unknown app \(app)"
-        case .dayNotComplete(let app, let day, let watermark, let required):
-            return "day \(day) of app \(app) is not completely loaded yet: the load watermark is "
-                + "\(watermark ?? "empty (nothing loaded)"), it must reach \(required) (end of the day in the app's "
-                + "time zone plus the grace period), or the aggregator must read every node's log to its end after "
-                + "that; run again later or pass --allow-partial"
+        case .dayNotComplete(let app, let day, let watermark, let required, let behind):
+            guard let watermark else {
+                return "day \(day) of app \(app) is not completely loaded yet: nothing is loaded; run again later or "
+                    + "pass --allow-partial"
+            }
+            let nodes = behind.isEmpty ? "" : " (not yet: \(behind.joined(separator: ", ")))"
+            return "day \(day) of app \(app) is not completely loaded yet: every node's log must be loaded through "
+                + "\(required) (end of the day in the app's time zone plus the grace period)\(nodes); a node gets "
+                + "there once an event it received after that is loaded, or once the aggregator reads its log to "
+                + "its end after that (the newest loaded is \(watermark)); run again later or pass --allow-partial "
+                + "(a node renamed, retired, or crashed and left down holds every day back until its row in "
+                + "load_checkpoints is deleted)"
         case .rollupsPending(let app, let days):
             return "app \(app) has rollup work for \(days) day(s) queued and not processed yet; run process_rollups() "
                 + "(the aggregator does it on its timer) or pass --allow-partial"

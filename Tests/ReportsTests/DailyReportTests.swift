@@ -21,7 +21,7 @@ import Testing
             refused.refusals == [
                 .dayNotComplete(
                     app: "a", day: day("2026-06-05"), watermark: "2026-06-05T12:00:00.000000Z",
-                    requiredWatermark: "2026-06-06T00:10:00.000000Z")
+                    requiredWatermark: "2026-06-06T00:10:00.000000Z", nodesBehind: ["node-1"])
             ])
         #expect(try FileManager.default.contentsOfDirectory(atPath: out).isEmpty)
 
@@ -55,7 +55,7 @@ import Testing
             run.refusals == [
                 .dayNotComplete(
                     app: "la", day: day("2026-06-01"), watermark: "2026-06-02T01:20:00.000000Z",
-                    requiredWatermark: "2026-06-02T07:10:00.000000Z")
+                    requiredWatermark: "2026-06-02T07:10:00.000000Z", nodesBehind: ["node-1"])
             ])
         #expect(run.exitCode == 75)
         #expect(try FileManager.default.contentsOfDirectory(atPath: out + "/2026-06-01") == ["utc"])
@@ -167,6 +167,13 @@ import Testing
         let lagging = try job.completeness(app: "a", date: day("2026-06-01"))
         // Until 2026-12-04 the newest received_at of any node (00:15) made the day complete.
         #expect(lagging.isComplete == false)
+        #expect(lagging.nodesBehind == ["node-2"])
+        let out = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let refused = try job.run(
+            date: day("2026-06-01"), app: "a", outDirectory: out, formats: [.json], allowPartial: false)
+        #expect(refused.exitCode == 75)
+        #expect(refused.refusals.map(\.description).first?.contains("(not yet: node-2)") == true, "\(refused.refusals)")
         #expect(lagging.watermark == "2026-06-02T00:15:00.000000Z")
         // node-2's backlog is loaded and its log read to its end after the day's end plus grace.
         try fixture.caughtUp("2026-06-02T00:20:00Z", node: "node-2")

@@ -71,7 +71,8 @@ package struct DailyReport {
                     status.pendingDays > 0
                         ? .rollupsPending(app: id, days: status.pendingDays)
                         : .dayNotComplete(
-                            app: id, day: date, watermark: status.watermark, requiredWatermark: status.required))
+                            app: id, day: date, watermark: status.watermark, requiredWatermark: status.required,
+                            nodesBehind: status.nodesBehind))
                 continue
             }
             result.outputs.append(
@@ -129,10 +130,12 @@ package struct DailyReport {
             let row = try connection.query(ReportSQL.completeness(app: app, day: date, graceSeconds: graceSeconds))
                 .first
             let pending = try row?["pending_days", as: Int.self] ?? 0
+            let behind = try row?["behind", as: String.self] ?? ""
             return Completeness(
                 isComplete: (try row?["complete", as: Bool.self] ?? false) && pending == 0,
                 watermark: try row?["watermark", as: String?.self] ?? nil,
-                required: try row?["required", as: String.self] ?? "", pendingDays: pending)
+                required: try row?["required", as: String.self] ?? "", pendingDays: pending,
+                nodesBehind: behind.isEmpty ? [] : behind.split(separator: "\n").map(String.init))
         } catch {
             throw .database(message: "\(error)")
         }
@@ -153,7 +156,8 @@ package struct DailyReport {
 
     /// The completeness of one app's day.
     package struct Completeness: Sendable, Equatable {
-        /// The watermark, or every node's `loaded_through`, reached `required`.
+        /// Every node's log is loaded through `required` (`loaded_through`), and no rollup work is
+        /// pending.
         package var isComplete: Bool
         /// The load watermark (ISO 8601 UTC), nil before any load.
         package var watermark: String?
@@ -161,6 +165,8 @@ package struct DailyReport {
         package var required: String
         /// Rollup days of the app queued and not processed yet (any makes the day incomplete).
         package var pendingDays: Int
+        /// The nodes whose logs are not loaded through `required` yet, by name.
+        package var nodesBehind: [String] = []
     }
 }
 

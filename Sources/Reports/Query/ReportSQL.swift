@@ -236,15 +236,18 @@ package enum ReportSQL {
     /// every node's log was loaded through `required`, `loaded_through` of sql/063: per node the
     /// later of its newest loaded `received_at` and when a cycle last read it to its end, the
     /// earliest over the nodes), `pending_days` (rollup days queued by `queue_rollups` and not
-    /// processed yet). Until 2026-12-04 the watermark alone (the newest `received_at` of any node)
-    /// reaching `required` was enough too, so with several nodes a day was complete while a node
-    /// that lagged behind still had unloaded segments of it.
+    /// processed yet), `behind` (text: the nodes not loaded through `required`, one per line).
+    /// Until 2026-12-04 the watermark alone (the newest `received_at` of any node) reaching
+    /// `required` was enough too, so with several nodes a day was complete while a node that lagged
+    /// behind still had unloaded segments of it.
     package static func completeness(app: String, day: ReportDay, graceSeconds: Int) -> SQL {
         """
         SELECT to_char(w.watermark AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS watermark,
                to_char(r.required AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS required,
                coalesce(w.loaded_through >= r.required, false) AS complete,
-               coalesce((SELECT p.pending_days FROM report_rollups_pending p WHERE p.app_id = \(app)), 0) AS pending_days
+               coalesce((SELECT p.pending_days FROM report_rollups_pending p WHERE p.app_id = \(app)), 0) AS pending_days,
+               (SELECT coalesce(string_agg(c.node, E'\\n' ORDER BY c.node), '') FROM load_checkpoints c
+                WHERE coalesce(greatest(c.newest_received_at, c.caught_up_at) < r.required, true)) AS behind
         FROM report_watermark w CROSS JOIN rollup_settings(\(app)) s
         CROSS JOIN LATERAL (
             SELECT report_day_start(\(day.iso8601)::date + 1, s.time_zone) + make_interval(secs => \(graceSeconds))
