@@ -81,11 +81,25 @@ final class SegmentPreallocator: @unchecked Sendable {
 
     deinit { free(zeros) }
 
-    /// The committer opened `fd` (a new segment, or the same one after a truncation) whose frames
-    /// end at `dataEnd`; zeros may be written up to `limit`.
-    func attach(fd: Int32, path: String, dataEnd: Int64, limit: Int64) {
+    /// The committer opened the segment at `path` (a new segment, or the same one after a
+    /// truncation) whose frames end at `dataEnd`; zeros may be written up to `limit`.
+    ///
+    /// The fills write and sync through a descriptor of their own, opened here, never the
+    /// committer's: Linux reports a failed write-back once per open file description, to the first
+    /// sync call that checks through it (`fdatasync`, and `sync_file_range` with WAIT_AFTER, check
+    /// the whole file). Until 2026-12-04 the fills used the committer's descriptor, so a fill's sync
+    /// could take the error of a frame whose write-back had failed, and the frame's own `fdatasync`
+    /// then returned 0: a lost frame acknowledged. With its own description each side is told.
+    func attach(path: String, dataEnd: Int64, limit: Int64) {
         monitor.withLock { state in
-            state.fd = fd
+            releaseDescriptor(state)
+            let own = open(path, O_WRONLY | O_CLOEXEC)
+            if own < 0 {
+                // No preallocation for this segment (frames are written as without it).
+                Recovery.logger.warning(
+                    "segment.preallocation_failed", ["segment.path": path, "call": "open", "errno": "\(errno)"])
+            }
+            state.fd = own
             state.path = path
             state.dataEnd = dataEnd
             state.reservedEnd = dataEnd
@@ -101,10 +115,16 @@ final class SegmentPreallocator: @unchecked Sendable {
     /// The committer is about to truncate or close the segment: stops filling it and waits for a
     /// fill in progress to give the descriptor up (at most the piece being written).
     func detach() {
-        monitor.withLock { state in
-            state.fd = -1
-            while state.isFilling { monitor.wait(Condition.done) }
-        }
+        monitor.withLock { state in releaseDescriptor(state) }
+    }
+
+    /// Stops filling through the fills' descriptor, waits for a fill in progress to give it up,
+    /// and closes it (under the lock).
+    private func releaseDescriptor(_ state: State) {
+        let own = state.fd
+        state.fd = -1
+        while state.isFilling { monitor.wait(Condition.done) }
+        if own >= 0 { Glibc.close(own) }
     }
 
     /// The committer is about to write `[offset, end)`: waits while that overlaps the piece being
@@ -143,6 +163,7 @@ final class SegmentPreallocator: @unchecked Sendable {
             state.stopped = true
             monitor.signal(Condition.work)
             while state.running { monitor.wait(Condition.done) }
+            releaseDescriptor(state)
         }
     }
 

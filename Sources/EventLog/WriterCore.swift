@@ -284,7 +284,7 @@ final class WriterCore: @unchecked Sendable {
         // The new file's directory entry must be durable before any frame in it is acknowledged.
         try FileSystem.fsyncDirectory(nodeDirectory)
         _ = refreshDiskUsage(now: clock.now(), force: true)
-        preallocator?.attach(fd: fd, path: path, dataEnd: 0, limit: preallocationLimit())
+        preallocator?.attach(path: path, dataEnd: 0, limit: preallocationLimit())
     }
 
     /// Stops preallocating the open segment and cuts the file back to the end of its frames; true
@@ -306,7 +306,7 @@ final class WriterCore: @unchecked Sendable {
             if errno != EINTR { return false }
         }
         dataEnd = offset
-        preallocator?.attach(fd: fd, path: path, dataEnd: offset, limit: preallocationLimit())
+        preallocator?.attach(path: path, dataEnd: offset, limit: preallocationLimit())
         return true
     }
 

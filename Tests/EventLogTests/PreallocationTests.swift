@@ -180,6 +180,31 @@ import Testing
         }
     }
 
+    @Test(
+        "the zero-fill writes and syncs through a descriptor of its own, so a failed write-back is reported to the committer's sync"
+    )
+    func fillsHaveTheirOwnDescriptor() throws {
+        try withTemporaryDirectory { dir in
+            var configuration = testConfiguration(dir)
+            configuration.preallocationBytes = 256 * 1024
+            let writer = try LogWriter(configuration: configuration)
+            try writer.append((0..<10).map { envelope($0) })
+            let open = try #require(try segmentPaths(configuration.directory).last)
+            // Linux reports a failed write-back once per open file description, to the first sync
+            // that checks through it: until 2026-12-04 the fills synced through the committer's
+            // descriptor and could take a frame's error, its `fdatasync` then returning 0.
+            let both = descriptors(on: open)
+            #expect(both.count == 2, "descriptors on the open segment: \(both)")
+            if both.count == 2 {
+                var flags = [fcntl(both[0], F_GETFL), fcntl(both[1], F_GETFL)]
+                flags = flags.map { $0 & O_ACCMODE }
+                #expect(flags == [O_WRONLY, O_WRONLY])
+            }
+            writer.close()
+            #expect(descriptors(on: open).isEmpty, "closed with the writer")
+        }
+    }
+
     @Test("a disk cap keeps the zeros within its headroom; turned off, segments are plain appends")
     func capAndOff() throws {
         try withTemporaryDirectory { dir in
@@ -204,6 +229,19 @@ import Testing
             #expect(Int64(report.frames.reduce(0) { $0 + $1.frameBytes }) == report.bytes)
             plain.close()
         }
+    }
+}
+
+/// The descriptors of this process open on `path` (`/proc/self/fd`).
+private func descriptors(on path: String) -> [Int32] {
+    let target = (path as NSString).resolvingSymlinksInPath
+    let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+    return entries.compactMap { entry in
+        guard let fd = Int32(entry),
+            let link = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + entry),
+            link == target
+        else { return nil }
+        return fd
     }
 }
 
