@@ -27,6 +27,9 @@ package enum IngestError: Error, Sendable, Equatable {
     case unsupportedMediaType(String)
     /// The body claims gzip or zstd but does not decode.
     case invalidEncoding(encoding: String, reason: String)
+    /// The request's body framing is ambiguous: `Transfer-Encoding` with `Content-Length`, or a
+    /// transfer coding other than `chunked` alone (RFC 9112 6.1, 6.3).
+    case invalidFraming(reason: String)
     /// The body is not JSON; `byteOffset` is where parsing stopped (in the decoded body).
     case invalidJSON(message: String, byteOffset: Int)
     /// The body is JSON but not in a shape this route takes (not an object, no batch array, ...).
@@ -108,6 +111,8 @@ package enum IngestError: Error, Sendable, Equatable {
             (503, "shutting_down", "the server is shutting down; retry later", [("Retry-After", "1")])
         case .overloaded:
             (503, "overloaded", "the server holds too many requests at once; retry later", [("Retry-After", "1")])
+        case .invalidFraming(let reason):
+            (400, "invalid_framing", reason, [])
         case .invalidParameter(let name, let message):
             (400, "invalid_parameter", "invalid parameter \(name): \(message)", [])
         case .reportsUnavailable:

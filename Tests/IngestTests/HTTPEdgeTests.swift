@@ -160,6 +160,29 @@ struct HTTPEdgeTests {
         client.send(Array((head + "\r\n").utf8))
     }
 
+    @Test(
+        "Transfer-Encoding beside Content-Length, or a transfer coding but chunked, is 400 invalid_framing and the connection closes: nothing smuggled in the body is served",
+        arguments: [("chunked", true), ("gzip, chunked", false), ("identity", false)])
+    func ambiguousFraming(coding: String, withLength: Bool) throws {
+        let server = try TestServer()
+        let client = try server.client()
+        // A proxy going by Content-Length would take the second request for a request of its own.
+        let smuggled =
+            "POST /api/analytics/event HTTP/1.1\r\nHost: x\r\nContent-Length: \(Self.event.count)\r\n"
+            + TestServer.sdkHeaders().map { "\($0.0): \($0.1)\r\n" }.joined() + "\r\n"
+        let body = "0\r\n\r\n" + smuggled + String(decoding: Self.event, as: UTF8.self)
+        var head = "POST /api/analytics/event HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: \(coding)\r\n"
+        if withLength { head += "Content-Length: 5\r\n" }
+        for (name, value) in TestServer.sdkHeaders() { head += "\(name): \(value)\r\n" }
+        client.send(Array((head + "\r\n" + body).utf8))
+        let response = try client.readResponse()
+        #expect(response.status == 400)
+        #expect(response.errorCode == "invalid_framing")
+        #expect(client.isClosedByPeer(), "the connection stays open after an ambiguous framing")
+        #expect(server.sink.records.isEmpty)
+        #expect(server.isServing())
+    }
+
     @Test("a chunked body growing past the limit is 413 and never buffered")
     func streamedTooLarge() throws {
         let server = try TestServer { $0.maxBodyBytes = 4096 }

@@ -206,7 +206,7 @@ struct OpenAPITests {
             .notFound(path: "/"), .methodNotAllowed(method: "GET", allow: "POST"), .missingKey, .missingAppID,
             .invalidKey, .keyNotAllowed(reason: ""), .bodyTooLarge(limit: 1), .decompressedTooLarge(limit: 1),
             .unsupportedEncoding("br"), .unsupportedMediaType("text/plain"),
-            .invalidEncoding(encoding: "gzip", reason: ""),
+            .invalidEncoding(encoding: "gzip", reason: ""), .invalidFraming(reason: ""),
             .invalidJSON(message: "", byteOffset: 0), .tooManyEvents(count: 2, limit: 1), .rateLimited(retryAfter: 1),
             IngestError(.tooManyValues(limit: 1)),
             .logUnavailable(reason: ""), .shuttingDown, .overloaded, .keysUnavailable,

@@ -89,6 +89,7 @@ private func begin(
         path: url.map { core.string($0) { requestPath(String(cString: $0)) } } ?? "/",
         connection: connection)
     head.contentLength = head.withHeader("Content-Length") { $0.flatMap(decimalInteger) }
+    let framing = framingProblem(head)
     core.inFlight.wrappingAdd(1, ordering: .relaxed)
     let state: RequestState
     var early: HTTPResponse?
@@ -98,14 +99,14 @@ private func begin(
         early = response
     case .readBody(let limit, let route, let context):
         state = RequestState(route: route, started: started, limit: limit, context: context)
-        state.declaredLength = head.contentLength
+        state.declaredLength = framing == nil ? head.contentLength : nil
         // The body arrives in chunks of the connection's read buffer: sized once from
         // Content-Length (within the limit), it is not regrown and copied on the way. The
         // reservation is charged to the budget first: reused heap memory is resident already, so
         // 200 reserved 600 KB bodies held ~115 MB while the budget counted only the bytes received.
         // A body the budget cannot reserve for is charged as it arrives (and dropped when a chunk
         // does not fit).
-        if let declared = head.contentLength, declared > 0, declared <= limit {
+        if framing == nil, let declared = head.contentLength, declared > 0, declared <= limit {
             if core.chargeBody(declared, bodyBytes: declared) {
                 state.charged = declared
                 state.body.reserveCapacity(declared)
@@ -118,6 +119,9 @@ private func begin(
             }
         }
     }
+    // Refused whatever the route: the answer is queued at once, which makes libmicrohttpd close the
+    // connection (below), so no byte after the head is read as a request of its own.
+    if let framing { early = HTTPResponse(error: framing) }
     state.isHead = head.method == "HEAD"
     conCls.pointee = Unmanaged.passRetained(state).toOpaque()
     if let early {
@@ -137,6 +141,22 @@ private func begin(
         return queue(early, on: connection, state: state, core: core)
     }
     return .YES
+}
+
+/// A body framing a request may not have (RFC 9112 6.1, 6.3): `Transfer-Encoding` beside
+/// `Content-Length`, or any transfer coding but `chunked` alone. libmicrohttpd 0.9.75 reads the body
+/// by `Transfer-Encoding` and keeps the connection open; a proxy in front that goes by
+/// `Content-Length` would read the same bytes as another request (request smuggling), and the body
+/// budget trusted the `Content-Length` of a chunked body. Until 2026-12-04 both were served.
+private func framingProblem(_ head: RequestHead) -> IngestError? {
+    guard let coding = head.header("Transfer-Encoding") else { return nil }
+    if head.header("Content-Length") != nil {
+        return .invalidFraming(reason: "send Content-Length or Transfer-Encoding: chunked, not both")
+    }
+    guard coding.trimmingCharacters(in: .whitespaces).lowercased() == "chunked" else {
+        return .invalidFraming(reason: "the only transfer coding taken is chunked, alone")
+    }
+    return nil
 }
 
 private func queue(_ response: HTTPResponse, on connection: OpaquePointer, state: RequestState, core: ServerCore)
