@@ -1,5 +1,6 @@
 import Foundation
 import Observability
+import Synchronization
 import Testing
 
 @testable import Ingest
@@ -141,6 +142,37 @@ struct UnitTests {
         let single = RequestState(route: "reports_links", started: .now, limit: 10, context: ())
         [UInt8](repeating: 1, count: 15).withUnsafeBytes { #expect(single.receive($0, core: core) == .discard) }
         #expect(single.isOverLimit)
+    }
+
+    @Test("once the server stops, no connection is suspended, and stopping waits for those that are")
+    func suspensionGate() {
+        let core = ServerCore(handler: UnusedHandler(), maxBufferedBodyBytes: 1 << 20)
+        #expect(core.enterSuspension() && core.enterSuspension())
+        let stopped = Atomic<Bool>(false)
+        let done = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            core.closeSuspensions()
+            stopped.store(true, ordering: .releasing)
+            done.signal()
+        }
+        // The gate closes at once; stopping waits while two connections are still suspended.
+        var closed = false
+        for _ in 0..<500 where !closed {  // at most 5 s
+            closed = !core.enterSuspension()
+            if !closed {
+                core.suspended.wrappingSubtract(1, ordering: .releasing)
+                usleep(10_000)
+            }
+        }
+        #expect(closed, "a connection could still be suspended while the server stops")
+        usleep(50_000)
+        let stoppedEarly = stopped.load(ordering: .acquiring)
+        #expect(!stoppedEarly)
+        core.suspended.wrappingSubtract(1, ordering: .releasing)
+        core.suspended.wrappingSubtract(1, ordering: .releasing)
+        #expect(done.wait(timeout: .now() + 30) == .success)
+        let stoppedAfter = stopped.load(ordering: .acquiring)
+        #expect(stoppedAfter)
     }
 
     @Test("bodies held at once are charged to the server's budget; a chunk that would cross it drops its body")

@@ -126,11 +126,10 @@ package final class HTTPServer: Sendable {
             usleep(2000)
         }
         // A suspended connection must be resumed before the daemon stops (its memory is freed
-        // there, and the finishing thread still holds its pointer). Their work is bounded by the
-        // sink's own timeouts, so this waits without a deadline.
-        while core.suspended.load(ordering: .acquiring) > 0 {
-            usleep(2000)
-        }
+        // there, and the finishing thread still holds its pointer), and none may be suspended
+        // after this: a request finished from now on is answered 503 `shutting_down`. Their work
+        // is bounded by the sink's own timeouts, so this waits without a deadline.
+        core.closeSuspensions()
         MHD_stop_daemon(handle.pointer)
         close(handle.listenFD)
     }

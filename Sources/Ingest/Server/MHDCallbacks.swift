@@ -62,7 +62,10 @@ let accessHandler: MHD_AccessHandlerCallback = {
     case .respond(let response):
         return queue(response, on: connection, state: state, core: core)
     case .later(let start):
-        core.suspended.wrappingAdd(1, ordering: .relaxed)
+        // Nothing of it is queued yet (`start` does that): stopping, it is refused as a whole.
+        guard core.enterSuspension() else {
+            return queue(HTTPResponse(error: .shuttingDown), on: connection, state: state, core: core)
+        }
         MHD_suspend_connection(connection)
         start(Completion(state: state, connection: SuspendedConnection(pointer: connection), core: core))
         return .YES

@@ -7,8 +7,33 @@ import Synchronization
 final class ServerCore: Sendable {
     let handler: any HTTPHandler
     let inFlight = Atomic<Int>(0)
-    /// Connections suspended while their answer is prepared on another thread.
+    /// Connections suspended while their answer is prepared on another thread, plus
+    /// `stoppingBit` once `HTTPServer.stop` closed the gate (`enterSuspension`).
     let suspended = Atomic<Int>(0)
+    /// Set in `suspended` when the server stops: no connection is suspended after it.
+    static let stoppingBit = 1 << 62
+
+    /// Counts a connection its handler is about to suspend; false once the server is stopping, and
+    /// the caller answers at once instead. `MHD_stop_daemon` must not run while a connection is
+    /// suspended (microhttpd.h: an API violation; 0.9.7x panics): until 2026-12-04 a request whose
+    /// body ended after `stop` had seen no suspended connection was still suspended, and the
+    /// daemon stopped under it.
+    func enterSuspension() -> Bool {
+        var current = suspended.load(ordering: .relaxed)
+        while current & Self.stoppingBit == 0 {
+            let (exchanged, original) = suspended.compareExchange(
+                expected: current, desired: current + 1, ordering: .acquiringAndReleasing)
+            if exchanged { return true }
+            current = original
+        }
+        return false
+    }
+
+    /// Closes the gate of `enterSuspension` and waits until no connection is suspended.
+    func closeSuspensions() {
+        suspended.bitwiseOr(Self.stoppingBit, ordering: .acquiringAndReleasing)
+        while suspended.load(ordering: .acquiring) & ~Self.stoppingBit > 0 { usleep(2000) }
+    }
     /// Connections handed to libmicrohttpd and not yet reported closed; `Acceptor` stops taking
     /// new ones at the connection limit.
     let openConnections = Atomic<Int>(0)
