@@ -16,7 +16,7 @@ package struct ExactText: Hashable, Comparable, Sendable {
         let hashed: Void? = text.utf8.withContiguousStorageIfAvailable {
             hasher.combine(bytes: UnsafeRawBufferPointer($0))
         }
-        if hashed == nil { for byte in text.utf8 { hasher.combine(byte) } }
+        if hashed == nil { Array(text.utf8).withUnsafeBytes { hasher.combine(bytes: $0) } }  // the same bytes fed
         hasher.combine(0xFF as UInt8)  // no UTF-8 byte: ends the string
     }
 
