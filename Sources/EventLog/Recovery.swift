@@ -1,8 +1,8 @@
 import Glibc
 import Observability
 
-/// Start-up check of a node's log: cuts a torn or corrupt tail off the open segment and finds the
-/// next record sequence number and segment id.
+/// Start-up check of a node's log: cuts a torn or corrupt tail off the open segment, syncs it, and
+/// finds the next record sequence number and segment id.
 enum Recovery {
     /// What recovery found and did.
     struct Result: Equatable {
@@ -56,11 +56,17 @@ enum Recovery {
                         "zero_tail.bytes": "\(result.zeroTailBytes)", "reason": reason,
                     ])
             }
-            let fd = try FileSystem.open(path, flags: O_WRONLY)
-            defer { close(fd) }
-            try FileSystem.syscall("ftruncate", path: path) { ftruncate(fd, off_t(scan.goodEnd)) }
-            try FileSystem.syscall("fdatasync", path: path) { fdatasync(fd) }
         }
+        // Synced whether or not it was cut: a writer with interval durability killed between an
+        // answer and its sync left frames that were acknowledged and only in the page cache, and
+        // the new writer starts a new segment without ever syncing this one (until 2026-12-04
+        // they then waited for the kernel's write-back instead of the configured interval).
+        let fd = try FileSystem.open(path, flags: O_WRONLY)
+        defer { close(fd) }
+        if scan.goodEnd < scanner.size {
+            try FileSystem.syscall("ftruncate", path: path) { ftruncate(fd, off_t(scan.goodEnd)) }
+        }
+        try FileSystem.syscall("fdatasync", path: path) { fdatasync(fd) }
         if let lastFrame {
             result.nextSequence = lastFrame.firstSequence + UInt64(lastFrame.recordCount)
         } else {
