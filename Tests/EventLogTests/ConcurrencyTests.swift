@@ -225,6 +225,43 @@ import Testing
     }
 
     @Test(
+        "sync threads sync through descriptors of their own, so a failed write-back is reported to the group it belongs to"
+    )
+    func syncersHaveTheirOwnDescriptors() throws {
+        try withTemporaryDirectory { dir in
+            var configuration = testConfiguration(dir)
+            configuration.groupCommitDelay = .zero
+            configuration.syncsInFlight = 2
+            configuration.preallocationBytes = 0  // no zero-fill descriptor on the segment
+            let synced = Locked<Set<Int32>>([])
+            configuration.groupSync = { fd in
+                synced.withLock { _ = $0.insert(fd) }
+                return fdatasync(fd) == 0 ? 0 : errno
+            }
+            let writer = try LogWriter(configuration: configuration)
+            let failures = Locked(0)
+            try runThreads(4) { thread in
+                for index in 0..<20 {
+                    do { try writer.append([Array("{\"t\":\(thread),\"i\":\(index)}".utf8)]) } catch {
+                        failures.withLock { $0 += 1 }
+                    }
+                }
+            }
+            #expect(failures.withLock { $0 } == 0)
+            let open = try #require(try segmentPaths(configuration.directory).last)
+            let onSegment = Set(descriptors(on: open))
+            let syncers = synced.withLock { $0 }
+            // Linux reports a failed write-back once per open file description: until 2026-12-04
+            // the sync threads synced through the committer's, so one could take another group's
+            // error. Now each has its own, and the committer's is not among them.
+            #expect(!syncers.isEmpty && syncers.isSubset(of: onSegment), "synced \(syncers), open \(onSegment)")
+            #expect(onSegment.subtracting(syncers).count == 1, "the committer's descriptor was synced by a sync thread")
+            writer.close()
+            #expect(descriptors(on: open).isEmpty, "closed with the writer")
+        }
+    }
+
+    @Test(
         "a failed sync fails its group and every later one in flight; acknowledged records stay, the log stays gap-free",
         arguments: [1, 2])
     func failedSync(syncsInFlight: Int) throws {

@@ -232,19 +232,6 @@ import Testing
     }
 }
 
-/// The descriptors of this process open on `path` (`/proc/self/fd`).
-private func descriptors(on path: String) -> [Int32] {
-    let target = (path as NSString).resolvingSymlinksInPath
-    let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
-    return entries.compactMap { entry in
-        guard let fd = Int32(entry),
-            let link = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + entry),
-            link == target
-        else { return nil }
-        return fd
-    }
-}
-
 /// The records of one segment file, read through a scanner.
 private func readFile(_ path: String) throws -> [String] {
     let scanner = try FrameScanner(path: path)

@@ -103,3 +103,16 @@ func runThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) throws 
 }
 
 struct TimeoutError: Error {}
+
+/// The descriptors of this process open on `path` (`/proc/self/fd`).
+func descriptors(on path: String) -> [Int32] {
+    let target = (path as NSString).resolvingSymlinksInPath
+    let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+    return entries.compactMap { entry in
+        guard let fd = Int32(entry),
+            let link = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + entry),
+            link == target
+        else { return nil }
+        return fd
+    }
+}
