@@ -29,13 +29,23 @@ package final class Connection: @unchecked Sendable {
     ///   - applicationName: shown in `pg_stat_activity`, unless `url` sets `application_name`.
     ///   - connectTimeout: seconds to wait for the server, unless `url` sets `connect_timeout`
     ///     (libpq's own default is to wait forever, which would stall a retry loop).
+    ///   - tcpUserTimeout: milliseconds sent data may stay unacknowledged before the connection
+    ///     is given up (a server gone from the network after connecting), unless `url` sets
+    ///     `tcp_user_timeout`; nil leaves the kernel's default (~15 minutes of retransmissions).
     /// - Throws: `PostgresError.connection` with libpq's message (never the password).
     package init(
-        url: String, applicationName: String = "detour-analytics", connectTimeout: Int = 10
+        url: String, applicationName: String = "detour-analytics", connectTimeout: Int = 10,
+        tcpUserTimeout: Int? = nil
     ) throws(PostgresError) {
         // Keywords before `dbname` are defaults: the expanded URL overrides them (expand_dbname = 1).
-        let keywords = ["application_name", "connect_timeout", "dbname"]
-        let values = [applicationName, String(connectTimeout), url]
+        var keywords = ["application_name", "connect_timeout"]
+        var values = [applicationName, String(connectTimeout)]
+        if let tcpUserTimeout {
+            keywords.append("tcp_user_timeout")
+            values.append(String(tcpUserTimeout))
+        }
+        keywords.append("dbname")
+        values.append(url)
         let connection: OpaquePointer? = withCStringArray(keywords) { keywordPointers in
             withCStringArray(values) { valuePointers in
                 PQconnectdbParams(keywordPointers, valuePointers, 1)
@@ -73,6 +83,20 @@ package final class Connection: @unchecked Sendable {
 
     deinit {
         if let handle { PQfinish(handle) }
+    }
+
+    /// The libpq connection parameters in use that have a value (`PQconninfo`), by keyword: the
+    /// defaults given to `init` unless the URL set its own.
+    package var parameters: [String: String] {
+        guard let handle, let options = PQconninfo(handle) else { return [:] }
+        defer { PQconninfoFree(options) }
+        var parameters: [String: String] = [:]
+        var option = options
+        while let keyword = option.pointee.keyword {
+            if let value = option.pointee.val { parameters[String(cString: keyword)] = String(cString: value) }
+            option += 1
+        }
+        return parameters
     }
 
     /// The WARNINGs the server sent since the last call (their primary message), oldest first.

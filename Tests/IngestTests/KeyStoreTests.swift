@@ -41,24 +41,25 @@ struct KeyStoreTests {
                 == "41edece42d63e8d9bf515a9ba6932e1c20cbc9f5a5d134645adb5db1b9737ea3")
     }
 
-    @Test("the key source never waits forever for a connection")
-    func connectTimeout() {
-        #expect(
-            PostgresKeySource.withConnectTimeout("postgresql://u@h/db", seconds: 5)
-                == "postgresql://u@h/db?connect_timeout=5")
-        #expect(
-            PostgresKeySource.withConnectTimeout("postgresql://u@h/db?sslmode=disable", seconds: 3)
-                == "postgresql://u@h/db?sslmode=disable&connect_timeout=3")
-        #expect(
-            PostgresKeySource.withConnectTimeout("host=h dbname=d", seconds: 5) == "host=h dbname=d connect_timeout=5")
-        #expect(
-            PostgresKeySource.withConnectTimeout("host=h connect_timeout=9", seconds: 5) == "host=h connect_timeout=9")
-        #expect(
-            PostgresKeySource.withDefault("postgresql://u@h/db?connect_timeout=5", "tcp_user_timeout", "5000")
-                == "postgresql://u@h/db?connect_timeout=5&tcp_user_timeout=5000")
-        #expect(
-            PostgresKeySource.withDefault("host=h tcp_user_timeout=1", "tcp_user_timeout", "5000")
-                == "host=h tcp_user_timeout=1")
+    @Test(
+        "the key source never waits forever for a connection: its connections have connect and TCP timeouts, unless the URL sets its own"
+    )
+    func connectTimeout() throws {
+        let database = try TestDatabase.make()
+        defer { database.drop() }
+        func parameters(_ source: PostgresKeySource) throws -> [String: String] {
+            let connection = try source.connect()
+            defer { connection.close() }
+            return connection.parameters
+        }
+        let defaults = try parameters(PostgresKeySource(url: database.url))
+        #expect(defaults["connect_timeout"] == "5" && defaults["tcp_user_timeout"] == "5000", "\(defaults)")
+        let shorter = try parameters(PostgresKeySource(url: database.url, timeoutSeconds: 3))
+        #expect(shorter["connect_timeout"] == "3" && shorter["tcp_user_timeout"] == "3000", "\(shorter)")
+        let separator = database.url.contains("?") ? "&" : "?"
+        let own = try parameters(
+            PostgresKeySource(url: database.url + separator + "connect_timeout=9&tcp_user_timeout=1"))
+        #expect(own["connect_timeout"] == "9" && own["tcp_user_timeout"] == "1", "\(own)")
     }
 
     @Test(

@@ -6,10 +6,10 @@ import Postgres
 ///
 /// No load waits on the database for long: ingest's start-up and its serial refresh timer both
 /// run loads, and one that never returned would stall the start or stop new keys from being picked
-/// up. So a load has `connect_timeout` (libpq waits forever by default) and `tcp_user_timeout` (a
-/// server gone from the network after connecting: unacknowledged data gives up instead of being
-/// sent again for ~15 minutes) of `timeoutSeconds` unless the string sets them, and sets
-/// `statement_timeout` to it (a query waiting on a lock, as behind a migration that holds
+/// up. So a load's connection has `connect_timeout` (libpq waits forever by default) and
+/// `tcp_user_timeout` (a server gone from the network after connecting: unacknowledged data gives
+/// up instead of being sent again for ~15 minutes) of `timeoutSeconds` unless the URL sets them,
+/// and sets `statement_timeout` to it (a query waiting on a lock, as behind a migration that holds
 /// `api_keys`).
 package struct PostgresKeySource: KeySource {
     private let url: String
@@ -17,30 +17,19 @@ package struct PostgresKeySource: KeySource {
 
     /// Creates a source for the database at `url` (a libpq URL or keyword string).
     package init(url: String, timeoutSeconds: Int = 5) {
-        self.url = Self.withDefault(
-            Self.withConnectTimeout(url, seconds: timeoutSeconds), "tcp_user_timeout", String(timeoutSeconds * 1000))
+        self.url = url
         self.timeoutSeconds = timeoutSeconds
     }
 
-    /// `url` with `connect_timeout=<seconds>` added when it has none.
-    static func withConnectTimeout(_ url: String, seconds: Int) -> String {
-        withDefault(url, "connect_timeout", String(seconds))
-    }
-
-    /// `url` with the libpq parameter `key=value` added when it names no `key`: a query parameter
-    /// of a `postgresql://` or `postgres://` URL, else a keyword of a `key=value` string.
-    static func withDefault(_ url: String, _ key: String, _ value: String) -> String {
-        guard !url.contains(key) else { return url }
-        if url.hasPrefix("postgresql://") || url.hasPrefix("postgres://") {
-            return url + (url.contains("?") ? "&" : "?") + key + "=" + value
-        }
-        return url + " " + key + "=" + value
+    /// A connection as each load opens it, with the source's timeouts.
+    func connect() throws(PostgresError) -> Connection {
+        try Connection(url: url, connectTimeout: timeoutSeconds, tcpUserTimeout: timeoutSeconds * 1000)
     }
 
     /// Every active key; throws `PostgresError` when the database is unreachable, and
     /// `UnmigratedSchema` when it lacks `api_keys`.
     package func loadKeys() throws -> [APIKeyRecord] {
-        let connection = try Connection(url: url)
+        let connection = try connect()
         defer { connection.close() }
         try connection.unsafeSQL("set statement_timeout = \(timeoutSeconds * 1000)")
         let rows: QueryResult
