@@ -79,7 +79,7 @@ package struct LinkTotalsReport: RenderableReport, Equatable {
         while index < daily.count {
             var total = LinkTotalRow(path: daily[index].path)
             var sums = MapSums()
-            while index < daily.count && daily[index].path.utf8.elementsEqual(total.path.utf8) {
+            while index < daily.count && ExactText(daily[index].path) == ExactText(total.path) {
                 let row = daily[index]
                 total.days += 1
                 total.clicks += row.clicks
