@@ -121,15 +121,21 @@ final class WriterCore: @unchecked Sendable {
             }
             let now = clock.now()
             let frameLength = prefixSize + job.bodyLength
-            if !written.isEmpty || !mayRotate {
-                var peek = machine
-                if case .write(let write) = peek.plan(frameBytes: frameLength, now: now), write.rotate { break }
-            }
-            consumed += 1
-            var plan = machine.plan(frameBytes: frameLength, now: now)
+            // Planned on a copy, taken only once the frame is known to belong to this group. The
+            // disk cap's re-check comes first: with space freed since the last scan, the frame may
+            // need a new segment where it was refused before. The group then ends before it: until
+            // 2026-12-04 it rotated mid-group, and a failed sync of the group cut the new segment
+            // back to an offset in the old one, leaving the frames before the switch in the log
+            // although their appends were refused.
+            var planned = machine
+            var plan = planned.plan(frameBytes: frameLength, now: now)
             if case .diskFull = plan, refreshDiskUsage(now: now) {
-                plan = machine.plan(frameBytes: frameLength, now: now)
+                planned = machine
+                plan = planned.plan(frameBytes: frameLength, now: now)
             }
+            if !written.isEmpty || !mayRotate, case .write(let write) = plan, write.rotate { break }
+            consumed += 1
+            machine = planned
             guard case .write(let write) = plan else {
                 job.error = .diskFull
                 continue

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Locking
+import Synchronization
 import TestSupport
 import Testing
 
@@ -41,6 +42,68 @@ import Testing
             try writer.append([Array("{\"after\":\"space\"}".utf8)])
             #expect(writer.isWritable)
             #expect(try readAll(configuration.directory).records.last == "{\"after\":\"space\"}")
+        }
+    }
+
+    @Test(
+        "a frame the disk cap's re-check lets into a new segment starts the next group: a group never spans two segments, so a failed sync leaves none of its frames"
+    )
+    func groupStaysInOneSegment() throws {
+        try withTemporaryDirectory { dir in
+            var configuration = testConfiguration(dir)
+            let clock = ManualClock()
+            configuration.clock = clock.clock
+            configuration.preallocationBytes = 0
+            let syncFails = Atomic<Bool>(false)
+            configuration.groupSync = { fd in
+                syncFails.load(ordering: .relaxed) ? EIO : (fdatasync(fd) == 0 ? 0 : errno)
+            }
+            let encoder = try FrameEncoder(codec: configuration.codec, level: configuration.compressionLevel)
+            let prefix = SegmentFormat.prefixSize(configuration.codec)
+            func job(_ ids: Range<Int>) -> (job: FrameJob, bytes: Int64) {
+                let job = FrameJob()
+                for id in ids { job.ndjson += envelope(id) + [10] }
+                job.records = ids.count
+                encoder.encode(job)
+                return (job, Int64(prefix + job.bodyLength))
+            }
+            let (older, olderBytes) = job(200..<211)
+            let (kept, keptBytes) = job(100..<101)
+            let (first, firstBytes) = job(0..<1)
+            let (second, _) = job(1..<12)
+            // `kept` and `first` fit one segment, `second` does not fit beside them, `older` not
+            // beside `kept`; and by the writer's count `first` just fits under the disk cap.
+            configuration.maxSegmentBytes = keptBytes + firstBytes + 10
+            configuration.maxDiskBytes = olderBytes + keptBytes + firstBytes
+            configuration = try configuration.validated()
+
+            let lock = try WriterCore.lockDirectory(configuration.nodeDirectory)
+            let core = WriterCore(
+                configuration: configuration, lockFD: lock,
+                recovered: try Recovery.run(nodeDirectory: configuration.nodeDirectory),
+                metrics: LogMetrics(configuration: configuration))
+            defer { core.close() }
+            #expect(core.commit([older][...]) == 1)
+            #expect(core.commit([kept][...]) == 1)
+            // Retention deletes the older segment; a second later the writer may look at the disk again.
+            try FileManager.default.removeItem(
+                atPath: configuration.nodeDirectory + "/" + SegmentFormat.fileName(segment: 1))
+            clock.advance(by: .seconds(2))
+
+            syncFails.store(true, ordering: .relaxed)
+            let consumed = core.commit([first, second][...])
+            #expect(consumed == 1, "the group went on into a new segment")
+            #expect(first.error != nil)
+            #expect(second.error == nil)
+            // Failed, so not in the log: a client told so sends it again.
+            let line = { (id: Int) in String(decoding: envelope(id), as: UTF8.self) }
+            #expect(try readAll(configuration.directory).records == [line(100)])
+
+            syncFails.store(false, ordering: .relaxed)
+            #expect(core.commit([second][...]) == 1)
+            #expect(second.error == nil)
+            #expect(try readAll(configuration.directory).records == [line(100)] + (1..<12).map(line))
+            #expect(try SegmentInspector.verify(path: configuration.directory).isHealthy)
         }
     }
 
