@@ -183,6 +183,54 @@ struct HTTPEdgeTests {
         #expect(server.isServing())
     }
 
+    @Test(
+        "Content-Length given twice with different values, or Transfer-Encoding given twice, is 400 invalid_framing and the connection closes: nothing smuggled is served",
+        arguments: [false, true])
+    func repeatedFraming(transferEncoding: Bool) throws {
+        let server = try TestServer()
+        let client = try server.client()
+        let smuggled =
+            "POST /api/analytics/event HTTP/1.1\r\nHost: x\r\nContent-Length: \(Self.event.count)\r\n"
+            + TestServer.sdkHeaders().map { "\($0.0): \($0.1)\r\n" }.joined() + "\r\n"
+            + String(decoding: Self.event, as: UTF8.self)
+        var head = "POST /api/analytics/event HTTP/1.1\r\nHost: x\r\n"
+        let body: String
+        if transferEncoding {
+            // Read as one "chunked" by one party and as "chunked, chunked" (not a valid list) by another.
+            head += "Transfer-Encoding: chunked\r\ntransfer-encoding: chunked\r\n"
+            body = "0\r\n\r\n" + smuggled
+        } else {
+            // A proxy going by the last Content-Length forwards one request; going by the first, the
+            // server would have read a second one from its body.
+            let first = String(decoding: Self.event, as: UTF8.self)
+            head +=
+                "Content-Length: \(Self.event.count)\r\ncontent-length: \(Self.event.count + smuggled.utf8.count)\r\n"
+            body = first + smuggled
+        }
+        for (name, value) in TestServer.sdkHeaders() { head += "\(name): \(value)\r\n" }
+        client.send(Array((head + "\r\n" + body).utf8))
+        let response = try client.readResponse()
+        #expect(response.status == 400)
+        #expect(response.errorCode == "invalid_framing")
+        #expect(client.isClosedByPeer(), "the connection stays open after a repeated framing header")
+        #expect(server.sink.records.isEmpty)
+        #expect(server.isServing())
+    }
+
+    @Test("Content-Length given twice with one value is read as that length (RFC 9112 6.3)")
+    func repeatedSameLength() throws {
+        let server = try TestServer()
+        let client = try server.client()
+        var head = "POST /api/analytics/event HTTP/1.1\r\nHost: x\r\n"
+        head += "Content-Length: \(Self.event.count)\r\nContent-Length: \(Self.event.count) \r\n"
+        for (name, value) in TestServer.sdkHeaders() { head += "\(name): \(value)\r\n" }
+        client.send(Array((head + "\r\n").utf8) + Self.event)
+        let response = try client.readResponse()
+        #expect(response.status == 200)
+        #expect(server.sink.records.count == 1)
+        #expect(server.isServing())
+    }
+
     @Test("a chunked body growing past the limit is 413 and never buffered")
     func streamedTooLarge() throws {
         let server = try TestServer { $0.maxBodyBytes = 4096 }

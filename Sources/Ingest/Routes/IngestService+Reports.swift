@@ -34,7 +34,7 @@ extension IngestService {
         guard reports != nil else { throw .reportsUnavailable }
         return ReportRequest(
             kind: String(route.path.dropFirst(Router.reportPathPrefix.count)), appID: appID, parameters: parameters,
-            acceptEncoding: head.header("Accept-Encoding"), isHead: head.method == "HEAD")
+            acceptEncoding: head.header(.acceptEncoding), isHead: head.method == "HEAD")
     }
 
     /// The query arguments as a dictionary: at most `limit` of them, names and values at most

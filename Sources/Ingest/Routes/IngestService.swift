@@ -234,11 +234,11 @@ final class IngestService: HTTPHandler {
     func authenticate(_ head: RequestHead, appFromKey: Bool = false) throws(IngestError) -> (
         appID: String, kind: KeyKind
     ) {
-        guard let key = head.withHeader("Authorization", { $0.flatMap(Self.bearerToken(bytes:)) }) else {
+        guard let key = head.withHeader(.authorization, { $0.flatMap(Self.bearerToken(bytes:)) }) else {
             throw .missingKey
         }
         guard keys.isLoaded else { throw .keysUnavailable }
-        guard let appID = head.header("X-App-ID"), !appID.isEmpty else {
+        guard let appID = head.header(.appID), !appID.isEmpty else {
             guard appFromKey else { throw .missingAppID }
             guard let owner = keys.owner(of: key) else { throw .invalidKey }
             return owner
@@ -260,8 +260,8 @@ final class IngestService: HTTPHandler {
         if let limiter = rateLimiter, let retryAfter = limiter.acquire(app: appID) {
             throw .rateLimited(retryAfter: retryAfter)
         }
-        try head.withHeader("Content-Type") { (bytes) throws(IngestError) in try Self.checkContentType(bytes: bytes) }
-        let encoding = try ContentEncoding(header: head.header("Content-Encoding"))
+        try head.withHeader(.contentType) { (bytes) throws(IngestError) in try Self.checkContentType(bytes: bytes) }
+        let encoding = try ContentEncoding(header: head.header(.contentEncoding))
         if let length = head.contentLength, length > configuration.maxBodyBytes {
             throw .bodyTooLarge(limit: configuration.maxBodyBytes)
         }
@@ -273,7 +273,7 @@ final class IngestService: HTTPHandler {
     /// the same `ios/<version>` value (ios-detour DetourConstants.swift @ e0a2c88; docs/ingest.md,
     /// "What the SDK sources send"). The second lookup is made only when `X-SDK` is absent.
     static func sdkHeader(_ head: RequestHead) -> String? {
-        head.header("X-SDK") ?? head.header("X-Detour-SDK")
+        head.header(.sdk) ?? head.header(.detourSDK)
     }
 
     /// The key from `Bearer <key>` (scheme case-insensitive), or nil.

@@ -168,8 +168,8 @@ package enum RequestFinish: Sendable {
     case later(start: @Sendable (_ complete: Completion) -> Void)
 }
 
-/// The request head as seen on the first callback; `header` and `arguments` read the connection,
-/// so a head is valid only during `begin`.
+/// The request head as seen on the first callback; its header values and `arguments` are
+/// libmicrohttpd's, so a head is valid only during `begin`.
 package struct RequestHead {
     /// `GET`, `POST`, ...
     package var method: String
@@ -177,9 +177,10 @@ package struct RequestHead {
     package var path: String
     /// `Content-Length` as a number, when the request has a readable one (read once per request).
     package var contentLength: Int?
-    /// The libmicrohttpd connection the headers and arguments are read from (`HTTPServer`'s
-    /// `header(_:)` and `arguments(_:)`; a pointer, not two closures capturing it: those were two
-    /// allocations per request).
+    /// The headers the server reads (`header(_:)`, `withHeader(_:_:)`).
+    package var headers: RequestHeaders
+    /// The libmicrohttpd connection the arguments are read from (`arguments(_:)`; a pointer, not a
+    /// closure capturing it: that was an allocation per request).
     let connection: OpaquePointer
 }
 

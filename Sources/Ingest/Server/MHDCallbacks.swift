@@ -90,8 +90,8 @@ private func begin(
     var head = RequestHead(
         method: method.map { core.string($0) { String(cString: $0) } } ?? "",
         path: url.map { core.string($0) { requestPath(String(cString: $0)) } } ?? "/",
-        connection: connection)
-    head.contentLength = head.withHeader("Content-Length") { $0.flatMap(decimalInteger) }
+        headers: RequestHeaders(of: connection), connection: connection)
+    head.contentLength = head.withHeader(.contentLength) { $0.flatMap(decimalInteger) }
     let framing = framingProblem(head)
     core.inFlight.wrappingAdd(1, ordering: .relaxed)
     let state: RequestState
@@ -133,10 +133,11 @@ private func begin(
         // or chunked ones are cut off right away, and so are bodies a client holds back until it
         // sees `100 Continue` (RFC 9110 10.1.1): reading those would send it `100 Continue` and have
         // it upload a body only to be refused.
-        let chunked = head.header("Transfer-Encoding") != nil
+        // A body with a refused framing is never read: where it ends is what is in doubt.
+        let chunked = head.headers[.transferEncoding] != nil
         let declared = head.contentLength ?? 0
         let awaitsContinue = declared > 0 && head.awaitsContinue
-        if !chunked, !awaitsContinue, declared <= smallBodyDiscardLimit, early.status != 413 {
+        if framing == nil, !chunked, !awaitsContinue, declared <= smallBodyDiscardLimit, early.status != 413 {
             state.earlyResponse = early
             return .YES
         }
@@ -147,13 +148,21 @@ private func begin(
 }
 
 /// A body framing a request may not have (RFC 9112 6.1, 6.3): `Transfer-Encoding` beside
-/// `Content-Length`, or any transfer coding but `chunked` alone. libmicrohttpd 0.9.75 reads the body
-/// by `Transfer-Encoding` and keeps the connection open; a proxy in front that goes by
-/// `Content-Length` would read the same bytes as another request (request smuggling), and the body
-/// budget trusted the `Content-Length` of a chunked body. Until 2026-12-04 both were served.
+/// `Content-Length`, or any transfer coding but `chunked` alone, or either header given twice
+/// (`Content-Length` with two values). libmicrohttpd 0.9.75 reads the body by `Transfer-Encoding`,
+/// else by the first `Content-Length`, and keeps the connection open; a proxy in front that goes
+/// by `Content-Length`, or by the last one, would read the same bytes as another request (request
+/// smuggling), and the body budget trusted the `Content-Length` of a chunked body. Until
+/// 2026-12-04 all of these were served.
 private func framingProblem(_ head: RequestHead) -> IngestError? {
-    guard let coding = head.header("Transfer-Encoding") else { return nil }
-    if head.header("Content-Length") != nil {
+    if head.headers.hasConflictingLengths {
+        return .invalidFraming(reason: "Content-Length is given more than once, with different values")
+    }
+    if head.headers.hasRepeatedCodings {
+        return .invalidFraming(reason: "Transfer-Encoding is given more than once; send it once, as chunked")
+    }
+    guard let coding = head.header(.transferEncoding) else { return nil }
+    if head.headers[.contentLength] != nil {
         return .invalidFraming(reason: "send Content-Length or Transfer-Encoding: chunked, not both")
     }
     guard coding.trimmingCharacters(in: .whitespaces).lowercased() == "chunked" else {

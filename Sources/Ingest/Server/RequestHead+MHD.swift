@@ -39,37 +39,128 @@ func requestPath(_ target: String) -> String {
     return String(afterAuthority[slash...])
 }
 
+/// The request headers the server reads. `RequestHeaders` finds them all in one pass over the
+/// header list when a request's head is complete.
+package enum RequestHeaderName: Int {
+    case contentLength, transferEncoding, expect, authorization, appID, contentType, contentEncoding, sdk
+    case detourSDK, acceptEncoding
+
+    /// How many there are: the size of `RequestHeaders`' table.
+    static let count = 10
+
+    /// The name in lower case.
+    var lowercased: StaticString {
+        switch self {
+        case .contentLength: "content-length"
+        case .transferEncoding: "transfer-encoding"
+        case .expect: "expect"
+        case .authorization: "authorization"
+        case .appID: "x-app-id"
+        case .contentType: "content-type"
+        case .contentEncoding: "content-encoding"
+        case .sdk: "x-sdk"
+        case .detourSDK: "x-detour-sdk"
+        case .acceptEncoding: "accept-encoding"
+        }
+    }
+
+    /// The header a field name of `length` bytes at `key` names (ASCII case-insensitively), or nil
+    /// for one the server does not read. The length picks the one candidate (12 bytes: by the
+    /// first letter), then the bytes are compared.
+    init?(key: UnsafePointer<CChar>, length: Int) {
+        let candidate: Self
+        switch length {
+        case 5: candidate = .sdk
+        case 6: candidate = .expect
+        case 8: candidate = .appID
+        case 12: candidate = UInt8(bitPattern: key[0]) | 0x20 == UInt8(ascii: "c") ? .contentType : .detourSDK
+        case 13: candidate = .authorization
+        case 14: candidate = .contentLength
+        case 15: candidate = .acceptEncoding
+        case 16: candidate = .contentEncoding
+        case 17: candidate = .transferEncoding
+        default: return nil
+        }
+        let name = candidate.lowercased.utf8Start
+        for index in 0..<length {
+            var byte = UInt8(bitPattern: key[index])
+            if byte >= UInt8(ascii: "A"), byte <= UInt8(ascii: "Z") { byte |= 0x20 }
+            guard byte == name[index] else { return nil }
+        }
+        self = candidate
+    }
+}
+
+/// The values of the headers the server reads (`RequestHeaderName`), found in one pass over the
+/// request's header list: one call into libmicrohttpd per request where a lookup per header made
+/// seven to ten, each walking the list. The bytes are libmicrohttpd's, so a value is valid only
+/// while the head is (during `begin`).
+///
+/// The pass also sees what a lookup cannot: a framing header given twice. libmicrohttpd 0.9.75
+/// reads the first `Content-Length` and the first `Transfer-Encoding`; a proxy in front that reads
+/// the last, or joins repeated fields into one list (RFC 9110 5.3), would frame the body otherwise.
+package struct RequestHeaders {
+    /// Each header's first value, without the blanks after it (RFC 9112 5: whitespace around a
+    /// field value is not part of it; libmicrohttpd drops the leading but keeps the trailing, and
+    /// `X-App-ID: app_1 ` was 403 for app "app_1 "). nil: absent.
+    private var values = InlineArray<10, UnsafeBufferPointer<UInt8>?>(repeating: nil)
+    /// `Content-Length` given more than once with different values (RFC 9112 6.3: the framing is
+    /// invalid; the same value repeated may be read as one).
+    private(set) var hasConflictingLengths = false
+    /// `Transfer-Encoding` given more than once (joined, a list with `chunked` twice or not last).
+    private(set) var hasRepeatedCodings = false
+
+    /// The value of `name`, or nil when the request has no such header.
+    package subscript(name: RequestHeaderName) -> UnsafeBufferPointer<UInt8>? { values[name.rawValue] }
+
+    /// Reads `connection`'s request headers.
+    init(of connection: OpaquePointer) {
+        withUnsafeMutablePointer(to: &self) { headers in
+            _ = MHD_get_connection_values_n(
+                connection, .HEADER_KIND,
+                { cls, _, key, keyLength, value, valueLength in
+                    guard let cls, let key, let name = RequestHeaderName(key: key, length: keyLength) else {
+                        return .YES
+                    }
+                    cls.assumingMemoryBound(to: RequestHeaders.self).pointee.record(name, value, valueLength)
+                    return .YES
+                }, headers)
+        }
+    }
+
+    private mutating func record(_ name: RequestHeaderName, _ value: UnsafePointer<CChar>?, _ length: Int) {
+        var end = length
+        let bytes = UnsafeRawPointer(value)?.assumingMemoryBound(to: UInt8.self)
+        if let bytes { while end > 0, bytes[end - 1] == 0x20 || bytes[end - 1] == 0x09 { end -= 1 } }
+        let trimmed = UnsafeBufferPointer(start: bytes, count: bytes == nil ? 0 : end)
+        guard let first = values[name.rawValue] else {
+            values[name.rawValue] = trimmed
+            return
+        }
+        switch name {
+        case .contentLength: if !first.elementsEqual(trimmed) { hasConflictingLengths = true }
+        case .transferEncoding: hasRepeatedCodings = true
+        default: break  // the first is read, as libmicrohttpd reads it
+        }
+    }
+}
+
 extension RequestHead {
     /// The client holds its body back until it sees `100 Continue` (`Expect: 100-continue`, RFC
     /// 9110 10.1.1): a refusal can reach it before it uploads anything.
-    var awaitsContinue: Bool { header("Expect")?.lowercased() == "100-continue" }
+    var awaitsContinue: Bool { header(.expect)?.lowercased() == "100-continue" }
 
-    /// Looks up a request header by name, case-insensitively (invalid UTF-8 is repaired).
-    package func header(_ name: String) -> String? {
-        withHeader(name) { $0.map { String(decoding: $0, as: UTF8.self) } }
+    /// A request header's value (invalid UTF-8 is repaired).
+    package func header(_ name: RequestHeaderName) -> String? {
+        headers[name].map { String(decoding: $0, as: UTF8.self) }
     }
 
     /// Runs `body` with a request header's value as bytes (nil when absent), without making a
     /// String of it (for values compared or cut, not kept).
     package func withHeader<Result, Failure: Error>(
-        _ name: String, _ body: (UnsafeBufferPointer<UInt8>?) throws(Failure) -> Result
+        _ name: RequestHeaderName, _ body: (UnsafeBufferPointer<UInt8>?) throws(Failure) -> Result
     ) throws(Failure) -> Result {
-        var value: UnsafePointer<CChar>?
-        var length = 0
-        // withCString: a literal name is passed as it is stored (passing the String itself made an
-        // array copy of it for every lookup).
-        let found = name.withCString { key in
-            MHD_lookup_connection_value_n(connection, .HEADER_KIND, key, strlen(key), &value, &length)
-        }
-        guard found == .YES, let value else { return try body(nil) }
-        return try value.withMemoryRebound(to: UInt8.self, capacity: length) { (bytes) throws(Failure) in
-            // Whitespace around a field value is not part of it (RFC 9112 §5). libmicrohttpd 0.9.75
-            // drops the leading but keeps the trailing: `X-App-ID: app_1 ` was 403 for app "app_1 ",
-            // and `X-SDK: ios/1.0.2 ` was stored with its blank. One byte compare when there is none.
-            var end = length
-            while end > 0, bytes[end - 1] == 0x20 || bytes[end - 1] == 0x09 { end -= 1 }
-            return try body(UnsafeBufferPointer(start: bytes, count: end))
-        }
+        try body(headers[name])
     }
 
     /// The query-string arguments in order (percent-decoded by libmicrohttpd; a name without `=`
