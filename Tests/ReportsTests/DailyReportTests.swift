@@ -100,6 +100,36 @@ import Testing
         #expect(json.contains(#""clicks":1"#))
     }
 
+    @Test("rollup work queued only for later days does not hold a finished day back")
+    func laterPendingDaysDoNotHoldTheDay() throws {
+        let database = try Database()
+        defer { database.close() }
+        let fixture = Fixture(database.connection, queued: true)
+        try fixture.app("a", timeZone: "America/Los_Angeles")
+        fixture.click("c1", path: "/x", at: "2026-06-01T20:00:00Z")
+        try fixture.load()
+        #expect(try ReportService(connection: database.connection).processPending() == 1)
+        // A load of today's traffic (06-03 in Los Angeles) queues its day, as under steady traffic a
+        // load does every few seconds; 06-02T06:59Z is still 06-01 there, so that one holds 06-01.
+        fixture.click("c2", path: "/x", at: "2026-06-03T18:00:00Z")
+        try fixture.load()
+        try fixture.watermark("2026-06-03T18:00:00Z")
+        let out = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let job = DailyReport(connection: database.connection)
+        let written = try job.run(
+            date: day("2026-06-01"), app: "a", outDirectory: out, formats: [.json], allowPartial: false)
+        #expect(written.refusals.isEmpty && written.outputs.first?.isComplete == true)
+        let json = try String(contentsOfFile: out + "/2026-06-01/a/report.json", encoding: .utf8)
+        #expect(json.contains(#""clicks":1"#))
+
+        fixture.click("c3", path: "/x", at: "2026-06-02T06:59:00Z")
+        try fixture.load()
+        let refused = try job.run(
+            date: day("2026-06-01"), app: "a", outDirectory: out, formats: [.json], allowPartial: false)
+        #expect(refused.refusals == [.rollupsPending(app: "a", days: 1)])
+    }
+
     @Test("the grace period is measured from the end of the day in the app's time zone")
     func graceInTimeZone() throws {
         let database = try Database()

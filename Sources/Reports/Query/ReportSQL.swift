@@ -235,8 +235,12 @@ package enum ReportSQL {
     /// `required` (text: end of the day in the app's time zone plus `graceSeconds`), `complete` (bool:
     /// every node's log was loaded through `required`, `loaded_through` of sql/063: per node the
     /// later of its newest loaded `received_at` and when a cycle last read it to its end, the
-    /// earliest over the nodes), `pending_days` (rollup days queued by `queue_rollups` and not
-    /// processed yet), `behind` (text: the nodes not loaded through `required`, one per line).
+    /// earliest over the nodes), `pending_days` (rollup days up to `day` queued by `queue_rollups`
+    /// and not processed yet), `behind` (text: the nodes not loaded through `required`, one per line).
+    /// A day queued after `day` does not count: what the report says of `day` and the days before
+    /// it is in their own rollup rows, and under steady traffic a load queues the current day every
+    /// few seconds, so until 2026-12-04 a finished day was refused (`rollups pending`) whenever the
+    /// check came between such a load and the next rollup pass, most of the time for a busy app.
     /// Until 2026-12-04 the watermark alone (the newest `received_at` of any node) reaching
     /// `required` was enough too, so with several nodes a day was complete while a node that lagged
     /// behind still had unloaded segments of it.
@@ -245,7 +249,8 @@ package enum ReportSQL {
         SELECT to_char(w.watermark AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS watermark,
                to_char(r.required AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS required,
                coalesce(w.loaded_through >= r.required, false) AS complete,
-               coalesce((SELECT p.pending_days FROM report_rollups_pending p WHERE p.app_id = \(app)), 0) AS pending_days,
+               (SELECT count(*) FROM rollup_pending_keys p
+                WHERE p.app_id = \(app) AND p.day <= \(day.iso8601)::date) AS pending_days,
                (SELECT coalesce(string_agg(c.node, E'\\n' ORDER BY c.node), '') FROM load_checkpoints c
                 WHERE coalesce(greatest(c.newest_received_at, c.caught_up_at) < r.required, true)) AS behind
         FROM report_watermark w CROSS JOIN rollup_settings(\(app)) s
