@@ -244,4 +244,38 @@ import Testing
         #expect(try world.count("select count(*) from events") == 275)
         aggregator.stop()
     }
+
+    @Test(
+        "a node directory restored from a backup (the same log, ending before the checkpoint) is read from its start: what is written after the restore is loaded"
+    )
+    func restoredLogIsReadFromItsStart() throws {
+        let world = try World()
+        defer { world.tearDown() }
+        let node = world.dataDirectory + "/segments/node-1"
+        let backup = world.dataDirectory + "/backup-node-1"
+        for batch in 0..<2 { try world.write(manyEvents(10, prefix: "kept\(batch)-"), newSegment: true) }
+        world.closeWriter()
+        try FileManager.default.copyItem(atPath: node, toPath: backup)
+        for batch in 0..<4 { try world.write(manyEvents(10, prefix: "later\(batch)-"), newSegment: true) }
+        let aggregator = try world.aggregator()
+        _ = try aggregator.runUntilCaughtUp()
+        #expect(try world.count("select count(*) from events") == 60)
+
+        // The directory goes back to the backup (same log id, segments 1-2); the database keeps its
+        // checkpoint in segment 6. The writer goes on in segments 3, 4, 5: below the checkpoint.
+        world.closeWriter()
+        try FileManager.default.removeItem(atPath: node)
+        try FileManager.default.copyItem(atPath: backup, toPath: node)
+        for batch in 0..<3 { try world.write(manyEvents(10, prefix: "restored\(batch)-"), newSegment: true) }
+        _ = try aggregator.runUntilCaughtUp()
+        #expect(
+            try world.count("select count(*) from events") == 90, "events written after the restore were not loaded")
+        #expect(try world.rows("select segment from load_checkpoints") == [["5"]], "the checkpoint moved back")
+
+        // From there on, as usual and exactly once.
+        try world.write(manyEvents(5, prefix: "after-"))
+        _ = try aggregator.runUntilCaughtUp()
+        #expect(try world.count("select count(*) from events") == 95)
+        aggregator.stop()
+    }
 }

@@ -64,6 +64,11 @@ final class World {
         try writer.append(envelopes.map { $0.encoded() })
     }
 
+    /// Closes `node`'s writer (the next `write` opens a new one, in a new segment).
+    func closeWriter(node: String = "node-1") {
+        writers.removeValue(forKey: node)?.close()
+    }
+
     /// Closes `node`'s writer and deletes its directory, as an operator replacing the data
     /// directory would; the next `write` starts a new log (a new `log.id`).
     func replaceLog(node: String = "node-1") throws {

@@ -29,16 +29,21 @@ enum Checkpoints {
     }
 
     /// Stores the new positions of the nodes that moved, and for every node read to its end when
-    /// that read began (`caught_up_at`). Never moves a checkpoint, or its `caught_up_at`, backwards.
+    /// that read began (`caught_up_at`). Never moves a checkpoint, or its `caught_up_at`, backwards,
+    /// except the checkpoint of a node read from its start because the checkpoint was in another
+    /// log or past this one's end (`restarted`).
     static func advance(
         _ connection: Connection, from old: [String: Entry], to positions: [String: LogPosition],
         records: [String: Int], newestReceivedAt: [String: Timestamp], caughtUpAt: [String: Timestamp],
-        logIDs: [String: String]
+        logIDs: [String: String], restarted: Set<String> = []
     ) throws {
         for node in positions.keys.sorted() {
             guard let position = positions[node] else { continue }
             let logID = logIDs[node]
-            if let previous = old[node], previous.position >= position, !Self.isAnotherLog(previous, logID) {
+            let isRestarted = restarted.contains(node)
+            if let previous = old[node], previous.position >= position, !isRestarted,
+                !Self.isAnotherLog(previous, logID)
+            {
                 if let caughtUp = caughtUpAt[node] {
                     try connection.execute(LoadSQL.caughtUp(node: node, at: caughtUp.iso8601))
                 }
@@ -51,7 +56,7 @@ enum Checkpoints {
             try connection.execute(
                 LoadSQL.advanceCheckpoint(
                     node: node, segment: segment, offset: offset, records: count, newestReceivedAt: newest,
-                    caughtUpAt: caughtUpAt[node]?.iso8601, logID: logID))
+                    caughtUpAt: caughtUpAt[node]?.iso8601, logID: logID, moveBack: isRestarted))
         }
     }
 

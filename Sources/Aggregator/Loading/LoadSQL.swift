@@ -189,12 +189,13 @@ enum LoadSQL {
         SELECT node, segment, frame_offset, loaded_events, log_id FROM load_checkpoints
         """
 
-    /// Moves one node's checkpoint forward (never backwards within one log; a different log id
-    /// replaces the position), adding to its loaded count.
+    /// Moves one node's checkpoint forward (never backwards within one log, unless `moveBack`: the
+    /// node was read from its start because the checkpoint lay past its log's end; a different log
+    /// id replaces the position), adding to its loaded count.
     /// `caughtUpAt`: when this cycle began reading the node, if it read the log to its end (sql/063).
     static func advanceCheckpoint(
         node: String, segment: Int64, offset: Int64, records: Int64, newestReceivedAt: String?, caughtUpAt: String?,
-        logID: String?
+        logID: String?, moveBack: Bool = false
     ) -> SQL {
         """
         INSERT INTO load_checkpoints AS c
@@ -209,7 +210,7 @@ enum LoadSQL {
             log_id = coalesce(EXCLUDED.log_id, c.log_id),
             updated_at = now()
         WHERE (c.segment, c.frame_offset) < (EXCLUDED.segment, EXCLUDED.frame_offset)
-           OR c.log_id IS DISTINCT FROM coalesce(EXCLUDED.log_id, c.log_id)
+           OR c.log_id IS DISTINCT FROM coalesce(EXCLUDED.log_id, c.log_id) OR \(moveBack)::boolean
         """
     }
 

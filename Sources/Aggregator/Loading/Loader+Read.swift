@@ -3,12 +3,15 @@ import EventModel
 import Foundation
 
 extension Loader {
-    /// Where each node's read starts: its checkpoint (nil: the start of its log, when it has none
-    /// or the checkpoint belongs to another log), or the replay's position.
+    /// Where each node's read starts: its checkpoint (nil: the start of its log, when it has none,
+    /// or the checkpoint belongs to another log or lies past the log's end), or the replay's
+    /// position; and the nodes read from their start for one of those two reasons (their checkpoint
+    /// may move back: `Checkpoints.advance`).
     func startPositions(
         of nodes: [String], mode: Mode, checkpoints: [String: Checkpoints.Entry], logIDs: [String: String]
-    ) -> [String: LogPosition?] {
+    ) -> (starts: [String: LogPosition?], restarted: Set<String>) {
         var starts: [String: LogPosition?] = [:]
+        var restarted = Set<String>()
         for node in nodes {
             switch mode {
             case .checkpointed:
@@ -19,13 +22,30 @@ extension Loader {
                         "checkpoint.other_log",
                         ["node": node, "checkpoint.log_id": checkpoint.logID ?? "", "log.id": logIDs[node] ?? ""])
                     starts[node] = .some(nil)
+                    restarted.insert(node)
+                } else if let checkpoint = checkpoints[node], let newest = source.newestSegment(node: node),
+                    checkpoint.position.segment > newest
+                {
+                    // The same log, but it ends before the checkpoint's segment: the node's directory
+                    // went back in time (restored from a backup, a snapshot rolled back). Its writer
+                    // goes on in the segments after the restored ones, below the checkpoint, where a
+                    // read from the checkpoint never looks: until 2026-12-04 those events were never
+                    // loaded, and nothing said so. Read it from its start, like another log.
+                    logger.error(
+                        "checkpoint.past_end",
+                        [
+                            "node": node, "checkpoint.segment": "\(checkpoint.position.segment)",
+                            "log.newest_segment": "\(newest)",
+                        ])
+                    starts[node] = .some(nil)
+                    restarted.insert(node)
                 } else {
                     starts[node] = checkpoints[node]?.position
                 }
             case .replay(let positions): starts[node] = positions[node]
             }
         }
-        return starts
+        return (starts, restarted)
     }
 
     /// Reads each node's log from `starts`, a fair share of the cycle's budget per node (a node that

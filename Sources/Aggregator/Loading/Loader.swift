@@ -190,7 +190,7 @@ final class Loader {
         if case .replay(let positions) = mode { nodes = nodes.filter { positions[$0] != nil } }
         let checkpoints = try Checkpoints.read(connection)
         let logIDs = source.logIDs(nodes)
-        let starts = startPositions(of: nodes, mode: mode, checkpoints: checkpoints, logIDs: logIDs)
+        let (starts, restarted) = startPositions(of: nodes, mode: mode, checkpoints: checkpoints, logIDs: logIDs)
         guard !nodes.isEmpty else { return report }
 
         // Optimistic: the raw rows go straight into their tables, the event rows streamed while the
@@ -230,7 +230,8 @@ final class Loader {
         if case .checkpointed = mode {
             try Checkpoints.advance(
                 connection, from: checkpoints, to: report.positions, records: staging.recordsByNode,
-                newestReceivedAt: staging.newestReceivedAtByNode, caughtUpAt: report.caughtUpAt, logIDs: logIDs)
+                newestReceivedAt: staging.newestReceivedAtByNode, caughtUpAt: report.caughtUpAt, logIDs: logIDs,
+                restarted: restarted)
         }
         try hooks.beforeCommit?(connection)
         report.startedCommitAt = ContinuousClock.now

@@ -41,6 +41,13 @@ struct LogSource {
         return ids
     }
 
+    /// The id of `node`'s newest segment, 0 when it has none, nil when its directory cannot be read
+    /// (then nothing is concluded from it).
+    func newestSegment(node: String) -> UInt64? {
+        guard let segments = try? LogReader(directory: directory, node: node).segments() else { return nil }
+        return segments.last?.id ?? 0
+    }
+
     /// Reads up to `maxRecords` records / about `maxBytes` bytes of `node` after `position`
     /// (nil: from the beginning). Damaged frames are skipped by the reader and returned in the batch.
     func read(node: String, after position: LogPosition?, maxRecords: Int, maxBytes: Int) throws(AggregatorError)
