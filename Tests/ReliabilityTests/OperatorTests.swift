@@ -1,3 +1,4 @@
+import EventLog
 import Foundation
 import Postgres
 import TestSupport
@@ -116,6 +117,20 @@ struct OperatorTests {
         let aggregate = try Binary.run(["aggregate", "--once"], environment: environment)
         #expect(aggregate.status == 0, "\(aggregate.errors)")
         #expect(aggregate.output.contains("aggregate: warning: 1 damaged frame skipped"), "\(aggregate.output)")
+
+        // A record that does not decode (a log written by another program, or before a bound) is
+        // skipped too, and the summary says so as well (it was only on stderr).
+        var configuration = LogConfiguration(directory: data.path + "/segments", node: "node-1")
+        configuration.groupCommitDelay = .zero
+        let writer = try LogWriter(configuration: configuration)
+        try writer.append([Array(#"{"v":1,"id":"no-app-no-kind"}"#.utf8)])
+        writer.close()
+        let skipped = try Binary.run(["aggregate", "--once"], environment: environment)
+        #expect(skipped.status == 0, "\(skipped.errors)")
+        #expect(
+            skipped.output.contains("aggregate: warning: 1 record could not be decoded and was skipped, not loaded"),
+            "\(skipped.output)")
+        #expect(skipped.errors.contains("records.undecodable"), "\(skipped.errors)")
     }
 
     @Test("serve's /metrics carries the process metrics, and they agree with what the kernel says of the process")

@@ -83,6 +83,16 @@ enum AggregateCommand: Command {
                 "aggregate: warning: \(damaged) damaged frame\(damaged == 1 ? "" : "s") skipped, their records not"
                     + " loaded (log.frame_damaged lines name each file and offset; segments verify)")
         }
+        // Records that do not decode (or whose keys PostgreSQL could not index, written before ingest
+        // bounded them): they stay in the log and are never loaded. Said on stderr alone until
+        // 2026-12-04 (`records.undecodable`, which cron does not mail).
+        let undecodable = cycles.reduce(0) { $0 + $1.undecodable }
+        if undecodable > 0 {
+            say(
+                "aggregate: warning: \(undecodable) record\(undecodable == 1 ? "" : "s") could not be decoded and"
+                    + " \(undecodable == 1 ? "was" : "were") skipped, not loaded (records.undecodable lines give"
+                    + " each cycle's first error)")
+        }
         // Rows whose day a device clock got wrong: loaded, but no day partition is made for them.
         let outside = cycles.reduce(0) { $0 + $1.outsidePartitionWindow }
         if outside > 0 {
