@@ -95,6 +95,35 @@ import Testing
         try expectPasswordRequired(newURL)
     }
 
+    @Test(
+        "a running postmaster that does not answer: pg_local_start under set -e says so and fails, and starts again once it answers",
+        .enabled(if: hasPostgres), .timeLimit(.minutes(3)))
+    func postmasterNotAnswering() throws {
+        let directory = NSTemporaryDirectory() + "pg-script-test-" + UUID().uuidString.prefix(8)
+        var stoppedPID: pid_t?
+        defer {
+            if let stoppedPID { kill(stoppedPID, SIGCONT) }
+            _ = try? shell("pg_local_stop \(directory)")
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+        #expect(try shell("pg_local_start \(directory)").status == 0)
+        let pidText = try String(contentsOfFile: directory + "/postmaster.pid", encoding: .utf8)
+        let pid = try #require(pidText.split(separator: "\n").first.flatMap { pid_t($0) })
+        // Stopped (SIGSTOP), it is alive and answers nothing: what a long crash recovery looks like.
+        kill(pid, SIGSTOP)
+        stoppedPID = pid
+        // Under `set -e`, as scripts/run and scripts/test call it: until 2026-12-04 the wait's status
+        // ended the caller at once, silently, before the message below.
+        let refused = try shell("set -e; PG_LOCAL_READY_TIMEOUT=3 pg_local_start \(directory); echo started")
+        #expect(refused.status == 1, "\(refused.output)")
+        #expect(refused.output.contains("has not answered on port"), "\(refused.output)")
+        #expect(!refused.output.contains("started"))
+        kill(pid, SIGCONT)
+        stoppedPID = nil
+        let reused = try shell("set -e; pg_local_start \(directory); echo started")
+        #expect(reused.status == 0 && reused.output.contains("reusing the cluster"), "\(reused.output)")
+    }
+
     /// `url` connects, and the same URL with any other password (what another local user has) does not.
     private func expectPasswordRequired(_ url: String) throws {
         let connection = try Connection(url: url)

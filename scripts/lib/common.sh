@@ -20,12 +20,22 @@ ensure_packages() {
         die "missing Debian packages; as root (su -c, or sudo where installed) run: apt-get install -y ${missing[*]}"
     fi
     log "installing ${missing[*]}"
+    # Debian's postgresql-15 makes a cluster, 15/main, and runs it as a system service (port 5432,
+    # started at every boot; where services may start, not in a Docker build). The scripts run a
+    # project-local cluster of their own and promise no system service (README): a 15/main that this
+    # install creates is removed again. One that existed before is left alone.
+    local new_main=0
+    case " ${missing[*]} " in *" postgresql-15 "*) [ -e /etc/postgresql/15/main ] || new_main=1 ;; esac
     if [ -z "${DETOUR_APT_UPDATED:-}" ]; then
         DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 || die "apt-get update failed"
         export DETOUR_APT_UPDATED=1
     fi
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2 \
         || die "apt-get install ${missing[*]} failed"
+    if [ "$new_main" = 1 ] && [ -e /etc/postgresql/15/main ]; then
+        log "removing the system cluster 15/main that installing postgresql-15 created (not used here)"
+        pg_dropcluster --stop 15 main >&2 || log "could not remove it; as root: pg_dropcluster --stop 15 main"
+    fi
 }
 
 # ensure_swift: the toolchain must be on PATH (it is not a Debian package).

@@ -108,7 +108,7 @@ _pg_postmaster_alive() {
 # Waits, at most 60 s, for the live postmaster of DIR to accept connections on PORT (it may be starting
 # or recovering from a crash of a backend). Returns 0 when it does, 2 when it died meanwhile, 1 otherwise.
 _pg_wait_ready() {
-    local dir="$1" port="$2" deadline=$((SECONDS + 60))
+    local dir="$1" port="$2" deadline=$((SECONDS + ${PG_LOCAL_READY_TIMEOUT:-60}))
     while [ $SECONDS -lt $deadline ]; do
         "$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$port" -t 5 && return 0
         _pg_postmaster_alive "$dir" || return 2
@@ -193,11 +193,14 @@ pg_local_start() {
     local reuse=""
     if _pg_postmaster_alive "$dir"; then
         port="$(_pg_pid_port "$dir")"
-        _pg_wait_ready "$dir" "$port"
-        case $? in
+        # `|| ready=$?`: called bare, a non-zero status ended a caller running under `set -e` (every
+        # script here) before the case below, silently, with the status as its exit status.
+        local ready=0
+        _pg_wait_ready "$dir" "$port" || ready=$?
+        case $ready in
             0) reuse=1 ;;
             1) echo "pg.sh: a postmaster (pid $(head -1 "$dir/postmaster.pid")) owns $dir but has not" \
-                   "answered on port $port for 60 s; stop it first" >&2
+                   "answered on port $port for ${PG_LOCAL_READY_TIMEOUT:-60} s; stop it first" >&2
                return 1 ;;
             *) ;; # it died while we waited: start a new one below
         esac
