@@ -159,6 +159,36 @@ import Testing
         #expect(retention.rows.first?.retained.first == 1)
     }
 
+    @Test(
+        "where clocks fall back across midnight (Atlantic/Azores), a day starts at its first midnight, incrementally and in a rebuild alike",
+        arguments: [false, true])
+    func midnightFallsBack(queued: Bool) throws {
+        let database = try Database()
+        defer { database.close() }
+        let fixture = Fixture(database.connection, queued: queued)
+        // On 2026-10-25 at 01:00 (UTC+0) the Azores go back to 00:00 (UTC-1): 00:00-01:00 twice.
+        try fixture.app("a", timeZone: "Atlantic/Azores")
+        try fixture.watermark("2026-11-10T00:00:00Z")
+        fixture.event("app_open", device: "d1", at: "2026-10-24T12:00:00Z", kind: "retention")
+        try fixture.load()
+        if queued { try fixture.process() }
+        // 00:30 on the 25th, the first time round: a click and d1 back on day 1.
+        fixture.click("c1", path: "/x", at: "2026-10-25T00:30:00Z")
+        fixture.event("app_open", device: "d1", at: "2026-10-25T00:30:00Z", kind: "retention")
+        try fixture.load()
+        if queued { try fixture.process() }
+        let service = ReportService(connection: database.connection)
+        let links = try service.links(app: "a", from: day("2026-10-24"), to: day("2026-10-25"))
+        #expect(links.rows.map { "\($0.path) \($0.day) \($0.clicks)" } == ["/x 2026-10-25 1"])
+        let retention = try service.retention(app: "a", from: day("2026-10-24"), to: day("2026-10-24"))
+        #expect(retention.rows.first?.retained.first == 1)
+        try expectEqualsRebuild(database.connection, after: "a click in the first of two midnights")
+        // The daily job's end of the 24th is that first midnight too.
+        let end = try database.connection.query(
+            "SELECT report_day_start('2026-10-25', 'Atlantic/Azores') = '2026-10-25T00:00:00Z'::timestamptz AS first")
+        #expect(try end.first?["first", as: Bool.self] == true)
+    }
+
     @Test("app-defined funnels start at the device's first step-1 event")
     func appFunnel() throws {
         let database = try Database()
