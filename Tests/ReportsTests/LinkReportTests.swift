@@ -226,6 +226,34 @@ import Testing
         try fixture.watermark("2026-06-09T00:00:00Z")
         #expect(try retained("a") == [1, nil, nil, nil, nil])
     }
+
+    /// With several ingest nodes, day N is over once every node is loaded past it (sql/077): until
+    /// then a node behind may still hold app_opens of day N. Until sql/077 the newest node's
+    /// watermark decided, and day 1 was reported as a final 0, then grew.
+    @Test("a retention day is null until every ingest node is loaded past it")
+    func retentionWaitsForEveryNode() throws {
+        let database = try Database()
+        defer { database.close() }
+        let fixture = Fixture(database.connection)
+        try fixture.app("a")
+        fixture.event("app_open", device: "d1", at: "2026-06-04T18:00:00Z", kind: "retention")
+        // The app's loaded data reaches 06-05 (another device, from node-1).
+        fixture.event("app_open", device: "d2", at: "2026-06-05T10:00:00Z", kind: "retention")
+        try fixture.load()
+        func retained() throws -> [Int?] {
+            try ReportService(connection: database.connection)
+                .retention(app: "a", from: day("2026-06-04"), to: day("2026-06-04")).rows.first?.retained ?? []
+        }
+        // node-1 is loaded past 06-05; node-2 only to 06-05 12:00, and holds d1's open of 18:00.
+        try fixture.caughtUp("2026-06-06T00:05:00Z", node: "node-1", newestReceivedAt: "2026-06-06T00:05:00Z")
+        try fixture.caughtUp("2026-06-05T12:00:00Z", node: "node-2", newestReceivedAt: "2026-06-05T12:00:00Z")
+        #expect(try retained() == [nil, nil, nil, nil, nil])
+        // node-2's segments are loaded: the open is in, and the node is read past the day.
+        fixture.event("app_open", device: "d1", at: "2026-06-05T18:00:00Z", kind: "retention")
+        try fixture.load()
+        try fixture.caughtUp("2026-06-06T00:10:00Z", node: "node-2")
+        #expect(try retained() == [1, nil, nil, nil, nil])
+    }
 }
 
 @Suite struct SummaryDecodingTests {
