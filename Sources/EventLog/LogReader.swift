@@ -135,6 +135,12 @@ package struct LogReader: Sendable {
         return files
     }
 
+    /// The id of the newest segment (the open one), nil when there is none: one directory read, no
+    /// file examined.
+    package func newestSegmentID() throws(LogError) -> UInt64? {
+        try FileSystem.segmentIDs(in: nodeDirectory).last
+    }
+
     /// The end of the log as far as the file system shows it now: the open segment and the end of
     /// its last frame whose prefix is written (its zero tail, the writer's preallocation, is not
     /// part of the log).

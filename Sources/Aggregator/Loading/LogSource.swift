@@ -42,10 +42,13 @@ struct LogSource {
     }
 
     /// The id of `node`'s newest segment, 0 when it has none, nil when its directory cannot be read
-    /// (then nothing is concluded from it).
+    /// (then nothing is concluded from it). One directory read per call.
     func newestSegment(node: String) -> UInt64? {
-        guard let segments = try? LogReader(directory: directory, node: node).segments() else { return nil }
-        return segments.last?.id ?? 0
+        do {
+            return try LogReader(directory: directory, node: node).newestSegmentID() ?? 0
+        } catch {
+            return nil
+        }
     }
 
     /// Reads up to `maxRecords` records / about `maxBytes` bytes of `node` after `position`
