@@ -144,6 +144,24 @@ struct UnitTests {
         #expect(single.isOverLimit)
     }
 
+    @Test("the headers the server reads are recognised by name in any case, and only by their exact name")
+    func requestHeaderNames() {
+        #expect(RequestHeaderName.allCases.allSatisfy { $0.rawValue < RequestHeaders.slots })
+        func name(_ text: String) -> RequestHeaderName? {
+            text.withCString { RequestHeaderName(key: $0, length: text.utf8.count) }
+        }
+        for header in RequestHeaderName.allCases {
+            let lower = "\(header.lowercased)"
+            #expect(name(lower) == header)
+            #expect(name(lower.uppercased()) == header)
+            // One byte off, or one byte more: another header, or none the server reads.
+            #expect(name(String(lower.dropLast()) + "x") != header)
+            #expect(name(lower + "s") == nil)
+        }
+        #expect(name("Content-Type") == .contentType && name("X-Detour-SDK") == .detourSDK)
+        #expect(name("Content-Typf") == nil && name("Host") == nil)
+    }
+
     @Test("once the server stops, no connection is suspended, and stopping waits for those that are")
     func suspensionGate() {
         let core = ServerCore(handler: UnusedHandler(), maxBufferedBodyBytes: 1 << 20)

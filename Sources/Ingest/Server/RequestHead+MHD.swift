@@ -41,12 +41,9 @@ func requestPath(_ target: String) -> String {
 
 /// The request headers the server reads. `RequestHeaders` finds them all in one pass over the
 /// header list when a request's head is complete.
-package enum RequestHeaderName: Int {
+package enum RequestHeaderName: Int, CaseIterable {
     case contentLength, transferEncoding, expect, authorization, appID, contentType, contentEncoding, sdk
     case detourSDK, acceptEncoding
-
-    /// How many there are: the size of `RequestHeaders`' table.
-    static let count = 10
 
     /// The name in lower case.
     var lowercased: StaticString {
@@ -102,8 +99,10 @@ package enum RequestHeaderName: Int {
 package struct RequestHeaders {
     /// Each header's first value, without the blanks after it (RFC 9112 5: whitespace around a
     /// field value is not part of it; libmicrohttpd drops the leading but keeps the trailing, and
-    /// `X-App-ID: app_1 ` was 403 for app "app_1 "). nil: absent.
+    /// `X-App-ID: app_1 ` was 403 for app "app_1 "). nil: absent. One slot per case of
+    /// `RequestHeaderName` (10; `UnitTests.requestHeaderNames` checks that they fit).
     private var values = InlineArray<10, UnsafeBufferPointer<UInt8>?>(repeating: nil)
+    static let slots = 10
     /// `Content-Length` given more than once with different values (RFC 9112 6.3: the framing is
     /// invalid; the same value repeated may be read as one).
     private(set) var hasConflictingLengths = false
