@@ -94,5 +94,8 @@ package final class IngestServer: Sendable {
     /// the envelope lines and dead letters of read requests not yet durable.
     package var bufferedBodyBytes: Int { server.bufferedBodyBytes }
 
+    /// Requests whose head was read and that are not answered yet (for tests and diagnostics).
+    package var inFlightRequests: Int { server.inFlightRequests }
+
     deinit { shutdown() }
 }

@@ -103,20 +103,19 @@ private func begin(
     case .readBody(let limit, let route, let context):
         state = RequestState(route: route, started: started, limit: limit, context: context)
         state.declaredLength = framing == nil ? head.contentLength : nil
-        // The body arrives in chunks of the connection's read buffer: sized once from
-        // Content-Length (within the limit), it is not regrown and copied on the way. The
-        // reservation is charged to the budget first: reused heap memory is resident already, so
-        // 200 reserved 600 KB bodies held ~115 MB while the budget counted only the bytes received.
-        // A body the budget cannot reserve for is charged as it arrives (and dropped when a chunk
-        // does not fit).
+        // The body's buffer is reserved from Content-Length (within the limit) when its first bytes
+        // arrive (`RequestState.receive`), and charged to the budget then.
         if framing == nil, let declared = head.contentLength, declared > 0, declared <= limit {
-            if core.chargeBody(declared, bodyBytes: declared) {
+            if !head.awaitsContinue {
+                state.reservation = declared
+            } else if core.chargeBody(declared, bodyBytes: declared) {
+                // A client waiting for `100 Continue` is invited to upload now: reserved from the head.
                 state.charged = declared
                 state.body.reserveCapacity(declared)
-            } else if head.awaitsContinue {
-                // A client waiting for `100 Continue` has sent nothing yet: it is told now that the
-                // server is full (503 with Retry-After, before any upload), instead of being invited
-                // to send a body that would most likely be dropped once a chunk did not fit.
+            } else {
+                // It has sent nothing yet: it is told now that the server is full (503 with
+                // Retry-After, before any upload), instead of being invited to send a body that would
+                // most likely be dropped once a chunk did not fit.
                 state.isOverBudget = true
                 early = refusal(for: state, core: core)
             }
