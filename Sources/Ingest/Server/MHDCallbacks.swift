@@ -108,14 +108,11 @@ private func begin(
         if framing == nil, let declared = head.contentLength, declared > 0, declared <= limit {
             if !head.awaitsContinue {
                 state.reservation = declared
-            } else if core.chargeBody(declared, bodyBytes: declared) {
-                // A client waiting for `100 Continue` is invited to upload now: reserved from the head.
-                state.charged = declared
-                state.body.reserveCapacity(declared)
-            } else {
-                // It has sent nothing yet: it is told now that the server is full (503 with
-                // Retry-After, before any upload), instead of being invited to send a body that would
-                // most likely be dropped once a chunk did not fit.
+            } else if !state.reserve(declared, core: core) {
+                // A client waiting for `100 Continue` is reserved for from the head, as it uploads
+                // once invited. It has sent nothing yet: it is told now that the server is full (503
+                // with Retry-After, before any upload), instead of being invited to send a body that
+                // would most likely be dropped once a chunk did not fit.
                 state.isOverBudget = true
                 early = refusal(for: state, core: core)
             }
