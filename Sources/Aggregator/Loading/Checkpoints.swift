@@ -35,15 +35,14 @@ enum Checkpoints {
     static func advance(
         _ connection: Connection, from old: [String: Entry], to positions: [String: LogPosition],
         records: [String: Int], newestReceivedAt: [String: Timestamp], caughtUpAt: [String: Timestamp],
-        logIDs: [String: String], restarted: Set<String> = []
+        logIDs: [String: String], restarted: Set<String>
     ) throws {
         for node in positions.keys.sorted() {
             guard let position = positions[node] else { continue }
             let logID = logIDs[node]
             let isRestarted = restarted.contains(node)
-            if let previous = old[node], previous.position >= position, !isRestarted,
-                !Self.isAnotherLog(previous, logID)
-            {
+            // `restarted` holds the nodes whose checkpoint is in another log too (`startPositions`).
+            if let previous = old[node], previous.position >= position, !isRestarted {
                 if let caughtUp = caughtUpAt[node] {
                     try connection.execute(LoadSQL.caughtUp(node: node, at: caughtUp.iso8601))
                 }
