@@ -105,8 +105,9 @@ _pg_postmaster_alive() {
         && [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = postgres ]
 }
 
-# Waits, at most PG_LOCAL_READY_TIMEOUT s (60 unless set), for the live postmaster of DIR to accept connections on PORT (it may be starting
-# or recovering from a crash of a backend). Returns 0 when it does, 2 when it died meanwhile, 1 otherwise.
+# Waits, at most PG_LOCAL_READY_TIMEOUT s (60 unless set), for the live postmaster of DIR to accept
+# connections on PORT (it may be starting or recovering from a crash of a backend). Returns 0 when it
+# does, 2 when it died meanwhile, 1 otherwise.
 _pg_wait_ready() {
     local dir="$1" port="$2" deadline=$((SECONDS + ${PG_LOCAL_READY_TIMEOUT:-60}))
     while [ $SECONDS -lt $deadline ]; do
