@@ -13,6 +13,9 @@ package enum ReportError: Error, Equatable, CustomStringConvertible {
         app: String, day: ReportDay, watermark: String?, requiredWatermark: String, nodesBehind: [String])
     /// The app has rollup work queued (`queue_rollups`) that `process_rollups()` has not applied yet.
     case rollupsPending(app: String, days: Int)
+    /// PostgreSQL does not know the app's time zone (`apps.time_zone`, a name gone from the system's
+    /// tzdata since the app was set up): its days cannot be told, and its rollups are held (sql/079).
+    case unknownTimeZone(app: String, timeZone: String)
     /// PostgreSQL failed; `message` is the server's or the client library's message.
     case database(message: String)
     /// Writing an output file failed.
@@ -24,6 +27,7 @@ package enum ReportError: Error, Equatable, CustomStringConvertible {
         switch self {
         case .invalidParameter, .unknownApp: return 64  // EX_USAGE
         case .dayNotComplete, .rollupsPending: return 75  // EX_TEMPFAIL
+        case .unknownTimeZone: return 78  // EX_CONFIG
         case .database: return 69  // EX_UNAVAILABLE
         case .io: return 74  // EX_IOERR
         }
@@ -34,7 +38,7 @@ package enum ReportError: Error, Equatable, CustomStringConvertible {
         switch self {
         case .invalidParameter: return 400
         case .unknownApp: return 404
-        case .dayNotComplete, .rollupsPending: return 409
+        case .dayNotComplete, .rollupsPending, .unknownTimeZone: return 409
         case .database: return 503
         case .io: return 500
         }
@@ -47,6 +51,7 @@ package enum ReportError: Error, Equatable, CustomStringConvertible {
         case .unknownApp: return "unknown_app"
         case .dayNotComplete: return "day_not_complete"
         case .rollupsPending: return "rollups_pending"
+        case .unknownTimeZone: return "unknown_time_zone"
         case .database: return "database_unavailable"
         case .io: return "io_error"
         }
@@ -80,6 +85,10 @@ package enum ReportError: Error, Equatable, CustomStringConvertible {
         case .rollupsPending(let app, let days):
             return "app \(app) has rollup work for \(days) day(s) queued and not processed yet; run process_rollups() "
                 + "(the aggregator does it on its timer) or pass --allow-partial"
+        case .unknownTimeZone(let app, let timeZone):
+            return "app \(app)'s time zone \"\(timeZone)\" is not known to PostgreSQL (gone from the system's"
+                + " tzdata?), so its days cannot be told and its rollups are held: install the zone (e.g."
+                + " tzdata-legacy) and restart PostgreSQL, or `apps update --id \(app) --time-zone ZONE`"
         case .database(let message):
             return "database error: \(message)"
         case .io(let path, let message):

@@ -58,9 +58,9 @@ import Testing
     }
 
     @Test(
-        "an app whose time zone the server no longer knows (gone from its tzdata) does not stop the loads of every app (sql/078)"
+        "an app whose time zone the server no longer knows stops neither the loads (078) nor other apps' rollups (079)"
     )
-    func unknownTimeZoneDoesNotStopLoads() throws {
+    func unknownTimeZoneHoldsOnlyItsApp() throws {
         let world = try World()
         defer { world.tearDown() }
         let connection = try world.connect()
@@ -69,18 +69,64 @@ import Testing
         // refuses it on insert, so it is dropped here to make such a row).
         try connection.execute("ALTER TABLE apps DROP CONSTRAINT apps_time_zone_known")
         try connection.execute("INSERT INTO apps (id, name, time_zone) VALUES ('app_b', 'B', 'Gone/Zone')")
-        try world.write(manyEvents(10, prefix: "a") + manyEvents(10, prefix: "b", app: "app_b"))
+        // Each app: a click, an install through it, and actions over three days (17 devices).
+        try world.write(
+            [
+                click("ca"), event("ia", device: "dev-a", installClick: "ca"), click("cb", app: "app_b"),
+                event("ib", app: "app_b", device: "dev-b", installClick: "cb"),
+            ] + manyEvents(10, prefix: "a") + manyEvents(10, prefix: "b", app: "app_b"))
         let aggregator = try world.aggregator()
-        _ = try aggregator.runOnce()
-        #expect(try world.count("select count(*) from events where app_id = 'app_1'") == 10)
-        #expect(try world.count("select count(*) from events where app_id = 'app_b'") == 10)
-        // The rollup pass fails on that zone (logged, counted, the work kept queued); the loads do not.
-        #expect(throws: (any Error).self) { try aggregator.processRollups() }
-        #expect(try world.count("select count(*) from rollup_pending_keys where app_id = 'app_b'") > 0)
+        defer { aggregator.stop() }
+        let summaries = try aggregator.runUntilCaughtUp()
+        #expect(try world.count("select count(*) from events where app_id = 'app_1'") == 11)
+        #expect(try world.count("select count(*) from events where app_id = 'app_b'") == 11)
+        // app_1 is rolled up; app_b's keys (its days in UTC: 078), devices and click stay queued.
+        #expect(summaries.last?.heldRollups == [HeldRollups(app: "app_b", timeZone: "Gone/Zone", days: 3)])
+        #expect(world.registry.render().contains("aggregator_rollup_held_apps 1.0"))
+        #expect(try world.count("select count(*) from rollup_pending_keys where app_id = 'app_1'") == 0)
+        #expect(try world.count("select count(*) from rollup_devices where app_id = 'app_1'") == 11)
+        #expect(try world.count("select count(*) from rollup_clicks where app_id = 'app_1'") == 1)
+        func queued() throws -> [Int] {
+            try [
+                "select count(*) from rollup_pending_keys where app_id = 'app_b'",
+                "select count(*) from rollup_pending_devices where app_id = 'app_b'",
+                "select count(*) from rollup_pending_clicks where app_id = 'app_b'",
+                "select count(*) from rollup_devices where app_id = 'app_b'",
+            ].map { try world.count($0) }
+        }
+        #expect(try queued() == [3, 11, 1, 0])
+        // Held again by the next pass, nothing lost or doubled.
+        #expect(try aggregator.processRollups() == 0)
+        #expect(try queued() == [3, 11, 1, 0])
+
         try connection.execute("UPDATE apps SET time_zone = 'UTC' WHERE id = 'app_b'")
-        try aggregator.processRollups()
-        #expect(try world.count("select count(*) from rollup_pending_keys") == 0)
-        aggregator.stop()
+        #expect(try aggregator.processRollups() == 3)
+        #expect(world.registry.render().contains("aggregator_rollup_held_apps 0.0"))
+        #expect(try queued() == [0, 0, 0, 11])
+        #expect(try world.count("select count(*) from rollup_clicks where app_id = 'app_b'") == 1)
+        // What the held work rolled up to is what a rebuild computes from the raw rows.
+        let relations = [
+            "rollup_devices", "rollup_clicks", "rollup_link_daily", "rollup_installs_daily", "rollup_funnel_daily",
+            "rollup_attribution_summary", "rollup_link_summary", "rollup_cohort_events_daily",
+            "rollup_link_events_daily", "rollup_events_daily",
+        ]
+        func snapshot() throws -> [String] {
+            try relations.map { relation in
+                try connection.query(
+                    "SELECT count(*)::text || ' ' || coalesce(md5(string_agg(t::text, '|' ORDER BY t::text)), '-') AS s FROM \(identifier: relation) t"
+                )[0]["s", as: String.self]
+            }
+        }
+        let incremental = try snapshot()
+        #expect(incremental.allSatisfy { !$0.hasPrefix("0 ") }, "\(zip(relations, incremental).map { "\($0) \($1)" })")
+        struct Rollback: Error {}
+        do {
+            try connection.withTransaction { connection in
+                try connection.execute("SELECT rebuild_rollups()")
+                #expect(try snapshot() == incremental)
+                throw Rollback()
+            }
+        } catch is Rollback {}
     }
 
     @Test("duplicate event ids within a cycle, across segments and across nodes are loaded once")

@@ -166,6 +166,7 @@ struct OpenAPITests {
         for answer in [
             ReportAnswer.failure(status: 404, code: "unknown_app", message: "unknown app app_acme"),
             .failure(status: 503, code: "database_unavailable", message: "retry later"),
+            .failure(status: 409, code: "unknown_time_zone", message: "app app_acme's time zone is not known"),
             .failure(status: 400, code: "invalid_parameter", message: "invalid parameter to"),
             .report(contentType: "text/csv; charset=utf-8", body: Array("day,clicks\n2026-06-01,3\n".utf8)),
         ] {
@@ -216,6 +217,7 @@ struct OpenAPITests {
             // What the report provider passes through (`ReportError.httpStatus` and `.code`).
             .report(status: 404, code: "unknown_app", message: ""),
             .report(status: 503, code: "database_unavailable", message: ""),
+            .report(status: 409, code: "unknown_time_zone", message: ""),
         ]
         let produced = Set(errors.map(\.answer.code))
         #expect(produced == spec.allErrorCodes)

@@ -133,6 +133,44 @@ struct OperatorTests {
         #expect(skipped.errors.contains("records.undecodable"), "\(skipped.errors)")
     }
 
+    @Test("aggregate --once names an app whose rollups are held for an unknown time zone; report daily exits 78 for it")
+    func heldRollups() throws {
+        let database = try TestDatabase.make()
+        defer { database.drop() }
+        let data = try TemporaryDirectory(prefix: "detour-ops-zone")
+        let environment = ["DATABASE_URL": database.url, "DETOUR_DATA_DIR": data.path]
+        let app = try AppKeys.create(id: "ops-zone", environment: environment)
+        let serve = try ServeProcess(environment: environment, arguments: [])
+        let answer = RawHTTP.post(
+            port: serve.port, "/api/analytics/event", key: app.publishable, app: app.id,
+            body: Array(Self.event("zone-1").utf8))
+        #expect(answer?.status == 200, "\(answer?.text ?? "no answer")")
+        #expect(serve.stop() == 0)
+        // A name the server knew when the app was set up and no longer does (the check refuses it now).
+        let connection = try database.connect()
+        defer { connection.close() }
+        try connection.execute("ALTER TABLE apps DROP CONSTRAINT apps_time_zone_known")
+        try connection.execute("UPDATE apps SET time_zone = 'Gone/Zone' WHERE id = \(app.id)")
+
+        let aggregate = try Binary.run(["aggregate", "--once"], environment: environment)
+        #expect(aggregate.status == 0, "\(aggregate.errors)")
+        #expect(aggregate.output.contains("1 events"), "\(aggregate.output)")
+        #expect(
+            aggregate.output.contains(
+                "aggregate: warning: rollups of app ops-zone held back, 1 day queued: PostgreSQL does not know its time"
+                    + " zone \"Gone/Zone\""), "\(aggregate.output)")
+        #expect(
+            aggregate.errors.contains("rollups.held app=ops-zone time_zone=Gone/Zone days=1"), "\(aggregate.errors)")
+
+        let out = try TemporaryDirectory(prefix: "detour-ops-zone-out")
+        let daily = try Binary.run(
+            ["report", "daily", "--date", "2026-06-01", "--out", out.path, "--allow-partial"], environment: environment)
+        #expect(daily.status == 78, "\(daily.output) \(daily.errors)")
+        #expect(
+            daily.errors.contains(#"app ops-zone's time zone "Gone/Zone" is not known to PostgreSQL"#),
+            "\(daily.errors)")
+    }
+
     @Test("serve's /metrics carries the process metrics, and they agree with what the kernel says of the process")
     func processMetrics() throws {
         let database = try TestDatabase.make()

@@ -100,6 +100,34 @@ import Testing
         #expect(json.contains(#""clicks":1"#))
     }
 
+    @Test("an app whose time zone the server no longer knows is refused (exit 78) and the apps after it are written")
+    func unknownTimeZoneRefusesOnlyItsApp() throws {
+        let database = try Database()
+        defer { database.close() }
+        let fixture = Fixture(database.connection)
+        try fixture.app("a")
+        try fixture.app("b")
+        fixture.click("c1", app: "a", path: "/x", at: "2026-06-01T10:00:00Z")
+        fixture.click("c2", app: "b", path: "/y", at: "2026-06-01T10:00:00Z")
+        try fixture.load()
+        try fixture.watermark("2026-06-02T01:20:00Z")
+        // A name the server knew when "a" was set up and no longer does (the check refuses it now).
+        try database.connection.execute("ALTER TABLE apps DROP CONSTRAINT apps_time_zone_known")
+        try database.connection.execute("UPDATE apps SET time_zone = 'Gone/Zone' WHERE id = 'a'")
+        let out = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let job = DailyReport(connection: database.connection)
+        for allowPartial in [false, true] {
+            let run = try job.run(
+                date: day("2026-06-01"), app: nil, outDirectory: out, formats: [.json], allowPartial: allowPartial)
+            #expect(run.outputs.map(\.app) == ["b"])
+            #expect(run.refusals == [.unknownTimeZone(app: "a", timeZone: "Gone/Zone")])
+            #expect(run.exitCode == 78)
+        }
+        #expect(ReportError.unknownTimeZone(app: "a", timeZone: "Gone/Zone").description.contains("\"Gone/Zone\""))
+        #expect(!FileManager.default.fileExists(atPath: out + "/2026-06-01/a"))
+    }
+
     @Test("rollup work queued only for later days does not hold a finished day back")
     func laterPendingDaysDoNotHoldTheDay() throws {
         let database = try Database()

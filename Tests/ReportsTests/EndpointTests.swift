@@ -3,6 +3,31 @@ import Reports
 import Testing
 
 @Suite struct EndpointTests {
+    @Test("every report of an app whose time zone the server no longer knows answers 409 unknown_time_zone naming it")
+    func unknownTimeZone() throws {
+        let database = try Database()
+        defer { database.close() }
+        try loadSmallWorld(Fixture(database.connection))
+        try Fixture(database.connection).app("gone")
+        // A name the server knew when the app was set up and no longer does (the check refuses it now).
+        try database.connection.execute("ALTER TABLE apps DROP CONSTRAINT apps_time_zone_known")
+        try database.connection.execute("UPDATE apps SET time_zone = 'Gone/Zone' WHERE id = 'gone'")
+        for kind in ["links", "funnel", "retention", "attribution"] {
+            for parameters in [["app": "gone"], ["app": "gone", "from": "2026-06-01", "to": "2026-06-02"]] {
+                let answer = ReportEndpoint.respond(
+                    kind: kind, parameters: parameters, connection: database.connection, today: nil,
+                    defaultFormat: .json)
+                #expect(answer.status == 409 && answer.exitCode == 78, "\(kind) \(parameters): \(answer.body)")
+                let expected = #"{"error":"unknown_time_zone","message":"app gone's time zone \"Gone/Zone\" is not"#
+                #expect(answer.body.hasPrefix(expected), "\(answer.body)")
+            }
+            let other = ReportEndpoint.respond(
+                kind: kind, parameters: ["app": "a", "from": "2026-06-01", "to": "2026-06-02"],
+                connection: database.connection, today: nil, defaultFormat: .json)
+            #expect(other.status == 200, "\(kind): \(other.body)")
+        }
+    }
+
     @Test("the API answers JSON with the watermark, and errors with a status and a stable code")
     func respond() throws {
         let database = try Database()

@@ -240,6 +240,10 @@ enum LoadSQL {
     /// Applies the queued rollup work, in a transaction of its own. Returns `keys` recomputed.
     static let processRollups: SQL = "SELECT process_rollups()::bigint AS keys"
 
+    /// The apps whose queued rollups a pass holds back because the server does not know their time
+    /// zone (sql/079), with the days queued for each.
+    static let heldRollups: SQL = "SELECT app_id, time_zone, days FROM rollup_held_apps()"
+
     /// Recomputes every rollup from the raw tables.
     static let rebuildRollups: SQL = "SELECT rebuild_rollups()::text AS done"
 }

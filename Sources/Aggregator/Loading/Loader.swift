@@ -239,17 +239,24 @@ final class Loader {
     }
 
     /// Applies every queued rollup (`process_rollups()`) in a transaction of its own on this
-    /// loader's connection. Returns the keys recomputed and the time it took.
-    func processRollups() throws(AggregatorError) -> (keys: Int, duration: Duration) {
+    /// loader's connection. Returns the keys recomputed, the apps whose work the pass held back
+    /// (their time zone is unknown to the server: sql/079), and the time it took.
+    func processRollups() throws(AggregatorError) -> (keys: Int, held: [HeldRollups], duration: Duration) {
         let connection = try connected()
         let start = ContinuousClock.now
         do {
             // The pass analyses the partitions it reads first when they are new or have doubled since
             // their last ANALYZE (sql/065), so a backlog's day is not planned as the small day it was.
-            let keys = try connection.withTransaction { connection in
-                try connection.query(LoadSQL.processRollups).first?["keys", as: Int.self] ?? 0
+            let (keys, held) = try connection.withTransaction { connection in
+                let keys = try connection.query(LoadSQL.processRollups).first?["keys", as: Int.self] ?? 0
+                let held = try connection.query(LoadSQL.heldRollups).map { row in
+                    HeldRollups(
+                        app: try row["app_id", as: String.self], timeZone: try row["time_zone", as: String.self],
+                        days: try row["days", as: Int.self])
+                }
+                return (keys, held)
             }
-            return (keys, ContinuousClock.now - start)
+            return (keys, held, ContinuousClock.now - start)
         } catch {
             throw .database(describing: error)
         }

@@ -22,6 +22,7 @@ struct AggregatorMetrics: Sendable {
     let rollupSeconds: Histogram
     let rollupKeys: Counter
     let rollupFailures: Counter
+    let rollupHeldApps: Gauge
 
     init(registry: MetricsRegistry = .shared) {
         cycleSeconds = registry.histogram(
@@ -71,5 +72,8 @@ struct AggregatorMetrics: Sendable {
         rollupFailures = registry.counter(
             "aggregator_rollup_failures_total",
             help: "Rollup passes that failed and were rolled back (work stays queued).")
+        rollupHeldApps = registry.gauge(
+            "aggregator_rollup_held_apps",
+            help: "Apps whose queued rollups the last pass held back: PostgreSQL does not know their time zone.")
     }
 }

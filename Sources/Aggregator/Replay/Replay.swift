@@ -77,7 +77,7 @@ package struct Replay: Sendable {
             if report.records == 0 || !moved { break }
         }
         // The batches queued their rollups; apply them so the reports include what was replayed.
-        _ = try loader.processRollups()
+        for app in try loader.processRollups().held { app.log(to: logger) }
         logger.info(
             "replay.done",
             [

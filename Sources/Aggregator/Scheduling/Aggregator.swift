@@ -145,7 +145,10 @@ package final class Aggregator: @unchecked Sendable {
             if !summary.backlog || !summary.ran { break }
         }
         let passStart = ContinuousClock.now
-        try processRollups()
+        let pass: Result<RollupPass, AggregatorError> = queue.sync {
+            machine.state == .stopped ? .success(RollupPass(keys: 0, held: [])) : rollupPass()
+        }
+        summaries[summaries.count - 1].heldRollups = try pass.get().held
         summaries[summaries.count - 1].rollupDuration = ContinuousClock.now - passStart
         return summaries
     }
@@ -156,25 +159,34 @@ package final class Aggregator: @unchecked Sendable {
     /// - Throws: `AggregatorError.database`; the queue is left as it was (the pass rolled back).
     @discardableResult
     package func processRollups() throws(AggregatorError) -> Int {
-        let result: Result<Int, AggregatorError> = queue.sync {
-            machine.state == .stopped ? .success(0) : rollupPass()
+        let result: Result<RollupPass, AggregatorError> = queue.sync {
+            machine.state == .stopped ? .success(RollupPass(keys: 0, held: [])) : rollupPass()
         }
-        return try result.get()
+        return try result.get().keys
     }
 
-    /// One rollup pass on the queue; keeps the pending flag and the metrics.
-    private func rollupPass() -> Result<Int, AggregatorError> {
+    /// What a rollup pass did: the keys it recomputed and the apps whose work it held back.
+    private struct RollupPass {
+        var keys: Int
+        var held: [HeldRollups]
+    }
+
+    /// One rollup pass on the queue; keeps the pending flag and the metrics, and names each app whose
+    /// work the pass held back (`rollups.held`, after every pass that held it: sql/079).
+    private func rollupPass() -> Result<RollupPass, AggregatorError> {
         dispatchPrecondition(condition: .onQueue(queue))
         do {
-            let (keys, duration) = try loader.processRollups()
+            let (keys, held, duration) = try loader.processRollups()
             rollupsPending = false
             lastRollupPass = .now
             metrics.rollupSeconds.observe(duration.seconds)
             metrics.rollupKeys.increment(by: keys)
+            metrics.rollupHeldApps.set(Double(held.count))
             if keys > 0 {
                 logger.debug("rollups.done", ["keys": "\(keys)", "rollups.ms": "\(Int(duration.seconds * 1000))"])
             }
-            return .success(keys)
+            for app in held { app.log(to: logger) }
+            return .success(RollupPass(keys: keys, held: held))
         } catch {
             metrics.rollupFailures.increment()
             logger.warning("rollups.failed", ["error": error.description])

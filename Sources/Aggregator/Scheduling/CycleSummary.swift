@@ -1,5 +1,6 @@
 import EventModel
 import Foundation
+import Observability
 
 /// What one load cycle did, as `runOnce()` returns it and `aggregate --once` prints it.
 package struct CycleSummary: Sendable, Equatable {
@@ -32,6 +33,8 @@ package struct CycleSummary: Sendable, Equatable {
     /// The rollup pass (`process_rollups()`, its own transaction) run right after this cycle, if one
     /// ran: after a cycle without backlog, or when `rollupInterval` had passed. Not in `duration`.
     package var rollupDuration: Duration?
+    /// The apps whose queued rollups that pass held back: the server does not know their time zone.
+    package var heldRollups: [HeldRollups] = []
 
     /// New raw rows in all tables.
     package var rows: Int { events + clicks + matches }
@@ -50,5 +53,30 @@ package struct CycleSummary: Sendable, Equatable {
         CycleSummary(
             ran: false, records: 0, undecodable: 0, events: 0, clicks: 0, matches: 0, touchedKeys: 0,
             backlog: false, duration: duration)
+    }
+}
+
+/// An app whose queued rollup work the rollup passes hold back because PostgreSQL does not know its
+/// time zone (a name gone from the system's tzdata): its days stay queued until the zone is installed
+/// again or the app is given another (`apps update --id APP --time-zone ZONE`). sql/079.
+package struct HeldRollups: Sendable, Equatable {
+    /// The app.
+    package var app: String
+    /// Its time zone, as stored in `apps.time_zone`.
+    package var timeZone: String
+    /// Its (app, day) keys still queued.
+    package var days: Int
+}
+
+extension HeldRollups {
+    /// The warning a pass that held this app's work logs (`rollups.held`).
+    func log(to logger: Logger) {
+        logger.warning(
+            "rollups.held",
+            [
+                "app": app, "time_zone": timeZone, "days": "\(days)",
+                "hint":
+                    "PostgreSQL does not know this zone: install it (tzdata, tzdata-legacy) or apps update --time-zone",
+            ])
     }
 }

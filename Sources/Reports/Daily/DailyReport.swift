@@ -66,6 +66,12 @@ package struct DailyReport {
                 continue
             }
             let status = try completeness(app: id, date: date)
+            // Its days cannot be told, with --allow-partial either; the apps after it are still
+            // written (until 2026-12-05 the failing query ended the run there, exit 69).
+            if let zone = status.unknownTimeZone {
+                result.refusals.append(.unknownTimeZone(app: id, timeZone: zone))
+                continue
+            }
             if !status.isComplete && !allowPartial {
                 result.refusals.append(
                     status.pendingDays > 0
@@ -135,7 +141,8 @@ package struct DailyReport {
                 isComplete: (try row?["complete", as: Bool.self] ?? false) && pending == 0,
                 watermark: try row?["watermark", as: String?.self] ?? nil,
                 required: try row?["required", as: String.self] ?? "", pendingDays: pending,
-                nodesBehind: behind.isEmpty ? [] : behind.split(separator: "\n").map(String.init))
+                nodesBehind: behind.isEmpty ? [] : behind.split(separator: "\n").map(String.init),
+                unknownTimeZone: try row?["unknown_time_zone", as: String?.self] ?? nil)
         } catch {
             throw .database(message: "\(error)")
         }
@@ -167,6 +174,8 @@ package struct DailyReport {
         package var pendingDays: Int
         /// The nodes whose logs are not loaded through `required` yet, by name.
         package var nodesBehind: [String] = []
+        /// The app's time zone when PostgreSQL does not know it (the day cannot be told), else nil.
+        package var unknownTimeZone: String? = nil
     }
 }
 
@@ -201,8 +210,8 @@ package struct DailyReportRun: Sendable, Equatable {
     /// The apps written, in app order.
     package var outputs: [DailyReportOutput]
     /// The apps not written because their day is not complete yet (`.dayNotComplete` or
-    /// `.rollupsPending`), or because their id (`.`, `..`) cannot name their directory (`.io`), in
-    /// app order.
+    /// `.rollupsPending`), because PostgreSQL does not know their time zone (`.unknownTimeZone`), or
+    /// because their id (`.`, `..`) cannot name their directory (`.io`), in app order.
     package var refusals: [ReportError]
     /// Temporary files an interrupted run had left under the output directory, removed by this one.
     package var removedTemporaryFiles: [String] = []

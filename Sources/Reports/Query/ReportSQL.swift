@@ -13,12 +13,15 @@ package enum ReportSQL {
         """
 
     /// Whether an app exists, and the load watermark, in one round trip (every report starts with
-    /// both). Columns: `found` (bool), `watermark` (as in `watermark`).
+    /// both). Columns: `found` (bool), `watermark` (as in `watermark`), `unknown_time_zone` (the
+    /// app's zone when PostgreSQL does not know it, else NULL: its days cannot be told, sql/079).
     package static func appExists(_ app: String) -> SQL {
         """
         SELECT EXISTS (SELECT 1 FROM report_funnel_definitions WHERE app_id = \(app)) AS found,
                (SELECT to_char(w.watermark AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') FROM report_watermark w)
-                   AS watermark
+                   AS watermark,
+               (SELECT r.time_zone FROM report_apps r WHERE r.app_id = \(app) AND NOT report_is_time_zone(r.time_zone))
+                   AS unknown_time_zone
         """
     }
 
@@ -236,7 +239,9 @@ package enum ReportSQL {
     /// every node's log was loaded through `required`, `loaded_through` of sql/063: per node the
     /// later of its newest loaded `received_at` and when a cycle last read it to its end, the
     /// earliest over the nodes), `pending_days` (rollup days up to `day` queued by `queue_rollups`
-    /// and not processed yet), `behind` (text: the nodes not loaded through `required`, one per line).
+    /// and not processed yet), `behind` (text: the nodes not loaded through `required`, one per line),
+    /// `unknown_time_zone` (the app's zone when PostgreSQL does not know it, else NULL; `required` is
+    /// then figured in UTC so that the row still comes).
     /// A day queued after `day` does not count: what the report says of `day` and the days before
     /// it is in their own rollup rows, and under steady traffic a load queues the current day every
     /// few seconds, so until 2026-12-04 a finished day was refused (`rollups pending`) whenever the
@@ -249,14 +254,16 @@ package enum ReportSQL {
         SELECT to_char(w.watermark AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS watermark,
                to_char(r.required AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS required,
                coalesce(w.loaded_through >= r.required, false) AS complete,
+               CASE WHEN NOT z.known THEN s.time_zone END AS unknown_time_zone,
                (SELECT count(*) FROM rollup_pending_keys p
                 WHERE p.app_id = \(app) AND p.day <= \(day.iso8601)::date) AS pending_days,
                (SELECT coalesce(string_agg(c.node, E'\\n' ORDER BY c.node), '') FROM load_checkpoints c
                 WHERE coalesce(greatest(c.newest_received_at, c.caught_up_at) < r.required, true)) AS behind
         FROM report_watermark w CROSS JOIN rollup_settings(\(app)) s
+        CROSS JOIN LATERAL (SELECT report_is_time_zone(s.time_zone) AS known) z
         CROSS JOIN LATERAL (
-            SELECT report_day_start(\(day.iso8601)::date + 1, s.time_zone) + make_interval(secs => \(graceSeconds))
-                AS required) r
+            SELECT report_day_start(\(day.iso8601)::date + 1, CASE WHEN z.known THEN s.time_zone ELSE 'UTC' END)
+                + make_interval(secs => \(graceSeconds)) AS required) r
         """
     }
 

@@ -128,16 +128,22 @@ package struct ReportService {
 
     // MARK: - Helpers
 
-    /// Checks the range and that the app exists, and returns the load watermark (one query).
+    /// Checks the range, that the app exists and that PostgreSQL knows its time zone (until
+    /// 2026-12-05 such an app's report failed as `database_unavailable`, naming nothing), and returns
+    /// the load watermark (one query).
     func validate(app: String, from: ReportDay, to: ReportDay) throws(ReportError) -> String? {
         guard from <= to else {
             throw .invalidParameter(name: "from", message: "\(from) is after to (\(to))")
         }
-        let (found, watermark) = try run {
+        let (found, watermark, unknownZone) = try run {
             let row = try connection.query(ReportSQL.appExists(app)).first
-            return (try row?["found", as: Bool.self] ?? false, try row?["watermark", as: String?.self] ?? nil)
+            return (
+                try row?["found", as: Bool.self] ?? false, try row?["watermark", as: String?.self] ?? nil,
+                try row?["unknown_time_zone", as: String?.self] ?? nil
+            )
         }
         guard found else { throw .unknownApp(app) }
+        if let unknownZone { throw .unknownTimeZone(app: app, timeZone: unknownZone) }
         return watermark
     }
 

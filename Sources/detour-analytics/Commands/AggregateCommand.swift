@@ -14,7 +14,8 @@ enum AggregateCommand: Command {
         checkpoint, exactly once, and refreshes the rollups the new rows touch. Two aggregators against
         one database never load an event twice (the cycle holds a lock on the checkpoint).
         With --once it loads until caught up and exits: 0 when everything was loaded (or another
-        aggregator holds the load lock, which it says), 69 when PostgreSQL is unavailable or failing
+        aggregator holds the load lock, which it says; an app whose time zone PostgreSQL does not know
+        has its rollups held back, named on a warning line), 69 when PostgreSQL is unavailable or failing
         (as the report commands), 1 on any other failure (an unreadable event log). Without --once,
         SIGINT/SIGTERM/SIGHUP stop it once the running cycle has committed or rolled back (exit 0);
         the same signal again stops it at once (exit 128 + the signal; PostgreSQL rolls the cycle back).
@@ -92,6 +93,14 @@ enum AggregateCommand: Command {
                 "aggregate: warning: \(undecodable) record\(undecodable == 1 ? "" : "s") could not be decoded and"
                     + " \(undecodable == 1 ? "was" : "were") skipped, not loaded (records.undecodable lines give"
                     + " each cycle's first error)")
+        }
+        // Apps whose rollups the pass held back (sql/079): their reports stand still until the zone
+        // is back, and only the aggregator's log said so.
+        for held in cycles.last?.heldRollups ?? [] {
+            say(
+                "aggregate: warning: rollups of app \(held.app) held back, \(held.days) day\(held.days == 1 ? "" : "s")"
+                    + " queued: PostgreSQL does not know its time zone \"\(held.timeZone)\" (install the zone, e.g."
+                    + " tzdata-legacy, or `apps update --id \(held.app) --time-zone ZONE`)")
         }
         // Rows whose day a device clock got wrong: loaded, but no day partition is made for them.
         let outside = cycles.reduce(0) { $0 + $1.outsidePartitionWindow }

@@ -44,7 +44,8 @@ enum ReportCommand: Command {
         \(databaseHelp)
 
         Exit status: 0 done, 64 bad usage, 69 database unavailable, 74 write failed, 75 day not complete yet
-        (for daily: for at least one app; the complete apps were written).
+        (for daily: for at least one app; the complete apps were written), 78 PostgreSQL does not know the
+        app's time zone (for daily: of at least one app; the others were written).
         """
 
     static func run(_ arguments: inout Arguments, environment: Environment) throws -> Int32 {
