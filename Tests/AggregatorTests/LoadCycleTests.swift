@@ -235,6 +235,26 @@ import Testing
         #expect(try world.rows(caughtUp).first?.last == afterLoad.first?.last)
     }
 
+    @Test("a received_at ahead of the database's clock is stored as its now: it cannot mark later days loaded")
+    func checkpointTimesNotAheadOfNow() throws {
+        let world = try World()
+        defer { world.tearDown() }
+        // An ingest host whose clock stepped two days forward for a while.
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        let ahead = formatter.string(from: Date().addingTimeInterval(2 * 86_400))
+        try world.write([event("ahead", time: ahead)])
+        let aggregator = try world.aggregator()
+        defer { aggregator.stop() }
+        #expect(try aggregator.runOnce().events == 1)
+        #expect(try world.count("select count(*) from events where received_at > now() + interval '1 day'") == 1)
+        #expect(
+            try world.count(
+                "select count(*) from load_checkpoints where newest_received_at <= now() and caught_up_at <= now()")
+                == 1)
+        #expect(try world.count("select count(*) from report_watermark where loaded_through <= now()") == 1)
+    }
+
     @Test("caught_up_at is recorded only when every node was read to its end: a node left unread holds it back")
     func caughtUpNeedsEveryNode() throws {
         let world = try World()

@@ -184,6 +184,12 @@ enum LoadSQL {
         SELECT pg_advisory_xact_lock(1684370546, hashtext(current_schema()))::text AS locked
         """
 
+    /// An ISO time (or NULL) as a `timestamptz` no later than the database's `now()`, NULL staying
+    /// NULL (`least(NULL, now())` would be `now()`).
+    private static func notAfterNow(_ time: String?) -> SQL {
+        "(CASE WHEN \(time)::timestamptz > now() THEN now() ELSE \(time)::timestamptz END)"
+    }
+
     /// Every node's checkpoint.
     static let readCheckpoints: SQL = """
         SELECT node, segment, frame_offset, loaded_events, log_id FROM load_checkpoints
@@ -193,6 +199,11 @@ enum LoadSQL {
     /// node was read from its start because the checkpoint lay past its log's end; a different log
     /// id replaces the position), adding to its loaded count.
     /// `caughtUpAt`: when this cycle began reading the node, if it read the log to its end (sql/063).
+    /// Both times are stored at most at the database's `now()`: they say how far the day is loaded
+    /// (`loaded_through`), and one ahead of the clock (an ingest or aggregator host whose clock
+    /// stepped forward for a while) would otherwise stay, as the column only grows, and make every
+    /// later day "completely loaded" as soon as it ended, however far behind the loads were (until
+    /// 2026-12-05).
     static func advanceCheckpoint(
         node: String, segment: Int64, offset: Int64, records: Int64, newestReceivedAt: String?, caughtUpAt: String?,
         logID: String?, moveBack: Bool = false
@@ -200,8 +211,8 @@ enum LoadSQL {
         """
         INSERT INTO load_checkpoints AS c
             (node, segment, frame_offset, loaded_events, newest_received_at, caught_up_at, log_id, updated_at)
-        VALUES (\(node), \(segment)::bigint, \(offset)::bigint, \(records)::bigint, \(newestReceivedAt)::timestamptz,
-                \(caughtUpAt)::timestamptz, \(logID)::text, now())
+        VALUES (\(node), \(segment)::bigint, \(offset)::bigint, \(records)::bigint, \(fragment: notAfterNow(newestReceivedAt)),
+                \(fragment: notAfterNow(caughtUpAt)), \(logID)::text, now())
         ON CONFLICT (node) DO UPDATE SET
             segment = EXCLUDED.segment, frame_offset = EXCLUDED.frame_offset,
             loaded_events = c.loaded_events + EXCLUDED.loaded_events,
@@ -215,11 +226,12 @@ enum LoadSQL {
     }
 
     /// A cycle that did not move the node's checkpoint read its log to its end (nothing new):
-    /// everything the node had made durable when the read began is loaded (sql/063).
+    /// everything the node had made durable when the read began is loaded (sql/063). At most the
+    /// database's `now()`, as in `advanceCheckpoint`.
     static func caughtUp(node: String, at time: String) -> SQL {
         """
-        UPDATE load_checkpoints SET caught_up_at = \(time)::timestamptz
-        WHERE node = \(node) AND (caught_up_at IS NULL OR caught_up_at < \(time)::timestamptz)
+        UPDATE load_checkpoints SET caught_up_at = \(fragment: notAfterNow(time))
+        WHERE node = \(node) AND (caught_up_at IS NULL OR caught_up_at < \(fragment: notAfterNow(time)))
         """
     }
 
