@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.2
 // detour-analytics: a self-hosted analytics pipeline for deep-link attribution.
 // Layers: C system library → Swift wrapper → component library → one thin executable.
 import PackageDescription

@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.2
 // libFuzzer targets for detour-analytics' parsers (docs/reliability.md, "Fuzzing").
 //
 // This is a separate package so `swift build` / `swift test` of the main package stay untouched.

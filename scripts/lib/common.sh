@@ -38,8 +38,15 @@ ensure_packages() {
     fi
 }
 
-# ensure_swift: the toolchain must be on PATH (it is not a Debian package).
+# ensure_swift: the toolchain must be on PATH (it is not a Debian package), 6.2 or newer: the code
+# uses the standard library's InlineArray and Span (an older one failed half-way through the build).
 ensure_swift() {
     command -v swift >/dev/null 2>&1 || { [ -x /opt/swift/usr/bin/swift ] && export PATH=/opt/swift/usr/bin:$PATH; }
-    command -v swift >/dev/null 2>&1 || die "the Swift toolchain (6.0 or newer) must be on PATH: https://swift.org/install"
+    command -v swift >/dev/null 2>&1 || die "the Swift toolchain (6.2 or newer) must be on PATH: https://swift.org/install"
+    local major minor
+    read -r major minor < <(swift --version 2>/dev/null \
+        | sed -n 's/.*Swift version \([0-9][0-9]*\)\.\([0-9][0-9]*\).*/\1 \2/p' | head -1) || true
+    if [ -n "${major:-}" ] && { [ "$major" -lt 6 ] || { [ "$major" -eq 6 ] && [ "$minor" -lt 2 ]; }; }; then
+        die "Swift $major.$minor is on PATH; detour-analytics needs 6.2 or newer: https://swift.org/install"
+    fi
 }

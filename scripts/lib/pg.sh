@@ -15,7 +15,9 @@
 # programs as the cluster's owner (COPY ... TO PROGRAM). A cluster made then is converted at its next
 # start. It is for development and tests, never for production data. fsync stays on.
 # When run as root, initdb/pg_ctl run as the `postgres` user (initdb refuses root) and DIR is chowned to it.
-# Binaries: $PG_BIN, default /usr/lib/postgresql/15/bin.
+# Binaries: $PG_BIN, default /usr/lib/postgresql/15/bin. PG_LOCAL_READY_TIMEOUT (s, default 60): how
+# long a start (crash recovery included: max_wal_size is 4GB) or a running postmaster may take to
+# accept connections before pg_local_start gives up.
 
 PG_BIN="${PG_BIN:-/usr/lib/postgresql/15/bin}"
 
@@ -218,7 +220,7 @@ pg_local_start() {
         # A unix socket path is limited to 107 bytes; with a deep DIR, listen on TCP only.
         local socketdir="$dir"
         if [ $(( ${#dir} + 20 )) -gt 107 ]; then socketdir=""; fi
-        if ! _pg_as_owner "$PG_BIN/pg_ctl" -D "$dir" -w -t 60 -l "$dir/server.log" \
+        if ! _pg_as_owner "$PG_BIN/pg_ctl" -D "$dir" -w -t "${PG_LOCAL_READY_TIMEOUT:-60}" -l "$dir/server.log" \
             -o "-p $port -c listen_addresses=127.0.0.1 -c unix_socket_directories='$socketdir'" start >/dev/null; then
             echo "pg.sh: PostgreSQL failed to start; the end of $dir/server.log:" >&2
             tail -20 "$dir/server.log" >&2
