@@ -28,6 +28,30 @@ import Testing
         }
     }
 
+    @Test("totals per link add revenue of any size exactly (one amount of 31 decimals failed them: 503, retry later)")
+    func totalsOfLargeAmounts() throws {
+        let database = try Database()
+        defer { database.close() }
+        let fixture = Fixture(database.connection)
+        try loadSmallWorld(fixture)
+        for (at, revenue) in [
+            ("2026-06-02T10:00:00Z", "0.0000000000000000000000000000001"),
+            ("2026-06-03T10:00:00Z", "1000000000000000000000000000000000000000"),
+        ] {
+            fixture.event(
+                "purchase", device: "d1", at: at, installClick: "c1", openType: "deferred",
+                data: #"{"revenue":\#(revenue),"currency":"EUR"}"#)
+        }
+        try fixture.load()
+        let totals = ReportEndpoint.respond(
+            kind: "links", parameters: ["app": "a", "from": "2026-06-01", "to": "2026-06-30", "by": "link"],
+            connection: database.connection, today: day("2026-06-30"), defaultFormat: .json)
+        #expect(totals.status == 200, "\(totals.body)")
+        // The small world has EUR 10 on the link already.
+        let sum = "1" + String(repeating: "0", count: 37) + "10." + String(repeating: "0", count: 30) + "1"
+        #expect(totals.body.contains(#""EUR":"\#(sum)""#))
+    }
+
     @Test("the API answers JSON with the watermark, and errors with a status and a stable code")
     func respond() throws {
         let database = try Database()

@@ -14,8 +14,8 @@ import Testing
         ])
     func sums(left: String, right: String, sum: String) throws {
         let a = try #require(ExactDecimal(left)), b = try #require(ExactDecimal(right))
-        #expect((a + b)?.text == sum)
-        #expect((b + a)?.text == sum)
+        #expect((a + b).text == sum)
+        #expect((b + a).text == sum)
         #expect(ExactDecimal(sum)?.text == sum, "a sum reads back as itself")
     }
 
@@ -26,10 +26,24 @@ import Testing
         #expect(ExactDecimal(text) == nil)
     }
 
-    @Test("a sum too large to hold is refused, not wrapped")
-    func overflow() throws {
-        let big = try #require(ExactDecimal("9" + String(repeating: "0", count: 37)))
-        #expect(big + big == nil)
+    @Test(
+        "amounts of any size and scale add up exactly, as numeric does (not only 38 digits and 30 decimals)",
+        arguments: [
+            (
+                "9" + String(repeating: "0", count: 37), "9" + String(repeating: "0", count: 37),
+                "18" + String(repeating: "0", count: 37)
+            ),
+            ("0." + String(repeating: "0", count: 30) + "1", "1", "1." + String(repeating: "0", count: 30) + "1"),
+            ("1" + String(repeating: "0", count: 40), "-0.5", String(repeating: "9", count: 40) + ".5"),
+            ("-" + String(repeating: "9", count: 50), "1", "-9" + String(repeating: "9", count: 48) + "8"),
+            ("123456789.123456789", "-123456789.123456789", "0.000000000"),
+            ("-1000000000", "999999999.9999999999", "-0.0000000001"),
+        ])
+    func largeSums(left: String, right: String, sum: String) throws {
+        let a = try #require(ExactDecimal(left)), b = try #require(ExactDecimal(right))
+        #expect((a + b).text == sum)
+        #expect((b + a).text == sum)
+        #expect(ExactDecimal(sum)?.text == sum, "a sum reads back as itself")
     }
 
     @Test(

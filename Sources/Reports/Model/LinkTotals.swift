@@ -210,72 +210,143 @@ private struct MapSums {
             guard let amount = ExactDecimal(text) else {
                 throw .database(message: "revenue \(name): not a decimal: \(text.prefix(40))")
             }
-            guard let sum = sums[ExactText(name), default: ExactDecimal.zero] + amount else {
-                throw .database(message: "revenue \(name): the total is too large to add up exactly")
-            }
-            sums[ExactText(name)] = sum
+            sums[ExactText(name)] = sums[ExactText(name), default: ExactDecimal.zero] + amount
         }
     }
 }
 
-/// A decimal as PostgreSQL's `numeric` prints it (`-12.340`): `units` × 10^-`scale`, added exactly
-/// with the larger scale, as `numeric` addition (and `sum`) keeps it.
+/// A decimal as PostgreSQL's `numeric` prints it (`-12.340`): a magnitude × 10^-`scale` and a
+/// sign, added exactly with the larger scale, as `numeric` addition (and `sum`) keeps it. Of any
+/// size, as `numeric`: until 2026-12-05 an `Int128` held it, and one revenue amount of more than 38
+/// digits, or 30 decimals, failed every `by=link` report over its day (503, "retry later").
 package struct ExactDecimal: Equatable, Sendable {
-    package var units: Int128
-    package var scale: Int
+    /// The magnitude in base 10^9, least significant limb first, without high zero limbs (zero: none).
+    private var limbs: [UInt32]
+    /// Never true for zero.
+    private var negative: Bool
+    /// Decimal places.
+    package private(set) var scale: Int
 
-    package static let zero = ExactDecimal(units: 0, scale: 0)
+    private static let base: UInt64 = 1_000_000_000
+
+    package static let zero = ExactDecimal(limbs: [], negative: false, scale: 0)
 
     /// Parses `[-]digits[.digits]`; nil for anything else (`NaN`, exponents, empty parts).
     package init?(_ text: String) {
-        var utf8 = Substring(text).utf8[...]
-        let negative = utf8.first == UInt8(ascii: "-")
-        if negative { utf8 = utf8.dropFirst() }
-        let dot = utf8.firstIndex(of: UInt8(ascii: "."))
-        let whole = dot.map { utf8[..<$0] } ?? utf8
-        let fraction = dot.map { utf8[utf8.index(after: $0)...] } ?? utf8[utf8.endIndex...]
-        guard !whole.isEmpty, dot == nil || !fraction.isEmpty, fraction.count <= 30 else { return nil }
-        var units: Int128 = 0
-        for byte in [whole, fraction].joined() {
-            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
-            let (times, overflow) = units.multipliedReportingOverflow(by: 10)
-            let (sum, overflow2) = times.addingReportingOverflow(Int128(byte - UInt8(ascii: "0")))
-            guard !overflow, !overflow2 else { return nil }
-            units = sum
-        }
-        self.init(units: negative ? -units : units, scale: fraction.count)
+        var bytes = Array(text.utf8)[...]
+        let negative = bytes.first == UInt8(ascii: "-")
+        if negative { bytes = bytes.dropFirst() }
+        let dot = bytes.firstIndex(of: UInt8(ascii: "."))
+        let whole = dot.map { bytes[..<$0] } ?? bytes
+        let fraction = dot.map { bytes[($0 + 1)...] } ?? bytes[bytes.endIndex...]
+        guard !whole.isEmpty, dot == nil || !fraction.isEmpty else { return nil }
+        let digits = Array(whole) + Array(fraction)
+        guard digits.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else { return nil }
+        self.init(digits: digits, negative: negative, scale: fraction.count)
     }
 
+    /// `units` × 10^-`scale`.
     package init(units: Int128, scale: Int) {
-        self.units = units
+        self.init(digits: Array(String(units.magnitude).utf8), negative: units < 0, scale: scale)
+    }
+
+    /// From ASCII digits, most significant first.
+    private init(digits: [UInt8], negative: Bool, scale: Int) {
+        var limbs: [UInt32] = []
+        var end = digits.count
+        while end > 0 {
+            let start = max(0, end - 9)
+            limbs.append(digits[start..<end].reduce(0) { $0 * 10 + UInt32($1 - UInt8(ascii: "0")) })
+            end = start
+        }
+        self.init(limbs: limbs, negative: negative, scale: scale)
+    }
+
+    private init(limbs: [UInt32], negative: Bool, scale: Int) {
+        var limbs = limbs
+        while limbs.last == 0 { limbs.removeLast() }
+        self.limbs = limbs
+        self.negative = negative && !limbs.isEmpty
         self.scale = scale
     }
 
-    /// The exact sum with the larger scale; nil when it does not fit.
-    package static func + (left: ExactDecimal, right: ExactDecimal) -> ExactDecimal? {
+    /// The exact sum, with the larger scale.
+    package static func + (left: ExactDecimal, right: ExactDecimal) -> ExactDecimal {
         let scale = max(left.scale, right.scale)
-        guard let a = left.scaled(to: scale), let b = right.scaled(to: scale) else { return nil }
-        let (sum, overflow) = a.addingReportingOverflow(b)
-        return overflow ? nil : ExactDecimal(units: sum, scale: scale)
+        let a = left.scaled(to: scale)
+        let b = right.scaled(to: scale)
+        if a.negative == b.negative {
+            return ExactDecimal(limbs: add(a.limbs, b.limbs), negative: a.negative, scale: scale)
+        }
+        return isLess(a.limbs, b.limbs)
+            ? ExactDecimal(limbs: subtract(b.limbs, a.limbs), negative: b.negative, scale: scale)
+            : ExactDecimal(limbs: subtract(a.limbs, b.limbs), negative: a.negative, scale: scale)
     }
 
-    private func scaled(to target: Int) -> Int128? {
-        var value = units
-        for _ in scale..<target {
-            let (times, overflow) = value.multipliedReportingOverflow(by: 10)
-            guard !overflow else { return nil }
-            value = times
+    /// The same value with `target` (>= `scale`) decimal places.
+    private func scaled(to target: Int) -> ExactDecimal {
+        var limbs = self.limbs
+        var left = target - scale
+        while left > 0 && !limbs.isEmpty {
+            let step = min(left, 9)
+            var factor: UInt64 = 1
+            for _ in 0..<step { factor *= 10 }
+            var carry: UInt64 = 0
+            for index in limbs.indices {
+                let product = UInt64(limbs[index]) * factor + carry
+                limbs[index] = UInt32(product % Self.base)
+                carry = product / Self.base
+            }
+            if carry > 0 { limbs.append(UInt32(carry)) }
+            left -= step
         }
-        return value
+        return ExactDecimal(limbs: limbs, negative: negative, scale: target)
+    }
+
+    private static func add(_ a: [UInt32], _ b: [UInt32]) -> [UInt32] {
+        var sum: [UInt32] = []
+        sum.reserveCapacity(max(a.count, b.count) + 1)
+        var carry: UInt64 = 0
+        for index in 0..<max(a.count, b.count) {
+            let total = UInt64(index < a.count ? a[index] : 0) + UInt64(index < b.count ? b[index] : 0) + carry
+            sum.append(UInt32(total % base))
+            carry = total / base
+        }
+        if carry > 0 { sum.append(UInt32(carry)) }
+        return sum
+    }
+
+    /// `a` - `b`, for `a` >= `b`.
+    private static func subtract(_ a: [UInt32], _ b: [UInt32]) -> [UInt32] {
+        var difference: [UInt32] = []
+        difference.reserveCapacity(a.count)
+        var borrow: Int64 = 0
+        for index in a.indices {
+            var value = Int64(a[index]) - Int64(index < b.count ? b[index] : 0) - borrow
+            borrow = value < 0 ? 1 : 0
+            if value < 0 { value += Int64(base) }
+            difference.append(UInt32(value))
+        }
+        return difference
+    }
+
+    /// Whether magnitude `a` < `b` (both without high zero limbs).
+    private static func isLess(_ a: [UInt32], _ b: [UInt32]) -> Bool {
+        guard a.count == b.count else { return a.count < b.count }
+        for index in a.indices.reversed() where a[index] != b[index] { return a[index] < b[index] }
+        return false
     }
 
     /// As PostgreSQL prints it: `scale` decimals, no sign on zero.
     package var text: String {
-        let magnitude = units.magnitude
-        let digits = String(magnitude)
+        var digits = limbs.last.map { String($0) } ?? "0"
+        for limb in limbs.dropLast().reversed() {
+            let part = String(limb)
+            digits += String(repeating: "0", count: 9 - part.count) + part
+        }
         let padded = String(repeating: "0", count: max(0, scale + 1 - digits.count)) + digits
         let whole = padded.dropLast(scale)
-        let sign = units < 0 ? "-" : ""
+        let sign = negative ? "-" : ""
         return scale == 0 ? sign + String(whole) : sign + String(whole) + "." + String(padded.suffix(scale))
     }
 }
