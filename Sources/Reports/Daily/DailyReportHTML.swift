@@ -34,8 +34,8 @@ struct DailyReportHTML {
             """
         if !content.isComplete {
             html += """
-                <p class="partial">Partial report: \(content.date) is not completely loaded (the watermark has not reached \
-                \(escape(content.requiredWatermark))). Numbers will still change.</p>
+                <p class="partial">Partial report: \(content.date) is not complete yet (not every log is loaded through \
+                \(escape(content.requiredWatermark)), or rollup work for it was still queued). Numbers will still change.</p>
 
                 """
         }
