@@ -95,6 +95,10 @@ package struct LogConfiguration: Sendable {
     /// (one sync at a time); 1...8. Two measured faster under heavy machine load but stalled the
     /// half-load p99 (120-200 ms in 3 of 5 runs) on a quiet one: docs/event-log.md, "Syncs in flight".
     package var syncsInFlight: Int = 1
+
+    /// The writer's sync threads: `syncsInFlight` with fsync durability and more than one in
+    /// flight, else none (the committer syncs).
+    var syncThreads: Int { durability == .fsync && syncsInFlight > 1 ? syncsInFlight : 0 }
     /// The open segment is extended ahead of the frames with written zeros, this many bytes at a
     /// time, by a thread of its own (off the acknowledgement path); frames are then written into
     /// allocated space of a durable size, so their `fdatasync` writes no inode. The zero tail is cut

@@ -287,25 +287,20 @@ extension LogWriter {
     /// `fdatasync`, then acknowledges, in write order, every group at the head that is synced.
     ///
     /// Each sync thread syncs through a descriptor of its own on the segment (the groups in flight
-    /// are all in the open one: the committer switches segments only with no sync in flight).
-    /// Linux reports a failed write-back once per open file description, to the first sync that
-    /// checks through it: until 2026-12-04 every sync thread used the committer's descriptor, so
-    /// the sync of a later group could take the error of an earlier one, which was then
-    /// acknowledged.
-    func runSyncer() {
-        var own: (path: String, fd: Int32)?
+    /// are all in the open one: the committer switches segments only with no sync in flight),
+    /// opened with the segment (`WriterCore.syncFDs`, which says why then). Linux reports a failed
+    /// write-back once per open file description, to the first sync that checks through it: until
+    /// 2026-12-04 every sync thread used the committer's descriptor, so the sync of a later group
+    /// could take the error of an earlier one, which was then acknowledged.
+    func runSyncer(_ index: Int) {
         while let groups = takeSyncs() {
-            let path = groups[0].path
-            var openError: Int32 = 0
-            if own?.path != path {
-                if let old = own { Glibc.close(old.fd) }
-                let fd = open(path, O_WRONLY | O_CLOEXEC)
-                openError = fd < 0 ? errno : 0
-                own = fd < 0 ? nil : (path, fd)
-            }
+            let descriptors = groups[0].syncFDs
             let start = MonotonicInstant.now
-            // A descriptor that cannot be opened fails the groups, as a failed sync would.
-            let code = own.map { configuration.groupSync($0.fd) } ?? (openError != 0 ? openError : EIO)
+            // A descriptor that could not be opened fails the groups, as a failed sync would.
+            let code =
+                index < descriptors.count
+                ? configuration.groupSync(descriptors[index])
+                : (groups[0].syncOpenError != 0 ? groups[0].syncOpenError : EIO)
             if code == 0 { metrics.fsyncSeconds.observe(since: start) }
             let took = start.elapsedNanoseconds
             let done: [WrittenGroup] = monitor.withLock { shared in
@@ -325,8 +320,6 @@ extension LogWriter {
             for group in done { core.countCommitted(group) }
             if !done.isEmpty { finish(done.flatMap(\.jobs)[...]) }
         }
-        // Closed before the thread counts itself out, so a closed writer holds no descriptor.
-        if let own { Glibc.close(own.fd) }
         monitor.withLock { shared in
             shared.runningSyncers -= 1
             monitor.broadcast(Condition.ready)

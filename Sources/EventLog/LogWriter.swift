@@ -156,12 +156,11 @@ package final class LogWriter: Sendable {
             return job
         }
         shared.runningCompressors = encoders.count
-        syncThreads =
-            configuration.durability == .fsync && configuration.syncsInFlight > 1 ? configuration.syncsInFlight : 0
+        syncThreads = configuration.syncThreads
         shared.runningSyncers = syncThreads
         monitor = Monitor(shared, conditions: Condition.firstDone + Condition.doneSlots)
         for index in 0..<syncThreads {
-            Thread.startNamed("eventlog-sync\(index)") { [self] in self.runSyncer() }
+            Thread.startNamed("eventlog-sync\(index)") { [self] in self.runSyncer(index) }
         }
         for (index, encoder) in encoders.enumerated() {
             Thread.startNamed("eventlog-zip\(index)") { [self] in self.runCompressor(encoder) }

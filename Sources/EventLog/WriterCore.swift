@@ -18,6 +18,15 @@ final class WriterCore: @unchecked Sendable {
     private let groupSync: @Sendable (_ fd: Int32) -> Int32
     private var fd: Int32 = -1
     private var path = ""
+    /// With syncs in flight, one descriptor on the open segment per sync thread, opened with the
+    /// segment, before any frame is written: Linux reports a failed write-back to every description
+    /// open when it happened, but to one opened later only if nobody has seen it yet, and the
+    /// preallocator's syncs may have. Until 2026-12-05 each sync thread opened its own when it
+    /// first took a group of the segment, and could miss the error of a group it then acknowledged.
+    private var syncFDs: [Int32] = []
+    /// The errno of opening `syncFDs` for the open segment, 0 when they are open.
+    private var syncOpenError: Int32 = 0
+    private let syncThreads: Int
     /// End of the frames written to the open segment (the file may extend past it with the zeros
     /// of the preallocator: frames are written at this offset, not appended).
     private var dataEnd: Int64 = 0
@@ -51,6 +60,7 @@ final class WriterCore: @unchecked Sendable {
 
     init(configuration: LogConfiguration, lockFD: Int32, recovered: Recovery.Result, metrics: LogMetrics) {
         self.lockFD = lockFD
+        syncThreads = configuration.syncThreads
         nodeDirectory = configuration.nodeDirectory
         codec = configuration.codec
         clock = configuration.clock
@@ -75,7 +85,13 @@ final class WriterCore: @unchecked Sendable {
 
     deinit {
         if fd >= 0 { Glibc.close(fd) }
+        closeSyncDescriptors()
         if lockFD >= 0 { Glibc.close(lockFD) }
+    }
+
+    private func closeSyncDescriptors() {
+        for descriptor in syncFDs { Glibc.close(descriptor) }
+        syncFDs = []
     }
 
     /// Commits a prefix of `jobs` (compressed frames in ticket order) as one group: writes each
@@ -161,7 +177,8 @@ final class WriterCore: @unchecked Sendable {
         }
         guard let first = written.first else { return (consumed, nil, false) }
         let group = WrittenGroup(
-            jobs: written.map(\.job), fd: fd, path: path, offset: first.offset,
+            jobs: written.map(\.job), fd: fd, syncFDs: syncFDs, syncOpenError: syncOpenError, path: path,
+            offset: first.offset,
             records: written.reduce(0) { $0 + $1.job.records },
             frameBytes: written.reduce(0) { $0 + prefixSize + $1.job.bodyLength }, uncompressedBytes: groupBytes)
         return (consumed, group, needsSync)
@@ -266,6 +283,7 @@ final class WriterCore: @unchecked Sendable {
             Glibc.close(fd)
             fd = -1
         }
+        closeSyncDescriptors()
         preallocator?.stop()
         if lockFD >= 0 {
             Glibc.close(lockFD)
@@ -282,11 +300,24 @@ final class WriterCore: @unchecked Sendable {
             Glibc.close(fd)
             fd = -1
         }
+        // No sync is in flight here (the committer switches segments only then).
+        closeSyncDescriptors()
         let newPath = nodeDirectory + "/" + SegmentFormat.fileName(segment: segment)
         let newFD = try FileSystem.open(newPath, flags: O_WRONLY | O_CREAT | O_EXCL)
         fd = newFD
         path = newPath
         dataEnd = 0
+        syncOpenError = 0
+        for _ in 0..<syncThreads {
+            let descriptor = Glibc.open(newPath, O_WRONLY | O_CLOEXEC)
+            guard descriptor >= 0 else {
+                // The segment's groups then fail at their sync, as a failed sync would fail them.
+                syncOpenError = errno
+                closeSyncDescriptors()
+                break
+            }
+            syncFDs.append(descriptor)
+        }
         // The new file's directory entry must be durable before any frame in it is acknowledged.
         try FileSystem.fsyncDirectory(nodeDirectory)
         _ = refreshDiskUsage(now: clock.now(), force: true)
@@ -345,6 +376,10 @@ final class WrittenGroup {
     let jobs: [FrameJob]
     /// The segment's descriptor: stays open while the group's sync is in flight (rotation waits).
     let fd: Int32
+    /// The sync threads' descriptors on the segment, by thread (`WriterCore.syncFDs`), and the errno
+    /// of opening them when they are missing.
+    let syncFDs: [Int32]
+    let syncOpenError: Int32
     let path: String
     /// Where the group begins in the segment.
     let offset: Int64
@@ -358,10 +393,13 @@ final class WrittenGroup {
     var error: LogError?
 
     init(
-        jobs: [FrameJob], fd: Int32, path: String, offset: Int64, records: Int, frameBytes: Int, uncompressedBytes: Int
+        jobs: [FrameJob], fd: Int32, syncFDs: [Int32], syncOpenError: Int32, path: String, offset: Int64, records: Int,
+        frameBytes: Int, uncompressedBytes: Int
     ) {
         self.jobs = jobs
         self.fd = fd
+        self.syncFDs = syncFDs
+        self.syncOpenError = syncOpenError
         self.path = path
         self.offset = offset
         self.records = records

@@ -205,6 +205,25 @@ import Testing
         }
     }
 
+    @Test("with syncs in flight, each sync thread's descriptor is opened with the segment, before any frame")
+    func syncThreadsOpenWithTheSegment() throws {
+        try withTemporaryDirectory { dir in
+            var configuration = testConfiguration(dir)
+            configuration.preallocationBytes = 256 * 1024
+            configuration.syncsInFlight = 2
+            let writer = try LogWriter(configuration: configuration)
+            // One group: one sync thread syncs it, the other never takes a group of this segment.
+            // A descriptor opened only then would be opened after the frames were written, and a
+            // failed write-back the preallocator's syncs had seen first would not be reported to it.
+            try writer.append((0..<10).map { envelope($0) })
+            let open = try #require(try segmentPaths(configuration.directory).last)
+            // The committer's, the preallocator's and both sync threads'.
+            #expect(descriptors(on: open).count == 4, "descriptors on the open segment: \(descriptors(on: open))")
+            writer.close()
+            #expect(descriptors(on: open).isEmpty, "closed with the writer")
+        }
+    }
+
     @Test("a disk cap keeps the zeros within its headroom; turned off, segments are plain appends")
     func capAndOff() throws {
         try withTemporaryDirectory { dir in
