@@ -10,20 +10,42 @@ package enum Durability: Sendable, Equatable {
     case interval(Duration)
 }
 
-/// The wall clock the log uses for segment age, retention and frame timestamps (injectable for tests).
+/// The clocks the log uses (injectable for tests): the wall clock for frame timestamps, and a
+/// steady one for what is measured in time elapsed (the interval sync, a segment's age, how often
+/// the disk is re-measured). Until 2026-12-05 the wall clock measured those too: stepped back by an
+/// NTP correction or a VM resumed, an interval sync waited as long as the step (the acknowledged
+/// records of `--durability interval:100ms` stayed unsynced meanwhile) and the open segment aged
+/// that much later.
 package struct LogClock: Sendable {
     /// Microseconds since the Unix epoch.
     package let now: @Sendable () -> Int64
+    /// Microseconds on a clock that never steps (any origin).
+    package let elapsed: @Sendable () -> Int64
 
-    /// A clock reading `now`.
-    package init(now: @escaping @Sendable () -> Int64) { self.now = now }
-
-    /// The system's real-time clock.
-    package static let system = LogClock {
-        var spec = timespec()
-        clock_gettime(CLOCK_REALTIME, &spec)
-        return Int64(spec.tv_sec) * 1_000_000 + Int64(spec.tv_nsec) / 1000
+    /// A clock reading `now` for both.
+    package init(now: @escaping @Sendable () -> Int64) {
+        self.now = now
+        self.elapsed = now
     }
+
+    /// A clock reading `now` for timestamps and `elapsed` for durations.
+    package init(now: @escaping @Sendable () -> Int64, elapsed: @escaping @Sendable () -> Int64) {
+        self.now = now
+        self.elapsed = elapsed
+    }
+
+    /// The system's real-time clock, and its monotonic clock for durations.
+    package static let system = LogClock(
+        now: {
+            var spec = timespec()
+            clock_gettime(CLOCK_REALTIME, &spec)
+            return Int64(spec.tv_sec) * 1_000_000 + Int64(spec.tv_nsec) / 1000
+        },
+        elapsed: {
+            var spec = timespec()
+            clock_gettime(CLOCK_MONOTONIC, &spec)
+            return Int64(spec.tv_sec) * 1_000_000 + Int64(spec.tv_nsec) / 1000
+        })
 }
 
 /// A clock tests move by hand.

@@ -136,6 +136,7 @@ final class WriterCore: @unchecked Sendable {
                 continue
             }
             let now = clock.now()
+            let elapsed = clock.elapsed()
             let frameLength = prefixSize + job.bodyLength
             // Planned on a copy, taken only once the frame is known to belong to this group. The
             // disk cap's re-check comes first: with space freed since the last scan, the frame may
@@ -144,10 +145,10 @@ final class WriterCore: @unchecked Sendable {
             // back to an offset in the old one, leaving the frames before the switch in the log
             // although their appends were refused.
             var planned = machine
-            var plan = planned.plan(frameBytes: frameLength, now: now)
-            if case .diskFull = plan, refreshDiskUsage(now: now) {
+            var plan = planned.plan(frameBytes: frameLength, now: elapsed)
+            if case .diskFull = plan, refreshDiskUsage(now: elapsed) {
                 planned = machine
-                plan = planned.plan(frameBytes: frameLength, now: now)
+                plan = planned.plan(frameBytes: frameLength, now: elapsed)
             }
             if !written.isEmpty || !mayRotate, case .write(let write) = plan, write.rotate { break }
             consumed += 1
@@ -170,7 +171,7 @@ final class WriterCore: @unchecked Sendable {
                 failGroup(written, from: written.first?.offset ?? write.offset, error: error, frameWasComplete: false)
                 return (consumed, nil, false)
             }
-            machine.didWrite(frameBytes: frameLength, records: job.records, now: now, synced: false)
+            machine.didWrite(frameBytes: frameLength, records: job.records, now: elapsed, synced: false)
             written.append((job, write.offset))
             needsSync = needsSync || write.syncAfterWrite
             groupBytes += job.ndjson.count
@@ -254,7 +255,7 @@ final class WriterCore: @unchecked Sendable {
 
     /// Syncs the open segment if interval durability says it is time (called when idle).
     func syncIfDue() {
-        guard fd >= 0, machine.isSyncDue(now: clock.now()) else { return }
+        guard fd >= 0, machine.isSyncDue(now: clock.elapsed()) else { return }
         let start = MonotonicInstant.now
         if fdatasync(fd) == 0 {
             metrics.fsyncSeconds.observe(since: start)
@@ -270,7 +271,7 @@ final class WriterCore: @unchecked Sendable {
 
     /// Monotonic nanoseconds until a pending interval sync is due, nil when none is pending.
     func nanosUntilSync() -> UInt64? {
-        guard fd >= 0, let micros = machine.microsUntilSync(now: clock.now()) else { return nil }
+        guard fd >= 0, let micros = machine.microsUntilSync(now: clock.elapsed()) else { return nil }
         return UInt64(micros) * 1000
     }
 
@@ -320,7 +321,7 @@ final class WriterCore: @unchecked Sendable {
         }
         // The new file's directory entry must be durable before any frame in it is acknowledged.
         try FileSystem.fsyncDirectory(nodeDirectory)
-        _ = refreshDiskUsage(now: clock.now(), force: true)
+        _ = refreshDiskUsage(now: clock.elapsed(), force: true)
         preallocator?.attach(path: path, dataEnd: 0, limit: preallocationLimit())
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Observability
+import Synchronization
 import Testing
 
 @testable import EventLog
@@ -132,6 +133,30 @@ import Testing
             for _ in 0..<500 where syncs.count == 0 { usleep(10_000) }
             #expect(syncs.count >= 1)
             #expect(try readAll(configuration.directory, node: configuration.node).records.count == 1)
+        }
+    }
+
+    @Test("the interval sync is measured on a steady clock: a wall clock stepped back does not postpone it")
+    func intervalSyncIgnoresWallClockSteps() throws {
+        try withTemporaryDirectory { dir in
+            var configuration = testConfiguration(dir)
+            configuration.node = "step-" + UUID().uuidString.prefix(8)
+            configuration.durability = .interval(.milliseconds(20))
+            // The wall clock goes back an hour once the record is written (an NTP step, a VM resumed).
+            let steppedBack = Atomic<Bool>(false)
+            let system = LogClock.system
+            configuration.clock = LogClock(
+                now: { system.now() - (steppedBack.load(ordering: .relaxed) ? 3_600_000_000 : 0) },
+                elapsed: system.elapsed)
+            let writer = try LogWriter(configuration: configuration)
+            defer { writer.close() }
+            let syncs = MetricsRegistry.shared.histogram(
+                "eventlog_fsync_seconds", help: "", labels: ["log": "segments", "node": configuration.node])
+            try writer.append([envelope(1)])
+            steppedBack.store(true, ordering: .relaxed)
+            // Due 20 ms after the write; until 2026-12-05 it was due an hour later.
+            for _ in 0..<500 where syncs.count == 0 { usleep(10_000) }
+            #expect(syncs.count >= 1)
         }
     }
 }
