@@ -23,6 +23,8 @@ let package = Package(
             name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
         // glibc's <malloc.h> (mallinfo2, for the heap metrics), part of libc6-dev.
         .systemLibrary(name: "CMalloc"),
+        // <sys/prctl.h> (naming a thread), part of libc6-dev.
+        .systemLibrary(name: "CThreadName"),
 
         // Shared libraries.
         .target(name: "Locking", swiftSettings: strict),
@@ -30,7 +32,8 @@ let package = Package(
         .target(name: "CivilTime", swiftSettings: strict),
         .target(name: "JSONText", swiftSettings: strict),
         .target(name: "EventModel", dependencies: ["CivilTime", "Locking"], swiftSettings: strict),
-        .target(name: "EventLog", dependencies: ["CZlib", "CZstd", "Observability"], swiftSettings: strict),
+        .target(
+            name: "EventLog", dependencies: ["CThreadName", "CZlib", "CZstd", "Observability"], swiftSettings: strict),
         .target(name: "Postgres", dependencies: ["CLibPQ", "CivilTime"], swiftSettings: strict),
 
         // Components.
