@@ -86,6 +86,47 @@ import Testing
         #expect(throws: BodyError.self) { try conversion(#"{"event_name":"#) }
     }
 
+    @Test("the size limit holds for the conversion as it arrived, not for its rewrite (9 bytes longer)")
+    func sizeAsArrived() throws {
+        func body(bytes: Int) -> String {
+            let head = #"{"event_name":"purchase","revenue":1,\#(Self.tail),"metadata":{"pad":""#
+            let end = #""}}"#
+            return head + String(repeating: "a", count: bytes - head.utf8.count - end.utf8.count) + end
+        }
+        let limit = IngestLimits().maxEventBytes
+        let atLimit = try conversion(body(bytes: limit))
+        #expect(atLimit.rejected.isEmpty && atLimit.records.count == 1, "\(atLimit.rejected)")
+        let over = try conversion(body(bytes: limit + 1))
+        #expect(over.rejected.map(\.code) == ["event_too_large"])
+        #expect(over.rejected.first?.message == "the event is \(limit + 1) bytes, at most \(limit) are allowed")
+    }
+
+    @Test("the depth limit holds for the conversion as it arrived: a moved member goes one level deeper")
+    func depthAsArrived() throws {
+        let limit = IngestLimits().maxDepth
+        // The event object is level 1: a revenue of limit - 1 nested arrays is at the limit.
+        func body(arrays: Int) -> String {
+            let revenue = String(repeating: "[", count: arrays) + "1" + String(repeating: "]", count: arrays)
+            return #"{"event_name":"purchase","revenue":\#(revenue),\#(Self.tail)}"#
+        }
+        let atLimit = try conversion(body(arrays: limit - 1))
+        #expect(atLimit.rejected.isEmpty && atLimit.records.count == 1, "\(atLimit.rejected)")
+        let over = try conversion(body(arrays: limit))
+        #expect(over.rejected.map(\.code) == ["too_deep"])
+        #expect(
+            over.rejected.first?.message == "the event nests \(limit + 1) levels deep, at most \(limit) are allowed")
+    }
+
+    @Test("a moved member the body's data has too is stored once, with the value in data, and a warning")
+    func memberAlsoInData() throws {
+        let sent = try conversion(
+            #"{"event_name":"purchase","revenue":5,"currency":"EUR","data":{"revenue":6,"note":"x"},\#(Self.tail)}"#)
+        #expect(sent.records.count == 1)
+        #expect(
+            try Envelope(decoding: sent.records[0]).data == Array(#"{"currency":"EUR","revenue":6,"note":"x"}"#.utf8))
+        #expect(sent.warnings == [#"event 0: "revenue" also in "data"; the value in "data" was stored"#])
+    }
+
     @Test("a lone surrogate escape is read as U+FFFD with the /event warning")
     func loneSurrogate() throws {
         let sent = try conversion(#"{"event_name":"purchase","product_id":"a\uD800b",\#(Self.tail)}"#)

@@ -10,6 +10,11 @@ extension EventNormalizer {
     /// The event must be an object within the size and depth limits.
     func checkShape(_ value: JSONValue) throws(Rejection) {
         guard value.kind == .object else { throw Rejection(.invalidEvent, "the event must be a JSON object") }
+        try Self.checkLimits(value, limits)
+    }
+
+    /// The event is within the size and depth limits.
+    static func checkLimits(_ value: JSONValue, _ limits: IngestLimits) throws(Rejection) {
         let size = value.byteRange.count
         guard size <= limits.maxEventBytes else {
             throw Rejection(.eventTooLarge, "the event is \(size) bytes, at most \(limits.maxEventBytes) are allowed")

@@ -27,27 +27,39 @@ extension Normalizer {
         let document = try parse(body, limits: limits)
         let root = document.root
         guard root.kind == .object else { throw .notAnObject }
-        let warnings = document.hasLoneSurrogates ? [EventNormalizer.loneSurrogateWarning] : []
+        var warnings = document.hasLoneSurrogates ? [EventNormalizer.loneSurrogateWarning] : []
         let rewritten: [UInt8]
         do throws(Rejection) {
-            rewritten = try eventBody(ofConversion: root)
+            // The limits hold for the conversion as it arrived: the rewrite adds `"data":{}` (9
+            // bytes, fewer without the sender's whitespace) and a level to the members it moves, so
+            // until 2026-12-05 a conversion within 9 bytes of the size limit, or at the depth limit
+            // in a moved member, was refused although the same event was accepted on /event.
+            try EventNormalizer.checkLimits(root, limits)
+            rewritten = try eventBody(ofConversion: root, warnings: &warnings)
         } catch {
             let rejection = EventRejection(
                 index: 0, code: error.code.rawValue, message: error.message, rawEvent: root.rawBytes)
             return EncodedRequest(rejected: [rejection], warnings: warnings)
         }
-        var outcome = try encodedSingle(body: rewritten, kind: .event, context: context, limits: limits)
+        var rewrittenLimits = limits
+        rewrittenLimits.maxEventBytes += max(0, rewritten.count - root.byteRange.count)
+        rewrittenLimits.maxDepth += 1
+        rewrittenLimits.maxValues += 2  // `data` and its object
+        var outcome = try encodedSingle(body: rewritten, kind: .event, context: context, limits: rewrittenLimits)
         for k in outcome.rejected.indices { outcome.rejected[k].rawEvent = root.rawBytes }
         outcome.warnings = warnings + outcome.warnings
         return outcome
     }
 
     /// The `/event` body of a conversion: its members as sent, with the conversion members moved
-    /// into `data`.
+    /// into `data`. A member the body's own `data` has too is stored once, with the value in
+    /// `data` (as /event stores a top-level metadata member also in `metadata`), and a warning says
+    /// so: until 2026-12-05 both were stored, and the reports (PostgreSQL's `jsonb` keeps the last
+    /// of a repeated key) counted the one in `data` while this server's own reading took the first.
     ///
     /// - Throws: `Rejection` `duplicate_key` when a moved member or `data` appears twice,
     ///   `invalid_type` when `data` is neither an object nor `null`.
-    static func eventBody(ofConversion root: JSONValue) throws(Rejection) -> [UInt8] {
+    static func eventBody(ofConversion root: JSONValue, warnings: inout [String]) throws(Rejection) -> [UInt8] {
         // Each conversion member as given (a null one too: given twice is still a duplicate).
         var given: [JSONValue?] = Array(repeating: nil, count: conversionMembers.count)
         var data: JSONValue?
@@ -71,7 +83,17 @@ extension Normalizer {
             throw Rejection(.invalidType, "\"data\" must be an object or null on /api/analytics/conversion")
         }
         let own = data.flatMap { $0.isNull ? nil : $0 }
-        let moved = given.enumerated().compactMap { slot, value in value.flatMap { $0.isNull ? nil : (slot, $0) } }
+        var moved = given.enumerated().compactMap { slot, value in value.flatMap { $0.isNull ? nil : (slot, $0) } }
+        if let own {
+            let also = moved.filter { slot, _ in
+                own.members.contains { key, _ in key.stringEquals(conversionMembers[slot]) }
+            }
+            if !also.isEmpty {
+                let names = also.map { "\"\(conversionMembers[$0.0])\"" }.joined(separator: ", ")
+                warnings.append("event 0: \(names) also in \"data\"; the value in \"data\" was stored")
+                moved.removeAll { slot, _ in also.contains { $0.0 == slot } }
+            }
+        }
         if own != nil || !moved.isEmpty {
             if out.count > 1 { out.append(UInt8(ascii: ",")) }
             out += Array(#""data":{"#.utf8)
