@@ -57,7 +57,7 @@ struct DiskFullTests {
 
     @Test("a real ENOSPC on a small tmpfs answers 503, corrupts nothing, and ingest resumes when space is freed")
     func realENOSPC() throws {
-        let mountPoint = try TemporaryDirectory(prefix: "detour-chaos-tmpfs")
+        let mountPoint = try TemporaryDirectory(prefix: chaosName("detour-chaos-tmpfs"))
         guard (try? LocalCluster.shell(#"mount -t tmpfs -o size=6m tmpfs "$1""#, mountPoint.path)) != nil else {
             // Not root or no CAP_SYS_ADMIN: the cap test above covers the behaviour.
             Scale.record("tmpfs_skipped", 1)

@@ -11,7 +11,7 @@ final class LocalCluster: Sendable {
 
     /// Initialises and starts a cluster in a fresh directory under /tmp (short: unix socket paths).
     init() throws {
-        directory = "/tmp/detour-chaos-pg-\(UInt32.random(in: 0...UInt32.max))"
+        directory = "/tmp/" + chaosName("detour-chaos-pg") + "-\(UInt32.random(in: 0...UInt32.max))"
         let output = try Self.shell(
             #"source scripts/lib/pg.sh && pg_local_start "$1" >&2 && echo "$DATABASE_URL $PG_LOCAL_PORT""#, directory)
         let parts = output.split(separator: " ")
@@ -50,4 +50,10 @@ final class LocalCluster: Sendable {
         guard result.status == 0 else { throw ChaosError("bash failed (\(result.status)): \(result.errors)") }
         return result.output.trimmingCharacters(in: .whitespacesAndNewlines)
     }
+}
+
+/// `base`, then the tag scripts/chaos exports for its run (`DETOUR_CHAOS_TAG`) when there is one:
+/// its clean-up removes what its own tests left behind, by that name, and nothing of another run.
+func chaosName(_ base: String) -> String {
+    ProcessInfo.processInfo.environment["DETOUR_CHAOS_TAG"].map { base + "-" + $0 } ?? base
 }
