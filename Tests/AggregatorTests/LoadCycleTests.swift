@@ -129,6 +129,37 @@ import Testing
         } catch is Rollback {}
     }
 
+    @Test("a node whose log cannot be read stops there alone: the other nodes load, and it resumes once readable")
+    func unreadableNodeStopsAlone() throws {
+        let world = try World()
+        defer { world.tearDown() }
+        try world.write(manyEvents(5, prefix: "one"), node: "node-1")
+        try world.write(manyEvents(5, prefix: "one-later"), node: "node-1", newSegment: true)
+        try world.write(manyEvents(5, prefix: "two"), node: "node-2")
+        // node-1's first segment cannot be read (as a bad sector's EIO: here a directory in its
+        // place, which opens and then fails to read with EISDIR, even for root).
+        let segment = world.dataDirectory + "/segments/node-1/00000000000000000001.seg"
+        let saved = try Data(contentsOf: URL(fileURLWithPath: segment))
+        try FileManager.default.removeItem(atPath: segment)
+        try FileManager.default.createDirectory(atPath: segment, withIntermediateDirectories: false)
+        let aggregator = try world.aggregator()
+        defer { aggregator.stop() }
+        let first = try aggregator.runOnce()
+        #expect(first.unreadableNodes.keys.sorted() == ["node-1"], "\(first.unreadableNodes)")
+        #expect(try world.count("select count(*) from events where event_id like 'two-%'") == 5)
+        #expect(try world.count("select count(*) from events where event_id like 'one%'") == 0)
+        #expect(world.registry.render().contains("aggregator_unreadable_nodes 1.0"))
+        // Not a day is complete while it holds node-1 back (no caught_up_at for anyone).
+        #expect(try world.count("select count(*) from load_checkpoints where caught_up_at is not null") == 0)
+
+        try FileManager.default.removeItem(atPath: segment)
+        try saved.write(to: URL(fileURLWithPath: segment))
+        let summaries = try aggregator.runUntilCaughtUp()
+        #expect(summaries.allSatisfy { $0.unreadableNodes.isEmpty })
+        #expect(try world.count("select count(*) from events where event_id like 'one%'") == 10)
+        #expect(world.registry.render().contains("aggregator_unreadable_nodes 0.0"))
+    }
+
     @Test("duplicate event ids within a cycle, across segments and across nodes are loaded once")
     func duplicatesLoadedOnce() throws {
         let world = try World()

@@ -1,4 +1,5 @@
 import EventLog
+import EventModel
 import Foundation
 import Postgres
 import TestSupport
@@ -131,6 +132,41 @@ struct OperatorTests {
             skipped.output.contains("aggregate: warning: 1 record could not be decoded and was skipped, not loaded"),
             "\(skipped.output)")
         #expect(skipped.errors.contains("records.undecodable"), "\(skipped.errors)")
+    }
+
+    @Test("aggregate --once loads the other nodes when one node's log cannot be read, names it, and exits 1")
+    func unreadableNode() throws {
+        let database = try TestDatabase.make()
+        defer { database.drop() }
+        let data = try TemporaryDirectory(prefix: "detour-ops-unreadable")
+        let environment = ["DATABASE_URL": database.url, "DETOUR_DATA_DIR": data.path]
+        let app = try AppKeys.create(id: "ops-unreadable", environment: environment)
+        for node in ["node-1", "node-2"] {
+            var configuration = LogConfiguration(directory: data.path + "/segments", node: node)
+            configuration.groupCommitDelay = .zero
+            let writer = try LogWriter(configuration: configuration)
+            var envelope = Envelope(
+                id: "unreadable-" + node, app: app.id, kind: .event, time: Timestamp(iso8601: "2026-06-01T10:00:00Z")!,
+                receivedAt: Timestamp(iso8601: "2026-06-01T10:00:00Z")!)
+            envelope.name = "ops"
+            envelope.device = "d1"
+            try writer.append([envelope.encoded()])
+            writer.close()
+        }
+        // node-2's segment cannot be read (a directory in its place fails to read with EISDIR).
+        let segment = data.path + "/segments/node-2/00000000000000000001.seg"
+        try FileManager.default.removeItem(atPath: segment)
+        try FileManager.default.createDirectory(atPath: segment, withIntermediateDirectories: false)
+
+        let aggregate = try Binary.run(["aggregate", "--once"], environment: environment)
+        #expect(aggregate.status == 1, "\(aggregate.output) \(aggregate.errors)")
+        let line = "aggregate: error: the log of node node-2 could not be read"
+        #expect(aggregate.output.contains(line), "\(aggregate.output)")
+        #expect(aggregate.errors.contains("log.unreadable node=node-2"), "\(aggregate.errors)")
+        let connection = try database.connect()
+        defer { connection.close() }
+        let rows = try connection.query("SELECT event_id FROM events WHERE app_id = \(app.id)")
+        #expect(try rows.map { try $0["event_id", as: String.self] } == ["unreadable-node-1"])
     }
 
     @Test("aggregate --once names an app whose rollups are held for an unknown time zone; report daily exits 78 for it")

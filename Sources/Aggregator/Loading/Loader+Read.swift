@@ -69,8 +69,15 @@ extension Loader {
             var pieces = NodeReadPieces(
                 maxRecords: max(1, remainingRecords / share), maxBytes: max(4096, remainingBytes / share))
             while let bounds = pieces.next() {
-                let chunk = try source.read(
-                    node: node, after: position, maxRecords: bounds.records, maxBytes: bounds.bytes)
+                let chunk: LogBatch
+                do {
+                    chunk = try source.read(
+                        node: node, after: position, maxRecords: bounds.records, maxBytes: bounds.bytes)
+                } catch {
+                    // This node stops here; the next cycle tries again from where it stopped.
+                    report.unreadable[node] = error.description
+                    break
+                }
                 pieces.record(chunk, asked: bounds)
                 records += chunk.count
                 remainingRecords -= chunk.count
@@ -80,9 +87,10 @@ extension Loader {
                 position = chunk.next
                 try body(chunk, node)
             }
+            let readable = report.unreadable[node] == nil
             guard let end = position else {
                 // Nothing in this node's log yet: caught up, with no checkpoint row to record it on.
-                if source.measuredBytesBehind(node: node, after: nil) == 0 { caughtUp.insert(node) }
+                if readable, source.measuredBytesBehind(node: node, after: nil) == 0 { caughtUp.insert(node) }
                 continue
             }
             // Backlog: this node's reads returned records and the log still extends past where
@@ -91,7 +99,7 @@ extension Loader {
             let behind = measured ?? 0
             report.bytesBehind[node] = behind
             if records > 0, behind > 0 { report.backlog = true }
-            if measured == 0 {
+            if readable, measured == 0 {
                 report.caughtUpAt[node] = startedAt
                 caughtUp.insert(node)
             }

@@ -54,6 +54,11 @@ final class Loader {
         var bytesBehind: [String: Int64] = [:]
         /// Damaged frames the reader skipped (logged by the aggregator).
         var damaged: [FrameDamage] = []
+        /// The nodes whose log could not be read (an I/O error), with the error: each node's read
+        /// stopped there, what it read before is loaded and checkpointed, and the other nodes load
+        /// as usual. Until 2026-12-05 one such error failed the whole cycle, every node's loads
+        /// stopped (and with them retention, until a disk cap refused ingest), cycle after cycle.
+        var unreadable: [String: String] = [:]
         /// The newest `received_at` among the records of this cycle.
         var newestReceivedAt: Timestamp?
         /// The nodes whose log this cycle read to its end, each with the wall-clock time its read

@@ -12,6 +12,7 @@ struct AggregatorMetrics: Sendable {
     let recordsRead: Counter
     let recordsUndecodable: Counter
     let damagedFrames: Counter
+    let unreadableNodes: Gauge
     let failures: Counter
     let busyCycles: Counter
     let state: Gauge
@@ -45,6 +46,9 @@ struct AggregatorMetrics: Sendable {
             help: "Log records skipped because they are not valid envelopes or their keys are too long to index.")
         damagedFrames = registry.counter(
             "aggregator_damaged_frames_total", help: "Damaged log frames the reader skipped.")
+        unreadableNodes = registry.gauge(
+            "aggregator_unreadable_nodes",
+            help: "Nodes whose log the last cycle could not read (an I/O error); the other nodes load as usual.")
         failures = registry.counter("aggregator_failures_total", help: "Load cycles that failed and were rolled back.")
         busyCycles = registry.counter(
             "aggregator_busy_cycles_total", help: "Cycles skipped because another aggregator held the load lock.")

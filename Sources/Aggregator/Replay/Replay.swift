@@ -69,6 +69,11 @@ package struct Replay: Sendable {
             // aggregator's cycles: an operator replaying to recover data must see what was not read.
             summary.damagedFrames += report.damaged.count
             for damage in report.damaged { damage.log(to: logger) }
+            // A node whose log could not be read fails the replay, as before the cycles went on
+            // without such a node (what the batch loaded of the other nodes stays: it is idempotent).
+            if let (node, error) = report.unreadable.min(by: { $0.key < $1.key }) {
+                throw .log(node: node, reason: error)
+            }
             var moved = false
             for (node, next) in report.positions where positions[node] != next {
                 positions[node] = next

@@ -32,6 +32,9 @@ package final class Aggregator: @unchecked Sendable {
     private var recordsPerCompressedByte = 0.0
     private var lastNewestLoaded: Timestamp?
     private var lastPositions: [String: LogPosition] = [:]
+    /// The nodes the last cycle could not read, with the error (logged when it first appears or
+    /// changes, and when the node reads again, not every cycle).
+    private var unreadable: [String: String] = [:]
     /// Rollup work may be queued (true at start: a previous process may have left some).
     private var rollupsPending = true
     /// When `process_rollups()` last succeeded (nil: never).
@@ -270,6 +273,19 @@ package final class Aggregator: @unchecked Sendable {
         metrics.recordsUndecodable.increment(by: report.undecodable)
         metrics.damagedFrames.increment(by: report.damaged.count)
         for damage in report.damaged { damage.log(to: logger) }
+        for (node, error) in report.unreadable.sorted(by: { $0.key < $1.key }) where unreadable[node] != error {
+            logger.error(
+                "log.unreadable",
+                [
+                    "node": node, "error": error,
+                    "hint": "its records from there are not loaded (the other nodes' are); see segments verify",
+                ])
+        }
+        for node in unreadable.keys.sorted() where report.unreadable[node] == nil {
+            logger.info("log.readable_again", ["node": node])
+        }
+        unreadable = report.unreadable
+        metrics.unreadableNodes.set(Double(unreadable.count))
         if let newest = report.newestReceivedAt, lastNewestLoaded.map({ $0 < newest }) ?? true {
             lastNewestLoaded = newest
             metrics.newestLoaded.set(Double(newest.microseconds) / 1e6)
@@ -296,7 +312,7 @@ package final class Aggregator: @unchecked Sendable {
             ran: true, records: report.records, undecodable: report.undecodable, events: report.inserted.events,
             clicks: report.inserted.clicks, matches: report.inserted.matches,
             outsidePartitionWindow: report.outsidePartitionWindow, damagedFrames: report.damaged.count,
-            touchedKeys: report.touchedKeys,
+            unreadableNodes: report.unreadable, touchedKeys: report.touchedKeys,
             backlog: report.backlog, duration: duration,
             phases: Dictionary(report.phases, uniquingKeysWith: +))
     }

@@ -21,6 +21,9 @@ package struct CycleSummary: Sendable, Equatable {
     package var outsidePartitionWindow = 0
     /// Damaged frames skipped (their records are not loaded; each is logged with its file and offset).
     package var damagedFrames = 0
+    /// The nodes whose log could not be read (an I/O error), with the error: their loads stopped
+    /// where the error was, the other nodes' went on.
+    package var unreadableNodes: [String: String] = [:]
     /// (app, day) keys whose rollups were queued (`process_rollups()` applies them later).
     package var touchedKeys: Int
     /// True when a batch bound was hit and more records are waiting.

@@ -16,7 +16,8 @@ enum AggregateCommand: Command {
         With --once it loads until caught up and exits: 0 when everything was loaded (or another
         aggregator holds the load lock, which it says; an app whose time zone PostgreSQL does not know
         has its rollups held back, named on a warning line), 69 when PostgreSQL is unavailable or failing
-        (as the report commands), 1 on any other failure (an unreadable event log). Without --once,
+        (as the report commands), 1 on any other failure (a node's log that cannot be read: the other
+        nodes are loaded, and the line names it). Without --once,
         SIGINT/SIGTERM/SIGHUP stop it once the running cycle has committed or rolled back (exit 0);
         the same signal again stops it at once (exit 128 + the signal; PostgreSQL rolls the cycle back).
 
@@ -102,6 +103,14 @@ enum AggregateCommand: Command {
                     + " queued: PostgreSQL does not know its time zone \"\(held.timeZone)\" (install the zone, e.g."
                     + " tzdata-legacy, or `apps update --id \(held.app) --time-zone ZONE`)")
         }
+        // A node whose log could not be read: the others were loaded, but this run failed (exit 1,
+        // as when one such node failed the whole run, before 2026-12-05).
+        let unreadable = cycles.last?.unreadableNodes ?? [:]
+        for (node, error) in unreadable.sorted(by: { $0.key < $1.key }) {
+            say(
+                "aggregate: error: the log of node \(node) could not be read, its records from there are not loaded"
+                    + " (the other nodes' are; segments verify names the file): \(error)")
+        }
         // Rows whose day a device clock got wrong: loaded, but no day partition is made for them.
         let outside = cycles.reduce(0) { $0 + $1.outsidePartitionWindow }
         if outside > 0 {
@@ -109,7 +118,7 @@ enum AggregateCommand: Command {
                 "aggregate: \(outside) row\(outside == 1 ? "" : "s") dated outside the partition window"
                     + " (in the default partition unless the day already had one)")
         }
-        return 0
+        return unreadable.isEmpty ? 0 : 1
     }
 
     /// A mistyped `--data-dir` loads nothing, quietly, run after run: say so once. Not an error, since
