@@ -81,6 +81,11 @@ package final class IngestServer: Sendable {
     package func shutdown() {
         stopping.withLock { _ in
             guard !service.isShuttingDown.exchange(true, ordering: .relaxed) else { return }
+            // New connections are refused from here (a load balancer retries them elsewhere), also
+            // while running reports finish below: until 2026-12-05 the socket stayed open until
+            // then, and an event on a connection made meanwhile was answered 503 shutting_down,
+            // which an SDK drops and a load balancer does not retry.
+            server.stopAccepting()
             // Waiting reports are answered 503 now and running ones finish, so no connection stays
             // suspended on a report while the daemon stops.
             service.reports?.stop()

@@ -313,6 +313,11 @@ struct ReportAPITests {
             stopped.signal()
         }.start()
         #expect(try waiting.readResponse().status == 503)
+        // While the running report holds the shutdown, new connections are refused (a load balancer
+        // retries those elsewhere), not accepted and answered 503 shutting_down as until 2026-12-05.
+        #expect(throws: (any Error).self, "a connection was accepted during the shutdown") {
+            try server.client()
+        }
         provider.gate.signal()
         #expect(try running.readResponse().status == 200)
         #expect(stopped.wait(timeout: .now() + 20) == .success)

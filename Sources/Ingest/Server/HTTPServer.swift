@@ -115,6 +115,13 @@ package final class HTTPServer: Sendable {
         stopping.withLock { _ in stop() }
     }
 
+    /// Stops accepting connections and shuts the listening socket down (new clients are refused),
+    /// without waiting for anything else: the first step of `shutdown()`, for a caller with work of
+    /// its own to wait for before it (the report queue). Safe to call more than once.
+    package func stopAccepting() {
+        daemon.withLock { $0?.acceptor }?.stop()
+    }
+
     private func stop() {
         guard let handle = daemon.withLock({ $0.take() }) else { return }
         // Stopping the acceptor also shuts the socket down: the kernel would otherwise go on
