@@ -17,7 +17,11 @@ final class RateLimiter: Sendable {
         self.burst = max(1, burst > 0 ? burst : rate)
     }
 
-    /// Takes one token for `app`; returns nil when allowed, else the whole seconds until a token is free.
+    /// The longest `Retry-After` given, in seconds.
+    static let longestWait: Double = 86_400
+
+    /// Takes one token for `app`; returns nil when allowed, else the whole seconds until a token is
+    /// free (at most `longestWait`).
     func acquire(app: String, now: ContinuousClock.Instant = .now) -> Int? {
         buckets.withLock { buckets in
             if buckets.count >= maxApps, buckets[app] == nil { buckets.removeAll(keepingCapacity: true) }
@@ -31,7 +35,9 @@ final class RateLimiter: Sendable {
                 bucket.tokens -= 1
                 return nil
             }
-            return max(1, Int(((1 - bucket.tokens) / rate).rounded(.up)))
+            // At most a day: a tiny rate (`--rate-limit 1e-20`) made the wait too large for an
+            // Int, and converting it trapped, ending the process at an app's second request.
+            return Int(min(Self.longestWait, max(1, ((1 - bucket.tokens) / rate).rounded(.up))))
         }
     }
 }

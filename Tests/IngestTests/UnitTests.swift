@@ -246,6 +246,14 @@ struct UnitTests {
         #expect(limiter.acquire(app: "a", now: start + .milliseconds(600)) == nil)
     }
 
+    @Test("a tiny rate gives a retry time of at most a day, not a crash", arguments: [1e-20, 1e-300, 1e-3])
+    func tinyRate(rate: Double) {
+        let limiter = RateLimiter(rate: rate, burst: 1)
+        let start = ContinuousClock.now
+        #expect(limiter.acquire(app: "a", now: start) == nil)
+        #expect(limiter.acquire(app: "a", now: start) == (rate == 1e-3 ? 1000 : 86_400))
+    }
+
     @Test("bearer tokens and content types are parsed leniently but strictly JSON")
     func headers() throws {
         #expect(IngestService.bearerToken("Bearer abc") == "abc")
