@@ -32,10 +32,16 @@ package final class Connection: @unchecked Sendable {
     ///   - tcpUserTimeout: milliseconds sent data may stay unacknowledged before the connection
     ///     is given up (a server gone from the network after connecting), unless `url` sets
     ///     `tcp_user_timeout`; nil leaves the kernel's default (~15 minutes of retransmissions).
+    ///   - keepaliveSeconds: TCP keepalive probes after this many idle seconds, then every
+    ///     half as many, 3 unanswered giving the connection up, unless `url` sets `keepalives_*`:
+    ///     a server gone from the network while this side waits for an answer (nothing unsent, so
+    ///     `tcp_user_timeout` does not apply) is noticed in about twice this time instead of the
+    ///     kernel's ~2 hours. A live server's kernel answers the probes, a long query included.
+    ///     nil leaves the kernel's default.
     /// - Throws: `PostgresError.connection` with libpq's message (never the password).
     package init(
         url: String, applicationName: String = "detour-analytics", connectTimeout: Int = 10,
-        tcpUserTimeout: Int? = nil
+        tcpUserTimeout: Int? = nil, keepaliveSeconds: Int? = nil
     ) throws(PostgresError) {
         // Keywords before `dbname` are defaults: the expanded URL overrides them (expand_dbname = 1).
         var keywords = ["application_name", "connect_timeout"]
@@ -43,6 +49,10 @@ package final class Connection: @unchecked Sendable {
         if let tcpUserTimeout {
             keywords.append("tcp_user_timeout")
             values.append(String(tcpUserTimeout))
+        }
+        if let keepaliveSeconds {
+            keywords += ["keepalives", "keepalives_idle", "keepalives_interval", "keepalives_count"]
+            values += ["1", String(max(1, keepaliveSeconds)), String(max(1, keepaliveSeconds / 2)), "3"]
         }
         keywords.append("dbname")
         values.append(url)

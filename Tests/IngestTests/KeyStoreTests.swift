@@ -54,12 +54,21 @@ struct KeyStoreTests {
         }
         let defaults = try parameters(PostgresKeySource(url: database.url))
         #expect(defaults["connect_timeout"] == "5" && defaults["tcp_user_timeout"] == "5000", "\(defaults)")
+        // Keepalives: a server gone while a load waits for its answer (nothing unacknowledged) is
+        // noticed in seconds, not the kernel's ~2 hours that held the refresh timer before.
+        #expect(
+            [
+                defaults["keepalives"], defaults["keepalives_idle"], defaults["keepalives_interval"],
+                defaults["keepalives_count"],
+            ] == ["1", "5", "2", "3"], "\(defaults)")
         let shorter = try parameters(PostgresKeySource(url: database.url, timeoutSeconds: 3))
         #expect(shorter["connect_timeout"] == "3" && shorter["tcp_user_timeout"] == "3000", "\(shorter)")
         let separator = database.url.contains("?") ? "&" : "?"
         let own = try parameters(
-            PostgresKeySource(url: database.url + separator + "connect_timeout=9&tcp_user_timeout=1"))
+            PostgresKeySource(
+                url: database.url + separator + "connect_timeout=9&tcp_user_timeout=1&keepalives_idle=60"))
         #expect(own["connect_timeout"] == "9" && own["tcp_user_timeout"] == "1", "\(own)")
+        #expect(own["keepalives_idle"] == "60", "\(own)")
     }
 
     @Test(

@@ -9,8 +9,10 @@ import Postgres
 /// up. So a load's connection has `connect_timeout` (libpq waits forever by default) and
 /// `tcp_user_timeout` (a server gone from the network after connecting: unacknowledged data gives
 /// up instead of being sent again for ~15 minutes) of `timeoutSeconds` unless the URL sets them,
-/// and sets `statement_timeout` to it (a query waiting on a lock, as behind a migration that holds
-/// `api_keys`).
+/// TCP keepalives after `timeoutSeconds` idle (a server gone while the load waits for its answer:
+/// nothing unacknowledged, so only the kernel's ~2 hour keepalive noticed, and until 2026-12-05 the
+/// serial refresh timer, new keys and revocations waited that long), and sets `statement_timeout`
+/// to it (a query waiting on a lock, as behind a migration that holds `api_keys`).
 package struct PostgresKeySource: KeySource {
     private let url: String
     private let timeoutSeconds: Int
@@ -23,7 +25,9 @@ package struct PostgresKeySource: KeySource {
 
     /// A connection as each load opens it, with the source's timeouts.
     func connect() throws(PostgresError) -> Connection {
-        try Connection(url: url, connectTimeout: timeoutSeconds, tcpUserTimeout: timeoutSeconds * 1000)
+        try Connection(
+            url: url, connectTimeout: timeoutSeconds, tcpUserTimeout: timeoutSeconds * 1000,
+            keepaliveSeconds: timeoutSeconds)
     }
 
     /// Every active key; throws `PostgresError` when the database is unreachable, and

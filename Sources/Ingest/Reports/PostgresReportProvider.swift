@@ -118,9 +118,14 @@ package final class PostgresReportProvider: ReportProvider {
         case .open: break
         }
         do {
+            // A server gone from the network gives up within seconds, not the kernel's ~15 minutes
+            // (a query sent, unacknowledged) or ~2 hours (waiting for an answer) that a worker, and
+            // a shutdown waiting for it, were held until 2026-12-05.
             let connection = try Connection(
                 url: url, applicationName: "detour-analytics-reports",
-                connectTimeout: configuration.connectTimeoutSeconds)
+                connectTimeout: configuration.connectTimeoutSeconds,
+                tcpUserTimeout: configuration.connectTimeoutSeconds * 1000,
+                keepaliveSeconds: configuration.connectTimeoutSeconds)
             try connection.unsafeSQL("set statement_timeout = \(max(0, configuration.statementTimeoutMilliseconds))")
             let recovered = state.withLock { state in
                 defer { state.retryAfter = nil }
