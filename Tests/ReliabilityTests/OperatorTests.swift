@@ -134,6 +134,36 @@ struct OperatorTests {
         #expect(skipped.errors.contains("records.undecodable"), "\(skipped.errors)")
     }
 
+    @Test("migrate says what to do when an app's time zone is no longer known and sql/076 cannot read it")
+    func migrateUnknownZone() throws {
+        let database = try TestDatabase.make(migrate: false)
+        defer { database.drop() }
+        let environment = ["DATABASE_URL": database.url]
+        // A database migrated through 075, as before the upgrade, whose app's zone has since gone.
+        let old = try TemporaryDirectory(prefix: "detour-ops-sql075")
+        for file in try FileManager.default.contentsOfDirectory(atPath: RepositoryRoot.path + "/sql")
+        where file.hasSuffix(".sql") && file < "076" {
+            try FileManager.default.copyItem(
+                atPath: RepositoryRoot.path + "/sql/" + file, toPath: old.path + "/" + file)
+        }
+        let before = try Binary.run(["migrate", "--sql-dir", old.path], environment: environment)
+        #expect(before.status == 0, "\(before.errors)")
+        let connection = try database.connect()
+        defer { connection.close() }
+        try connection.execute("ALTER TABLE apps DROP CONSTRAINT apps_time_zone_known")
+        try connection.execute("INSERT INTO apps (id, name, time_zone) VALUES ('gone', 'Gone', 'Gone/Zone')")
+        try connection.execute("INSERT INTO rollup_events_daily VALUES ('gone', '2026-06-01', 'event', 'x', 1, 1)")
+
+        let upgrade = try Binary.run(["migrate", "--sql-dir", RepositoryRoot.path + "/sql"], environment: environment)
+        #expect(upgrade.status != 0)
+        #expect(
+            upgrade.errors.contains("migrate: hint: an app's reporting time zone is not known"), "\(upgrade.errors)")
+        // Given another zone, the upgrade goes through.
+        try connection.execute("UPDATE apps SET time_zone = 'UTC' WHERE id = 'gone'")
+        let again = try Binary.run(["migrate", "--sql-dir", RepositoryRoot.path + "/sql"], environment: environment)
+        #expect(again.status == 0, "\(again.errors)")
+    }
+
     @Test("aggregate --once loads the other nodes when one node's log cannot be read, names it, and exits 1")
     func unreadableNode() throws {
         let database = try TestDatabase.make()

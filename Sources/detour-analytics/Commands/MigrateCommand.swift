@@ -38,7 +38,22 @@ enum MigrateCommand: Command {
         let connection = try Connection(url: url)
         defer { connection.close() }
         let migrator = Migrator(directory: directory)
-        let applied = try migrator.migrate(connection)
+        let applied: [String]
+        do {
+            applied = try migrator.migrate(connection)
+        } catch {
+            // sql/076 reads every app's zone: one the server no longer knows (a name gone from its
+            // tzdata) fails it, and every migration after it waits, the fixes for that case included.
+            let text = "\(error)"
+            if text.contains("time zone \""), text.contains("not recognized") {
+                complain(
+                    "migrate: hint: an app's reporting time zone is not known to this PostgreSQL (a name gone from"
+                        + " its tzdata, e.g. US/Pacific without tzdata-legacy): find it with"
+                        + " `SELECT id, time_zone FROM apps`, install the zone (and restart PostgreSQL) or give the app"
+                        + " another (`apps update --id APP --time-zone ZONE --no-rebuild`), then migrate again\n")
+            }
+            throw error
+        }
         print(applied.isEmpty ? "migrate: schema is up to date" : "migrate: applied \(applied.joined(separator: ", "))")
         // What a migration could not do and says so (sql/072 without CREATEROLE skips its grants).
         for warning in connection.takeWarnings() { complain("migrate: warning from PostgreSQL: \(warning)\n") }
