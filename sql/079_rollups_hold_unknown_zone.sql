@@ -9,9 +9,9 @@
 --
 -- Now the pass holds such an app's queued work back (its keys, devices and clicks are set aside
 -- for the pass and put back in the same transaction) and applies everyone else's. The held work
--- stays queued, so the app's days are "rollups pending" (report_rollups_pending, `report daily`
--- exit 75), and the aggregator names the app and its zone after every pass that held it
--- (`rollups.held`; rollup_held_apps() below), until the zone is installed again or the app is
+-- stays queued (report_rollups_pending; `report daily` refuses the app, exit 78, and its reports
+-- answer 409 unknown_time_zone), and the aggregator names the app and its zone when it is first
+-- held (`rollups.held`; rollup_held_apps() below), until the zone is installed again or the app is
 -- changed (`apps update --id APP --time-zone ZONE`); its days then roll up in the next pass.
 -- A rebuild (`report rebuild`) still fails on the zone, naming it: it recomputes every app.
 

@@ -35,6 +35,8 @@ package final class Aggregator: @unchecked Sendable {
     /// The nodes the last cycle could not read, with the error (logged when it first appears or
     /// changes, and when the node reads again, not every cycle).
     private var unreadable: [String: String] = [:]
+    /// The apps whose rollups the last pass held back, with their time zone (logged on change).
+    private var heldZones: [String: String] = [:]
     /// Rollup work may be queued (true at start: a previous process may have left some).
     private var rollupsPending = true
     /// When `process_rollups()` last succeeded (nil: never).
@@ -148,10 +150,7 @@ package final class Aggregator: @unchecked Sendable {
             if !summary.backlog || !summary.ran { break }
         }
         let passStart = ContinuousClock.now
-        let pass: Result<RollupPass, AggregatorError> = queue.sync {
-            machine.state == .stopped ? .success(RollupPass(keys: 0, held: [])) : rollupPass()
-        }
-        summaries[summaries.count - 1].heldRollups = try pass.get().held
+        summaries[summaries.count - 1].heldRollups = try pass().held
         summaries[summaries.count - 1].rollupDuration = ContinuousClock.now - passStart
         return summaries
     }
@@ -162,10 +161,15 @@ package final class Aggregator: @unchecked Sendable {
     /// - Throws: `AggregatorError.database`; the queue is left as it was (the pass rolled back).
     @discardableResult
     package func processRollups() throws(AggregatorError) -> Int {
+        try pass().keys
+    }
+
+    /// `processRollups()` with what the pass held back.
+    private func pass() throws(AggregatorError) -> RollupPass {
         let result: Result<RollupPass, AggregatorError> = queue.sync {
             machine.state == .stopped ? .success(RollupPass(keys: 0, held: [])) : rollupPass()
         }
-        return try result.get().keys
+        return try result.get()
     }
 
     /// What a rollup pass did: the keys it recomputed and the apps whose work it held back.
@@ -175,7 +179,8 @@ package final class Aggregator: @unchecked Sendable {
     }
 
     /// One rollup pass on the queue; keeps the pending flag and the metrics, and names each app whose
-    /// work the pass held back (`rollups.held`, after every pass that held it: sql/079).
+    /// work the passes hold back (`rollups.held` when an app is first held, `rollups.released`
+    /// when it no longer is: one line per change, not per pass; sql/079).
     private func rollupPass() -> Result<RollupPass, AggregatorError> {
         dispatchPrecondition(condition: .onQueue(queue))
         do {
@@ -188,7 +193,12 @@ package final class Aggregator: @unchecked Sendable {
             if keys > 0 {
                 logger.debug("rollups.done", ["keys": "\(keys)", "rollups.ms": "\(Int(duration.seconds * 1000))"])
             }
-            for app in held { app.log(to: logger) }
+            let zones = Dictionary(held.map { ($0.app, $0.timeZone) }, uniquingKeysWith: { first, _ in first })
+            for app in held where heldZones[app.app] != app.timeZone { app.log(to: logger) }
+            for app in heldZones.keys.sorted() where zones[app] == nil {
+                logger.notice("rollups.released", ["app": app])
+            }
+            heldZones = zones
             return .success(RollupPass(keys: keys, held: held))
         } catch {
             metrics.rollupFailures.increment()

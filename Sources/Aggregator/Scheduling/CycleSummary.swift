@@ -72,7 +72,7 @@ package struct HeldRollups: Sendable, Equatable {
 }
 
 extension HeldRollups {
-    /// The warning a pass that held this app's work logs (`rollups.held`).
+    /// The warning logged when a pass first holds this app's work (`rollups.held`).
     func log(to logger: Logger) {
         logger.warning(
             "rollups.held",
