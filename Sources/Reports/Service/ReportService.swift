@@ -129,8 +129,8 @@ package struct ReportService {
     // MARK: - Helpers
 
     /// Checks the range, that the app exists and that PostgreSQL knows its time zone (until
-    /// 2026-12-05 such an app's report failed as `database_unavailable`, naming nothing), and returns
-    /// the load watermark (one query).
+    /// 2026-12-05 such an app's report answered empty tables, or failed as `database_unavailable`,
+    /// naming nothing), and returns the load watermark (one query).
     func validate(app: String, from: ReportDay, to: ReportDay) throws(ReportError) -> String? {
         guard from <= to else {
             throw .invalidParameter(name: "from", message: "\(from) is after to (\(to))")
