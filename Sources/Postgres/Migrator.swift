@@ -22,11 +22,48 @@ package struct Migrator: Sendable {
         package var sql: String
     }
 
+    /// How a migration waits for the locks its statements take (`ALTER TABLE` and friends take
+    /// `ACCESS EXCLUSIVE`).
+    ///
+    /// On a live database a migration that waits for a lock behind a long query (an analyst's
+    /// report, an aggregator cycle catching up) is itself a queue head: every later query on that
+    /// table, reads included, waits behind it, so the reports and loads stand still for as long as
+    /// that query runs. With a policy each statement waits at most `timeout` (`lock_timeout`, set
+    /// for the migration's transaction only); on a timeout the migration is rolled back and tried
+    /// again after a pause that doubles from `pause`, `attempts` times in all. The queue it held
+    /// drains at once, so the pipeline sees pauses of `timeout` at most.
+    package struct LockPolicy: Sendable, Equatable {
+        /// The longest one statement waits for one lock.
+        package var timeout: Duration
+        /// How many times a migration is tried before its lock timeout is thrown.
+        package var attempts: Int
+        /// The pause before the second attempt; each later pause doubles, up to 30 s.
+        package var pause: Duration
+
+        package init(timeout: Duration, attempts: Int, pause: Duration = .seconds(1)) {
+            self.timeout = timeout
+            self.attempts = max(1, attempts)
+            self.pause = pause
+        }
+    }
+
     /// The directory holding the `.sql` files.
     package let directory: String
+    /// How each migration waits for locks; nil waits without limit (PostgreSQL's default).
+    package let lockPolicy: LockPolicy?
+    /// Called with the migration's name and the attempt that failed, before the pause, each time a
+    /// migration is rolled back for a lock timeout and will be tried again.
+    package let onLockRetry: (@Sendable (_ migration: String, _ attempt: Int) -> Void)?
 
     /// Creates a migrator for a directory such as `<repo>/sql` or `/usr/share/detour-analytics/sql`.
-    package init(directory: String) { self.directory = directory }
+    package init(
+        directory: String, lockPolicy: LockPolicy? = nil,
+        onLockRetry: (@Sendable (_ migration: String, _ attempt: Int) -> Void)? = nil
+    ) {
+        self.directory = directory
+        self.lockPolicy = lockPolicy
+        self.onLockRetry = onLockRetry
+    }
 
     /// Finds the migrations directory at run time.
     ///
@@ -137,22 +174,59 @@ package struct Migrator: Sendable {
                 }
                 continue
             }
+            try apply(file, checksum: checksum, connection)
+            done.append(file.name)
+        }
+        return done
+    }
+
+    /// Applies one migration in its own transaction and records it, under `lockPolicy`.
+    ///
+    /// - Throws: `PostgresError.server` with SQLSTATE `55P03` (lock not available) when every
+    ///   attempt timed out waiting for a lock, its message naming the migration and the wait.
+    private func apply(_ file: Migration, checksum: String, _ connection: Connection) throws(PostgresError) {
+        var attempt = 1
+        var pause = lockPolicy?.pause ?? .zero
+        while true {
             do {
                 try connection.withTransaction { connection in
+                    if let lockPolicy {
+                        let milliseconds = max(1, lockPolicy.timeout.milliseconds)
+                        try connection.unsafeSQL("SET LOCAL lock_timeout = \(milliseconds)")
+                    }
                     try connection.unsafeSQL(file.sql)
                     try connection.execute(
                         "insert into schema_migrations (version, name, checksum) values (\(file.version), \(file.name), \(checksum))"
                     )
                 }
+                return
             } catch let error as PostgresError {
-                throw error
+                guard let lockPolicy, error.sqlState == Self.lockNotAvailable else { throw error }
+                guard attempt < lockPolicy.attempts else {
+                    throw .server(
+                        sqlState: Self.lockNotAvailable,
+                        message:
+                            "migration \(file.name) could not take its locks: each of \(attempt) attempts waited "
+                            + "\(lockPolicy.timeout.milliseconds) ms for a lock held by another session",
+                        detail: "\(error)",
+                        hint:
+                            "a long query or an open transaction holds a table this migration changes (see pg_stat_activity "
+                            + "and pg_locks); run migrate again once it ends, or with a longer --lock-timeout "
+                            + "(0 waits as long as it takes, and holds every later query on that table meanwhile)",
+                        query: nil)
+                }
+                onLockRetry?(file.name, attempt)
+                Thread.sleep(forTimeInterval: pause.seconds)
+                pause = min(pause * 2, .seconds(30))
+                attempt += 1
             } catch {
                 throw .migration(message: "\(file.name): \(error)")
             }
-            done.append(file.name)
         }
-        return done
     }
+
+    /// SQLSTATE lock_not_available: what a statement past its `lock_timeout` fails with.
+    static let lockNotAvailable = "55P03"
 
     /// The migrations recorded in `schema_migrations` that have no file in the directory, in two
     /// kinds: `newer`, above the highest file here (the database was migrated by a newer
@@ -187,5 +261,17 @@ package struct Migrator: Sendable {
         try connection.query("select encode(sha256(convert_to(\(sql), 'UTF8')), 'hex') as c").first?[
             "c", as: String.self]
             ?? ""
+    }
+}
+
+extension Duration {
+    /// Whole milliseconds, rounded down.
+    fileprivate var milliseconds: Int64 {
+        components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000
+    }
+
+    /// Seconds as a `Double`.
+    fileprivate var seconds: Double {
+        Double(components.seconds) + Double(components.attoseconds) / 1e18
     }
 }

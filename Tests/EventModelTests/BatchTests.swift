@@ -32,6 +32,27 @@ import Testing
         #expect(ids[6].hasPrefix("h:"))
     }
 
+    @Test(
+        "a client id that is not a string, or is empty, is passed over for the next alias or the hash; the event is kept"
+    )
+    func unusableClientIDs() throws {
+        // Amplitude's integer event_id (a counter) beside its insert_id; an unset id written as "".
+        let body =
+            #"{"batch":[\#(Self.event(#","event_id":12,"insert_id":"i-1""#)),\#(Self.event(#","event_id":"","messageId":"m-1""#)),\#(Self.event(#","message_id":"","uuid":{"v":1}"#)),\#(Self.event(#","event_id":1.5e3"#)),\#(Self.event())]}"#
+        let result = try Normalizer.batch(body: Array(body.utf8), context: Self.context)
+        #expect(result.rejected.isEmpty)
+        let ids = result.accepted.map(\.id)
+        #expect(Array(ids.prefix(2)) == ["i-1", "m-1"])
+        // No usable id: the hash, the same as for the event without any id.
+        #expect(ids[2] == ids[4] && ids[3] == ids[4])
+        #expect(ids[4].hasPrefix("h:"))
+        // A string that is present but unusable still names the problem.
+        let forged = #"{"batch":[\#(Self.event(#","event_id":12,"insert_id":"h:x""#))]}"#
+        let refused = try Normalizer.batch(body: Array(forged.utf8), context: Self.context)
+        #expect(refused.rejected.map(\.code) == ["invalid_event_id"])
+        #expect(refused.rejected.first?.message.contains("\"insert_id\" must be at most 128 bytes") == true)
+    }
+
     @Test("sent_at is copied to every envelope and Segment's sentAt is read too")
     func sentAt() throws {
         for key in ["sent_at", "sentAt"] {

@@ -15,6 +15,8 @@ import Testing
             #"{"event_name":"c","timestamp":"2026-06-01T10:20:30Z","platform":"ios","device_id":"d","attribution":null,"type":"retention","uuid":"u"}"#,
             #"{"event_name":"d","timestamp":"2026-06-01T10:20:30Z","platform":"ios","device_id":"d","app_version":"2.4\n","idfv":null,"metadata":{"app_version":"x","k":1}}"#,
             #"{"event_name":"e","timestamp":"2026-06-01T10:20:30Z","platform":"ios","device_id":"d","locale":[{"languageTag":"pl-PL"}],"metadata":"m"}"#,
+            #"{"event_name":"f","timestamp":"2026-06-01T10:20:30Z","platform":"ios","device_id":"d","event_id":12,"insert_id":"i-1"}"#,
+            #"{"event_name":"g","timestamp":"2026-06-01T10:20:30Z","platform":"ios","device_id":"d","event_id":"","uuid":true}"#,
             #"{"event_name":"bad"}"#,
             #"[1]"#,
         ]

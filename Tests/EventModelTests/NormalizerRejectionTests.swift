@@ -18,7 +18,7 @@ import Testing
         (#"{\#(good),"attribution":"clk_1"}"#, "invalid_type"),
         (#"{\#(good),"attribution":{"open_type":1}}"#, "invalid_type"),
         (#"{\#(good),"click_id":7}"#, "invalid_type"),
-        (#"{\#(good),"message_id":7}"#, "invalid_type"),
+        (#"{\#(good),"message_id":"a\u0001b"}"#, "invalid_event_id"),
         (#"{"event_name":"a","timestamp":"2026-06-01 10:20","platform":"ios",\#(device)}"#, "invalid_timestamp"),
         (#"{"event_name":"a","timestamp":"2026-02-30T10:20:30Z","platform":"ios",\#(device)}"#, "invalid_timestamp"),
         (#"{"event_name":"","timestamp":"2026-06-01T10:20:30.123Z","platform":"ios",\#(device)}"#, "invalid_name"),
@@ -44,7 +44,7 @@ import Testing
             #"{"event_name":"a","timestamp":"2026-06-01T10:20:30.123Z","platform":"ios","device_id":"a\nb"}"#,
             "invalid_device_id"
         ),
-        (#"{\#(good),"event_id":""}"#, "invalid_event_id"),
+        (#"{\#(good),"event_id":"\#(String(repeating: "e", count: 129))"}"#, "invalid_event_id"),
         (#"{\#(good),"event_id":"h:forged"}"#, "invalid_event_id"),
         (#"{\#(good),"data":\#(String(repeating: "[", count: 32))\#(String(repeating: "]", count: 32))}"#, "too_deep"),
         (#"{\#(good),"event_name":"again"}"#, "duplicate_key"),

@@ -150,6 +150,73 @@ import Testing
         #expect("\(error!)".contains("no migration files (NNN_name.sql) in \(directory)"))
     }
 
+    @Test(
+        "a migration waits for a lock at most its lock timeout: rolled back and tried again, it applies once the lock is free, and fails with 55P03 when it never is"
+    )
+    func lockTimeout() throws {
+        let db = try TestDatabase.make()
+        defer { db.drop() }
+        let directory = try makeTemporaryCopy(of: sqlDirectory)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try "ALTER TABLE apps ADD COLUMN lock_probe integer;\n".write(
+            toFile: directory + "/999_lock_probe.sql", atomically: true, encoding: .utf8)
+        // A reader in an open transaction (an analyst's long query) holds ACCESS SHARE on apps.
+        let holder = try db.connect()
+        defer { holder.close() }
+        try holder.unsafeSQL("BEGIN")
+        _ = try holder.query("select count(*) as n from apps")
+        // Without the policy a migrate would wait for the holder forever: this ends it as a failure.
+        let connection = try db.connect()
+        defer { connection.close() }
+        try connection.unsafeSQL("SET statement_timeout = '60s'")
+        func probeColumns() throws -> Int {
+            try connection.query(
+                "select count(*) as n from information_schema.columns where table_schema = \(db.schema) and column_name = 'lock_probe'"
+            ).first?["n", as: Int.self] ?? -1
+        }
+
+        // Never free: every attempt times out, and nothing of the migration stays.
+        let retried = Locked<[Int]>([])
+        let refusing = Migrator(
+            directory: directory, lockPolicy: .init(timeout: .milliseconds(50), attempts: 3, pause: .milliseconds(10))
+        ) { name, attempt in retried.withLock { $0.append(attempt) } }
+        let error = #expect(throws: PostgresError.self) { try refusing.migrate(connection) }
+        #expect(error?.sqlState == "55P03")
+        #expect("\(error.map { "\($0)" } ?? "")".contains("migration 999_lock_probe could not take its locks"))
+        #expect(retried.withLock { $0 } == [1, 2])
+        #expect(try probeColumns() == 0)
+        #expect(
+            try connection.query("select count(*) as n from schema_migrations where version = 999").first?[
+                "n", as: Int.self] == 0)
+
+        // Freed after the first timeout: the next attempt applies it.
+        let firstRetry = DispatchSemaphore(value: 0)
+        let waiting = Migrator(
+            directory: directory, lockPolicy: .init(timeout: .milliseconds(50), attempts: 100, pause: .milliseconds(10))
+        ) { _, attempt in if attempt == 1 { firstRetry.signal() } }
+        let outcome = Locked<Result<[String], PostgresError>?>(nil)
+        let finished = DispatchSemaphore(value: 0)
+        let url = db.url
+        Thread.detachNewThread {
+            let result = Result { () throws(PostgresError) -> [String] in
+                let connection = try Connection(url: url)
+                defer { connection.close() }
+                return try waiting.migrate(connection)
+            }
+            outcome.withLock { $0 = result }
+            finished.signal()
+        }
+        #expect(firstRetry.wait(timeout: .now() + 60) == .success)
+        try holder.unsafeSQL("COMMIT")
+        #expect(finished.wait(timeout: .now() + 60) == .success)
+        switch outcome.withLock({ $0 }) {
+        case .success(let applied): #expect(applied == ["999_lock_probe"])
+        case .failure(let error): Issue.record("migrate failed: \(error)")
+        case nil: Issue.record("migrate did not finish")
+        }
+        #expect(try probeColumns() == 1)
+    }
+
     private func makeTemporaryCopy(of directory: String) throws -> String {
         let target = NSTemporaryDirectory() + "migrations-" + UUID().uuidString
         try FileManager.default.copyItem(atPath: directory, toPath: target)

@@ -164,6 +164,49 @@ struct OperatorTests {
         #expect(again.status == 0, "\(again.errors)")
     }
 
+    @Test(
+        "migrate gives up a lock another session holds after --lock-timeout and --lock-attempts, says so, and exits 69"
+    )
+    func migrateLockTimeout() throws {
+        let database = try TestDatabase.make()
+        defer { database.drop() }
+        let environment = ["DATABASE_URL": database.url]
+        let directory = try TemporaryDirectory(prefix: "detour-ops-sql-lock")
+        for file in try FileManager.default.contentsOfDirectory(atPath: RepositoryRoot.path + "/sql")
+        where file.hasSuffix(".sql") {
+            try FileManager.default.copyItem(
+                atPath: RepositoryRoot.path + "/sql/" + file, toPath: directory.path + "/" + file)
+        }
+        try "ALTER TABLE apps ADD COLUMN lock_probe integer;\n".write(
+            toFile: directory.path + "/999_lock_probe.sql", atomically: true, encoding: .utf8)
+        let holder = try database.connect()
+        defer { holder.close() }
+        try holder.unsafeSQL("BEGIN")
+        _ = try holder.query("select count(*) as n from apps")
+
+        let refused = try Binary.run(
+            ["migrate", "--sql-dir", directory.path, "--lock-timeout", "100ms", "--lock-attempts", "2"],
+            environment: environment)
+        #expect(refused.status == 69, "\(refused.errors)")
+        #expect(
+            refused.errors.contains(
+                "migrate: 999_lock_probe could not take a lock within 0.1 seconds (attempt 1 of 2)"),
+            "\(refused.errors)")
+        #expect(refused.errors.contains("could not take its locks"), "\(refused.errors)")
+        // The variable sets the timeout; a bad value is refused under its name.
+        let bad = try Binary.run(
+            ["migrate", "--sql-dir", directory.path],
+            environment: environment.merging(["DETOUR_MIGRATE_LOCK_TIMEOUT": "soon"]) { $1 })
+        #expect(bad.status == 64)
+        #expect(bad.errors.contains("DETOUR_MIGRATE_LOCK_TIMEOUT must be a duration"), "\(bad.errors)")
+
+        try holder.unsafeSQL("COMMIT")
+        let applied = try Binary.run(
+            ["migrate", "--sql-dir", directory.path, "--lock-timeout", "100ms"], environment: environment)
+        #expect(applied.status == 0, "\(applied.errors)")
+        #expect(applied.output.contains("migrate: applied 999_lock_probe"), "\(applied.output)")
+    }
+
     @Test("aggregate --once loads the other nodes when one node's log cannot be read, names it, and exits 1")
     func unreadableNode() throws {
         let database = try TestDatabase.make()

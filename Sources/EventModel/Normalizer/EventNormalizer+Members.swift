@@ -75,15 +75,23 @@ extension EventNormalizer {
     }
 
     /// `clientEventID()` as the checked string value in the body (no copy).
+    ///
+    /// A member that is not a string, or is the empty string, names no event and is passed over
+    /// for the next one (else the hash): Amplitude-style clients send an integer `event_id` (a
+    /// counter, repeated across devices, which as the dedup key would drop other devices' events)
+    /// beside a string `insert_id`, and some clients write an unset id as `""`. Until 2026-12-05
+    /// either rejected the whole event (`invalid_type`, `invalid_event_id`).
     func clientEventIDValue() throws(Rejection) -> JSONValue? {
         for field in EventField.idFields {
-            let read = try readString(field) { bytes in DeviceID.isValidIdentifier(bytes) && !DeviceID.isHashedID(bytes)
+            guard let value = fields[field] else { continue }
+            let read = value.withStringBytes { bytes -> Bool? in
+                bytes.isEmpty ? nil : DeviceID.isValidIdentifier(bytes) && !DeviceID.isHashedID(bytes)
             }
-            guard let isValid = read else { continue }
+            guard let isValid = read ?? nil else { continue }
             guard isValid else {
                 throw Rejection(
                     .invalidEventID,
-                    "\"\(field.key)\" must be 1 to \(Self.maxIdentifierBytes) bytes without control characters, not starting with \"h:\""
+                    "\"\(field.key)\" must be at most \(Self.maxIdentifierBytes) bytes without control characters, not starting with \"h:\""
                 )
             }
             return fields[field]

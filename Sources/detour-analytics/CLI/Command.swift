@@ -133,16 +133,21 @@ func databaseUnavailable(_ message: String) -> Int32 {
 /// `statementsAreOurs` (`migrate`, whose statements are the migration files), a statement the
 /// server refuses for what it says (a syntax error, a missing privilege) is such a defect too:
 /// trying again later cannot help. Only the server's "not now" classes stay 69: connection
-/// exceptions (08), insufficient resources (53), operator intervention (57, a shutdown) and a
-/// rolled-back transaction (40, a deadlock).
+/// exceptions (08), insufficient resources (53), operator intervention (57, a shutdown), a
+/// rolled-back transaction (40, a deadlock), and a lock another session held past `lock_timeout`
+/// (55P03: `migrate --lock-timeout`).
 private let notNowClasses: Set<String> = ["08", "53", "57", "40"]
+
+private func isNotNow(_ state: String) -> Bool {
+    notNowClasses.contains(String(state.prefix(2))) || state == "55P03"
+}
 
 func unavailableOnDatabaseFailure(statementsAreOurs: Bool = false, _ body: () throws -> Int32) throws -> Int32 {
     do {
         return try body()
     } catch let error as PostgresError {
         switch error {
-        case .server(let state, _, _, _, _) where statementsAreOurs && !notNowClasses.contains(String(state.prefix(2))):
+        case .server(let state, _, _, _, _) where statementsAreOurs && !isNotNow(state):
             throw error
         case .connection, .server, .copy, .closed:
             return databaseUnavailable("\(error)\(DetourAnalytics.schemaHint(error))")

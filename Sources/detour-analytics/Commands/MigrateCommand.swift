@@ -6,38 +6,70 @@ enum MigrateCommand: Command {
     static let name = "migrate"
     static let summary = "apply database migrations (idempotent, safe from two processes at once)"
     static let help = """
-        Usage: detour-analytics migrate [--database-url URL] [--sql-dir DIR]
+        Usage: detour-analytics migrate [--database-url URL] [--sql-dir DIR] [--lock-timeout DURATION]
+                                        [--lock-attempts N]
 
         Applies sql/NNN_name.sql files that are not yet recorded in schema_migrations, in order, each in
         its own transaction, under an advisory lock so two processes at once apply each file once.
+
+        On a live database a migration waits for its table locks at most --lock-timeout per lock: waiting
+        longer behind a long query would hold every later query on that table (the reports, the loads)
+        behind it. On a timeout the migration is rolled back and tried again after 1 s, then 2 s, 4 s, ...
+        (a line on standard error each time), --lock-attempts times in all.
 
         Options:
         \(databaseHelp)
           --sql-dir DIR        directory of migration files (env DETOUR_SQL_DIR; default: the sql/ folder
                                found beside the binary or in the source tree around it, else ./sql in the working
                                directory, else /usr/share/detour-analytics/sql)
+          --lock-timeout D     longest wait for one lock (env DETOUR_MIGRATE_LOCK_TIMEOUT; default 5s; 0 waits
+                               as long as it takes)
+          --lock-attempts N    tries per migration when its locks time out (default 5, 1...100)
 
         Exit status: 0 done (also when the schema was up to date), 64 bad usage, 69 database unavailable
-        (unreachable, wrong password, shutting down, out of resources), 1 migration files wrong (none in the
+        (unreachable, wrong password, shutting down, out of resources, a lock held by another session through
+        every attempt), 1 migration files wrong (none in the
         directory, one changed after it was applied, one the server refuses: a syntax error, a missing privilege).
         """
 
     static func run(_ arguments: inout Arguments, environment: Environment) throws -> Int32 {
         let url = try arguments.databaseURL(environment)
         let directory = try sqlDirectory(&arguments, environment)
+        let lockPolicy = try self.lockPolicy(&arguments, environment)
         try arguments.finish()
         let address = try requireDatabase(url)
         return try unavailableOnDatabaseFailure(statementsAreOurs: true) {
-            try migrate(url: address, directory: directory)
+            try migrate(url: address, directory: directory, lockPolicy: lockPolicy)
         }
+    }
+
+    /// `--lock-timeout` (else `DETOUR_MIGRATE_LOCK_TIMEOUT`, else 5 s; 0 for none) and
+    /// `--lock-attempts`.
+    private static func lockPolicy(_ arguments: inout Arguments, _ environment: Environment) throws
+        -> Migrator.LockPolicy?
+    {
+        let (text, source) = try arguments.option(
+            "--lock-timeout", orEnvironment: "DETOUR_MIGRATE_LOCK_TIMEOUT", environment)
+        let timeout = try text.map { try parseDuration($0, flag: source) } ?? .seconds(5)
+        let attempts = try arguments.integer("--lock-attempts", default: 5, in: 1...100)
+        guard timeout > .zero else { return nil }
+        guard timeout >= .milliseconds(1) else {
+            throw UsageError(description: "\(source) must be 0 or at least 1ms, got \(text ?? "")")
+        }
+        return Migrator.LockPolicy(timeout: timeout, attempts: attempts)
     }
 
     /// Applies the migrations of `directory` and says what it did, with warnings for recorded
     /// migrations this directory has no file for.
-    private static func migrate(url: String, directory: String) throws -> Int32 {
+    private static func migrate(url: String, directory: String, lockPolicy: Migrator.LockPolicy?) throws -> Int32 {
         let connection = try Connection(url: url)
         defer { connection.close() }
-        let migrator = Migrator(directory: directory)
+        let migrator = Migrator(directory: directory, lockPolicy: lockPolicy) { name, attempt in
+            guard let lockPolicy else { return }
+            complain(
+                "migrate: \(name) could not take a lock within \(lockPolicy.timeout) (attempt \(attempt) of"
+                    + " \(lockPolicy.attempts)): another session holds it; rolled back, trying again\n")
+        }
         let applied: [String]
         do {
             applied = try migrator.migrate(connection)
