@@ -28,10 +28,10 @@ import Testing
             world.dataDirectory, "--max-cycle-events", "150", "--load-interval", "10ms",
         ]
         func waitForChildSessionsToEnd() throws {
-            for _ in 0..<200
-            where try world.count("select count(*)::int from pg_stat_activity where application_name = \(name)") > 0 {
-                Thread.sleep(forTimeInterval: 0.05)
+            let ended = try eventually(timeout: .seconds(60)) {
+                try world.count("select count(*)::int from pg_stat_activity where application_name = \(name)") == 0
             }
+            try #require(ended, "a killed child's PostgreSQL session did not end")
         }
         var generator = SystemRandomNumberGenerator()
         var loaded = 0

@@ -181,7 +181,14 @@ struct BadInputTests {
 
     @Test("a full disk in the real event log answers 503 log_unavailable and turns readyz to 503")
     func diskFull() throws {
-        let server = try TestServer(useLog: true, configureLog: { $0.maxDiskBytes = 1 })
+        // A failed append reads as "not writable" for retryAfter: long, so /readyz below is asked
+        // inside that window however slowly this thread gets to it.
+        let server = try TestServer(
+            useLog: true,
+            configureLog: {
+                $0.maxDiskBytes = 1
+                $0.retryAfter = .seconds(3600)
+            })
         let response = try server.client().request(
             "POST", "/api/analytics/event", headers: TestServer.sdkHeaders(), body: Self.event)
         #expect(response.status == 503)
@@ -194,7 +201,8 @@ struct BadInputTests {
     @Test("the per-app rate limit answers 429 with Retry-After and spares other apps")
     func rateLimit() throws {
         let server = try TestServer {
-            $0.rateLimitPerSecond = 0.5
+            // One token every 1,000 s: the second request is limited however late it comes.
+            $0.rateLimitPerSecond = 0.001
             $0.rateLimitBurst = 1
         }
         let client = try server.client()

@@ -1,5 +1,6 @@
 import EventModel
 import Foundation
+import TestSupport
 import Testing
 
 @testable import Ingest
@@ -123,7 +124,7 @@ struct ConnectionLimitTests {
         let body = BudgetFixture.batch(paddedTo: 40 * 1024)
         let client = try server.client()
         client.send(BudgetFixture.head(body.count))
-        for _ in 0..<500 where server.server.inFlightRequests == 0 { Thread.sleep(forTimeInterval: 0.01) }
+        _ = eventually(timeout: .seconds(30), every: .milliseconds(10)) { server.server.inFlightRequests != 0 }
         #expect(server.server.inFlightRequests == 1, "the head was not read")
         // Until 2026-12-04 the declared 40 KiB were reserved from the head, until the idle timeout: a
         // few hundred such clients took the reserve that keeps SDK events accepted when it is full.

@@ -7,7 +7,9 @@ import Testing
 
 @testable import Ingest
 
-@Suite("API keys from PostgreSQL, cached in memory and on disk")
+// Serialized: several tests here fail their key sources on purpose, and one counts the lines
+// such failures log.
+@Suite("API keys from PostgreSQL, cached in memory and on disk", .serialized)
 struct KeyStoreTests {
     /// A one-loop server on an ephemeral port with `keys`, storing accepted events in `sink`.
     static func server(keys: KeyStore, sink: MemorySink) throws -> IngestServer {
@@ -316,10 +318,13 @@ struct KeyStoreTests {
             #expect(!server.keys.refresh() && !server.keys.refresh())
             server.keySource.setReachable(true)
             #expect(server.keys.refresh() && server.keys.refresh())
-            // This store's lines: its source fails with `Unreachable()`, and it recovers after 2 failures
-            // (other suites may log meanwhile).
+            // This store's lines: its source fails with its own `Unreachable(source:)`, and it recovers
+            // after 2 failures with its key count (other tests may log meanwhile).
+            let source = server.keySource.number
+            let keys = "keys.count=\(server.keySource.count)"
             return lines().filter {
-                $0.contains("keys.refresh_failed error=Unreachable()") || $0.contains("failed.refreshes=2")
+                $0.contains("keys.refresh_failed error=\"Unreachable(source: \(source))\"")
+                    || ($0.contains("failed.refreshes=2") && $0.contains(keys))
             }
         }
         // One line when the outage begins and one when it ends (operators see both), none per retry.

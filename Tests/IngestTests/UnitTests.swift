@@ -1,6 +1,7 @@
 import Foundation
 import Observability
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import Ingest
@@ -306,7 +307,7 @@ struct ShutdownTests {
         /// Releases the stuck append and waits (bounded) for its answer.
         func finishRequest() -> Int? {
             slow.release()
-            for _ in 0..<500 where result.get() == nil { Thread.sleep(forTimeInterval: 0.01) }
+            _ = eventually(timeout: .seconds(60), every: .milliseconds(10)) { result.get() != nil }
             return result.get()
         }
 
@@ -380,7 +381,7 @@ final class SlowSink: EventSink, @unchecked Sendable {
         gate.wait()
         lock.withLock { self.records += records.count }
     }
-    func waitUntilAppending() { _ = entered.wait(timeout: .now() + 10) }
+    func waitUntilAppending() { _ = entered.wait(timeout: .now() + 60) }
     func release() { gate.signal() }
     var count: Int { lock.withLock { records } }
 }

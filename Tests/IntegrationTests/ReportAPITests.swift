@@ -220,10 +220,11 @@ struct ReportAPIIntegrationTests {
         let result = LockedBox<HTTP.Response?>(nil)
         let base = server.base
         Thread {
-            result.set(
-                try? HTTP.get(
-                    base + "/api/reports/links?from=2026-06-01&to=2026-06-30",
-                    headers: ["Authorization": "Bearer sk_a_2222", "X-App-ID": Self.appA]))
+            // A long timeout: the report waits for the lock for as long as the steps below take.
+            var request = URLRequest(url: URL(string: base + "/api/reports/links?from=2026-06-01&to=2026-06-30")!)
+            request.setValue("Bearer sk_a_2222", forHTTPHeaderField: "Authorization")
+            request.setValue(Self.appA, forHTTPHeaderField: "X-App-ID")
+            result.set(try? HTTP.send(request, timeout: 120))
             done.signal()
         }.start()
         // Bounded wait until the report's backend is blocked on the lock.

@@ -192,7 +192,8 @@ import Testing
         // Freed after the first timeout: the next attempt applies it.
         let firstRetry = DispatchSemaphore(value: 0)
         let waiting = Migrator(
-            directory: directory, lockPolicy: .init(timeout: .milliseconds(50), attempts: 100, pause: .milliseconds(10))
+            directory: directory,
+            lockPolicy: .init(timeout: .milliseconds(50), attempts: 2000, pause: .milliseconds(10))
         ) { _, attempt in if attempt == 1 { firstRetry.signal() } }
         let outcome = Locked<Result<[String], PostgresError>?>(nil)
         let finished = DispatchSemaphore(value: 0)
@@ -208,7 +209,7 @@ import Testing
         }
         #expect(firstRetry.wait(timeout: .now() + 60) == .success)
         try holder.unsafeSQL("COMMIT")
-        #expect(finished.wait(timeout: .now() + 60) == .success)
+        #expect(finished.wait(timeout: .now() + 300) == .success)
         switch outcome.withLock({ $0 }) {
         case .success(let applied): #expect(applied == ["999_lock_probe"])
         case .failure(let error): Issue.record("migrate failed: \(error)")

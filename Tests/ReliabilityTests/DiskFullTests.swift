@@ -25,8 +25,14 @@ struct DiskFullTests {
             load.waitForAnswers(503, count: 3, timeout: .seconds(180)),
             "the cap was never reached: \(load.snapshot.statuses)")
         #expect(load.snapshot.unavailableWithoutRetryAfter == 0, "every 503 carries Retry-After")
-        let ready = RawHTTP.exchange(port: small.port, RawHTTP.request("GET", "/readyz"))
-        #expect(ready?.status == 503, "readyz reports the full log: \(ready?.text ?? "no answer")")
+        // The log reads as not writable for --retry-after (1 s) after each failed append, and the
+        // clients pause after each 503: poll, while the load goes on, rather than ask once.
+        var ready: RawHTTP.Response?
+        #expect(
+            eventually(timeout: .seconds(30)) {
+                ready = RawHTTP.exchange(port: small.port, RawHTTP.request("GET", "/readyz"))
+                return ready?.status == 503
+            }, "readyz reports the full log: \(ready?.text ?? "no answer")")
         #expect(verify(data.path, environment: environment), "no corrupt segment while full")
         load.stop()
         #expect(small.stop() == 0)

@@ -1,4 +1,6 @@
 import Foundation
+import TestSupport
+import Testing
 
 /// What the request-budget tests (ConnectionLimitTests) share: a server whose body limit and budget
 /// are both `budget`, padded batch bodies, and an upload stalled 100 bytes short so that the server
@@ -61,8 +63,13 @@ enum BudgetFixture {
         return try client.readResponse()
     }
 
-    /// Waits (at most 5 s) until the bytes the server holds satisfy `condition`.
-    static func waitUntil(_ server: TestServer, _ condition: (Int) -> Bool) {
-        for _ in 0..<500 where !condition(server.server.bufferedBodyBytes) { Thread.sleep(forTimeInterval: 0.01) }
+    /// Waits (at most 30 s) until the bytes the server holds satisfy `condition`; an issue if they never do.
+    static func waitUntil(
+        _ server: TestServer, sourceLocation: SourceLocation = #_sourceLocation, _ condition: (Int) -> Bool
+    ) {
+        let held = eventually(timeout: .seconds(30), every: .milliseconds(10)) {
+            condition(server.server.bufferedBodyBytes)
+        }
+        #expect(held, "the server holds \(server.server.bufferedBodyBytes) body bytes", sourceLocation: sourceLocation)
     }
 }

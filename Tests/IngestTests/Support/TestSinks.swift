@@ -1,4 +1,5 @@
 import Locking
+import Synchronization
 
 @testable import Ingest
 
@@ -22,18 +23,26 @@ final class MemorySink: EventSink {
 
 /// Keys from a list the test controls; can be told to be unreachable.
 final class StaticKeySource: KeySource {
-    struct Unreachable: Error {}
+    /// `source` tells this source's failures (in the log: `error="Unreachable(source: 3)"`) from
+    /// those of other tests' sources failing at the same time in this process.
+    struct Unreachable: Error { let source: Int }
+    private static let sources = Atomic<Int>(0)
+    /// This source's number, as its `Unreachable` errors carry it.
+    let number = StaticKeySource.sources.wrappingAdd(1, ordering: .relaxed).newValue
     private let state: Locked<(keys: [APIKeyRecord], reachable: Bool)>
 
     init(_ keys: [APIKeyRecord]) { state = Locked((keys, true)) }
 
     func loadKeys() throws -> [APIKeyRecord] {
-        try state.withLock { state throws(Unreachable) in
-            guard state.reachable else { throw Unreachable() }
+        let number = self.number
+        return try state.withLock { state throws(Unreachable) in
+            guard state.reachable else { throw Unreachable(source: number) }
             return state.keys
         }
     }
 
     func set(_ keys: [APIKeyRecord]) { state.withLock { $0.keys = keys } }
+    /// How many keys it serves.
+    var count: Int { state.withLock { $0.keys.count } }
     func setReachable(_ reachable: Bool) { state.withLock { $0.reachable = reachable } }
 }
