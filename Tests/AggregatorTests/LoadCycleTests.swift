@@ -80,8 +80,9 @@ import Testing
         let summaries = try aggregator.runUntilCaughtUp()
         #expect(try world.count("select count(*) from events where app_id = 'app_1'") == 11)
         #expect(try world.count("select count(*) from events where app_id = 'app_b'") == 11)
-        // app_1 is rolled up; app_b's keys (its days in UTC: 078), devices and click stay queued.
-        #expect(summaries.last?.heldRollups == [HeldRollups(app: "app_b", timeZone: "Gone/Zone", days: 3)])
+        // app_1 is rolled up; app_b's keys (its days in UTC, 078, and the days either side, 080:
+        // 05-31 to 06-04), devices and click stay queued.
+        #expect(summaries.last?.heldRollups == [HeldRollups(app: "app_b", timeZone: "Gone/Zone", days: 5)])
         #expect(world.registry.render().contains("aggregator_rollup_held_apps 1.0"))
         #expect(try world.count("select count(*) from rollup_pending_keys where app_id = 'app_1'") == 0)
         #expect(try world.count("select count(*) from rollup_devices where app_id = 'app_1'") == 11)
@@ -94,17 +95,67 @@ import Testing
                 "select count(*) from rollup_devices where app_id = 'app_b'",
             ].map { try world.count($0) }
         }
-        #expect(try queued() == [3, 11, 1, 0])
+        #expect(try queued() == [5, 11, 1, 0])
         // Held again by the next pass, nothing lost or doubled.
         #expect(try aggregator.processRollups() == 0)
-        #expect(try queued() == [3, 11, 1, 0])
+        #expect(try queued() == [5, 11, 1, 0])
 
         try connection.execute("UPDATE apps SET time_zone = 'UTC' WHERE id = 'app_b'")
-        #expect(try aggregator.processRollups() == 3)
+        #expect(try aggregator.processRollups() == 5)
         #expect(world.registry.render().contains("aggregator_rollup_held_apps 0.0"))
         #expect(try queued() == [0, 0, 0, 11])
         #expect(try world.count("select count(*) from rollup_clicks where app_id = 'app_b'") == 1)
         // What the held work rolled up to is what a rebuild computes from the raw rows.
+        try expectRebuildMatches(connection)
+    }
+
+    /// Released into `zone` with the held events at `time`: in the UTC day before their local day
+    /// (Pago Pago, UTC-11: 06-04 18:00 local) or after it (Tokyo, UTC+9: 06-06 05:00 local), and in
+    /// UTC. The device was rolled up before the hold, so only the queued days (080: the UTC day
+    /// and the days either side) bring its later events into their local day.
+    @Test(
+        "events of known devices loaded while the app's zone is unknown roll up into their local days once it is known again",
+        arguments: [
+            ("Pacific/Pago_Pago", "2026-06-05T05:00:00.000Z"), ("Asia/Tokyo", "2026-06-05T20:00:00.000Z"),
+            ("UTC", "2026-06-05T12:00:00.000Z"),
+        ])
+    func heldDaysCoverLocalDays(_ zone: String, _ time: String) throws {
+        let world = try World()
+        defer { world.tearDown() }
+        let connection = try world.connect()
+        defer { connection.close() }
+        try connection.execute("INSERT INTO apps (id, name, time_zone) VALUES ('app_b', 'B', \(zone))")
+        try world.write(
+            [click("cb", app: "app_b"), event("ib", app: "app_b", device: "dev-b", installClick: "cb")]
+                + manyEvents(10, prefix: "before", app: "app_b"))
+        let aggregator = try world.aggregator()
+        defer { aggregator.stop() }
+        _ = try aggregator.runUntilCaughtUp()
+        #expect(try world.count("select count(*) from rollup_pending_keys where app_id = 'app_b'") == 0)
+
+        // The zone leaves the server's tzdata; the same devices' later events arrive meanwhile.
+        try connection.execute("ALTER TABLE apps DROP CONSTRAINT apps_time_zone_known")
+        try connection.execute("UPDATE apps SET time_zone = 'Gone/Zone' WHERE id = 'app_b'")
+        // dev-b came through the link: its purchase (with revenue) counts for the link on its local day.
+        try world.write([
+            event("held-1", app: "app_b", device: "dev-b", time: time, data: #"{"revenue":5,"currency":"USD"}"#),
+            event("held-2", app: "app_b", name: "sign_up", device: "dev-b", time: time),
+        ])
+        let held = try aggregator.runUntilCaughtUp()
+        #expect(held.last?.heldRollups.first?.app == "app_b")
+        #expect(try world.count("select count(*) from events where app_id = 'app_b'") == 13)
+
+        // Known again (installed again, or `apps update --no-rebuild`): the next pass applies it all.
+        try connection.execute("UPDATE apps SET time_zone = \(zone) WHERE id = 'app_b'")
+        _ = try aggregator.processRollups()
+        #expect(try world.count("select count(*) from rollup_pending_keys where app_id = 'app_b'") == 0)
+        try expectRebuildMatches(connection)
+    }
+
+    /// What the rollups hold is what a rebuild computes from the raw rows.
+    private func expectRebuildMatches(
+        _ connection: Connection, sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
         let relations = [
             "rollup_devices", "rollup_clicks", "rollup_link_daily", "rollup_installs_daily", "rollup_funnel_daily",
             "rollup_attribution_summary", "rollup_link_summary", "rollup_cohort_events_daily",
@@ -118,12 +169,18 @@ import Testing
             }
         }
         let incremental = try snapshot()
-        #expect(incremental.allSatisfy { !$0.hasPrefix("0 ") }, "\(zip(relations, incremental).map { "\($0) \($1)" })")
+        #expect(
+            incremental.allSatisfy { !$0.hasPrefix("0 ") },
+            "\(zip(relations, incremental).map { "\($0) \($1)" })", sourceLocation: sourceLocation)
         struct Rollback: Error {}
         do {
             try connection.withTransaction { connection in
                 try connection.execute("SELECT rebuild_rollups()")
-                #expect(try snapshot() == incremental)
+                let rebuilt = try snapshot()
+                #expect(
+                    rebuilt == incremental,
+                    "\(zip(relations, zip(incremental, rebuilt)).filter { $1.0 != $1.1 }.map { "\($0): \($1.0) rebuilt \($1.1)" })",
+                    sourceLocation: sourceLocation)
                 throw Rollback()
             }
         } catch is Rollback {}

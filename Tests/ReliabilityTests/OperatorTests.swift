@@ -266,10 +266,10 @@ struct OperatorTests {
         #expect(aggregate.output.contains("1 events"), "\(aggregate.output)")
         #expect(
             aggregate.output.contains(
-                "aggregate: warning: rollups of app ops-zone held back, 1 day queued: PostgreSQL does not know its time"
+                "aggregate: warning: rollups of app ops-zone held back, 3 days queued: PostgreSQL does not know its time"
                     + " zone \"Gone/Zone\""), "\(aggregate.output)")
         #expect(
-            aggregate.errors.contains("rollups.held app=ops-zone time_zone=Gone/Zone days=1"), "\(aggregate.errors)")
+            aggregate.errors.contains("rollups.held app=ops-zone time_zone=Gone/Zone days=3"), "\(aggregate.errors)")
 
         let out = try TemporaryDirectory(prefix: "detour-ops-zone-out")
         let daily = try Binary.run(
