@@ -69,6 +69,8 @@ struct ReportAPITests {
             (1...17).map { "p\($0)=1" }.joined(separator: "&"),
             "from=" + String(repeating: "9", count: 300),
             "from=2026-06-01&from=2026-06-02",
+            // A NUL byte: as a C string these read as "2026-06-01", "/a" and "x" (until 2026-12-05).
+            "from=2026-06-01%00garbage", "path=%2Fa%00b", "x%00y=1",
         ])
     func malformedQuery(query: String) throws {
         let provider = EchoReportProvider()

@@ -52,6 +52,10 @@ extension IngestService {
             guard name.utf8.count <= maxBytes, value.utf8.count <= maxBytes else {
                 throw .invalidParameter(name: shownName, message: "longer than \(maxBytes) bytes")
             }
+            // A %00 names nothing a report can mean (PostgreSQL's text cannot even hold it).
+            guard !name.utf8.contains(0), !value.utf8.contains(0) else {
+                throw .invalidParameter(name: shownName, message: "contains a NUL byte (%00)")
+            }
             guard parameters.updateValue(value, forKey: name) == nil else {
                 throw .invalidParameter(name: shownName, message: "given more than once")
             }

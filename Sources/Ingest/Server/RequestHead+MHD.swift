@@ -180,21 +180,30 @@ private final class ArgumentCollector {
 /// The connection's query arguments, or nil when there are more than `limit`. libmicrohttpd has
 /// already split them inside its per-connection memory pool (which bounds the URL); the iteration
 /// stops after `limit + 1`, so no more than that many are copied into Swift strings.
+///
+/// Read with their lengths: a `%00` decodes to a NUL byte inside the value, which is kept (the
+/// report API refuses it). As C strings, `from=2026-06-01%00x` read as `2026-06-01` and
+/// `path=%2Fa%00b` as `/a`, answering for another link (until 2026-12-05).
 private func queryArguments(of connection: OpaquePointer, limit: Int) -> [(name: String, value: String)]? {
     let collector = ArgumentCollector(limit: limit)
     withExtendedLifetime(collector) {
         let cls = Unmanaged.passUnretained(collector).toOpaque()
-        _ = MHD_get_connection_values(
+        _ = MHD_get_connection_values_n(
             connection, .GET_ARGUMENT_KIND,
-            { cls, _, key, value in
+            { cls, _, key, keySize, value, valueSize in
                 guard let cls else { return .NO }
                 let collector = Unmanaged<ArgumentCollector>.fromOpaque(cls).takeUnretainedValue()
                 guard collector.pairs.count < collector.limit else {
                     collector.isOverLimit = true
                     return .NO
                 }
-                collector.pairs.append(
-                    (key.map { String(cString: $0) } ?? "", value.map { String(cString: $0) } ?? ""))
+                func text(_ pointer: UnsafePointer<CChar>?, _ size: Int) -> String {
+                    guard let pointer else { return "" }
+                    return pointer.withMemoryRebound(to: UInt8.self, capacity: size) {
+                        String(decoding: UnsafeBufferPointer(start: $0, count: size), as: UTF8.self)
+                    }
+                }
+                collector.pairs.append((text(key, keySize), text(value, valueSize)))
                 return .YES
             }, cls)
     }
