@@ -56,5 +56,16 @@ import Testing
         let result = try Normalizer.single(body: Array(body.utf8), kind: .event, context: context)
         #expect(result.accepted.first?.sdk == "flutter")
         #expect(result.warnings.count == 1)
+        // The header is the request's: a batch is told once, with its first accepted event, on
+        // both ways of normalising.
+        let rejected = #"{"event_name":"a"}"#
+        let batch = Array(#"{"batch":[\#(rejected),\#(body),\#(body),\#(body)]}"#.utf8)
+        let expected = [
+            "event 1: the X-SDK header is not 1 to 128 printable bytes and was ignored (for every event of this request)"
+        ]
+        let plain = try Normalizer.batch(body: batch, context: context)
+        #expect(plain.accepted.count == 3 && plain.accepted.allSatisfy { $0.sdk == "flutter" })
+        #expect(plain.warnings == expected)
+        #expect(try Normalizer.encodedBatch(body: batch, context: context).warnings == expected)
     }
 }

@@ -147,9 +147,14 @@ extension EventNormalizer {
     mutating func sdk(index: Int) -> String? {
         if let header = context.sdkHeader, !header.isEmpty {
             if isSDKHeaderValid { return header }
-            result.warnings.append(
-                "event \(index): the X-SDK header is not 1 to \(Self.maxIdentifierBytes) printable bytes and was ignored"
-            )
+            // Once per request, with the first accepted event: the header is the request's, and a
+            // batch of 2,000 answered 2,000 copies of this line (until 2026-12-05).
+            if !hasSDKHeaderWarning {
+                hasSDKHeaderWarning = true
+                result.warnings.append(
+                    "event \(index): the X-SDK header is not 1 to \(Self.maxIdentifierBytes) printable bytes and was ignored"
+                        + " (for every event of this request)")
+            }
         }
         guard let value = fields[.sdk], !value.isNull else { return nil }
         guard

@@ -23,6 +23,8 @@ struct EventNormalizer {
     let receivedAtJSON: JSONWriter.TimestampText
     /// Whether the `X-SDK` header is a usable identifier (checked once per request).
     let isSDKHeaderValid: Bool
+    /// Whether the answer already says that the `X-SDK` header was ignored (once per request).
+    var hasSDKHeaderWarning = false
     /// `sentAt` as a quoted JSON timestamp, formatted once per request.
     var sentAtJSON: (time: Timestamp, text: JSONWriter.TimestampText)?
 
