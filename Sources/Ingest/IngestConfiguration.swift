@@ -83,8 +83,10 @@ package struct IngestConfiguration: Sendable {
     package var reportQueueDepth: Int = 32
     /// Most query-string arguments on a report request; more is 400 `invalid_parameter`. Default 16.
     package var maxQueryArguments: Int = 16
-    /// Longest query-string argument name or value, in bytes (after percent-decoding). Default 256.
-    package var maxQueryArgumentBytes: Int = 256
+    /// Longest query-string argument name or value, in bytes (after percent-decoding). Default
+    /// 1,024: the longest link path ingest stores (`path=`; until 2026-12-05 256, so a link with a
+    /// longer path could not be asked for alone).
+    package var maxQueryArgumentBytes: Int = 1024
 
     /// What `maxNameLength` may be: names are keys of the rollups beside a link path
     /// (docs/aggregator.md), and 256 characters of up to 4 bytes each keep that key within what a

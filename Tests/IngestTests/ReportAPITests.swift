@@ -32,7 +32,15 @@ struct ReportAPITests {
             "GET", "/api/reports/links?app=app_acme&from=2026%2D06%2D01", headers: Self.secret)
         #expect(decoded.status == 200)
         #expect((decoded.json["parameters"] as? [String: String])?["from"] == "2026-06-01")
-        #expect(provider.requests.withLock { $0.count } == 5)
+        // The longest link path ingest stores (1,024 bytes) can be asked for, whole.
+        let path = "/" + String(repeating: "\u{e9}", count: 511) + "x"
+        let encoded = path.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+        let long = try client.request("GET", "/api/reports/links?path=" + encoded, headers: Self.secret)
+        #expect(long.status == 200)
+        #expect((long.json["parameters"] as? [String: String])?["path"] == path)
+        let longer = try client.request("GET", "/api/reports/links?path=" + encoded + "y", headers: Self.secret)
+        #expect(longer.status == 400)
+        #expect(provider.requests.withLock { $0.count } == 6)
     }
 
     @Test(
@@ -67,7 +75,7 @@ struct ReportAPITests {
         "malformed query strings are 400 invalid_parameter",
         arguments: [
             (1...17).map { "p\($0)=1" }.joined(separator: "&"),
-            "from=" + String(repeating: "9", count: 300),
+            "from=" + String(repeating: "9", count: 1025),
             "from=2026-06-01&from=2026-06-02",
             // A NUL byte: as a C string these read as "2026-06-01", "/a" and "x" (until 2026-12-05).
             "from=2026-06-01%00garbage", "path=%2Fa%00b", "x%00y=1",
