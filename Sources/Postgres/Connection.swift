@@ -22,6 +22,11 @@ package final class Connection: @unchecked Sendable {
     /// (on the thread running the statement, the connection's one user at a time).
     private let warnings = ServerWarnings()
 
+    /// The idle seconds before TCP keepalive probes on a connection that does not say otherwise.
+    /// (No `tcp_user_timeout` by default: a COPY into a busy server may legitimately wait on a
+    /// full receive window for longer than any short bound.)
+    package static let defaultKeepaliveSeconds = 10
+
     /// Opens a connection.
     ///
     /// - Parameters:
@@ -37,11 +42,15 @@ package final class Connection: @unchecked Sendable {
     ///     a server gone from the network while this side waits for an answer (nothing unsent, so
     ///     `tcp_user_timeout` does not apply) is noticed in about twice this time instead of the
     ///     kernel's ~2 hours. A live server's kernel answers the probes, a long query included.
-    ///     nil leaves the kernel's default.
+    ///     nil leaves the kernel's default. Default `defaultKeepaliveSeconds` (10 s: a vanished
+    ///     server noticed in about 25 s) for every connection: until 2026-12-05 only ingest's key
+    ///     loads and report connections set it, and a cron job (`report daily`, `aggregate --once`,
+    ///     `migrate`) or the aggregator waiting for an answer from a server that had dropped off
+    ///     the network waited ~2 hours, overlapping the next runs.
     /// - Throws: `PostgresError.connection` with libpq's message (never the password).
     package init(
         url: String, applicationName: String = "detour-analytics", connectTimeout: Int = 10,
-        tcpUserTimeout: Int? = nil, keepaliveSeconds: Int? = nil
+        tcpUserTimeout: Int? = nil, keepaliveSeconds: Int? = Connection.defaultKeepaliveSeconds
     ) throws(PostgresError) {
         // Keywords before `dbname` are defaults: the expanded URL overrides them (expand_dbname = 1).
         var keywords = ["application_name", "connect_timeout"]

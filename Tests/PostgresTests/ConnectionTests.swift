@@ -28,6 +28,23 @@ import Testing
                 == "aggregator")
     }
 
+    @Test(
+        "every connection sets TCP keepalives unless its URL does, so a server gone mid-query is noticed in seconds"
+    )
+    func keepalivesByDefault() throws {
+        let db = try TestDatabase.make(migrate: false)
+        defer { db.drop() }
+        // As the CLI and the aggregator open theirs: nothing but the URL.
+        let plain = try Connection(url: db.url)
+        defer { plain.close() }
+        let keepalives = ["keepalives", "keepalives_idle", "keepalives_interval", "keepalives_count"]
+        #expect(keepalives.map { plain.parameters[$0] } == ["1", "10", "5", "3"], "\(plain.parameters)")
+        #expect(plain.parameters["tcp_user_timeout"] ?? "0" == "0", "\(plain.parameters)")
+        let own = try Connection(url: db.url + "&keepalives_idle=60&keepalives_count=9")
+        defer { own.close() }
+        #expect(own.parameters["keepalives_idle"] == "60" && own.parameters["keepalives_count"] == "9")
+    }
+
     @Test("keyword connection strings are accepted as well as URLs")
     func keywordString() throws {
         let error = #expect(throws: PostgresError.self) {
