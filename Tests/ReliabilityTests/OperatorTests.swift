@@ -207,6 +207,20 @@ struct OperatorTests {
         #expect(applied.output.contains("migrate: applied 999_lock_probe"), "\(applied.output)")
     }
 
+    @Test("report daily over a database with no apps says so on stderr (exit 0: nothing failed)")
+    func dailyWithoutApps() throws {
+        let database = try TestDatabase.make()
+        defer { database.drop() }
+        let out = try TemporaryDirectory(prefix: "detour-ops-noapps")
+        let daily = try Binary.run(
+            ["report", "daily", "--date", "2026-06-01", "--out", out.path], environment: ["DATABASE_URL": database.url])
+        #expect(daily.status == 0, "\(daily.errors)")
+        #expect(daily.output.isEmpty, "\(daily.output)")
+        #expect(
+            daily.errors.contains("report daily: warning: the database has no apps, nothing was written"),
+            "\(daily.errors)")
+    }
+
     @Test("aggregate --once loads the other nodes when one node's log cannot be read, names it, and exits 1")
     func unreadableNode() throws {
         let database = try TestDatabase.make()

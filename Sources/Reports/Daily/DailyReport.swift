@@ -217,8 +217,13 @@ package struct DailyReportRun: Sendable, Equatable {
     package var removedTemporaryFiles: [String] = []
 
     /// The CLI's exit status: 0 when every app was written, 75 (EX_TEMPFAIL, so cron tries again)
-    /// when any app was refused for its day, 74 when an app id names no directory.
-    package var exitCode: Int32 { refusals.map(\.exitCode).max() ?? 0 }
+    /// when any app was refused for its day, whatever else was refused (a retry writes that app;
+    /// until 2026-12-05 an unknown zone's 78 hid it), else 78 when an app's time zone is unknown,
+    /// 74 when an app id names no directory.
+    package var exitCode: Int32 {
+        let codes = refusals.map(\.exitCode)
+        return codes.contains(75) ? 75 : codes.max() ?? 0
+    }
 }
 
 /// What the daily job wrote for one app.

@@ -44,8 +44,9 @@ enum ReportCommand: Command {
         \(databaseHelp)
 
         Exit status: 0 done, 64 bad usage, 69 database unavailable, 74 write failed, 75 day not complete yet
-        (for daily: for at least one app; the complete apps were written), 78 PostgreSQL does not know the
-        app's time zone (for daily: of at least one app; the others were written).
+        (for daily: for at least one app; the complete apps were written; 75 wins over 78 and 74, as a
+        retry writes that app), 78 PostgreSQL does not know the app's time zone (for daily: of at least
+        one app; the others were written). report daily over a database with no apps says so on stderr.
         """
 
     static func run(_ arguments: inout Arguments, environment: Environment) throws -> Int32 {
@@ -176,6 +177,13 @@ enum ReportCommand: Command {
             }
             for refusal in run.refusals {
                 complain("error: \(refusal.description)\n")
+            }
+            // A database with no apps (a fresh install, or DATABASE_URL naming another database)
+            // wrote nothing and said nothing, exit 0 (until 2026-12-05).
+            if app == nil, run.outputs.isEmpty, run.refusals.isEmpty {
+                complain(
+                    "report daily: warning: the database has no apps, nothing was written (is DATABASE_URL the"
+                        + " pipeline's database?)\n")
             }
             return run.exitCode
         } catch {
