@@ -78,6 +78,13 @@ package struct SimulationConfiguration: Sendable {
         guard (1...256).contains(concurrency) else { throw .invalidConfiguration("concurrency must be 1...256") }
         guard (0...100).contains(maxRetries) else { throw .invalidConfiguration("retries must be 0...100") }
         if let rate, !(rate > 0) { throw .invalidConfiguration("--rate must be positive") }
+        // A malformed --target is bad usage (64), found before the world is generated; a name that
+        // does not resolve is found when sending starts.
+        do {
+            _ = try TargetAddress(url: target)
+        } catch .invalidTarget(let url) {
+            throw .invalidConfiguration("invalid --target \(url): expected http://host[:port]")
+        } catch {}
         let end = SimulatedTime.dayIndex(start) * SimulatedTime.day + Int64(days) * SimulatedTime.day
         guard end <= now else {
             throw .invalidConfiguration(

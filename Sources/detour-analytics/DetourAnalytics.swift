@@ -92,6 +92,7 @@ enum DetourAnalytics {
               DETOUR_HTTP_ADDR     ingest listen address; default 127.0.0.1:8080
               DETOUR_NODE          this ingest node's segment directory (run, serve); default node-1
               DETOUR_SQL_DIR       migration files (migrate, version); default: sql/ beside the binary or source tree
+              DETOUR_MIGRATE_LOCK_TIMEOUT  longest wait for one table lock (migrate); default 5s, 0 waits
               DETOUR_LOG_LEVEL     trace|debug|info|notice|warning|error|critical; default info
             """
     }

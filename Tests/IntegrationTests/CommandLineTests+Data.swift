@@ -66,6 +66,29 @@ extension CommandLineTests {
         #expect(missing.errors.contains("--publishable-key is required"), "\(missing.errors)")
     }
 
+    @Test("simulate refuses a malformed target, a rate too small to schedule, a day that does not exist: exit 64")
+    func simulateRefusals() throws {
+        let keys = ["--publishable-key", "pk", "--secret-key", "sk", "--app", "sim"]
+        let cases: [([String], String)] = [
+            (["--target", "localhost:8080"], "invalid --target localhost:8080: expected http://host[:port]"),
+            (["--target", "http://127.0.0.1:notaport"], "invalid --target http://127.0.0.1:notaport"),
+            // Until 2026-12-05: a crash (an overflowing wait), and March 2.
+            (["--rate", "1e-10"], "--rate must be a number of events per second, at least 0.001"),
+            (["--start", "2026-02-30"], "--start: no such day 2026-02-30"),
+            (["--deadline", "0s"], "--deadline must be from 1s to 366d"),
+        ]
+        for (flags, message) in cases {
+            let result = try PipelineProcess.runToEnd(["simulate"] + keys + flags)
+            #expect(result.status == 64, "\(flags): \(result.errors)")
+            #expect(result.errors.contains(message), "\(flags): \(result.errors)")
+        }
+        // A day that exists passes (and sending then fails: nothing listens on port 1).
+        let valid = try PipelineProcess.runToEnd(
+            ["simulate"] + keys + ["--start", "2024-02-29", "--days", "1", "--target", "http://127.0.0.1:1"])
+        #expect(valid.status == 1, "\(valid.errors)")
+        #expect(valid.errors.contains("connect failed"), "\(valid.errors)")
+    }
+
     @Test("aggregate --once with PostgreSQL unreachable exits 69, as the report commands, not 1 as for a bug")
     func aggregateDatabaseUnreachable() throws {
         let data = try TemporaryDirectory()

@@ -199,6 +199,11 @@ struct OperatorTests {
             environment: environment.merging(["DETOUR_MIGRATE_LOCK_TIMEOUT": "soon"]) { $1 })
         #expect(bad.status == 64)
         #expect(bad.errors.contains("DETOUR_MIGRATE_LOCK_TIMEOUT must be a duration"), "\(bad.errors)")
+        // Beyond what PostgreSQL's lock_timeout holds: a usage error, not a failed migration (exit 1).
+        let long = try Binary.run(
+            ["migrate", "--sql-dir", directory.path, "--lock-timeout", "25d"], environment: environment)
+        #expect(long.status == 64)
+        #expect(long.errors.contains("--lock-timeout must be 0 or from 1ms to 24d, got 25d"), "\(long.errors)")
 
         try holder.unsafeSQL("COMMIT")
         let applied = try Binary.run(

@@ -53,8 +53,9 @@ enum MigrateCommand: Command {
         let timeout = try text.map { try parseDuration($0, flag: source) } ?? .seconds(5)
         let attempts = try arguments.integer("--lock-attempts", default: 5, in: 1...100)
         guard timeout > .zero else { return nil }
-        guard timeout >= .milliseconds(1) else {
-            throw UsageError(description: "\(source) must be 0 or at least 1ms, got \(text ?? "")")
+        // PostgreSQL's lock_timeout is an int of milliseconds (about 24.8 days at most).
+        guard timeout >= .milliseconds(1), timeout <= .seconds(24 * 86_400) else {
+            throw UsageError(description: "\(source) must be 0 or from 1ms to 24d, got \(text ?? "")")
         }
         return Migrator.LockPolicy(timeout: timeout, attempts: attempts)
     }

@@ -28,8 +28,10 @@ enum SimulateCommand: Command {
                                    in UTC, so yesterday is the last day; a report's default 30 days
                                    ending today leave out the first of 30 simulated days)
           --seed N                 random seed (default 1)
-          --rate N                 events per second (default unlimited: a load generator)
+          --rate N                 events per second, at least 0.001 (default unlimited: a load generator)
           --concurrency N          connections (default 8)
+          --deadline D             give up sending after D (default 30m; what is left counts as not
+                                   sent, exit 1): at a low --rate, allow for the world's events
           --truth FILE             write the true report numbers as JSON to FILE
 
         Exit status: 0 every answer as expected, 64 bad usage, 1 an unexpected answer or a failure.
@@ -49,10 +51,15 @@ enum SimulateCommand: Command {
         let start = try arguments.option("--start").map { try parseDay($0) }
         let seed = try arguments.integer("--seed", default: 1, in: 0...Int.max)
         let rate = try arguments.option("--rate").map { text -> Double in
-            guard let value = Double(text), value > 0 else {
-                throw UsageError(description: "--rate must be a positive number")
+            // A rate far below that made a request's wait overflow, a crash (until 2026-12-05).
+            guard let value = Double(text), value >= 0.001, value.isFinite else {
+                throw UsageError(description: "--rate must be a number of events per second, at least 0.001")
             }
             return value
+        }
+        let deadline = try arguments.option("--deadline").map { try parseDuration($0, flag: "--deadline") }
+        if let deadline, deadline < .seconds(1) || deadline > .seconds(366 * 86_400) {
+            throw UsageError(description: "--deadline must be from 1s to 366d")
         }
         let concurrency = try arguments.integer("--concurrency", default: 8, in: 1...256)
         let truth = try arguments.option("--truth")
@@ -60,7 +67,7 @@ enum SimulateCommand: Command {
         let configuration = SimulationConfiguration(
             target: target, appID: app, publishableKey: publishable, secretKey: secret, links: links,
             devices: devices, days: days, start: start, seed: UInt64(seed), rate: rate, concurrency: concurrency,
-            truthPath: truth)
+            truthPath: truth, deadline: deadline ?? .seconds(1800))
         do {
             try configuration.validate()
         } catch {
@@ -83,7 +90,10 @@ enum SimulateCommand: Command {
         (components.year, components.month, components.day) = (parts[0], parts[1], parts[2])
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = TimeZone(identifier: "UTC")!
-        guard let date = calendar.date(from: components) else {
+        // The calendar rolls 2026-02-30 over to March 2 rather than refuse it.
+        guard let date = calendar.date(from: components),
+            calendar.dateComponents([.year, .month, .day], from: date) == components
+        else {
             throw UsageError(description: "--start: no such day \(text)")
         }
         return Int64(date.timeIntervalSince1970 * 1000)
