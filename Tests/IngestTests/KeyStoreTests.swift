@@ -209,6 +209,30 @@ struct KeyStoreTests {
         #expect(status.st_mode & 0o777 == 0o600, "keys.json has mode \(String(status.st_mode & 0o777, radix: 8))")
     }
 
+    @Test("two nodes writing the shared key cache at once each write a whole file, and leave no temporary behind")
+    func concurrentCacheWrites() throws {
+        let directory = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let cacheFile = directory + "/keys.json"
+        let contents = [
+            Data(repeating: UInt8(ascii: "a"), count: 64 * 1024), Data(repeating: UInt8(ascii: "b"), count: 64 * 1024),
+        ]
+        let failures = Locked<[String]>([])
+        DispatchQueue.concurrentPerform(iterations: 2) { node in
+            for _ in 0..<200 {
+                do {
+                    try AtomicFile.write(contents[node], to: cacheFile)
+                } catch {
+                    failures.withLock { $0.append("\(error)") }
+                }
+            }
+        }
+        // With one fixed temporary name each could unlink or rename the other's file mid-write.
+        #expect(failures.withLock { $0 }.isEmpty, "\(failures.withLock { Array($0.prefix(3)) })")
+        #expect(contents.contains(try Data(contentsOf: URL(fileURLWithPath: cacheFile))))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory) == ["keys.json"])
+    }
+
     @Test("ingest starts and accepts known keys from the disk cache while PostgreSQL is unreachable")
     func cacheSurvivesDatabaseOutage() throws {
         let database = try TestDatabase.make()

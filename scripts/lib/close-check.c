@@ -41,7 +41,7 @@ int close(int fd) {
         const char *directory = getenv("DETOUR_CLOSE_REPORTS");
         char file[PATH_MAX];
         snprintf(file, sizeof file, "%s/close.%d", directory ? directory : "/tmp", (int)getpid());
-        int report = open(file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+        int report = open(file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (report >= 0) {
             char line[96];
             int n = snprintf(line, sizeof line, "ERROR: close(%d) failed with EBADF: closed twice\n", fd);

@@ -231,9 +231,11 @@ enum AtomicFile {
     }
 
     static func write(_ data: Data, to path: String) throws {
-        let temporary = path + ".tmp"
-        // A fresh file, never one found there (a leftover keeps its mode, a planted link is followed).
-        unlink(temporary)
+        // A name of this write's own: ingest nodes sharing a data directory share the cache file, and
+        // with one fixed `.tmp` name (until 2026-12-05) one node could unlink the other's file while
+        // it was written, or rename the other's half-written file into place.
+        let temporary = path + ".tmp.\(getpid()).\(UInt64.random(in: 0...UInt64.max))"
+        // A fresh file, never one found there (a planted link is not followed).
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw Failure(call: "open", code: errno) }
         var failure: Failure?
@@ -251,8 +253,15 @@ enum AtomicFile {
         }
         if failure == nil, fsync(fd) != 0 { failure = Failure(call: "fsync", code: errno) }
         close(fd)
-        if let failure { throw failure }
-        guard rename(temporary, path) == 0 else { throw Failure(call: "rename", code: errno) }
+        if let failure {
+            unlink(temporary)
+            throw failure
+        }
+        guard rename(temporary, path) == 0 else {
+            let code = errno
+            unlink(temporary)
+            throw Failure(call: "rename", code: code)
+        }
         let directory = (path as NSString).deletingLastPathComponent
         let dirFD = open(directory.isEmpty ? "." : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if dirFD >= 0 {
