@@ -1,14 +1,23 @@
 import Locking
 
-/// A token bucket per app: `rate` requests per second, up to `burst` at once. Off unless configured.
+/// A token bucket per app and key kind: `rate` requests per second, up to `burst` at once. Off
+/// unless configured.
+///
+/// Per key kind: the publishable key ships inside every copy of the app, so anyone can spend its
+/// bucket; with one bucket per app (until 2026-12-05) that also refused the link service's clicks
+/// and the report API, which use the secret key.
 final class RateLimiter: Sendable {
     private struct Bucket {
         var tokens: Double
         var updated: ContinuousClock.Instant
     }
+    private struct Key: Hashable {
+        var app: String
+        var isSecret: Bool
+    }
     private let rate: Double
     private let burst: Double
-    private let buckets = Locked<[String: Bucket]>([:])
+    private let buckets = Locked<[Key: Bucket]>([:])
     /// Most apps tracked; beyond it the table is cleared (buckets refill to full anyway).
     private let maxApps = 100_000
 
@@ -20,17 +29,18 @@ final class RateLimiter: Sendable {
     /// The longest `Retry-After` given, in seconds.
     static let longestWait: Double = 86_400
 
-    /// Takes one token for `app`; returns nil when allowed, else the whole seconds until a token is
-    /// free (at most `longestWait`).
-    func acquire(app: String, now: ContinuousClock.Instant = .now) -> Int? {
-        buckets.withLock { buckets in
-            if buckets.count >= maxApps, buckets[app] == nil { buckets.removeAll(keepingCapacity: true) }
-            var bucket = buckets[app] ?? Bucket(tokens: burst, updated: now)
+    /// Takes one token from the bucket of `app` and `kind`; returns nil when allowed, else the whole
+    /// seconds until a token is free (at most `longestWait`).
+    func acquire(app: String, kind: KeyKind, now: ContinuousClock.Instant = .now) -> Int? {
+        let key = Key(app: app, isSecret: kind == .secret)
+        return buckets.withLock { buckets in
+            if buckets.count >= maxApps, buckets[key] == nil { buckets.removeAll(keepingCapacity: true) }
+            var bucket = buckets[key] ?? Bucket(tokens: burst, updated: now)
             let elapsed = now - bucket.updated
             let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
             bucket.tokens = min(burst, bucket.tokens + seconds * rate)
             bucket.updated = now
-            defer { buckets[app] = bucket }
+            defer { buckets[key] = bucket }
             if bucket.tokens >= 1 {
                 bucket.tokens -= 1
                 return nil

@@ -198,7 +198,9 @@ struct BadInputTests {
         #expect(server.isServing())
     }
 
-    @Test("the per-app rate limit answers 429 with Retry-After and spares other apps")
+    @Test(
+        "the per-app rate limit answers 429 with Retry-After and spares other apps, and the app's secret key (the link service)"
+    )
     func rateLimit() throws {
         let server = try TestServer {
             // One token every 1,000 s: the second request is limited however late it comes.
@@ -218,6 +220,16 @@ struct BadInputTests {
             "POST", "/api/analytics/event",
             headers: TestServer.sdkHeaders(key: TestServer.otherKey, app: TestServer.otherApp), body: Self.event)
         #expect(other.status == 200)
+        // The publishable key is in every copy of the app: its traffic does not spend the bucket of
+        // the secret key, which the link service posts clicks with.
+        let clicks = try client.request(
+            "POST", "/api/link/events", headers: TestServer.sdkHeaders(key: TestServer.secretKey),
+            body: Array(#"{"clicks":[]}"#.utf8))
+        #expect(clicks.errorCode != "rate_limited" && clicks.status != 429, "\(clicks.status) \(clicks.text)")
+        let again = try client.request(
+            "POST", "/api/link/events", headers: TestServer.sdkHeaders(key: TestServer.secretKey),
+            body: Array(#"{"clicks":[]}"#.utf8))
+        #expect(again.status == 429)
     }
 
     @Test("an event over the per-event size limit is rejected, its neighbours accepted")

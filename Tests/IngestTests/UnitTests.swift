@@ -236,23 +236,29 @@ struct UnitTests {
         #expect(throws: IngestError.unsupportedEncoding("br")) { try ContentEncoding(header: "br") }
     }
 
-    @Test("the rate limiter allows the burst, then answers with a retry time, then refills")
+    @Test(
+        "the rate limiter allows the burst, then answers with a retry time, then refills; apps and key kinds apart"
+    )
     func rateLimiter() {
         let limiter = RateLimiter(rate: 2, burst: 2)
         let start = ContinuousClock.now
-        #expect(limiter.acquire(app: "a", now: start) == nil)
-        #expect(limiter.acquire(app: "a", now: start) == nil)
-        #expect(limiter.acquire(app: "a", now: start) == 1)
-        #expect(limiter.acquire(app: "b", now: start) == nil)
-        #expect(limiter.acquire(app: "a", now: start + .milliseconds(600)) == nil)
+        #expect(limiter.acquire(app: "a", kind: .publishable, now: start) == nil)
+        #expect(limiter.acquire(app: "a", kind: .publishable, now: start) == nil)
+        #expect(limiter.acquire(app: "a", kind: .publishable, now: start) == 1)
+        #expect(limiter.acquire(app: "b", kind: .publishable, now: start) == nil)
+        // The secret key's bucket (the link service, reports) is not spent by the public key's traffic.
+        #expect(limiter.acquire(app: "a", kind: .secret, now: start) == nil)
+        #expect(limiter.acquire(app: "a", kind: .secret, now: start) == nil)
+        #expect(limiter.acquire(app: "a", kind: .secret, now: start) == 1)
+        #expect(limiter.acquire(app: "a", kind: .publishable, now: start + .milliseconds(600)) == nil)
     }
 
     @Test("a tiny rate gives a retry time of at most a day, not a crash", arguments: [1e-20, 1e-300, 1e-3])
     func tinyRate(rate: Double) {
         let limiter = RateLimiter(rate: rate, burst: 1)
         let start = ContinuousClock.now
-        #expect(limiter.acquire(app: "a", now: start) == nil)
-        #expect(limiter.acquire(app: "a", now: start) == (rate == 1e-3 ? 1000 : 86_400))
+        #expect(limiter.acquire(app: "a", kind: .publishable, now: start) == nil)
+        #expect(limiter.acquire(app: "a", kind: .publishable, now: start) == (rate == 1e-3 ? 1000 : 86_400))
     }
 
     @Test("bearer tokens and content types are parsed leniently but strictly JSON")

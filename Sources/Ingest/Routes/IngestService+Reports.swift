@@ -17,7 +17,7 @@ extension IngestService {
         guard kind == .secret else {
             throw .keyNotAllowed(reason: "reports take the app's secret key, not a publishable key")
         }
-        if let limiter = rateLimiter, let retryAfter = limiter.acquire(app: appID) {
+        if let limiter = rateLimiter, let retryAfter = limiter.acquire(app: appID, kind: kind) {
             throw .rateLimited(retryAfter: retryAfter)
         }
         var parameters = try Self.reportParameters(

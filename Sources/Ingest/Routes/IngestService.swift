@@ -257,7 +257,7 @@ final class IngestService: HTTPHandler {
         if route.kind == .link, kind != .secret {
             throw .keyNotAllowed(reason: "the link route takes the app's secret key, not a publishable key")
         }
-        if let limiter = rateLimiter, let retryAfter = limiter.acquire(app: appID) {
+        if let limiter = rateLimiter, let retryAfter = limiter.acquire(app: appID, kind: kind) {
             throw .rateLimited(retryAfter: retryAfter)
         }
         try head.withHeader(.contentType) { (bytes) throws(IngestError) in try Self.checkContentType(bytes: bytes) }

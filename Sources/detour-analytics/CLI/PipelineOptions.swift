@@ -37,7 +37,7 @@ struct PipelineOptions {
           --per-ip-connection-limit N  most open connections from one client address (default 0 = none)
           --idle-timeout DUR      close connections idle this long (default 30s; whole seconds, at least 1s)
           --connection-memory SIZE HTTP memory per connection: request head and read buffer (default 16KiB)
-          --rate-limit N          per-app requests per second, 429 beyond it (default off)
+          --rate-limit N          requests per second per app and key kind, 429 beyond it (default off)
           --rate-limit-burst N    requests an app may send at once above the rate (default: one second's worth)
           --report-threads N      report API workers: reports run at once, each holding its rows (the
                                   per-link report at 1,000 links and 30 days: ~100 MB) (default 4; 1-64)
