@@ -40,6 +40,9 @@ struct DeploymentFilesTests {
         }
         let pipeline = services["pipeline"]
         #expect(pipeline?["environment"]?["DETOUR_HTTP_ADDR"]?.text == "0.0.0.0:8080")
+        // Published on the host's loopback unless DETOUR_PUBLISH says otherwise: plain HTTP carrying
+        // bearer keys is for a TLS proxy in front, not the network (until 2026-12-05 every interface).
+        #expect(pipeline?["ports"]?.items.compactMap(\.text) == ["${DETOUR_PUBLISH:-127.0.0.1:8080}:8080"])
         #expect(pipeline?["depends_on"]?["migrate"]?["condition"]?.text == "service_completed_successfully")
         #expect(services["migrate"]?["depends_on"]?["postgres"]?["condition"]?.text == "service_healthy")
         // The event log is on a named volume of its own, mounted where DETOUR_DATA_DIR points.
