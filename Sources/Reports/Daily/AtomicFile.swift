@@ -57,6 +57,14 @@ enum AtomicFile {
             try? FileManager.default.removeItem(atPath: temporary)
             throw .io(path: path, message: message)
         }
+        // The rename is durable once the directory is: without this a power loss could bring back
+        // the old file (or none) after the job said it wrote the new one (until 2026-12-05).
+        let directory = (path as NSString).deletingLastPathComponent
+        let directoryFD = open(directory.isEmpty ? "." : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if directoryFD >= 0 {
+            fsync(directoryFD)
+            close(directoryFD)
+        }
     }
 
     /// How long one of `write`'s temporary files may stay unmodified before `removeAbandoned` takes
