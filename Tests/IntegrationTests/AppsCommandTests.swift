@@ -112,6 +112,17 @@ struct AppsCommandTests {
             ["apps", "keys", "revoke", "--app", "nope", "--prefix", "sk_none"], environment: environment)
         #expect(noAppToRevoke.status == 64)
         #expect(noAppToRevoke.errors == "error: no app nope (apps list shows them)\n", "\(noAppToRevoke.errors)")
+        // The app's only publishable key: refused, its SDKs would be refused; --force revokes it.
+        let publishable = try #require(keys["publishable_key"])
+        let last = try PipelineProcess.runToEnd(
+            ["apps", "keys", "revoke", "--app", "a", "--key", publishable], environment: environment)
+        #expect(last.status == 64)
+        #expect(
+            last.errors.contains("this is the only active publishable key of app a: revoked, every SDK's events"),
+            "\(last.errors)")
+        let forced = try PipelineProcess.runToEnd(
+            ["apps", "keys", "revoke", "--app", "a", "--key", publishable, "--force"], environment: environment)
+        #expect(forced.status == 0, "\(forced.errors)")
         let both = try PipelineProcess.runToEnd(
             ["apps", "keys", "revoke", "--app", "a", "--prefix", "sk_none", "--key", secret], environment: environment)
         #expect(both.status == 64)

@@ -36,6 +36,7 @@ extension AppsCommand {
         let app = try arguments.required("--app")
         let key = try arguments.option("--key")
         let prefix = try arguments.option("--prefix")
+        let force = arguments.flag("--force")
         let url = try arguments.databaseURL(environment)
         try arguments.finish()
         try checkAppID(app, flag: "--app")
@@ -50,6 +51,9 @@ extension AppsCommand {
         let connection = try Connection(url: try requireDatabase(url))
         defer { connection.close() }
         let revoked = try connection.withTransaction { connection -> [String] in
+            // The app's row first: two revocations of its last two keys at once take turns, so the
+            // second sees the first's and is refused as the last key.
+            _ = try connection.query("SELECT 1 FROM apps WHERE id = \(app) FOR UPDATE")
             let rows = try connection.query(
                 """
                 SELECT kind, prefix, revoked_at IS NOT NULL AS revoked FROM api_keys
@@ -62,6 +66,17 @@ extension AppsCommand {
             }
             guard !active.isEmpty else { throw AppsError.alreadyRevoked(app: app) }
             guard active.count == 1 else { throw AppsError.ambiguousPrefix(app: app, count: active.count) }
+            // The last active key of its kind: revoked, its clients are refused until a new key
+            // reaches them (until 2026-12-05 nothing asked; the documented order is issue, move, revoke).
+            let kind = try active[0]["kind", as: String.self]
+            let others =
+                try connection.query(
+                    """
+                    SELECT count(*) AS n FROM api_keys
+                    WHERE app_id = \(app) AND kind = \(kind) AND revoked_at IS NULL AND NOT (\(fragment: match))
+                    """
+                ).first?["n", as: Int.self] ?? 0
+            guard others > 0 || force else { throw AppsError.lastKey(app: app, kind: kind) }
             try connection.execute(
                 """
                 UPDATE api_keys SET revoked_at = now()

@@ -13,7 +13,7 @@ enum AppsCommand: Command {
                    [--reengagement-inactivity DUR] [--conversion-window DUR] [--no-rebuild] [--database-url URL]
                detour-analytics apps list [--json] [--database-url URL]
                detour-analytics apps keys create --app ID --kind publishable|secret [--json] [--database-url URL]
-               detour-analytics apps keys revoke --app ID (--key KEY | --prefix PREFIX) [--database-url URL]
+               detour-analytics apps keys revoke --app ID (--key KEY | --prefix PREFIX) [--force] [--database-url URL]
 
         apps create: the app and two keys, a publishable key for the SDKs (analytics routes only)
         and a secret key for the link service and the report API. Creating an app that exists fails
@@ -28,7 +28,8 @@ enum AppsCommand: Command {
         apps keys create: one more key for an existing app, for rotating a key without downtime:
         issue the new one, move the clients to it, then revoke the old one.
         apps keys revoke: revokes a key, named by the whole key or by the prefix `apps list` shows;
-        a prefix that more than one active key of the app shares is refused. Running ingest
+        a prefix that more than one active key of the app shares is refused, and so is the app's
+        last active key of its kind unless --force is given (its clients would be refused). Running ingest
         processes stop accepting it within 30 seconds (they reload keys every 10 s) while they can
         reach PostgreSQL; one that cannot keeps the keys it loaded last (or its key cache) until it can.
         Keys are printed once, when created, and stored only as SHA-256 hashes.
@@ -354,6 +355,7 @@ enum AppsError: RefusalError {
     case alreadyRevoked(app: String)
     case ambiguousPrefix(app: String, count: Int)
     case unknownTimeZone(String)
+    case lastKey(app: String, kind: String)
 
     /// 64 (EX_USAGE) when the command names an app or key that does not exist or names two keys, as
     /// `report --app` does for an unknown app (until 2026-12-02 these exited 1, the status of a
@@ -362,7 +364,7 @@ enum AppsError: RefusalError {
     /// already revoked, which is the database's state, not a mistake in the command.
     var exitStatus: Int32 {
         switch self {
-        case .appExists, .noSuchApp, .noSuchKey, .ambiguousPrefix, .unknownTimeZone: 64
+        case .appExists, .noSuchApp, .noSuchKey, .ambiguousPrefix, .unknownTimeZone, .lastKey: 64
         case .alreadyRevoked: 1
         }
     }
@@ -378,6 +380,13 @@ enum AppsError: RefusalError {
         case .unknownTimeZone(let zone):
             "--time-zone \(zone) is not a time zone name PostgreSQL knows (pg_timezone_names); use a region name"
                 + " such as Asia/Tokyo, not an offset"
+        case .lastKey(let app, let kind):
+            "this is the only active \(kind) key of app \(app): revoked, "
+                + (kind == "publishable"
+                    ? "every SDK's events are refused (401, and the SDKs drop them)"
+                    : "the link service's clicks and the report API are refused (401)")
+                + " within 30 seconds; issue its replacement first (apps keys create --app \(app) --kind \(kind))"
+                + " and move the clients to it, or pass --force to revoke it anyway (a leaked key)"
         }
     }
 }
