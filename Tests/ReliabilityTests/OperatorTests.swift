@@ -109,6 +109,15 @@ struct OperatorTests {
         #expect(
             replay.errors.contains("log.frame_damaged segment.path=\(segment) segment.offset=0"), "\(replay.errors)")
         #expect(replay.errors.contains("body checksum mismatch (1 record, sequence "), "\(replay.errors)")
+        #expect(!replay.errors.contains("replay: warning: no record"), "\(replay.errors)")
+        // A --from beyond the newest segment (1000 for 100) reads nothing, and says so.
+        let beyond = try Binary.run(["segments", "replay", "--from", "1000"], environment: environment)
+        #expect(beyond.status == 0, "\(beyond.errors)")
+        #expect(beyond.output.contains("0 records read"), "\(beyond.output)")
+        #expect(
+            beyond.errors.contains(
+                "replay: warning: no record at or after segment 1000; is --from beyond the newest segment?"),
+            "\(beyond.errors)")
         let connection = try database.connect()
         defer { connection.close() }
         let rows = try connection.query("SELECT event_id FROM events WHERE app_id = \(app.id) ORDER BY event_id")

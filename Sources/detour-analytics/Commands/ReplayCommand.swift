@@ -32,6 +32,12 @@ enum ReplayCommand {
         say(
             "replay: \(summary.records) records read, \(summary.rows) new rows, \(summary.batches) transactions"
                 + damaged)
+        // `--from 1000` for 100 looked like a replay that found everything loaded (until 2026-12-05).
+        if summary.records == 0 {
+            complain(
+                "replay: warning: no record at or after segment \(segment)\(node.map { " of node \($0)" } ?? "");"
+                    + " is --from beyond the newest segment? (segments list shows them)\n")
+        }
         return 0
     }
 }
