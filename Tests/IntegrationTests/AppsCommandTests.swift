@@ -320,11 +320,6 @@ struct AppsCommandTests {
     /// Tries `condition` every 0.25 s for at most 40 s (the key reload interval is 10 s, the
     /// documented bound 30 s) and says whether it came true.
     private func until(_ condition: () throws -> Bool) throws -> Bool {
-        let deadline = ContinuousClock.now + .seconds(40)
-        while ContinuousClock.now < deadline {
-            if try condition() { return true }
-            Thread.sleep(forTimeInterval: 0.25)
-        }
-        return false
+        try eventually(timeout: .seconds(40), every: .milliseconds(250), condition)
     }
 }

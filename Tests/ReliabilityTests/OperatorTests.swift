@@ -150,11 +150,7 @@ struct OperatorTests {
         let environment = ["DATABASE_URL": database.url]
         // A database migrated through 075, as before the upgrade, whose app's zone has since gone.
         let old = try TemporaryDirectory(prefix: "detour-ops-sql075")
-        for file in try FileManager.default.contentsOfDirectory(atPath: RepositoryRoot.path + "/sql")
-        where file.hasSuffix(".sql") && file < "076" {
-            try FileManager.default.copyItem(
-                atPath: RepositoryRoot.path + "/sql/" + file, toPath: old.path + "/" + file)
-        }
+        try copyMigrations(into: old.path) { $0 < "076" }
         let before = try Binary.run(["migrate", "--sql-dir", old.path], environment: environment)
         #expect(before.status == 0, "\(before.errors)")
         let connection = try database.connect()
@@ -181,11 +177,7 @@ struct OperatorTests {
         defer { database.drop() }
         let environment = ["DATABASE_URL": database.url]
         let directory = try TemporaryDirectory(prefix: "detour-ops-sql-lock")
-        for file in try FileManager.default.contentsOfDirectory(atPath: RepositoryRoot.path + "/sql")
-        where file.hasSuffix(".sql") {
-            try FileManager.default.copyItem(
-                atPath: RepositoryRoot.path + "/sql/" + file, toPath: directory.path + "/" + file)
-        }
+        try copyMigrations(into: directory.path)
         try "ALTER TABLE apps ADD COLUMN lock_probe integer;\n".write(
             toFile: directory.path + "/999_lock_probe.sql", atomically: true, encoding: .utf8)
         let holder = try database.connect()
@@ -493,5 +485,14 @@ struct OperatorTests {
     static func event(_ id: String, timestamp: String = "2026-06-01T10:20:30.123Z") -> String {
         #"{"event_name":"ops","event_id":"\#(id)","timestamp":"\#(timestamp)","platform":"ios","#
             + #""device_id":"3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b"}"#
+    }
+
+    /// Copies the repository's migration files whose names `include` takes into `directory`.
+    private func copyMigrations(into directory: String, _ include: (String) -> Bool = { _ in true }) throws {
+        for file in try FileManager.default.contentsOfDirectory(atPath: RepositoryRoot.path + "/sql")
+        where file.hasSuffix(".sql") && include(file) {
+            try FileManager.default.copyItem(
+                atPath: RepositoryRoot.path + "/sql/" + file, toPath: directory + "/" + file)
+        }
     }
 }
