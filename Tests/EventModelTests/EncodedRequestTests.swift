@@ -17,6 +17,8 @@ import Testing
             #"{"event_name":"e","timestamp":"2026-06-01T10:20:30Z","platform":"ios","device_id":"d","locale":[{"languageTag":"pl-PL"}],"metadata":"m"}"#,
             #"{"event_name":"f","timestamp":"2026-06-01T10:20:30Z","platform":"ios","device_id":"d","event_id":12,"insert_id":"i-1"}"#,
             #"{"event_name":"g","timestamp":"2026-06-01T10:20:30Z","platform":"ios","device_id":"d","event_id":"","uuid":true}"#,
+            #"{"event_name":"h","timestamp":"2026-06-01T07:59:00Z","platform":"ios","device_id":"d","sent_at":"2026-06-01T08:00:00Z"}"#,
+            #"{"event_name":"i","timestamp":"2026-06-01T10:19:00Z","platform":"ios","device_id":"d","sentAt":"soon","sent_at":null}"#,
             #"{"event_name":"bad"}"#,
             #"[1]"#,
         ]

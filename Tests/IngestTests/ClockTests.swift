@@ -61,6 +61,47 @@ struct ClockTests {
         #expect(envelopes.first?.sentAt == nil)
     }
 
+    @Test("a batch element's own send time corrects that element alone; an unreadable one leaves the batch's")
+    func elementSentAt() throws {
+        let slow = Self.iso(-2 * Self.hour)
+        let age = 30 * Self.second
+        let before = { (sentAt: String) in
+            Timestamp(microseconds: Timestamp(iso8601: sentAt)!.microseconds - age).iso8601
+        }
+        // Segment and RudderStack stamp every message: no batch sent_at, one per element.
+        let elements = [
+            Self.event(before(slow), name: "a").dropLast() + #","sent_at":"\#(slow)"}"#,
+            Self.event(before(slow), name: "b").dropLast() + #","sentAt":"\#(slow)"}"#,
+            Self.event(before(slow), name: "c"),
+        ]
+        let (response, stored) = try Self.post(
+            "/api/analytics/batch", #"{"batch":[\#(elements.joined(separator: ","))]}"#)
+        #expect(response.json["warnings"] as? [String] == [])
+        let byName = Dictionary(uniqueKeysWithValues: stored.map { ($0.name, $0) })
+        for name in ["a", "b"] {
+            let envelope = try #require(byName[name])
+            #expect(envelope.clock == .skewCorrected, "\(name)")
+            #expect(envelope.time.microseconds == envelope.receivedAt.microseconds - age, "\(name)")
+            #expect(envelope.sentAt?.iso8601 == slow, "\(name)")
+        }
+        // The element without one is not shifted by its neighbours' clocks.
+        #expect(byName["c"]?.clock == .ok)
+        #expect(byName["c"]?.time.iso8601 == before(slow))
+        #expect(byName["c"]?.sentAt == nil)
+
+        // An element's unreadable send time is ignored with a warning; the batch's applies to it.
+        let unreadable = Self.event(before(slow), name: "d").dropLast() + #","sent_at":"yesterday"}"#
+        let (warned, corrected) = try Self.post(
+            "/api/analytics/batch", #"{"sent_at":"\#(slow)","batch":[\#(unreadable)]}"#)
+        #expect(
+            warned.json["warnings"] as? [String] == [
+                "event 0: sent_at is not an ISO-8601 timestamp and was ignored; the batch's sent_at applies"
+            ])
+        let envelope = try #require(corrected.first)
+        #expect(envelope.clock == .skewCorrected)
+        #expect(envelope.sentAt?.iso8601 == slow)
+    }
+
     @Test("a sent_at close to the server's clock is network delay: the client's time is kept")
     func smallSkewKept() throws {
         let timestamp = Self.iso(-1 * Self.hour)

@@ -15,6 +15,8 @@ enum EventField: Int, CaseIterable {
     case eventName, data, timestamp, platform, deviceID, attribution, clickID, sdk, metadata
     case type, eventID, messageID, messageIDCamel, insertID, uuid
     case url, kind, userAgent, ip, referrer, method, score
+    // A batch element's own send time (Segment and RudderStack put one on every message).
+    case sentAt, sentAtCamel
     // Stored in `metadata` when sent at the top level (EventNormalizer+TopLevelMetadata.swift).
     case idfv, aaid, idfa, customerUserID, appVersion, buildNumber, consent, osVersion, locale, attStatus, sessionID
 
@@ -43,6 +45,8 @@ enum EventField: Int, CaseIterable {
         case .referrer: "referrer"
         case .method: "method"
         case .score: "score"
+        case .sentAt: "sent_at"
+        case .sentAtCamel: "sentAt"
         case .idfv: "idfv"
         case .aaid: "aaid"
         case .idfa: "idfa"
@@ -66,8 +70,11 @@ enum EventField: Int, CaseIterable {
         | bits(idFields)
         | bits(metadataMembers)
 
-    /// Members of an SDK event in a batch (adds `type`).
-    static let sdkBatchMask: UInt64 = sdkMask | bits([.type])
+    /// Members of an SDK event in a batch (adds `type` and the element's own `sent_at`).
+    static let sdkBatchMask: UInt64 = sdkMask | bits([.type]) | sentAtMask
+
+    /// An element's own send time, either spelling.
+    static let sentAtMask: UInt64 = bits([.sentAt, .sentAtCamel])
 
     /// Members of a link-service click or match.
     static let linkMask: UInt64 =

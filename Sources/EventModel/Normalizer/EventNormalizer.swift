@@ -53,6 +53,20 @@ struct EventNormalizer {
         return nil
     }
 
+    /// A batch element's own `sent_at` (or `sentAt`; null counts as absent): its send time when
+    /// its client stamps each message (Segment, RudderStack). An unreadable one is ignored with a
+    /// warning, and the request's `sent_at`, if any, applies instead.
+    mutating func elementSentAt(index: Int) -> Timestamp? {
+        let fields = fields
+        let present = { (field: EventField) in fields[field].flatMap { $0.isNull ? nil : (field, $0) } }
+        guard let (field, value) = present(.sentAt) ?? present(.sentAtCamel) else { return nil }
+        if let bytes = value.stringBytes, let time = Timestamp(iso8601: bytes) { return time }
+        let fallback = sentAt == nil ? "no clock correction applied" : "the batch's sent_at applies"
+        result.warnings.append(
+            "event \(index): \(field.key) is not an ISO-8601 timestamp and was ignored; \(fallback)")
+        return nil
+    }
+
     // MARK: SDK events
 
     /// Normalises one SDK event; `kind` nil means "read `type`, default event". With `encode`,
@@ -61,6 +75,13 @@ struct EventNormalizer {
     mutating func sdkEvent(_ value: JSONValue, index: Int, kind: EventKind?, allowsType: Bool, encode: Bool = false) {
         do throws(Rejection) {
             let event = try validateSDKEvent(value, index: index, kind: kind, allowsType: allowsType)
+            // A batch element's own `sent_at` applies to it alone (read only once the event is
+            // accepted: warnings concern accepted events).
+            let requestSentAt = sentAt
+            defer { sentAt = requestSentAt }
+            if allowsType, fields.found & EventField.sentAtMask != 0 {
+                sentAt = elementSentAt(index: index) ?? requestSentAt
+            }
             if encode {
                 appendRecord(of: event, index: index)
             } else {
