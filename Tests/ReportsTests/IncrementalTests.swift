@@ -316,6 +316,49 @@ import Testing
     }
 }
 
+extension IncrementalTests {
+    /// A pass looks up each work device's funnel entries three times; with only the (app, funnel)
+    /// indexes each lookup read every entry the app ever had (sql/081).
+    @Test("a pass of one device reads its funnel entries through an index, not the app's whole history")
+    func funnelEntriesByDevice() throws {
+        let database = try Database()
+        defer { database.close() }
+        let connection = database.connection
+        let fixture = Fixture(connection, queued: true)
+        try fixture.app("a")
+        try fixture.watermark("2026-06-20T00:00:00Z")
+        try connection.execute(
+            "INSERT INTO funnels (app_id, funnel_id, name, steps) VALUES ('a', 'onboarding', 'Onboarding', \(["app_open", "sign_up"])::text[])"
+        )
+        // The app's history: 40,000 devices that entered the funnel in May, analysed as autovacuum would.
+        try connection.execute(
+            """
+            INSERT INTO rollup_funnel_entries (app_id, funnel_id, device_id, entered_at, entered_day)
+            SELECT 'a', 'onboarding', 'old-' || n, '2026-05-01T00:00:00Z', '2026-05-01' FROM generate_series(1, 40000) n
+            """)
+        try connection.execute("ANALYZE rollup_funnel_entries")
+        fixture.event("app_open", device: "d1", at: "2026-06-01T10:00:00Z", kind: "retention")
+        fixture.event("sign_up", device: "d1", at: "2026-06-01T10:05:00Z")
+        try fixture.load()
+        try connection.withTransaction { connection in
+            try connection.execute("SELECT process_rollups()")
+            let scans = try #require(
+                try connection.query(
+                    """
+                    SELECT seq_scan::int AS seq, coalesce(idx_scan, 0)::int AS idx FROM pg_stat_xact_user_tables
+                    WHERE schemaname = current_schema() AND relname = 'rollup_funnel_entries'
+                    """
+                ).first)
+            #expect(try scans["seq", as: Int.self] == 0, "the pass read rollup_funnel_entries whole")
+            #expect(try scans["idx", as: Int.self] > 0)
+        }
+        #expect(
+            try connection.query(
+                "SELECT entered_day::text AS day FROM rollup_funnel_entries WHERE device_id = 'd1'"
+            ).map { try $0["day", as: String.self] } == ["2026-06-01"])
+    }
+}
+
 /// Thrown to roll a transaction back on purpose.
 struct Rollback: Error {}
 
