@@ -359,6 +359,43 @@ extension IncrementalTests {
     }
 }
 
+extension IncrementalTests {
+    /// Ingest keeps numbers as written and jsonb holds any numeric: two purchases of 9e131071 summed
+    /// past numeric's range and failed the pass, for every app, at every pass after (sql/082).
+    @Test("absurd revenue amounts add no revenue and do not stop the rollups of any app")
+    func absurdRevenue() throws {
+        let database = try Database()
+        defer { database.close() }
+        let connection = database.connection
+        let fixture = Fixture(connection, queued: true)
+        try fixture.app("a")
+        try fixture.app("b")
+        try fixture.watermark("2026-06-20T00:00:00Z")
+        fixture.click("c1", path: "/x", at: "2026-06-01T10:00:00Z")
+        for (minute, data) in [
+            #"{"revenue":9e131071,"currency":"USD"}"#, #"{"revenue":9e131071,"currency":"USD"}"#,
+            #"{"revenue":"\#(String(repeating: "9", count: 200_000))","currency":"USD"}"#,
+            #"{"revenue":"0.\#(String(repeating: "9", count: 20_000))","currency":"USD"}"#,
+            #"{"value":-1e15,"currency":"USD"}"#, #"{"revenue":19.99,"currency":"USD"}"#,
+        ].enumerated() {
+            fixture.event(
+                "purchase", device: "d1", at: "2026-06-01T10:1\(minute):00Z", installClick: "c1", openType: "deferred",
+                data: data)
+        }
+        fixture.event("purchase", device: "e1", app: "b", at: "2026-06-01T11:00:00Z", data: #"{"revenue":5}"#)
+        try fixture.load()
+        try fixture.process()
+        let links = try ReportService(connection: connection).links(
+            app: "a", from: day("2026-06-01"), to: day("2026-06-01"))
+        #expect(links.rows.map(\.revenue) == [["USD": "19.99"]])
+        #expect(links.rows.map { $0.events["purchase"] } == [6])
+        #expect(
+            try connection.query("SELECT sum(events)::int AS n FROM rollup_events_daily WHERE app_id = 'b'").first?[
+                "n", as: Int.self] == 1)
+        try expectEqualsRebuild(connection, after: "absurd amounts")
+    }
+}
+
 /// Thrown to roll a transaction back on purpose.
 struct Rollback: Error {}
 

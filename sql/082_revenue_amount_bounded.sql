@@ -1,0 +1,33 @@
+-- 082_revenue_amount_bounded: an absurd revenue amount adds no revenue instead of stopping every
+-- app's rollups.
+--
+-- Ingest keeps the numbers of `data` as written, whatever their size, and jsonb holds any numeric.
+-- So a `purchase` with `"revenue": 9e131071` was accepted and loaded, and the rollup pass then
+-- summed two of them past numeric's range (22003: value overflows numeric format). A numeric
+-- string of 200,000 digits, or with 20,000 after the point, failed the cast itself. The pass rolls
+-- back whole, so from then on no app's rollups moved: every load was followed by the same failure,
+-- and every report stayed at the day before, until someone deleted the event by hand. One
+-- publishable key (shipped inside every copy of an app) was enough. Found by the forty-fourth
+-- session's audit of the ingest path; IncrementalTests.absurdRevenue.
+--
+-- Now an amount whose absolute value is 10^15 or more (a quadrillion in major units: no purchase
+-- in any currency, a client bug or an attack) is not usable, like a missing one: the action still
+-- counts as an event and adds no revenue. A numeric string may have at most 255 digits either
+-- side of the point (longer is not usable either), so the cast cannot fail. The body stays one
+-- CASE on p_data, which PostgreSQL inlines into the day's statement.
+CREATE OR REPLACE FUNCTION report_revenue_amount(p_data jsonb) RETURNS numeric
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $fn$
+    SELECT CASE
+        WHEN jsonb_typeof(p_data) <> 'object' THEN NULL
+        WHEN jsonb_typeof(p_data -> 'revenue') = 'number' THEN
+            CASE WHEN abs((p_data ->> 'revenue')::numeric) < 1e15 THEN (p_data ->> 'revenue')::numeric END
+        WHEN jsonb_typeof(p_data -> 'revenue') = 'string'
+            AND p_data ->> 'revenue' ~ '^\s*-?[0-9]{1,255}(\.[0-9]{1,255})?\s*$' THEN
+            CASE WHEN abs(trim(p_data ->> 'revenue')::numeric) < 1e15 THEN trim(p_data ->> 'revenue')::numeric END
+        WHEN jsonb_typeof(p_data -> 'value') = 'number' THEN
+            CASE WHEN abs((p_data ->> 'value')::numeric) < 1e15 THEN (p_data ->> 'value')::numeric END
+        WHEN jsonb_typeof(p_data -> 'value') = 'string'
+            AND p_data ->> 'value' ~ '^\s*-?[0-9]{1,255}(\.[0-9]{1,255})?\s*$' THEN
+            CASE WHEN abs(trim(p_data ->> 'value')::numeric) < 1e15 THEN trim(p_data ->> 'value')::numeric END
+    END
+$fn$;
