@@ -92,6 +92,9 @@ package struct IngestConfiguration: Sendable {
     /// (docs/aggregator.md), and 256 characters of up to 4 bytes each keep that key within what a
     /// PostgreSQL index entry holds (`Envelope.maxNameCharacters`).
     package static let maxNameLengthRange = 1...Envelope.maxNameCharacters
+    /// What `maxDepth` may be: an accepted event's envelope must be one the loader reads
+    /// (`Envelope.maxEventDepth`).
+    package static let maxDepthRange = 2...Envelope.maxEventDepth
     /// What `maxValues` may be.
     package static let maxValuesRange = 1000...100_000_000
 
@@ -114,7 +117,9 @@ package struct IngestConfiguration: Sendable {
         try check(
             Self.maxNameLengthRange.contains(maxNameLength), "maxNameLength",
             "must be between 1 and \(Self.maxNameLengthRange.upperBound)")
-        try check(maxDepth >= 2, "maxDepth", "must be at least 2")
+        try check(
+            Self.maxDepthRange.contains(maxDepth), "maxDepth",
+            "must be between 2 and \(Self.maxDepthRange.upperBound)")
         try check(
             Self.maxValuesRange.contains(maxValues), "maxValues",
             "must be between \(Self.maxValuesRange.lowerBound) and \(Self.maxValuesRange.upperBound)")

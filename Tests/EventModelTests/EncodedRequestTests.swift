@@ -46,6 +46,32 @@ import Testing
         }
     }
 
+    @Test("an event at the deepest --max-depth ingest allows makes an envelope line the loader reads")
+    func deepestEventDecodes() throws {
+        let depth = IngestLimits(maxDepth: Envelope.maxEventDepth).maxDepth
+        // A top-level metadata member (moved one level down, into `metadata`) and `data`, each
+        // nested as deep as the event may be (the event object is level 1).
+        let nested = String(repeating: "[", count: depth - 1) + String(repeating: "]", count: depth - 1)
+        let body =
+            #"{"event_name":"a","timestamp":"2026-06-01T10:20:30Z","platform":"ios","device_id":"d","locale":\#(nested),"data":\#(nested)}"#
+        let context = RequestContext(appID: "app_1", receivedAt: Self.received)
+        let encoded = try Normalizer.encodedSingle(
+            body: Array(body.utf8), kind: .event, context: context, limits: IngestLimits(maxDepth: depth))
+        #expect(encoded.rejected.isEmpty)
+        let line = try #require(encoded.records.first)
+        let envelope = try Envelope(decoding: line)
+        #expect(envelope.metadata == Array(#"{"locale":\#(nested)}"#.utf8))
+        #expect(envelope.data == Array(nested.utf8))
+        // One level deeper is rejected at ingest, not acknowledged.
+        let deeper = try Normalizer.encodedSingle(
+            body: Array(
+                body.replacingOccurrences(of: #""data":["#, with: #""data":[["#).replacingOccurrences(
+                    of: "]}", with: "]]}"
+                ).utf8),
+            kind: .event, context: context, limits: IngestLimits(maxDepth: depth))
+        #expect(deeper.rejected.map(\.code) == ["too_deep"])
+    }
+
     @Test("batches with and without skew: the same lines as envelopes")
     func batches() throws {
         for sentAt in [

@@ -181,7 +181,9 @@ struct CommandLineTests {
     )
     func limitFlagRefusals() throws {
         let cases: [([String], String)] = [
-            (["--max-depth", "1"], "--max-depth must be an integer in 2...1024, got 1"),
+            (["--max-depth", "1"], "--max-depth must be an integer in 2...256, got 1"),
+            // Deeper events could be ones the loader cannot read (skipped as undecodable).
+            (["--max-depth", "511"], "--max-depth must be an integer in 2...256, got 511"),
             (["--max-values", "10"], "--max-values must be an integer in 1000...100000000, got 10"),
             (["--max-name-length", "0"], "--max-name-length must be an integer in 1...256, got 0"),
             (["--per-ip-connection-limit", "-1"], "--per-ip-connection-limit must be an integer in 0...1000000"),

@@ -9,6 +9,14 @@ extension Envelope {
     /// See `maxLinkPathBytes`: `maxNameCharacters` of up to 4 bytes each.
     package static let maxNameBytes = 4 * maxNameCharacters
 
+    /// The deepest envelope line the loader reads (`init(decoding:)`).
+    package static let maxDecodingDepth = 512
+    /// The deepest event ingest may be configured to accept (`--max-depth`): an event's members
+    /// sit one level deeper in its envelope (top-level metadata members move into `metadata`), so
+    /// half the loader's depth leaves a wide margin. Until 2026-12-05 `--max-depth` went to 1,024,
+    /// and from 511 an accepted event could be one the loader skipped as undecodable.
+    package static let maxEventDepth = maxDecodingDepth / 2
+
     /// Why PostgreSQL could not index this envelope's keys, or nil. Ingest refuses such events
     /// (ids, device ids and link events' click ids over 128 bytes, link paths over 1,024, names over
     /// 256 characters); an envelope over them was written before a bound existed (link paths and

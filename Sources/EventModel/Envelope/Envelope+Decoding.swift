@@ -16,7 +16,7 @@ extension Envelope {
     package init(decoding line: some Collection<UInt8>) throws(EnvelopeError) {
         let document: JSONDocument
         do throws(JSONError) {
-            document = try JSONDocument(parsing: Array(line), maxDepth: 512)
+            document = try JSONDocument(parsing: Array(line), maxDepth: Self.maxDecodingDepth)
         } catch {
             throw .invalidJSON(message: error.reason.rawValue, byteOffset: error.byteOffset)
         }

@@ -29,8 +29,9 @@ struct PipelineOptions {
                                   warning at start); requests of at most 64KiB (SDK events) may use
                                   a quarter more
           --max-name-length N     longest event name in characters (default 128; at most 256)
-          --max-depth N           deepest JSON nesting of one event (default 32; deeper: that event is
-                                  rejected too_deep; a body nesting over N + 64 is refused whole)
+          --max-depth N           deepest JSON nesting of one event (default 32; at most 256; deeper:
+                                  that event is rejected too_deep; a body nesting over N + 64 is
+                                  refused whole)
           --max-values N          most JSON values in one body, keys included: more is 413
                                   too_many_values (default 1000000: 16 MB of parse per request)
           --connection-limit N    most open connections (default 4096)
@@ -215,7 +216,8 @@ struct PipelineOptions {
             "--max-batch-events", default: ingest.maxBatchEvents, in: 1...100_000)
         ingest.maxNameLength = try arguments.integer(
             "--max-name-length", default: ingest.maxNameLength, in: IngestConfiguration.maxNameLengthRange)
-        ingest.maxDepth = try arguments.integer("--max-depth", default: ingest.maxDepth, in: 2...1024)
+        ingest.maxDepth = try arguments.integer(
+            "--max-depth", default: ingest.maxDepth, in: IngestConfiguration.maxDepthRange)
         ingest.maxValues = try arguments.integer(
             "--max-values", default: ingest.maxValues, in: IngestConfiguration.maxValuesRange)
         ingest.connectionLimit = try arguments.integer(
