@@ -21,11 +21,11 @@ package struct Completion: Sendable {
 }
 
 let accessHandler: MHD_AccessHandlerCallback = {
-    cls, connection, url, method, _, uploadData, uploadSize, conCls in
+    cls, connection, url, method, version, uploadData, uploadSize, conCls in
     guard let cls, let connection, let conCls, let uploadSize else { return .NO }
     let core = Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue()
     guard let existing = conCls.pointee else {
-        return begin(core: core, connection: connection, url: url, method: method, conCls: conCls)
+        return begin(core: core, connection: connection, url: url, method: method, version: version, conCls: conCls)
     }
     let state = Unmanaged<RequestState>.fromOpaque(existing).takeUnretainedValue()
     if state.isAnswered {
@@ -84,15 +84,15 @@ private let smallBodyDiscardLimit = 64 * 1024
 
 private func begin(
     core: ServerCore, connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?,
-    conCls: UnsafeMutablePointer<UnsafeMutableRawPointer?>
+    version: UnsafePointer<CChar>?, conCls: UnsafeMutablePointer<UnsafeMutableRawPointer?>
 ) -> MHD_Result {
     let started = MonotonicInstant.now
     var head = RequestHead(
         method: method.map { core.string($0) { String(cString: $0) } } ?? "",
         path: url.map { core.string($0) { requestPath(String(cString: $0)) } } ?? "/",
         headers: RequestHeaders(of: connection), connection: connection)
-    head.contentLength = head.withHeader(.contentLength) { $0.flatMap(decimalInteger) }
-    let framing = framingProblem(head)
+    head.contentLength = head.withHeader(.contentLength) { $0.flatMap(contentLengthValue) }
+    let framing = framingProblem(head, version: version)
     core.inFlight.wrappingAdd(1, ordering: .relaxed)
     let state: RequestState
     var early: HTTPResponse?
@@ -149,8 +149,13 @@ private func begin(
 /// else by the first `Content-Length`, and keeps the connection open; a proxy in front that goes
 /// by `Content-Length`, or by the last one, would read the same bytes as another request (request
 /// smuggling), and the body budget trusted the `Content-Length` of a chunked body. Until
-/// 2026-12-04 all of these were served.
-private func framingProblem(_ head: RequestHead) -> IngestError? {
+/// 2026-12-04 all of these were served; until 2026-12-05 also a field name with a blank before its
+/// colon (RFC 9112 5.1) and chunked HTTP/1.0 (RFC 9112 6.1: HTTP/1.0 has no transfer codings, and
+/// libmicrohttpd kept such a connection open).
+private func framingProblem(_ head: RequestHead, version: UnsafePointer<CChar>?) -> IngestError? {
+    if head.headers.hasBlankBeforeColon {
+        return .invalidFraming(reason: "a header field name is followed by whitespace before its colon")
+    }
     if head.headers.hasConflictingLengths {
         return .invalidFraming(reason: "Content-Length is given more than once, with different values")
     }
@@ -158,6 +163,9 @@ private func framingProblem(_ head: RequestHead) -> IngestError? {
         return .invalidFraming(reason: "Transfer-Encoding is given more than once; send it once, as chunked")
     }
     guard let coding = head.header(.transferEncoding) else { return nil }
+    if let version, strcmp(version, "HTTP/1.0") == 0 {
+        return .invalidFraming(reason: "HTTP/1.0 has no transfer codings; send Content-Length")
+    }
     if head.headers[.contentLength] != nil {
         return .invalidFraming(reason: "send Content-Length or Transfer-Encoding: chunked, not both")
     }

@@ -25,6 +25,15 @@ func decimalInteger(_ bytes: UnsafeBufferPointer<UInt8>) -> Int? {
     return value
 }
 
+/// A `Content-Length` value as `begin` reads it: its decimal value, `Int.max` for digits beyond
+/// `Int`'s range (libmicrohttpd 0.9.75 takes lengths up to 2^64 - 1, and such a request had no size
+/// check: no 413, and `100 Continue` to a client that asked), nil otherwise.
+func contentLengthValue(_ bytes: UnsafeBufferPointer<UInt8>) -> Int? {
+    if let value = decimalInteger(bytes) { return value }
+    guard !bytes.isEmpty, bytes.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else { return nil }
+    return Int.max
+}
+
 /// The path of a request target: origin form (`/api/...`, what clients send to a server) as it is;
 /// absolute form (`http://host:port/api/...`, which RFC 9112 3.2.2 says a server must accept) without
 /// its scheme and authority, `/` when it has no path. libmicrohttpd 0.9.75 passes either as it came
@@ -108,6 +117,10 @@ package struct RequestHeaders {
     private(set) var hasConflictingLengths = false
     /// `Transfer-Encoding` given more than once (joined, a list with `chunked` twice or not last).
     private(set) var hasRepeatedCodings = false
+    /// A field name followed by whitespace before its colon (`Transfer-Encoding : chunked`), which
+    /// RFC 9112 5.1 says a server must refuse: libmicrohttpd 0.9.75 keeps the blank in the name, so
+    /// the server did not see the header, while a proxy that trims it frames the body by it.
+    private(set) var hasBlankBeforeColon = false
 
     /// The value of `name`, or nil when the request has no such header.
     package subscript(name: RequestHeaderName) -> UnsafeBufferPointer<UInt8>? { values[name.rawValue] }
@@ -118,10 +131,13 @@ package struct RequestHeaders {
             _ = MHD_get_connection_values_n(
                 connection, .HEADER_KIND,
                 { cls, _, key, keyLength, value, valueLength in
-                    guard let cls, let key, let name = RequestHeaderName(key: key, length: keyLength) else {
-                        return .YES
+                    guard let cls, let key else { return .YES }
+                    let headers = cls.assumingMemoryBound(to: RequestHeaders.self)
+                    if keyLength > 0, key[keyLength - 1] == 0x20 || key[keyLength - 1] == 0x09 {
+                        headers.pointee.hasBlankBeforeColon = true
                     }
-                    cls.assumingMemoryBound(to: RequestHeaders.self).pointee.record(name, value, valueLength)
+                    guard let name = RequestHeaderName(key: key, length: keyLength) else { return .YES }
+                    headers.pointee.record(name, value, valueLength)
                     return .YES
                 }, headers)
         }
