@@ -13,8 +13,13 @@
 -- Now an amount whose absolute value is 10^15 or more (a quadrillion in major units: no purchase
 -- in any currency, a client bug or an attack) is not usable, like a missing one: the action still
 -- counts as an event and adds no revenue. A numeric string may have at most 255 digits either
--- side of the point (longer is not usable either), so the cast cannot fail. The body stays one
--- CASE on p_data, which PostgreSQL inlines into the day's statement.
+-- side of the point (longer is not usable either), so the cast cannot fail. The blanks around a
+-- numeric string are ASCII ones only: in a UTF-8 database the regex's \s also matched U+2003,
+-- U+2028, U+3000 and other Unicode spaces, which trim() and the cast do not skip, so
+-- `"revenue":"\u20035"` failed the pass the same way (22P02; found by a second audit the same
+-- session). The function runs on every event of an attributed device's day, whatever its name:
+-- the sum's CASE is computed per row before the name is checked. The body stays one CASE on
+-- p_data, which PostgreSQL inlines into the day's statement.
 CREATE OR REPLACE FUNCTION report_revenue_amount(p_data jsonb) RETURNS numeric
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $fn$
     SELECT CASE
@@ -22,12 +27,12 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $fn$
         WHEN jsonb_typeof(p_data -> 'revenue') = 'number' THEN
             CASE WHEN abs((p_data ->> 'revenue')::numeric) < 1e15 THEN (p_data ->> 'revenue')::numeric END
         WHEN jsonb_typeof(p_data -> 'revenue') = 'string'
-            AND p_data ->> 'revenue' ~ '^\s*-?[0-9]{1,255}(\.[0-9]{1,255})?\s*$' THEN
+            AND p_data ->> 'revenue' ~ '^[ \t\n\r\f\v]*-?[0-9]{1,255}(\.[0-9]{1,255})?[ \t\n\r\f\v]*$' THEN
             CASE WHEN abs(trim(p_data ->> 'revenue')::numeric) < 1e15 THEN trim(p_data ->> 'revenue')::numeric END
         WHEN jsonb_typeof(p_data -> 'value') = 'number' THEN
             CASE WHEN abs((p_data ->> 'value')::numeric) < 1e15 THEN (p_data ->> 'value')::numeric END
         WHEN jsonb_typeof(p_data -> 'value') = 'string'
-            AND p_data ->> 'value' ~ '^\s*-?[0-9]{1,255}(\.[0-9]{1,255})?\s*$' THEN
+            AND p_data ->> 'value' ~ '^[ \t\n\r\f\v]*-?[0-9]{1,255}(\.[0-9]{1,255})?[ \t\n\r\f\v]*$' THEN
             CASE WHEN abs(trim(p_data ->> 'value')::numeric) < 1e15 THEN trim(p_data ->> 'value')::numeric END
     END
 $fn$;

@@ -377,18 +377,23 @@ extension IncrementalTests {
             #"{"revenue":"\#(String(repeating: "9", count: 200_000))","currency":"USD"}"#,
             #"{"revenue":"0.\#(String(repeating: "9", count: 20_000))","currency":"USD"}"#,
             #"{"value":-1e15,"currency":"USD"}"#, #"{"revenue":19.99,"currency":"USD"}"#,
+            // Unicode spaces, which a UTF-8 database's regex \s matched and the cast does not skip.
+            #"{"revenue":"\u20035","currency":"USD"}"#, #"{"value":"12\u3000","currency":"USD"}"#,
         ].enumerated() {
             fixture.event(
                 "purchase", device: "d1", at: "2026-06-01T10:1\(minute):00Z", installClick: "c1", openType: "deferred",
                 data: data)
         }
+        // Not a purchase, yet its amount is read too (the day's sums are computed per row).
+        fixture.event(
+            "app_open", device: "d1", at: "2026-06-01T12:00:00Z", kind: "retention", data: #"{"value":"1\u2028"}"#)
         fixture.event("purchase", device: "e1", app: "b", at: "2026-06-01T11:00:00Z", data: #"{"revenue":5}"#)
         try fixture.load()
         try fixture.process()
         let links = try ReportService(connection: connection).links(
             app: "a", from: day("2026-06-01"), to: day("2026-06-01"))
         #expect(links.rows.map(\.revenue) == [["USD": "19.99"]])
-        #expect(links.rows.map { $0.events["purchase"] } == [6])
+        #expect(links.rows.map { $0.events["purchase"] } == [8])
         #expect(
             try connection.query("SELECT sum(events)::int AS n FROM rollup_events_daily WHERE app_id = 'b'").first?[
                 "n", as: Int.self] == 1)
