@@ -10,10 +10,11 @@
 -- publishable key (shipped inside every copy of an app) was enough. Found by the forty-fourth
 -- session's audit of the ingest path; IncrementalTests.absurdRevenue.
 --
--- Now an amount whose absolute value is 10^15 or more (a quadrillion in major units: no purchase
--- in any currency, a client bug or an attack) is not usable, like a missing one: the action still
--- counts as an event and adds no revenue. A numeric string may have at most 255 digits either
--- side of the point (longer is not usable either), so the cast cannot fail. The blanks around a
+-- Now an amount whose absolute value is 10^255 or more is not usable, like a missing one: the
+-- action still counts as an event and adds no revenue. Smaller amounts are still summed exactly,
+-- whatever their size (ReportsTests.EndpointTests.totalsOfLargeAmounts: 10^39 and 10^-31), and
+-- no count of them can reach numeric's 131,072 digits. A numeric string may have at most 255
+-- digits either side of the point (longer is not usable either), so its cast cannot fail. The blanks around a
 -- numeric string are ASCII ones only: in a UTF-8 database the regex's \s also matched U+2003,
 -- U+2028, U+3000 and other Unicode spaces, which trim() and the cast do not skip, so
 -- `"revenue":"\u20035"` failed the pass the same way (22P02; found by a second audit the same
@@ -25,14 +26,14 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $fn$
     SELECT CASE
         WHEN jsonb_typeof(p_data) <> 'object' THEN NULL
         WHEN jsonb_typeof(p_data -> 'revenue') = 'number' THEN
-            CASE WHEN abs((p_data ->> 'revenue')::numeric) < 1e15 THEN (p_data ->> 'revenue')::numeric END
+            CASE WHEN abs((p_data ->> 'revenue')::numeric) < 1e255 THEN (p_data ->> 'revenue')::numeric END
         WHEN jsonb_typeof(p_data -> 'revenue') = 'string'
             AND p_data ->> 'revenue' ~ '^[ \t\n\r\f\v]*-?[0-9]{1,255}(\.[0-9]{1,255})?[ \t\n\r\f\v]*$' THEN
-            CASE WHEN abs(trim(p_data ->> 'revenue')::numeric) < 1e15 THEN trim(p_data ->> 'revenue')::numeric END
+            CASE WHEN abs(trim(p_data ->> 'revenue')::numeric) < 1e255 THEN trim(p_data ->> 'revenue')::numeric END
         WHEN jsonb_typeof(p_data -> 'value') = 'number' THEN
-            CASE WHEN abs((p_data ->> 'value')::numeric) < 1e15 THEN (p_data ->> 'value')::numeric END
+            CASE WHEN abs((p_data ->> 'value')::numeric) < 1e255 THEN (p_data ->> 'value')::numeric END
         WHEN jsonb_typeof(p_data -> 'value') = 'string'
             AND p_data ->> 'value' ~ '^[ \t\n\r\f\v]*-?[0-9]{1,255}(\.[0-9]{1,255})?[ \t\n\r\f\v]*$' THEN
-            CASE WHEN abs(trim(p_data ->> 'value')::numeric) < 1e15 THEN trim(p_data ->> 'value')::numeric END
+            CASE WHEN abs(trim(p_data ->> 'value')::numeric) < 1e255 THEN trim(p_data ->> 'value')::numeric END
     END
 $fn$;
