@@ -357,9 +357,7 @@ extension IncrementalTests {
                 "SELECT entered_day::text AS day FROM rollup_funnel_entries WHERE device_id = 'd1'"
             ).map { try $0["day", as: String.self] } == ["2026-06-01"])
     }
-}
 
-extension IncrementalTests {
     /// Ingest keeps numbers as written and jsonb holds any numeric: two purchases of 9e131071 summed
     /// past numeric's range and failed the pass, for every app, at every pass after (sql/082).
     @Test("absurd revenue amounts add no revenue and do not stop the rollups of any app")
