@@ -73,6 +73,19 @@ import Testing
         #expect(result.warnings.count == 1)
     }
 
+    @Test("an element's own sent_at is read with null as absent, sent_at before sentAt, and given twice is ambiguous")
+    func elementSentAt() throws {
+        let sentAt = Timestamp(iso8601: "2026-06-01T08:00:00.000Z")
+        let body =
+            #"{"batch":[\#(Self.event(#","sent_at":null,"sentAt":"2026-06-01T08:00:00Z""#)),\#(Self.event(#","sent_at":"2026-06-01T08:00:00Z","sentAt":"bad""#)),\#(Self.event(#","sent_at":"2026-06-01T08:00:00Z","sent_at":"2026-06-01T09:00:00Z""#))]}"#
+        let result = try Normalizer.batch(body: Array(body.utf8), context: Self.context)
+        #expect(result.accepted.map(\.sentAt) == [sentAt, sentAt])
+        #expect(result.accepted.map(\.clock) == [.skewCorrected, .skewCorrected])
+        #expect(result.warnings.isEmpty)
+        #expect(result.rejected.map(\.index) == [2])
+        #expect(result.rejected.map(\.code) == ["duplicate_key"])
+    }
+
     static let bodyErrors: [(String, String)] = [
         (#"{"batch":[]}"#, "empty_batch"),
         (#"{"events":[]}"#, "invalid_batch"),
