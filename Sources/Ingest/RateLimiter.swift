@@ -13,7 +13,7 @@ final class RateLimiter: Sendable {
     }
     private struct Key: Hashable {
         var app: String
-        var isSecret: Bool
+        var kind: KeyKind
     }
     private let rate: Double
     private let burst: Double
@@ -32,7 +32,7 @@ final class RateLimiter: Sendable {
     /// Takes one token from the bucket of `app` and `kind`; returns nil when allowed, else the whole
     /// seconds until a token is free (at most `longestWait`).
     func acquire(app: String, kind: KeyKind, now: ContinuousClock.Instant = .now) -> Int? {
-        let key = Key(app: app, isSecret: kind == .secret)
+        let key = Key(app: app, kind: kind)
         return buckets.withLock { buckets in
             if buckets.count >= maxApps, buckets[key] == nil { buckets.removeAll(keepingCapacity: true) }
             var bucket = buckets[key] ?? Bucket(tokens: burst, updated: now)
