@@ -176,6 +176,16 @@ struct CommandLineTests {
         #expect(refused.errors.contains("--commit-delay must be a duration such as 200us"), "\(refused.errors)")
     }
 
+    /// Runs `command` with each case's flags and expects exit status 64 with the case's message on
+    /// stderr.
+    static func expectUsageRefusals(_ command: [String], _ cases: [([String], String)]) throws {
+        for (flags, message) in cases {
+            let result = try PipelineProcess.runToEnd(command + flags)
+            #expect(result.status == 64, "\(flags): \(result.errors)")
+            #expect(result.errors.contains(message), "\(flags): \(result.errors)")
+        }
+    }
+
     @Test(
         "a limit flag out of range, a burst without a rate, or a dead-letter cap too small is refused with exit status 64"
     )
@@ -193,11 +203,7 @@ struct CommandLineTests {
             (["--dead-letter-retention", "soon"], "--dead-letter-retention must be a duration"),
             (["--report-threads", "0"], "--report-threads must be an integer in 1...64, got 0"),
         ]
-        for (flags, message) in cases {
-            let result = try PipelineProcess.runToEnd(["serve", "--data-dir", "/nonexistent"] + flags)
-            #expect(result.status == 64, "\(flags)")
-            #expect(result.errors.contains(message), "\(flags): \(result.errors)")
-        }
+        try Self.expectUsageRefusals(["serve", "--data-dir", "/nonexistent"], cases)
         // Large segments alone do not trip the dead-letter cap's default (it grows with them).
         var arguments = Arguments(["--segment-bytes", "1GiB"])
         let options = try PipelineOptions.parse(&arguments, environment: Environment(variables: [:]))
