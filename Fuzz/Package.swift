@@ -7,9 +7,10 @@
 // directories (Sources/EventModel -> ../../Sources/EventModel, and so on): the fuzzers always test
 // the checked-out code, byte for byte.
 //
-// Build and run (see scripts/chaos and docs/reliability.md):
+// Build and run, in this directory (scripts/chaos does it; docs/reliability.md, "Fuzzing", runs it
+// on a copy of the corpus, as a run adds what it finds to the directory it is given):
 //   swift build -c release --sanitize=fuzzer -Xswiftc -sanitize=fuzzer,address --product FuzzJSON
-//   .build/release/FuzzJSON -max_total_time=600 Fuzz/corpus/json
+//   .build/release/FuzzJSON -max_total_time=600 "$(mktemp -d)" corpus/json
 import PackageDescription
 
 let strict: [SwiftSetting] = [
