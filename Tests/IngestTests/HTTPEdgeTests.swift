@@ -110,14 +110,38 @@ struct HTTPEdgeTests {
         #expect(server.isServing())
     }
 
-    @Test("a declared body over the limit is 413 before it is sent")
-    func declaredTooLarge() throws {
+    @Test(
+        "a declared body over the limit, or with a bad key, sent whole before the answer is read, gets its 413 or 401 and the connection serves on",
+        arguments: [false, true])
+    func declaredTooLarge(badKey: Bool) throws {
+        // As Python's http.client and Node's fetch send: the whole body, then read. Until 2026-12-05
+        // the answer was queued from the head and the connection closed with the body unread, so
+        // the kernel reset it: the client saw a broken pipe, not the 413 telling it to split.
         let server = try TestServer { $0.maxBodyBytes = 4096 }
         let client = try server.client()
-        Self.sendHead(client, "/api/analytics/batch", contentLength: 5000)
+        let length = 3 << 20
+        Self.sendHead(
+            client, "/api/analytics/batch", contentLength: length,
+            key: badKey ? "pk_not_a_key_of_this_app" : TestServer.publishableKey)
+        let isSent = client.send([UInt8](repeating: UInt8(ascii: " "), count: length))
+        #expect(isSent, "the body was cut off")
+        let response = try client.readResponse()
+        #expect(response.status == (badKey ? 401 : 413))
+        #expect(response.errorCode == (badKey ? "invalid_key" : "body_too_large"))
+        let next = try client.request("POST", "/api/analytics/event", headers: TestServer.sdkHeaders(), body: Self.event)
+        #expect(next.status == 200)
+        #expect(server.sink.records.count == 1)
+    }
+
+    @Test("a body declared over 16 MiB is refused from the head, before it is sent, and the connection closes")
+    func declaredFarTooLarge() throws {
+        let server = try TestServer()
+        let client = try server.client()
+        Self.sendHead(client, "/api/analytics/batch", contentLength: (16 << 20) + 1)
         let response = try client.readResponse()
         #expect(response.status == 413)
         #expect(response.errorCode == "body_too_large")
+        #expect(client.isClosedByPeer())
         #expect(server.isServing())
     }
 

@@ -79,8 +79,15 @@ private func refusal(for state: RequestState, core: ServerCore) -> HTTPResponse 
     return core.handler.bodyTooLarge(context: state.context, limit: state.limit)
 }
 
-/// Bodies up to this size are read and dropped when the answer is known from the head.
-private let smallBodyDiscardLimit = 64 * 1024
+/// A body declared up to this size is read and dropped when the answer is known from its head
+/// (401, 415, a declared 413...), and the answer is sent once it has arrived. A connection closed
+/// with unread bytes in its receive buffer is reset by the kernel, and a client that writes its
+/// whole body before reading (Node's `fetch`, Python's `http.client`) then reports a broken pipe
+/// instead of the answer: it could not tell a batch too large to split from a network failure to
+/// retry. Until 2026-12-05 only bodies up to 64 KiB were read, never a declared 413's: a 2 MB batch
+/// sent with `http.client`, or a 6 MB one with Node's `fetch`, got no 413. Over this, the answer is
+/// sent at once and the connection closed, as a body that size is no SDK's or batch client's.
+private let earlyAnswerDrainLimit = 16 << 20
 
 private func begin(
     core: ServerCore, connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?,
@@ -125,15 +132,16 @@ private func begin(
     conCls.pointee = Unmanaged.passRetained(state).toOpaque()
     if let early {
         // libmicrohttpd closes the connection when a response is queued before the request is
-        // fully received. Small bodies are read and dropped so the connection stays alive; large
-        // or chunked ones are cut off right away, and so are bodies a client holds back until it
-        // sees `100 Continue` (RFC 9110 10.1.1): reading those would send it `100 Continue` and have
-        // it upload a body only to be refused.
-        // A body with a refused framing is never read: where it ends is what is in doubt.
+        // fully received. A body declared up to `earlyAnswerDrainLimit` is read and dropped first,
+        // so the client reads the answer and the connection stays alive; larger or chunked ones are
+        // cut off right away, and so are bodies a client holds back until it sees `100 Continue`
+        // (RFC 9110 10.1.1): reading those would send it `100 Continue` and have it upload a body
+        // only to be refused. A body with a refused framing is never read: where it ends is what is
+        // in doubt.
         let chunked = head.headers[.transferEncoding] != nil
         let declared = head.contentLength ?? 0
         let awaitsContinue = declared > 0 && head.awaitsContinue
-        if framing == nil, !chunked, !awaitsContinue, declared <= smallBodyDiscardLimit, early.status != 413 {
+        if framing == nil, !chunked, !awaitsContinue, declared <= earlyAnswerDrainLimit {
             state.earlyResponse = early
             return .YES
         }
