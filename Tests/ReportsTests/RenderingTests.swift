@@ -119,6 +119,23 @@ import Testing
         #expect(json.contains(#""events":{"@SUM(A1)":2}"#))
     }
 
+    @Test("CSV doubles every quote, also one followed by a combining mark (one Character with it in Swift)")
+    func csvQuoteBeforeCombiningMark() {
+        // A UTM value anyone can put in a link's URL: with the quotes undoubled, a spreadsheet read
+        // its formula as a cell of its own, without the apostrophe.
+        let source = "x\"\u{301},=cmd|' /C calc'!A0,\"\u{301}"
+        let utm = [
+            UTMRow(
+                path: "/p\"\u{301}q", day: day("2026-06-01"), source: source, medium: nil, campaign: nil, clicks: 1,
+                universalLinkOpens: 0, matchedInstalls: 0, attributedInstalls: 0)
+        ]
+        let report = LinkReport(
+            app: "acme", from: day("2026-06-01"), to: day("2026-06-01"), watermark: nil, rows: [], utm: utm)
+        let csv = Array(ReportRenderer.csv(report.tables[1]).utf8)
+        let expected = Array("\r\n\"/p\"\"\u{301}q\",2026-06-01,\"x\"\"\u{301},=cmd|' /C calc'!A0,\"\"\u{301}\",,,1,".utf8)
+        #expect(csv.firstRange(of: expected) != nil, "\(String(decoding: csv, as: UTF8.self).debugDescription)")
+    }
+
     /// The terminal table goes to an analyst's terminal; names and UTM values are anyone's choice.
     @Test("the terminal table shows control characters as \\u escapes, never sends them to the terminal")
     func tableControlCharacters() {

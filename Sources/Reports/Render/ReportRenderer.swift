@@ -95,11 +95,21 @@ package enum ReportRenderer {
     /// injection"; since 2026-12-02). Numbers are never changed; JSON keeps every value exact.
     package static func csv(_ table: ReportTable) -> String {
         func field(_ text: String) -> String {
-            // By bytes: "\r\n" is one Character in Swift, equal to neither "\r" nor "\n".
-            if text.utf8.contains(where: { $0 == 0x2C || $0 == 0x22 || $0 == 0x0A || $0 == 0x0D }) {
-                return "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+            // By bytes: "\r\n" is one Character in Swift, equal to neither "\r" nor "\n", and so is a
+            // quote with a combining mark after it, which a search for "\"" passes over (until
+            // 2026-12-05 such a quote was not doubled, so a client's name could end the field early
+            // and start cells of its own, formulas included).
+            guard text.utf8.contains(where: { $0 == 0x2C || $0 == 0x22 || $0 == 0x0A || $0 == 0x0D }) else {
+                return text
             }
-            return text
+            var quoted: [UInt8] = [0x22]
+            quoted.reserveCapacity(text.utf8.count + 8)
+            for byte in text.utf8 {
+                quoted.append(byte)
+                if byte == 0x22 { quoted.append(0x22) }
+            }
+            quoted.append(0x22)
+            return String(decoding: quoted, as: UTF8.self)
         }
         func cell(_ value: ReportValue) -> String {
             let text = value.plainText
