@@ -128,7 +128,8 @@ struct HTTPEdgeTests {
         let response = try client.readResponse()
         #expect(response.status == (badKey ? 401 : 413))
         #expect(response.errorCode == (badKey ? "invalid_key" : "body_too_large"))
-        let next = try client.request("POST", "/api/analytics/event", headers: TestServer.sdkHeaders(), body: Self.event)
+        let next = try client.request(
+            "POST", "/api/analytics/event", headers: TestServer.sdkHeaders(), body: Self.event)
         #expect(next.status == 200)
         #expect(server.sink.records.count == 1)
     }

@@ -132,7 +132,8 @@ import Testing
         let report = LinkReport(
             app: "acme", from: day("2026-06-01"), to: day("2026-06-01"), watermark: nil, rows: [], utm: utm)
         let csv = Array(ReportRenderer.csv(report.tables[1]).utf8)
-        let expected = Array("\r\n\"/p\"\"\u{301}q\",2026-06-01,\"x\"\"\u{301},=cmd|' /C calc'!A0,\"\"\u{301}\",,,1,".utf8)
+        let expected = Array(
+            "\r\n\"/p\"\"\u{301}q\",2026-06-01,\"x\"\"\u{301},=cmd|' /C calc'!A0,\"\"\u{301}\",,,1,".utf8)
         #expect(csv.firstRange(of: expected) != nil, "\(String(decoding: csv, as: UTF8.self).debugDescription)")
     }
 
