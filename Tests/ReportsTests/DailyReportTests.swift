@@ -135,6 +135,41 @@ import Testing
         #expect(mixed.exitCode == 75)
     }
 
+    @Test(
+        "an app whose files cannot be written is named beside the other refusals, the apps after it are written, and 75 still wins"
+    )
+    func writeFailureRefusesOnlyItsApp() throws {
+        let database = try Database()
+        defer { database.close() }
+        let fixture = Fixture(database.connection)
+        try fixture.app("a")
+        try fixture.app("b")
+        // Its day ends at 2026-06-02T11:00Z: not complete at the watermark below.
+        try fixture.app("c", timeZone: "Pacific/Pago_Pago")
+        for app in ["a", "b", "c"] { fixture.click("c-\(app)", app: app, path: "/x", at: "2026-06-01T10:00:00Z") }
+        try fixture.load()
+        try fixture.watermark("2026-06-02T01:20:00Z")
+        let out = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        // "a"'s directory is a file.
+        try FileManager.default.createDirectory(atPath: out + "/2026-06-01", withIntermediateDirectories: true)
+        #expect(FileManager.default.createFile(atPath: out + "/2026-06-01/a", contents: Data()))
+        let run = try DailyReport(connection: database.connection).run(
+            date: day("2026-06-01"), app: nil, outDirectory: out, formats: [.json], allowPartial: false)
+        #expect(run.outputs.map(\.app) == ["b"])
+        #expect(run.refusals.map(\.exitCode) == [74, 75])
+        #expect(run.refusals.first?.description.contains("2026-06-01/a") == true)
+        #expect(run.failure == nil && run.untried.isEmpty)
+        #expect(run.exitCode == 75)
+        #expect(FileManager.default.fileExists(atPath: out + "/2026-06-01/b/report.json"))
+        // A PostgreSQL failure stops the run but not what came before it: 69, unless a day was refused.
+        var failed = DailyReportRun(outputs: [], refusals: [.unknownTimeZone(app: "a", timeZone: "Gone/Zone")])
+        failed.failure = .database(message: "server closed the connection")
+        #expect(failed.exitCode == 69)
+        failed.refusals.append(.rollupsPending(app: "b", days: 1))
+        #expect(failed.exitCode == 75)
+    }
+
     @Test("rollup work queued only for later days does not hold a finished day back")
     func laterPendingDaysDoNotHoldTheDay() throws {
         let database = try Database()
@@ -253,12 +288,12 @@ import Testing
         let out = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: out) }
         try "not a directory".write(toFile: out + "/file", atomically: true, encoding: .utf8)
-        let job = DailyReport(connection: database.connection)
-        #expect(throws: ReportError.io(path: out + "/file", message: "it is a file, not a directory")) {
-            _ = try job.run(
-                date: day("2026-06-01"), app: nil, outDirectory: out + "/file/reports", formats: [.json],
-                allowPartial: true)
-        }
+        let run = try DailyReport(connection: database.connection).run(
+            date: day("2026-06-01"), app: nil, outDirectory: out + "/file/reports", formats: [.json],
+            allowPartial: true)
+        #expect(run.outputs.isEmpty)
+        #expect(run.refusals == [.io(path: out + "/file", message: "it is a file, not a directory")])
+        #expect(run.exitCode == 74)
     }
 
     @Test("a full disk is refused naming the file with errno's words, and leaves no temporary file behind")
@@ -271,23 +306,19 @@ import Testing
             let database = try Database()
             defer { database.close() }
             try loadSmallWorld(Fixture(database.connection))
-            let job = DailyReport(connection: database.connection)
-            do throws(ReportError) {
-                _ = try job.run(
-                    date: day("2026-06-01"), app: nil, outDirectory: tmpfs.path, formats: [.csv, .json, .html],
-                    allowPartial: true)
-                Issue.record("eight files written on a 12 KiB file system")
-            } catch {
-                // It named the temporary file with Foundation's error: `cannot write .../installs.csv.tmp-4242:
-                // Error Domain=NSCocoaErrorDomain Code=640 "There isn’t enough space." UserInfo={...}`.
-                #expect(error.exitCode == 74)
-                guard case .io(let path, let message) = error else {
-                    Issue.record("\(error)")
-                    return
-                }
-                #expect(message == "No space left on device")
-                #expect(path.hasPrefix(tmpfs.path + "/2026-06-01/a/") && !path.contains(".tmp"), "\(path)")
+            let run = try DailyReport(connection: database.connection).run(
+                date: day("2026-06-01"), app: nil, outDirectory: tmpfs.path, formats: [.csv, .json, .html],
+                allowPartial: true)
+            #expect(run.outputs.isEmpty, "eight files written on a 12 KiB file system")
+            #expect(run.exitCode == 74)
+            // It named the temporary file with Foundation's error: `cannot write .../installs.csv.tmp-4242:
+            // Error Domain=NSCocoaErrorDomain Code=640 "There isn’t enough space." UserInfo={...}`.
+            guard case .io(let path, let message) = run.refusals.first else {
+                Issue.record("\(run.refusals)")
+                return
             }
+            #expect(message == "No space left on device")
+            #expect(path.hasPrefix(tmpfs.path + "/2026-06-01/a/") && !path.contains(".tmp"), "\(path)")
             let left = FileManager.default.enumerator(atPath: tmpfs.path)?.compactMap { $0 as? String } ?? []
             #expect(!left.contains { $0.contains(".tmp") }, "\(left)")
         }

@@ -50,41 +50,75 @@ package struct DailyReport {
     ///   - formats: which files to write (`csv`: one CSV per section, `json`: `report.json`,
     ///     `html`: `report.html`).
     ///   - allowPartial: write even when the day is not completely loaded (the output says so).
-    /// - Returns: what was written and what was refused, each in app order.
-    /// - Throws: `.unknownApp`, `.database`, `.io` (an app written before the failure keeps its files).
+    /// - Returns: what was written and what was refused, each in app order; a PostgreSQL failure
+    ///   after the list of apps stops the run, and is returned with what came before it (`failure`).
+    /// - Throws: `.unknownApp`, or `.database` for the list of apps.
     package func run(
         date: ReportDay, app: String?, outDirectory: String, formats: Set<DailyReportFormat>, allowPartial: Bool
     ) throws(ReportError) -> DailyReportRun {
         var result = DailyReportRun(outputs: [], refusals: [])
         result.removedTemporaryFiles = Self.removeAbandonedTemporaryFiles(outDirectory: outDirectory)
-        for id in try appIDs(app) {
-            // The schema's pattern admits `.` and `..` (apps create refuses them since 2026-12-02);
-            // `<out>/<date>/..` is `<out>`, where such an app's files landed.
-            guard id != ".", id != ".." else {
-                result.refusals.append(
-                    .io(path: outDirectory + "/" + date.iso8601 + "/" + id, message: "app id \(id) names no directory"))
-                continue
+        let ids = try appIDs(app)
+        for (index, id) in ids.enumerated() {
+            do throws(ReportError) {
+                switch try decide(app: id, date: date, outDirectory: outDirectory, allowPartial: allowPartial) {
+                case .refuse(let refusal):
+                    result.refusals.append(refusal)
+                case .write(let status):
+                    result.outputs.append(
+                        try write(app: id, date: date, status: status, outDirectory: outDirectory, formats: formats))
+                }
+            } catch .io(let path, let message) {
+                // That app's files could not be written (a full disk, a path that is a file): the
+                // apps after it are still tried. Until 2026-12-05 this ended the run, and the apps
+                // written and refused before it went unreported, with 74 in place of a refusal's 75.
+                result.refusals.append(.io(path: path, message: message))
+            } catch {
+                // PostgreSQL failed: the apps after this one are not tried (each would fail alike),
+                // and what was written and refused before it is still reported.
+                result.failure = error
+                result.untried = Array(ids[(index + 1)...])
+                return result
             }
-            let status = try completeness(app: id, date: date)
-            // Its days cannot be told, with --allow-partial either; the apps after it are still
-            // written (until 2026-12-05 the failing query ended the run there, exit 69).
-            if let zone = status.unknownTimeZone {
-                result.refusals.append(.unknownTimeZone(app: id, timeZone: zone))
-                continue
-            }
-            if !status.isComplete && !allowPartial {
-                result.refusals.append(
-                    status.pendingDays > 0
-                        ? .rollupsPending(app: id, days: status.pendingDays)
-                        : .dayNotComplete(
-                            app: id, day: date, watermark: status.watermark, requiredWatermark: status.required,
-                            nodesBehind: status.nodesBehind))
-                continue
-            }
-            result.outputs.append(
-                try write(app: id, date: date, status: status, outDirectory: outDirectory, formats: formats))
         }
         return result
+    }
+
+    /// What the job does with one app.
+    private enum Decision {
+        /// Write its files; the day's completeness.
+        case write(Completeness)
+        /// Write nothing of it, for this reason.
+        case refuse(ReportError)
+    }
+
+    /// Whether `id`'s files for `date` are written, or why not.
+    ///
+    /// - Throws: `ReportError.database`.
+    private func decide(
+        app id: String, date: ReportDay, outDirectory: String, allowPartial: Bool
+    ) throws(ReportError) -> Decision {
+        // The schema's pattern admits `.` and `..` (apps create refuses them since 2026-12-02);
+        // `<out>/<date>/..` is `<out>`, where such an app's files landed.
+        guard id != ".", id != ".." else {
+            return .refuse(
+                .io(path: outDirectory + "/" + date.iso8601 + "/" + id, message: "app id \(id) names no directory"))
+        }
+        let status = try completeness(app: id, date: date)
+        // Its days cannot be told, with --allow-partial either; the apps after it are still
+        // written (until 2026-12-05 the failing query ended the run there, exit 69).
+        if let zone = status.unknownTimeZone {
+            return .refuse(.unknownTimeZone(app: id, timeZone: zone))
+        }
+        if !status.isComplete && !allowPartial {
+            return .refuse(
+                status.pendingDays > 0
+                    ? .rollupsPending(app: id, days: status.pendingDays)
+                    : .dayNotComplete(
+                        app: id, day: date, watermark: status.watermark, requiredWatermark: status.required,
+                        nodesBehind: status.nodesBehind))
+        }
+        return .write(status)
     }
 
     /// Removes the temporary files an interrupted run (killed, a container stopped) left in any
@@ -211,18 +245,30 @@ package struct DailyReportRun: Sendable, Equatable {
     package var outputs: [DailyReportOutput]
     /// The apps not written because their day is not complete yet (`.dayNotComplete` or
     /// `.rollupsPending`), because PostgreSQL does not know their time zone (`.unknownTimeZone`), or
-    /// because their id (`.`, `..`) cannot name their directory (`.io`), in app order.
+    /// because their files could not be written or their id (`.`, `..`) names no directory (`.io`),
+    /// in app order.
     package var refusals: [ReportError]
     /// Temporary files an interrupted run had left under the output directory, removed by this one.
     package var removedTemporaryFiles: [String] = []
+    /// The PostgreSQL failure that stopped the run (`.database`), nil when every app was tried.
+    package var failure: ReportError?
+    /// The apps after the failure, not tried, in app order.
+    package var untried: [String] = []
+
+    /// A run's result so far.
+    package init(outputs: [DailyReportOutput], refusals: [ReportError]) {
+        self.outputs = outputs
+        self.refusals = refusals
+    }
 
     /// The CLI's exit status: 0 when every app was written, 75 (EX_TEMPFAIL, so cron tries again)
-    /// when any app was refused for its day, whatever else was refused (a retry writes that app;
-    /// until 2026-12-05 an unknown zone's 78 hid it), else 78 when an app's time zone is unknown,
-    /// 74 when an app id names no directory.
+    /// when any app was refused for its day, whatever else happened (a retry writes that app; until
+    /// 2026-12-05 an unknown zone's 78, or a write failure's 74, hid it); else 69 when PostgreSQL
+    /// failed (a retry tries the apps not tried); else 78 when an app's time zone is unknown; else
+    /// 74 when an app's files could not be written (or its id names no directory).
     package var exitCode: Int32 {
-        let codes = refusals.map(\.exitCode)
-        return codes.contains(75) ? 75 : codes.max() ?? 0
+        let codes = refusals.map(\.exitCode) + (failure.map { [$0.exitCode] } ?? [])
+        return [75, 69, 78, 74].first(where: codes.contains) ?? codes.max() ?? 0
     }
 }
 

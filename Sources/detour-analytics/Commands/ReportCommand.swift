@@ -178,9 +178,15 @@ enum ReportCommand: Command {
             for refusal in run.refusals {
                 complain("error: \(refusal.description)\n")
             }
+            if let failure = run.failure {
+                complain("error: \(failure.description)\n")
+                if !run.untried.isEmpty {
+                    complain("report daily: not tried after that failure: \(run.untried.joined(separator: ", "))\n")
+                }
+            }
             // A database with no apps (a fresh install, or DATABASE_URL naming another database)
             // wrote nothing and said nothing, exit 0 (until 2026-12-05).
-            if app == nil, run.outputs.isEmpty, run.refusals.isEmpty {
+            if app == nil, run.outputs.isEmpty, run.refusals.isEmpty, run.failure == nil {
                 complain(
                     "report daily: warning: the database has no apps, nothing was written (is DATABASE_URL the"
                         + " pipeline's database?)\n")
