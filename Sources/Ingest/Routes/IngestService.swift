@@ -127,6 +127,10 @@ final class IngestService: HTTPHandler {
         do {
             decoded = try Decompressor.decode(body, encoding: info.encoding, limit: configuration.maxDecompressedBytes)
         } catch {
+            // A bomb refused at the limit decoded up to 10 MiB first, and a body found corrupt at
+            // its end as much: given back like a large body's (until 2026-12-05 only a decoded body
+            // was, and a few bombs left ~40 MB resident until a large body came by).
+            Heap.returnFreeMemorySoon()
             // The body as received (compressed, so bounded by maxBodyBytes even for a bomb).
             return refuse(
                 error, info: info, raw: body, rawIsJSON: false, encoding: info.encoding, body: body.count,
