@@ -84,9 +84,11 @@ package enum IngestError: Error, Sendable, Equatable {
         case .decompressedTooLarge(let limit):
             (413, "decompressed_too_large", "decompressed request body exceeds \(limit) bytes", [])
         case .unsupportedEncoding(let encoding):
+            // RFC 9110 15.5.16: a 415 for a content coding names the codings taken.
             (
                 415, "unsupported_encoding",
-                "Content-Encoding \(encoding) is not supported; use gzip, zstd or identity", []
+                "Content-Encoding \(encoding) is not supported; use gzip, zstd or identity",
+                [("Accept-Encoding", "gzip, zstd")]
             )
         case .unsupportedMediaType(let type):
             (415, "unsupported_media_type", "Content-Type \(type) is not supported; send application/json", [])

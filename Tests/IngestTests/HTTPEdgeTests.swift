@@ -107,6 +107,8 @@ struct HTTPEdgeTests {
             body: Self.event)
         #expect(response.status == 415)
         #expect(response.errorCode == "unsupported_encoding")
+        // RFC 9110 15.5.16: the codings the server takes, for a client that can choose.
+        #expect(response.header("Accept-Encoding") == "gzip, zstd")
         #expect(server.isServing())
     }
 
