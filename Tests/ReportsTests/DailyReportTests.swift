@@ -170,6 +170,42 @@ import Testing
         #expect(failed.exitCode == 75)
     }
 
+    @Test("the files state loaded_through, which moves retention days out of null while the watermark stays")
+    func loadedThroughIsStated() throws {
+        let database = try Database()
+        defer { database.close() }
+        let fixture = Fixture(database.connection)
+        try fixture.app("a")
+        fixture.event("app_open", device: "d1", at: "2026-06-01T10:00:00Z", kind: "retention")
+        fixture.event("app_open", device: "d1", at: "2026-06-02T09:00:00Z", kind: "retention")
+        try fixture.load()
+        try fixture.watermark("2026-06-02T09:00:00Z")
+        let out = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let job = DailyReport(connection: database.connection)
+        func written() throws -> (json: String, html: String) {
+            let run = try job.run(
+                date: day("2026-06-01"), app: "a", outDirectory: out, formats: [.json, .html], allowPartial: false)
+            #expect(run.refusals.isEmpty, "\(run.refusals)")
+            return (
+                try String(contentsOfFile: out + "/2026-06-01/a/report.json", encoding: .utf8),
+                try String(contentsOfFile: out + "/2026-06-01/a/report.html", encoding: .utf8)
+            )
+        }
+        let before = try written()
+        let watermark = #""watermark":"2026-06-02T09:00:00.000000Z""#
+        #expect(before.json.contains(watermark + #","loaded_through":"2026-06-02T09:00:00.000000Z""#))
+        #expect(before.json.contains(#""d1":null"#))
+        // A quiet night: the aggregator reads every log to its end after 06-02, nothing new arrives.
+        // Day 1 of the 06-01 cohort is over; the watermark (the newest event loaded) is unchanged,
+        // so until 2026-12-05 two runs stating the same watermark showed different numbers.
+        try fixture.caughtUp("2026-06-03T00:30:00Z")
+        let after = try written()
+        #expect(after.json.contains(watermark + #","loaded_through":"2026-06-03T00:30:00.000000Z""#))
+        #expect(after.json.contains(#""d1":1"#))
+        #expect(after.html.contains("loaded through 2026-06-03T00:30:00.000000Z"))
+    }
+
     @Test("rollup work queued only for later days does not hold a finished day back")
     func laterPendingDaysDoNotHoldTheDay() throws {
         let database = try Database()

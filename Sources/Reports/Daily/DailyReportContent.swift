@@ -8,24 +8,37 @@ struct DailyReportContent {
     var isComplete: Bool
     var requiredWatermark: String
     var watermark: String?
+    /// `report_watermark.loaded_through` in the same snapshot: which retention days are over.
+    var loadedThrough: String?
     var links: LinkReport
     var attribution: AttributionReport
     var funnel: FunnelReport
     var retention: RetentionReport
 
+    /// Reads everything in one snapshot (a read-only repeatable-read transaction), so the sections
+    /// and the stated watermark and `loaded_through` agree however the loads go on meanwhile.
     static func load(
         connection: Connection, app: String, date: ReportDay, isComplete: Bool, requiredWatermark: String
     ) throws(ReportError) -> DailyReportContent {
         let service = ReportService(connection: connection)
-        let links = try service.links(app: app, from: date, to: date)
-        return DailyReportContent(
-            app: app, date: date, isComplete: isComplete, requiredWatermark: requiredWatermark,
-            watermark: links.watermark, links: links,
-            attribution: try service.attribution(app: app, from: date, to: date),
-            funnel: try service.funnel(app: app, from: date, to: date),
-            // The 31 cohorts stop at 0001-01-01: a day of year 0 is out of PostgreSQL's date range.
-            retention: try service.retention(
-                app: app, from: max(date.adding(days: -(DailyReport.retentionDays - 1)), ReportDay.first), to: date))
+        return try service.run {
+            try connection.withTransaction { connection in
+                try connection.unsafeSQL("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                let links = try service.links(app: app, from: date, to: date)
+                return DailyReportContent(
+                    app: app, date: date, isComplete: isComplete, requiredWatermark: requiredWatermark,
+                    watermark: links.watermark,
+                    loadedThrough: try connection.query(ReportSQL.loadedThrough).first?[
+                        "loaded_through", as: String?.self] ?? nil,
+                    links: links,
+                    attribution: try service.attribution(app: app, from: date, to: date),
+                    funnel: try service.funnel(app: app, from: date, to: date),
+                    // The 31 cohorts stop at 0001-01-01: a day of year 0 is out of PostgreSQL's date range.
+                    retention: try service.retention(
+                        app: app, from: max(date.adding(days: -(DailyReport.retentionDays - 1)), ReportDay.first),
+                        to: date))
+            }
+        }
     }
 
     var reports: [any RenderableReport] { [links, attribution, funnel, retention] }
@@ -50,6 +63,8 @@ struct DailyReportContent {
             json.raw(isComplete ? ",\"complete\":true" : ",\"complete\":false")
             json.raw(",\"watermark\":")
             if let watermark { json.string(watermark) } else { json.raw("null") }
+            json.raw(",\"loaded_through\":")
+            if let loadedThrough { json.string(loadedThrough) } else { json.raw("null") }
             json.raw(",\"required_watermark\":")
             json.string(requiredWatermark)
             json.raw(",\"reports\":{")

@@ -29,7 +29,7 @@ struct DailyReportHTML {
             </head>
             <body>
             <h1>Detour daily report: \(escape(content.app)), \(content.date)</h1>
-            <p class="meta">Load watermark: \(escape(content.watermark ?? "none (nothing loaded)")). Days are calendar days in the app's reporting time zone.</p>
+            <p class="meta">Load watermark: \(escape(content.watermark ?? "none (nothing loaded)")); every node's log loaded through \(escape(content.loadedThrough ?? "not yet")) (retention days end there). Days are calendar days in the app's reporting time zone.</p>
 
             """
         if !content.isComplete {

@@ -12,6 +12,14 @@ package enum ReportSQL {
         FROM report_watermark w
         """
 
+    /// The time through which every node's log has been loaded (`report_watermark.loaded_through`,
+    /// sql/063), which decides which retention days are over (sql/077). Columns: `loaded_through`
+    /// (text, as `watermark`; NULL while a node has never been read).
+    package static let loadedThrough: SQL = """
+        SELECT to_char(w.loaded_through AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS loaded_through
+        FROM report_watermark w
+        """
+
     /// Whether an app exists, and the load watermark, in one round trip (every report starts with
     /// both). Columns: `found` (bool), `watermark` (as in `watermark`), `unknown_time_zone` (the
     /// app's zone when PostgreSQL does not know it, else NULL: its days cannot be told, sql/079).
