@@ -137,6 +137,18 @@ import Testing
         #expect(csv.firstRange(of: expected) != nil, "\(String(decoding: csv, as: UTF8.self).debugDescription)")
     }
 
+    @Test("name=value cells can be split back: a name a space or = would cut is written as a JSON string")
+    func pairNames() {
+        let counts = ReportValue.counts(["Sign Up=3 x": 3, "Button Clicked": 1, "purchase": 2, #"a"b\c"#: 4])
+        #expect(counts.plainText == #""Button Clicked"=1 "Sign Up=3 x"=3 "a\"b\\c"=4 purchase=2"#)
+        #expect(ReportValue.amounts(["USD": "1.50", "eur": "-2"]).plainText == "USD=1.50 eur=-2")
+        // In CSV the quotes are doubled like any others, and the formula guard still sees the first byte.
+        let table = ReportTable(name: "t", columns: ["events"], rows: [[counts], [.counts(["@SUM(A1)": 1])]])
+        let lines = ReportRenderer.csv(table).split(separator: "\r\n")
+        #expect(lines[1] == #""""Button Clicked""=1 ""Sign Up=3 x""=3 ""a\""b\\c""=4 purchase=2""#)
+        #expect(lines[2] == "'@SUM(A1)=1")
+    }
+
     /// The terminal table goes to an analyst's terminal; names and UTM values are anyone's choice.
     @Test("the terminal table shows control characters as \\u escapes, never sends them to the terminal")
     func tableControlCharacters() {
@@ -151,7 +163,7 @@ import Testing
             app: "acme", from: day("2026-06-01"), to: day("2026-06-01"), watermark: nil, rows: [row], utm: utm)
         let text = ReportRenderer.render(report, as: .table)
         #expect(!text.unicodeScalars.contains { $0.value < 0x20 && $0 != "\n" || (0x7F...0x9F).contains($0.value) })
-        #expect(text.contains(#"\u001b]0;PWNED\u0007\u001b[2Jx\u000d\u000a\u007f=2"#))
+        #expect(text.contains(#""\u001b]0;PWNED\u0007\u001b[2Jx\u000d\u000a\u007f"=2"#))
         #expect(text.contains(#"/promo\u009b31m"#))
         #expect(text.contains(#"\u001b[31mred"#))
         #expect(text.contains("ok é✓"))

@@ -12,7 +12,8 @@ package enum ReportValue: Sendable, Equatable {
     /// No value (a rate with a zero denominator, a retention day not reached yet).
     case null
     /// Counts by name (events per name): a JSON object of numbers; `name=value` pairs separated by
-    /// spaces, sorted by name, in CSV and the terminal table.
+    /// spaces, sorted by name, in CSV, HTML and the terminal table; a name with a blank or control
+    /// character, `=`, `"` or `\\` (or an empty one) in double quotes (`"Sign Up"=3`, `pairName`).
     case counts(NamedValues<Int>)
     /// Exact decimal amounts by name (revenue per currency): a JSON object of strings, otherwise as
     /// `counts`.
@@ -26,10 +27,32 @@ package enum ReportValue: Sendable, Equatable {
         case .text(let value): return value
         case .null: return ""
         case .counts(let entries):
-            return zip(entries.names, entries.values).map { "\($0)=\($1)" }.joined(separator: " ")
+            return zip(entries.names, entries.values).map { Self.pairName($0) + "=\($1)" }.joined(separator: " ")
         case .amounts(let entries):
-            return zip(entries.names, entries.values).map { "\($0)=\($1)" }.joined(separator: " ")
+            return zip(entries.names, entries.values).map { Self.pairName($0) + "=\($1)" }.joined(separator: " ")
         }
+    }
+
+    /// A name as a `name=value` pair writes it: as it is, unless a reader splitting the pairs at
+    /// blanks and each at its `=` would cut it (a space, another blank or control character, or
+    /// `=` in it: `Sign Up`, common in event names), or it has a quote or backslash, or is empty;
+    /// then in double quotes, with `"` and `\\` escaped by a backslash (`"Sign Up"=3`). Every other
+    /// byte stays as it is: CSV keeps values as they are, and the terminal table makes control
+    /// characters visible itself. Until 2026-12-05 every name was written as it is, so `Sign Up=3 x`
+    /// and `Button Clicked` made `Button Clicked=1 Sign Up=3 x=1`, which no reader could split back.
+    static func pairName(_ name: String) -> String {
+        let isPlain =
+            !name.isEmpty
+            && !name.utf8.contains { $0 <= 0x20 || $0 == 0x3D || $0 == 0x22 || $0 == 0x5C || $0 == 0x7F }
+        guard !isPlain else { return name }
+        var quoted: [UInt8] = [0x22]
+        quoted.reserveCapacity(name.utf8.count + 8)
+        for byte in name.utf8 {
+            if byte == 0x22 || byte == 0x5C { quoted.append(0x5C) }
+            quoted.append(byte)
+        }
+        quoted.append(0x22)
+        return String(decoding: quoted, as: UTF8.self)
     }
 
     /// An optional count.
