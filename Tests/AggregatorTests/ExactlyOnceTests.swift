@@ -144,6 +144,37 @@ import Testing
         second.stop()
     }
 
+    @Test("aggregate --once (runUntilCaughtUp) waits for a load lock held elsewhere, then loads everything")
+    func concurrentOnceRunsLoadEverything() throws {
+        let world = try World()
+        defer { world.tearDown() }
+        let aggregator = try world.aggregator()
+        defer { aggregator.stop() }
+        // Its partitions ahead are made (and known) before the lock is taken, so what waits below is
+        // the cycle itself.
+        _ = try aggregator.runUntilCaughtUp()
+        try world.write(manyEvents(300))
+        // Another session holds the load lock, as another --once's partition step or final rollup
+        // pass, or report daily's pass, does: none of them loads this backlog. Until 2026-12-05 the
+        // run gave up at once ("another aggregator ... is loading", exit 0) and loaded nothing.
+        let holder = try world.connect()
+        defer { holder.close() }
+        try holder.unsafeSQL("BEGIN")
+        _ = try holder.query("SELECT pg_advisory_xact_lock(1684370546, hashtext(current_schema()))::text")
+        let outcome = Mutex<Result<[CycleSummary], AggregatorError>?>(nil)
+        let group = DispatchGroup()
+        DispatchQueue.global().async(group: group) {
+            let result = Result { () throws(AggregatorError) in try aggregator.runUntilCaughtUp() }
+            outcome.withLock { $0 = result }
+        }
+        #expect(group.wait(timeout: .now() + 1) == .timedOut, "it returned while the lock was held")
+        try holder.unsafeSQL("COMMIT")
+        #expect(group.wait(timeout: .now() + 60) == .success)
+        let summaries = try outcome.withLock { $0 }?.get() ?? []
+        #expect(summaries.contains { $0.ran && $0.events == 300 })
+        #expect(try world.count("select count(*) from events") == 300)
+    }
+
     @Test("a crash between COPY and COMMIT loses and duplicates nothing")
     func crashAfterCopy() throws {
         let world = try World()

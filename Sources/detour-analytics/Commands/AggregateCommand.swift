@@ -13,9 +13,9 @@ enum AggregateCommand: Command {
         Loads every ingest node's segments under <data-dir>/segments into PostgreSQL after the stored
         checkpoint, exactly once, and refreshes the rollups the new rows touch. Two aggregators against
         one database never load an event twice (the cycle holds a lock on the checkpoint).
-        With --once it loads until caught up and exits: 0 when everything was loaded (or another
-        aggregator holds the load lock, which it says; an app whose time zone PostgreSQL does not know
-        has its rollups held back, named on a warning line), 69 when PostgreSQL is unavailable or failing
+        With --once it loads until caught up and exits: 0 when everything was loaded (waiting for the
+        load lock while another aggregator, a rollup pass or a rebuild holds it; an app whose time zone
+        PostgreSQL does not know has its rollups held back, named on a warning line), 69 when PostgreSQL is unavailable or failing
         (as the report commands), 1 on any other failure (a node's log that cannot be read: the other
         nodes are loaded, and the line names it). Without --once,
         SIGINT/SIGTERM/SIGHUP stop it once the running cycle has committed or rolled back (exit 0);
@@ -60,10 +60,6 @@ enum AggregateCommand: Command {
             guard case .database = error else { throw error }
             // As the report commands (docs/cron.md): cron wrappers tell "try again later" from a bug.
             return databaseUnavailable("\(error)")
-        }
-        if cycles.allSatisfy({ !$0.ran }) {
-            say("aggregate: another aggregator holds the load lock and is loading; nothing done")
-            return 0
         }
         let events = cycles.reduce(0) { $0 + $1.events }
         let clicks = cycles.reduce(0) { $0 + $1.clicks }
