@@ -496,6 +496,29 @@ import Testing
         }
     }
 
+    @Test("a long link path is cut to fit the chart's label column and keeps its start; a short one is whole")
+    func longLabelsFitTheChart() throws {
+        let database = try Database()
+        defer { database.close() }
+        let fixture = Fixture(database.connection)
+        try loadSmallWorld(fixture)
+        // 28 characters of capitals at 11 px are ~250 px; the column has 170. Until 2026-12-05 the
+        // label was cut at 28 characters and drawn right-aligned, so its start ran off the chart.
+        fixture.click("c9", path: "/long/" + String(repeating: "A", count: 260), at: "2026-06-01T14:00:00Z")
+        fixture.click("c10", path: "/long/" + String(repeating: "\u{6F22}", count: 40), at: "2026-06-01T14:00:00Z")
+        try fixture.load()
+        let out = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let outputs = try DailyReport(connection: database.connection).run(
+            date: day("2026-06-01"), app: "a", outDirectory: out, formats: [.html], allowPartial: true
+        ).outputs
+        let html = try String(contentsOfFile: try #require(outputs.first?.files.first), encoding: .utf8)
+        // "/long/" is ~33 px by the estimate; 14 capitals of 9 px and the ellipsis fill the rest.
+        #expect(html.contains(">/long/" + String(repeating: "A", count: 14) + "…</text>"))
+        #expect(html.contains(">/long/" + String(repeating: "\u{6F22}", count: 11) + "…</text>"))
+        #expect(html.contains(">/x</text>"))
+    }
+
     @Test("the HTML is self-contained with SVG charts and renders in headless Chromium")
     func htmlRendersInChromium() throws {
         let database = try Database()

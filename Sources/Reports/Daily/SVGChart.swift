@@ -43,7 +43,7 @@ enum SVGChart {
         }
         for (index, bar) in shown.enumerated() {
             let y = top + rowHeight * Double(index)
-            svg += text(x: labelWidth - 6, y: y + 16, truncated(bar.label, 28), anchor: "end")
+            svg += text(x: labelWidth - 6, y: y + 16, fitted(bar.label, width: labelWidth - 10), anchor: "end")
             let clickWidth = plotWidth * Double(bar.clicks) / maximum
             let installWidth = plotWidth * Double(bar.installs) / maximum
             svg += rect(x: labelWidth, y: y + 3, width: clickWidth, height: 11, fill: clickColor, cls: "bar-clicks")
@@ -70,7 +70,7 @@ enum SVGChart {
             let y = 5 + rowHeight * Double(index)
             let width = plotWidth * Double(step.devices) / first
             let x = labelWidth + (plotWidth - width) / 2
-            svg += text(x: labelWidth - 6, y: y + 19, step.name, anchor: "end")
+            svg += text(x: labelWidth - 6, y: y + 19, fitted(step.name, width: labelWidth - 10), anchor: "end")
             svg += rect(x: x, y: y + 4, width: width, height: 24, fill: funnelColor, cls: "funnel-step")
             let share = Double(step.devices) / first * 100
             svg += text(x: labelWidth + plotWidth + 6, y: y + 19, "\(step.devices) (\(format(share, digits: 1))%)")
@@ -145,8 +145,44 @@ enum SVGChart {
         return svg + "</g>"
     }
 
-    private static func truncated(_ text: String, _ limit: Int) -> String {
-        text.count <= limit ? text : String(text.prefix(limit - 1)) + "…"
+    /// `text` as a label right-aligned in `width` pixels of the charts' 11 px sans-serif: whole
+    /// when it fits, else its start with "…", by an estimate of each character's width kept on the
+    /// wide side (no font metrics here). Until 2026-12-05 a link's label was cut at 28 characters,
+    /// which at 11 px are up to ~290 px of capitals or ~310 of CJK, so a long path showed its end
+    /// with its start cut off at the chart's left edge; a funnel step's name was not cut at all.
+    static func fitted(_ text: String, width: Double) -> String {
+        let ellipsis = 11.0
+        var used = 0.0
+        var end = text.startIndex
+        for index in text.indices {
+            let next = used + labelWidth(of: text[index])
+            if next > width - ellipsis {
+                // Would the rest fit without the ellipsis's room? Only if this is the last one.
+                let rest = text[index...].reduce(used) { $0 + labelWidth(of: $1) }
+                return rest <= width ? text : String(text[..<end]) + "…"
+            }
+            used = next
+            end = text.index(after: index)
+        }
+        return text
+    }
+
+    /// A character's width at 11 px, estimated high: East Asian wide and emoji the font size,
+    /// capitals and `m`/`w` 9 px (`M`, `W` 11), marks 0, narrow letters and punctuation 4, others 7.
+    static func labelWidth(of character: Character) -> Double {
+        guard let scalar = character.unicodeScalars.first else { return 0 }
+        switch scalar.value {
+        case 0x0300...0x036F, 0x200B...0x200F: return 0
+        case 0x1100...0x115F, 0x2E80...0xA4CF, 0xAC00...0xD7A3, 0xF900...0xFAFF, 0xFE30...0xFE4F, 0xFF00...0xFF60,
+            0xFFE0...0xFFE6, 0x1F300...0x1FAFF, 0x20000...0x3FFFD:
+            return 11
+        case 0x4D, 0x57: return 11  // M W
+        case 0x41...0x5A, 0x6D, 0x77: return 9  // other capitals, m, w
+        case 0x20, 0x21, 0x27, 0x28, 0x29, 0x2C, 0x2E, 0x2F, 0x3A, 0x3B, 0x49, 0x5B, 0x5D, 0x66, 0x69, 0x6A, 0x6C,
+            0x72, 0x74, 0x7C:
+            return 4  // space ! ' ( ) , . / : ; I [ ] f i j l r t |
+        default: return 7
+        }
     }
 
     /// Fixed-point formatting without Foundation's locale-dependent formatters.
