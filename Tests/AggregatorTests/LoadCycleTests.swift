@@ -217,6 +217,32 @@ import Testing
         #expect(world.registry.render().contains("aggregator_unreadable_nodes 0.0"))
     }
 
+    @Test("a segments directory that cannot be reached fails the cycle with the system's reason, not an empty log")
+    func unreachableLogFailsTheCycle() throws {
+        let world = try World()
+        defer { world.tearDown() }
+        try world.write(manyEvents(5))
+        // As a data directory made unreadable (EACCES, which root does not get): a path that
+        // cannot be resolved (ELOOP). Until 2026-12-05 either read as "no log here": the cycle
+        // loaded nothing, logged nothing, and `aggregate --once` exited 0 saying "no event log".
+        let segments = world.dataDirectory + "/segments"
+        try FileManager.default.moveItem(atPath: segments, toPath: segments + ".away")
+        try FileManager.default.createSymbolicLink(atPath: segments, withDestinationPath: segments)
+        let aggregator = try world.aggregator()
+        defer { aggregator.stop() }
+        do {
+            _ = try aggregator.runOnce()
+            Issue.record("a cycle succeeded without reaching the log")
+        } catch {
+            #expect("\(error)".contains("cannot read \(segments): Too many levels of symbolic links"), "\(error)")
+        }
+        #expect(try world.count("select count(*) from load_checkpoints where caught_up_at is not null") == 0)
+        try FileManager.default.removeItem(atPath: segments)
+        try FileManager.default.moveItem(atPath: segments + ".away", toPath: segments)
+        _ = try aggregator.runUntilCaughtUp()
+        #expect(try world.count("select count(*) from events") == 5)
+    }
+
     @Test("duplicate event ids within a cycle, across segments and across nodes are loaded once")
     func duplicatesLoadedOnce() throws {
         let world = try World()

@@ -9,11 +9,21 @@ struct LogSource {
     /// `<data>/segments`.
     let directory: String
 
-    /// Names of the nodes with a segment directory, sorted.
+    /// Names of the nodes with a segment directory, sorted; none when `directory` does not exist
+    /// (or is not a directory).
+    ///
+    /// - Throws: `AggregatorError.log` when `directory` cannot be reached or listed (a data
+    ///   directory made unreadable): until 2026-12-05 that read as "no log", and the aggregator
+    ///   went quiet, no `load.failing` and `--once` exiting 0 with "no event log", while ingest
+    ///   answered 503.
     func nodes() throws(AggregatorError) -> [String] {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue
-        else { return [] }
+        var status = stat()
+        guard stat(directory, &status) == 0 else {
+            let code = errno
+            if code == ENOENT || code == ENOTDIR { return [] }
+            throw .log(node: "*", reason: "cannot read \(directory): \(String(cString: strerror(code)))")
+        }
+        guard status.st_mode & S_IFMT == S_IFDIR else { return [] }
         do {
             return try FileManager.default.contentsOfDirectory(atPath: directory).filter { name in
                 var isDir: ObjCBool = false

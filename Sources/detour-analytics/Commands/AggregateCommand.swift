@@ -120,7 +120,11 @@ enum AggregateCommand: Command {
     /// A mistyped `--data-dir` loads nothing, quietly, run after run: say so once. Not an error, since
     /// the aggregator may start before ingest has written anything (docker-compose starts both at once).
     static func warnIfNoEventLog(_ segments: String, once: Bool) {
-        guard !isDirectory(segments) else { return }
+        // Only a log that is not there: one that cannot be reached (EACCES) fails the load, naming
+        // the reason, and "no event log" would hide it.
+        var status = stat()
+        guard !isDirectory(segments), stat(segments, &status) != 0 ? errno == ENOENT || errno == ENOTDIR : true
+        else { return }
         Logger(label: "aggregator").warning(
             "segments.missing", ["segments.path": segments, "hint": "is the data directory the one ingest writes?"])
         if once {
