@@ -79,6 +79,10 @@ struct ReportAPITests {
             "from=2026-06-01&from=2026-06-02",
             // A NUL byte: as a C string these read as "2026-06-01", "/a" and "x" (until 2026-12-05).
             "from=2026-06-01%00garbage", "path=%2Fa%00b", "x%00y=1",
+            // Not UTF-8 once decoded: repaired to U+FFFD they named another link (until 2026-12-05).
+            "path=/%FF%FE", "path=/%C3%28", "path=/%ED%A0%80", "p%FF=1",
+            // A part with a value but no name.
+            "=2026-06-01",
         ])
     func malformedQuery(query: String) throws {
         let provider = EchoReportProvider()
@@ -87,6 +91,18 @@ struct ReportAPITests {
         #expect(response.status == 400)
         #expect(response.errorCode == "invalid_parameter")
         #expect(provider.requests.withLock { $0.isEmpty })
+    }
+
+    @Test("empty parts of a query string are skipped, leading, doubled or trailing, as URL parsers skip them")
+    func emptyQueryParts() throws {
+        let provider = EchoReportProvider()
+        let server = try TestServer(reportProvider: provider)
+        for query in ["&from=2026-06-01", "from=2026-06-01&&to=2026-06-02&", "&&", "from=2026-06-01&"] {
+            let response = try server.client().request("GET", "/api/reports/links?" + query, headers: Self.secret)
+            #expect(response.status == 200, "\(query): until 2026-12-05 a leading or doubled & was refused")
+        }
+        let last = provider.requests.withLock { $0.last?.parameters }
+        #expect(last == ["from": "2026-06-01", "app": TestServer.app])
     }
 
     @Test("a report refusal keeps its status and code, in the API's one error shape")
@@ -203,6 +219,35 @@ struct ReportAPITests {
         // connection, whose send fails, and the response ends.
         body.gate.signal()
         #expect(body.cancelled.wait(timeout: .now() + 20) == .success, "the abandoned body was never cancelled")
+        #expect(server.isServing())
+    }
+
+    @Test(
+        "a client that leaves before its report is answered: the body is cancelled, not made whole, and the request counted"
+    )
+    func clientGoneBeforeTheAnswer() throws {
+        let body = GatedBody(first: Array(repeating: UInt8(ascii: "a"), count: 70_000), rest: Array("bc".utf8))
+        let provider = EchoReportProvider(isGated: true) { .streamed(contentType: "application/json", body: body) }
+        let server = try TestServer(reportProvider: provider) { $0.threads = 1 }
+        do {
+            let client = try server.client()
+            client.send(Self.rawRequest("links"))
+            #expect(provider.arrived.wait(timeout: .now() + 10) == .success)
+        }  // the client closes while the report is still being queried (a dashboard's timeout)
+        // The answer resumes a connection libmicrohttpd then finds closed, before any response is
+        // made of it. Until 2026-12-05 nothing cancelled the body there: a worker made the whole
+        // report (32 MB of JSON for a 30-day per-link report at 1,000 links) for nobody, and held it.
+        provider.gate.signal()
+        #expect(body.cancelled.wait(timeout: .now() + 20) == .success, "the body of a gone client was never cancelled")
+        body.gate.signal()  // the test double's second piece: its worker is free at once
+        // Counted as the answer it would have had (until then not at all).
+        var counted = false
+        for _ in 0..<100 where !counted {
+            let text = try server.client().request("GET", "/metrics").text
+            counted = text.contains(#"ingest_requests_total{route="reports_links",status="200"} 1"#)
+            if !counted { usleep(50_000) }
+        }
+        #expect(counted)
         #expect(server.isServing())
     }
 

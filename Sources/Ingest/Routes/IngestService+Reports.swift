@@ -38,12 +38,19 @@ extension IngestService {
     }
 
     /// The query arguments as a dictionary: at most `limit` of them, names and values at most
-    /// `maxBytes` each, no name twice (a repeated `from` is ambiguous, so it is refused).
+    /// `maxBytes` each and UTF-8, no name twice (a repeated `from` is ambiguous, so it is refused).
     static func reportParameters(
-        _ arguments: [(name: String, value: String)]?, limit: Int, maxBytes: Int
+        _ read: Result<[(name: String, value: String)], QueryArgumentProblem>, limit: Int, maxBytes: Int
     ) throws(IngestError) -> [String: String] {
-        guard let arguments else {
+        let arguments: [(name: String, value: String)]
+        switch read {
+        case .success(let pairs): arguments = pairs
+        case .failure(.tooMany):
             throw .invalidParameter(name: "query", message: "more than \(limit) query parameters")
+        case .failure(.notUTF8(let name)):
+            throw .invalidParameter(
+                name: name.isEmpty ? "query" : String(name.prefix(64)),
+                message: "is not UTF-8 once percent-decoded (a %XX byte outside a UTF-8 sequence)")
         }
         var parameters: [String: String] = [:]
         for (name, value) in arguments {

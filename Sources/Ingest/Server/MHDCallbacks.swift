@@ -218,8 +218,19 @@ let requestCompleted: MHD_RequestCompletedCallback = { cls, _, conCls, _ in
     guard let cls, let conCls, let pointer = conCls.pointee else { return }
     let core = Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue()
     let state = Unmanaged<RequestState>.fromOpaque(pointer)
+    let request = state.takeUnretainedValue()
+    // An answer made for a client that left before it went out: resumed, the connection was found
+    // closed before the answer was queued. A body still being made (a report) stops at its next
+    // piece, and the request is counted as the answer it would have had. Until 2026-12-05 neither
+    // happened: a report worker made a gone client's whole report, and held it, uncounted.
+    if let unsent = request.takeAnswer() {
+        (unsent.stream as? any HTTPProducedBody)?.cancel()
+        core.handler.completed(
+            route: request.route, status: unsent.status, code: unsent.errorCode, bytesIn: request.bytesIn,
+            started: request.started)
+    }
     // The body's bytes leave the budget when the request is over, whichever way it ended.
-    core.releaseBody(state.takeUnretainedValue().charged)
+    core.releaseBody(request.charged)
     state.release()
     conCls.pointee = nil
     core.inFlight.wrappingSubtract(1, ordering: .relaxed)

@@ -179,17 +179,27 @@ extension RequestHead {
     }
 
     /// The query-string arguments in order (percent-decoded by libmicrohttpd; a name without `=`
-    /// has an empty value), or nil when there are more than `limit` of them.
-    package func arguments(_ limit: Int) -> [(name: String, value: String)]? {
+    /// has an empty value; an empty part, as in `?&a=1` or `a=1&&b=2`, is skipped, as URL parsers
+    /// skip it), or why not: more than `limit` of them, or a name or value whose decoded bytes are
+    /// not UTF-8.
+    package func arguments(_ limit: Int) -> Result<[(name: String, value: String)], QueryArgumentProblem> {
         queryArguments(of: connection, limit: limit)
     }
+}
+
+/// Why a query string's arguments were not read.
+package enum QueryArgumentProblem: Error, Equatable {
+    /// More than the limit.
+    case tooMany
+    /// The argument of this name (as far as it is readable) has bytes that are not UTF-8 (`%FF`).
+    case notUTF8(name: String)
 }
 
 /// Collects query-string arguments for `queryArguments`; reached through the iterator's `cls`.
 private final class ArgumentCollector {
     let limit: Int
     var pairs: [(name: String, value: String)] = []
-    var isOverLimit = false
+    var problem: QueryArgumentProblem?
     init(limit: Int) { self.limit = limit }
 }
 
@@ -199,8 +209,12 @@ private final class ArgumentCollector {
 ///
 /// Read with their lengths: a `%00` decodes to a NUL byte inside the value, which is kept (the
 /// report API refuses it). As C strings, `from=2026-06-01%00x` read as `2026-06-01` and
-/// `path=%2Fa%00b` as `/a`, answering for another link (until 2026-12-05).
-private func queryArguments(of connection: OpaquePointer, limit: Int) -> [(name: String, value: String)]? {
+/// `path=%2Fa%00b` as `/a`, answering for another link (until 2026-12-05). Bytes that are not
+/// UTF-8 are refused, not repaired: `path=/%FF%FE` was read as `/\u{FFFD}\u{FFFD}`, a report
+/// for another link (until 2026-12-05).
+private func queryArguments(
+    of connection: OpaquePointer, limit: Int
+) -> Result<[(name: String, value: String)], QueryArgumentProblem> {
     let collector = ArgumentCollector(limit: limit)
     withExtendedLifetime(collector) {
         let cls = Unmanaged.passUnretained(collector).toOpaque()
@@ -209,19 +223,32 @@ private func queryArguments(of connection: OpaquePointer, limit: Int) -> [(name:
             { cls, _, key, keySize, value, valueSize in
                 guard let cls else { return .NO }
                 let collector = Unmanaged<ArgumentCollector>.fromOpaque(cls).takeUnretainedValue()
+                // An empty part (`?&a=1`, `a=1&&b=2`): nothing to read (libmicrohttpd reports a
+                // leading or doubled `&` as an argument with no name, a trailing one not at all).
+                if keySize == 0 && valueSize == 0 { return .YES }
                 guard collector.pairs.count < collector.limit else {
-                    collector.isOverLimit = true
+                    collector.problem = .tooMany
                     return .NO
                 }
-                func text(_ pointer: UnsafePointer<CChar>?, _ size: Int) -> String {
+                func text(_ pointer: UnsafePointer<CChar>?, _ size: Int) -> String? {
                     guard let pointer else { return "" }
                     return pointer.withMemoryRebound(to: UInt8.self, capacity: size) {
-                        String(decoding: UnsafeBufferPointer(start: $0, count: size), as: UTF8.self)
+                        String(validating: UnsafeBufferPointer(start: $0, count: size), as: UTF8.self)
                     }
                 }
-                collector.pairs.append((text(key, keySize), text(value, valueSize)))
+                guard let name = text(key, keySize), let text = text(value, valueSize) else {
+                    let shown = key.map { key in
+                        key.withMemoryRebound(to: UInt8.self, capacity: keySize) {
+                            String(decoding: UnsafeBufferPointer(start: $0, count: keySize), as: UTF8.self)
+                        }
+                    }
+                    collector.problem = .notUTF8(name: shown ?? "")
+                    return .NO
+                }
+                collector.pairs.append((name, text))
                 return .YES
             }, cls)
     }
-    return collector.isOverLimit ? nil : collector.pairs
+    if let problem = collector.problem { return .failure(problem) }
+    return .success(collector.pairs)
 }

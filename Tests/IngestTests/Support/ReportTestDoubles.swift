@@ -26,8 +26,8 @@ final class EchoReportProvider: ReportProvider {
         if let answer { self.makeAnswer = { answer } } else { self.makeAnswer = nil }
     }
 
-    init(makeAnswer: @escaping @Sendable () -> ReportAnswer) {
-        self.isGated = false
+    init(isGated: Bool = false, makeAnswer: @escaping @Sendable () -> ReportAnswer) {
+        self.isGated = isGated
         self.makeAnswer = makeAnswer
     }
 
