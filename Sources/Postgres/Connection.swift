@@ -226,8 +226,15 @@ package final class Connection: @unchecked Sendable {
         String(cString: PQerrorMessage(conn)).trimmingWhitespace()
     }
 
+    /// The session settings the code reads results and writes SQL by, whatever the database or
+    /// role sets: ISO dates in UTC, UTF-8; string literals that take backslashes as they are (the
+    /// migrations' regular expressions and LIKE patterns, e.g. the revenue parser's `\s`, change
+    /// meaning with `standard_conforming_strings` off); `bytea` in hex (its decoder reads only that);
+    /// intervals in PostgreSQL's style (what `apps list` shows). The last three since 2026-12-05.
     private func setUpSession() throws(PostgresError) {
-        try unsafeSQL("SET DateStyle TO 'ISO, YMD'; SET TimeZone TO 'UTC'; SET client_encoding TO 'UTF8'")
+        try unsafeSQL(
+            "SET DateStyle TO 'ISO, YMD'; SET TimeZone TO 'UTC'; SET client_encoding TO 'UTF8';"
+                + " SET standard_conforming_strings TO on; SET bytea_output TO 'hex'; SET IntervalStyle TO 'postgres'")
     }
 }
 

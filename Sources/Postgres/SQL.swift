@@ -81,9 +81,16 @@ package struct SQL: ExpressibleByStringInterpolation, Sendable, CustomStringConv
         }
     }
 
-    /// Quotes an identifier for SQL text: `my"table` → `"my""table"`.
+    /// Quotes an identifier for SQL text: `my"table` → `"my""table"`. By Unicode scalar: a `"`
+    /// with a combining mark after it is one `Character`, which compared unequal to `"` and was left
+    /// undoubled (until 2026-12-05), closing the identifier early for PostgreSQL, which reads bytes.
     package static func quoteIdentifier(_ name: String) -> String {
-        "\"" + name.replacingAll("\"", with: "\"\"") + "\""
+        var quoted = "\""
+        for scalar in name.unicodeScalars {
+            if scalar == "\"" { quoted.unicodeScalars.append(scalar) }
+            quoted.unicodeScalars.append(scalar)
+        }
+        return quoted + "\""
     }
 
     /// Shifts `$n` placeholders in `text` by `offset` (placeholders only: quoted text is left alone).
@@ -113,17 +120,6 @@ package struct SQL: ExpressibleByStringInterpolation, Sendable, CustomStringConv
                 continue
             }
             out.unicodeScalars.append(c)
-        }
-        return out
-    }
-}
-
-extension String {
-    func replacingAll(_ target: Character, with replacement: String) -> String {
-        var out = ""
-        out.reserveCapacity(utf8.count)
-        for c in self {
-            if c == target { out += replacement } else { out.append(c) }
         }
         return out
     }

@@ -62,6 +62,31 @@ import Testing
                 == "postgresql://u@h/d?options=-csearch_path%3Ds")
     }
 
+    @Test("the session reads results and writes SQL by fixed settings, whatever the role or database sets")
+    func sessionSettingsPinned() throws {
+        let db = try TestDatabase.make(migrate: false)
+        defer { db.drop() }
+        // As a role or database configured otherwise would have them (ALTER ROLE ... SET ...).
+        let options =
+            "-cstandard_conforming_strings=off -cbytea_output=escape -cIntervalStyle=sql_standard -cDateStyle=German"
+            + " -cTimeZone=Asia/Tokyo"
+        let url =
+            db.baseURL + (db.baseURL.contains("?") ? "&" : "?") + "options="
+            + options.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+        let connection = try Connection(url: url)
+        defer { connection.close() }
+        let expected = [
+            "standard_conforming_strings": "on", "bytea_output": "hex", "IntervalStyle": "postgres",
+            "DateStyle": "ISO, YMD", "TimeZone": "UTC",
+        ]
+        for (name, value) in expected {
+            #expect(try connection.query("SELECT current_setting(\(name)) AS v").first?["v", as: String.self] == value)
+        }
+        // What standard_conforming_strings changes: off, this literal was 'asb' (the migrations'
+        // regular expressions, such as the revenue parser's \s, lost their backslashes).
+        #expect(try connection.query(#"SELECT length('a\sb') AS n"#).first?["n", as: Int.self] == 4)
+    }
+
     /// libpq quotes what it cannot parse in a connection string, and that can be the password,
     /// which then went to the logs (`load.failing`, `keys.refresh_failed` every reload) and stderr.
     @Test(
@@ -73,6 +98,10 @@ import Testing
             ("postgresql://detour@127.0.0.1:1/detour?password=Zq7%ZZWx9", ["Zq7", "Wx9"], "percent-encoded"),
             ("host=127.0.0.1 port=1 password=Zq7 Wx9 dbname=detour", ["Zq7", "Wx9"], "missing \"=\" after"),
             ("postgresql://detour:Zq7Wx9@127.0.0.1:1/detour?sslmode=bogus", ["Zq7", "Wx9"], "\"bogus\""),
+            // A quote in the password: libpq's closing quote was paired with it (until 2026-12-05).
+            ("postgresql://detour:Xy\"7%q!2@127.0.0.1:1/detour", ["Xy", "7%q!2"], "invalid percent-encoded token"),
+            // An unencoded @: libpq quotes the password's tail as part of the host name.
+            ("postgresql://detour:Qp@ss9@127.0.0.1:1/detour", ["Qp", "ss9"], "could not translate host name"),
         ])
     func malformedURLHidesPassword(url: String, parts: [String], kept: String) throws {
         let error = #expect(throws: PostgresError.self) { try Connection(url: url, connectTimeout: 2) }

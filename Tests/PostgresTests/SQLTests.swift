@@ -25,6 +25,8 @@ import Testing
     func identifiers() {
         #expect(SQL.quoteIdentifier("events") == "\"events\"")
         #expect(SQL.quoteIdentifier("a\"b") == "\"a\"\"b\"")
+        // A quote a combining mark follows is one Character with it, and was left undoubled.
+        #expect(Array(SQL.quoteIdentifier("x\"\u{301}) OR true --").utf8) == Array("\"x\"\"\u{301}) OR true --\"".utf8))
     }
 
     @Test(

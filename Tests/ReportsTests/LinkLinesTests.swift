@@ -32,6 +32,19 @@ import Testing
         #expect(utm.contains(#""utm_source":"say \"hi\"""#), "\(utm)")
     }
 
+    @Test("a report without `to` fails when the app's today cannot be read, instead of ending at today in UTC")
+    func defaultEndNeedsTheDatabase() throws {
+        let database = try Database()
+        defer { database.close() }
+        try Fixture(database.connection).app("a", timeZone: "Asia/Tokyo")
+        let service = ReportService(connection: database.connection)
+        #expect(try service.query(["app": "a"], defaultFormat: .json).to >= ReportDay.todayUTC)
+        // A dropped connection (a timeout would do the same): until 2026-12-05 the failure read as
+        // "today in UTC", which for Tokyo from 15:00 UTC on left the app's current day out.
+        database.connection.close()
+        #expect(throws: ReportError.self) { try service.query(["app": "a"], defaultFormat: .json) }
+    }
+
     @Test("names in another order than Swift's, repeated names, empty maps: written as the rows write them")
     func namesInCollationOrder() throws {
         let database = try Database()

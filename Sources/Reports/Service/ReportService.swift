@@ -17,13 +17,18 @@ package struct ReportService {
     }
 
     /// The current day in `app`'s reporting time zone (`report_apps.today`, sql/064): where a report
-    /// range without an end ends. Today in UTC when the app is unknown (the report then refuses it)
-    /// or the database cannot say (a schema before 064: the report's own queries say what is wrong).
-    package func today(app: String) -> ReportDay {
-        let row = try? connection.query(
-            "SELECT to_char(today, 'YYYY-MM-DD') AS today FROM report_apps WHERE app_id = \(app)"
-        ).first
-        return (try? row?["today", as: String.self]).flatMap { ReportDay(iso8601: $0) } ?? .todayUTC
+    /// range without an end ends. Today in UTC when the app is unknown (the report then refuses it).
+    ///
+    /// - Throws: `ReportError.database` when the query fails. Until 2026-12-05 a failure (a timeout,
+    ///   a dropped connection) read as "today in UTC", and for an app east of UTC the report then
+    ///   left out its current day without a word.
+    package func today(app: String) throws(ReportError) -> ReportDay {
+        let text = try run {
+            try connection.query(
+                "SELECT to_char(today, 'YYYY-MM-DD') AS today FROM report_apps WHERE app_id = \(app)"
+            ).first?["today", as: String.self]
+        }
+        return text.flatMap { ReportDay(iso8601: $0) } ?? .todayUTC
     }
 
     /// Parses report parameters (`ReportQuery.parse`) with `to` defaulting to `today`, else to the
@@ -32,7 +37,8 @@ package struct ReportService {
     package func query(
         _ parameters: [String: String], today: ReportDay? = nil, defaultFormat: ReportFormat
     ) throws(ReportError) -> ReportQuery {
-        let end = today ?? (parameters["to"] == nil ? parameters["app"].map { self.today(app: $0) } : nil)
+        var end = today
+        if end == nil, parameters["to"] == nil, let app = parameters["app"] { end = try self.today(app: app) }
         return try ReportQuery.parse(parameters, today: end ?? .todayUTC, defaultFormat: defaultFormat)
     }
 
