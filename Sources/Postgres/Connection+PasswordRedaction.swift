@@ -36,7 +36,8 @@ extension Connection {
             }
             let piece = Array(bytes[(open + 1)..<close])
             let isSecret =
-                !piece.isEmpty && secrets.contains { $0.firstRange(of: piece) != nil || piece.firstRange(of: $0) != nil }
+                !piece.isEmpty
+                && secrets.contains { $0.firstRange(of: piece) != nil || piece.firstRange(of: $0) != nil }
             out += isSecret ? stars : piece
             out.append(0x22)
             index = close + 1
