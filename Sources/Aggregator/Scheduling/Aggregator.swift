@@ -146,7 +146,7 @@ package final class Aggregator: @unchecked Sendable {
     /// rollup pass, or a `report daily`'s pass, none of which loads this backlog. Until 2026-12-05 a
     /// busy lock ended the run with "another aggregator ... is loading", exit 0: two `--once` at
     /// once each found the other's partition step or final pass holding it, and in 4 of 7 paired
-    /// runs neither loaded anything (`AggregatorTests.concurrentOnceRunsLoadEverything`).
+    /// runs neither loaded anything (`ExactlyOnceTests.concurrentOnceRunsLoadEverything`).
     package func runUntilCaughtUp(maxCycles: Int = 10_000) throws(AggregatorError) -> [CycleSummary] {
         var summaries: [CycleSummary] = []
         for _ in 0..<max(1, maxCycles) {

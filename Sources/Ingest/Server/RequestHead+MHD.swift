@@ -236,7 +236,7 @@ private func queryArguments(
                         String(validating: UnsafeBufferPointer(start: $0, count: size), as: UTF8.self)
                     }
                 }
-                guard let name = text(key, keySize), let text = text(value, valueSize) else {
+                guard let name = text(key, keySize), let decoded = text(value, valueSize) else {
                     let shown = key.map { key in
                         key.withMemoryRebound(to: UInt8.self, capacity: keySize) {
                             String(decoding: UnsafeBufferPointer(start: $0, count: keySize), as: UTF8.self)
@@ -245,7 +245,7 @@ private func queryArguments(
                     collector.problem = .notUTF8(name: shown ?? "")
                     return .NO
                 }
-                collector.pairs.append((name, text))
+                collector.pairs.append((name, decoded))
                 return .YES
             }, cls)
     }

@@ -17,7 +17,8 @@ package struct ReportService {
     }
 
     /// The current day in `app`'s reporting time zone (`report_apps.today`, sql/064): where a report
-    /// range without an end ends. Today in UTC when the app is unknown (the report then refuses it).
+    /// range without an end ends. Today in UTC when the app is unknown, or PostgreSQL does not know
+    /// its time zone (the report then refuses it, saying which).
     ///
     /// - Throws: `ReportError.database` when the query fails. Until 2026-12-05 a failure (a timeout,
     ///   a dropped connection) read as "today in UTC", and for an app east of UTC the report then
@@ -25,7 +26,10 @@ package struct ReportService {
     package func today(app: String) throws(ReportError) -> ReportDay {
         let text = try run {
             try connection.query(
-                "SELECT to_char(today, 'YYYY-MM-DD') AS today FROM report_apps WHERE app_id = \(app)"
+                """
+                SELECT to_char(today, 'YYYY-MM-DD') AS today FROM report_apps
+                WHERE app_id = \(app) AND report_is_time_zone(time_zone)
+                """
             ).first?["today", as: String.self]
         }
         return text.flatMap { ReportDay(iso8601: $0) } ?? .todayUTC
