@@ -1,3 +1,5 @@
+internal import Glibc
+
 /// Everything that can stop a simulation, with where it happened.
 package enum SimulationError: Error, Equatable, CustomStringConvertible {
     /// The configuration cannot be run (a flag out of range, a period in the future).
@@ -21,7 +23,9 @@ package enum SimulationError: Error, Equatable, CustomStringConvertible {
         case .invalidConfiguration(let message): "invalid simulation configuration: \(message)"
         case .invalidTarget(let target): "invalid target \(target): expected http://host[:port]"
         case .resolve(let host, let message): "cannot resolve \(host): \(message)"
-        case .io(let call, let errno): "\(call) failed: errno \(errno)"
+        case .io(let call, let errno) where errno == EAGAIN:
+            "\(call) timed out: no answer within the timeout, or before the deadline"
+        case .io(let call, let errno): "\(call) failed: \(String(cString: strerror(errno))) (errno \(errno))"
         case .badResponse(let message): "unreadable HTTP response: \(message)"
         case .connectionClosed: "the server closed the connection before answering"
         case .truthFile(let path, let message): "cannot write truth file \(path): \(message)"

@@ -85,6 +85,35 @@ extension CommandLineTests {
         #expect(valid.errors.contains("connect failed"), "\(valid.errors)")
     }
 
+    @Test("simulate's --deadline also ends a request waiting on a server that does not answer")
+    func simulateDeadlineEndsAWait() throws {
+        // A listener that never accepts: the kernel completes the handshake, nobody answers.
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(listener) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+                bind(listener, pointer, length) == 0 && listen(listener, 64) == 0
+                    && getsockname(listener, pointer, &length) == 0
+            }
+        }
+        #expect(bound)
+        let target = "http://127.0.0.1:\(UInt16(bigEndian: address.sin_port))"
+        let keys = ["--publishable-key", "pk", "--secret-key", "sk", "--app", "sim"]
+        // Each request waits up to the 30 s I/O timeout; until 2026-12-05 the deadline was looked at
+        // only between requests, so this ran about 32 s and printed "recv failed: errno 11".
+        let started = ContinuousClock.now
+        let result = try PipelineProcess.runToEnd(
+            ["simulate", "--target", target, "--links", "1", "--devices", "2", "--days", "2", "--deadline", "1s"]
+                + keys, timeout: .seconds(120))
+        #expect(result.status == 1, "\(result.errors)")
+        #expect(result.output.contains("recv timed out"), "\(result.output)")
+        #expect(ContinuousClock.now - started < .seconds(25), "the 30 s timeout ran out past the 1 s deadline")
+    }
+
     @Test("aggregate --once with PostgreSQL unreachable exits 69, as the report commands, not 1 as for a bug")
     func aggregateDatabaseUnreachable() throws {
         let data = try TemporaryDirectory()
@@ -134,6 +163,13 @@ extension CommandLineTests {
         let node = try PipelineProcess.runToEnd(["segments", "list", "--data-dir", data.path, "--node", "node-2"])
         #expect(node.status == 1)
         #expect(node.errors.contains("no node node-2 under \(data.path)/segments (nodes: node-1)"), "\(node.errors)")
+        // A node is one directory: a file there, `..` or a path is none (until 2026-12-05: "0 segments", exit 0).
+        #expect(FileManager.default.createFile(atPath: data.path + "/segments/afile", contents: Data()))
+        for name in ["afile", "..", "node-1/../node-1"] {
+            let listed = try PipelineProcess.runToEnd(["segments", "list", "--data-dir", data.path, "--node", name])
+            #expect(listed.status == 1, "--node \(name): \(listed.output)")
+            #expect(listed.errors.contains("no node \(name) under"), "\(listed.errors)")
+        }
         // An event log with no segment yet (a fresh install) is no error.
         let empty = try PipelineProcess.runToEnd(["segments", "list", "--data-dir", data.path])
         #expect(empty.status == 0, "\(empty.errors)")

@@ -31,9 +31,8 @@ final class HTTPConnection {
     init(to target: TargetAddress, timeoutSeconds: Int = 30) throws(SimulationError) {
         let fd = socket(target.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw .io(call: "socket", errno: errno) }
-        var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        self.timeoutSeconds = timeoutSeconds
+        Self.setTimeouts(fd, microseconds: Int64(timeoutSeconds) * 1_000_000)
         var one: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
         var storage = target.storage
@@ -51,6 +50,24 @@ final class HTTPConnection {
     }
 
     deinit { close(descriptor) }
+
+    /// The timeout of every send and receive, in seconds (`limitWaits` may shorten it).
+    private let timeoutSeconds: Int
+
+    /// Shortens the send and receive timeouts so that no wait of the next exchange outlasts
+    /// `deadline` (the run's `--deadline`): until 2026-12-05 a request already waiting on a
+    /// server that did not answer ran out its whole 30 s timeout past the deadline.
+    func limitWaits(until deadline: ContinuousClock.Instant) {
+        let left = ContinuousClock.now.duration(to: deadline).components
+        let leftMicroseconds = max(1000, left.seconds * 1_000_000 + left.attoseconds / 1_000_000_000_000)
+        Self.setTimeouts(descriptor, microseconds: min(Int64(timeoutSeconds) * 1_000_000, leftMicroseconds))
+    }
+
+    private static func setTimeouts(_ fd: Int32, microseconds: Int64) {
+        var timeout = timeval(tv_sec: Int(microseconds / 1_000_000), tv_usec: Int(microseconds % 1_000_000))
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    }
 
     /// Sends one serialised request and reads its response.
     /// - Throws: `SimulationError.io`, `.connectionClosed` (nothing answered: safe to resend on a

@@ -120,6 +120,7 @@ private struct Worker {
                 if connection == nil || connection?.isReusable == false {
                     connection = try HTTPConnection(to: runner.target, timeoutSeconds: runner.ioTimeoutSeconds)
                 }
+                connection!.limitWaits(until: runner.deadline)
                 return try connection!.exchange(bytes)
             } catch {
                 connection = nil

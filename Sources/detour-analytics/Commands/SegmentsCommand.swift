@@ -48,7 +48,12 @@ enum SegmentsCommand: Command {
             try arguments.finish()
             // A mistyped --data-dir or --node listed "0 segments" and exited 0, like an empty log.
             guard let segments = eventLog(in: data) else { return 1 }
-            if let node, !FileManager.default.fileExists(atPath: segments + "/" + node) {
+            // A node is one directory under segments/: not a file, not `..` or a path (until
+            // 2026-12-05 `--node afile` or `--node ..` listed "0 segments", exit 0).
+            if let node,
+                node.isEmpty || node == "." || node == ".." || node.contains("/")
+                    || !isDirectory(segments + "/" + node)
+            {
                 let nodes = (try? FileManager.default.contentsOfDirectory(atPath: segments).sorted()) ?? []
                 complain("error: no node \(node) under \(segments) (nodes: \(nodes.joined(separator: ", ")))\n")
                 return 1
