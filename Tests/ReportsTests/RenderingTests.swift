@@ -137,7 +137,7 @@ import Testing
         #expect(csv.firstRange(of: expected) != nil, "\(String(decoding: csv, as: UTF8.self).debugDescription)")
     }
 
-    @Test("name=value cells can be split back: a name a space or = would cut is written as a JSON string")
+    @Test("name=value cells can be split back: a name a space or = would cut is written in double quotes")
     func pairNames() {
         let counts = ReportValue.counts(["Sign Up=3 x": 3, "Button Clicked": 1, "purchase": 2, #"a"b\c"#: 4])
         #expect(counts.plainText == #""Button Clicked"=1 "Sign Up=3 x"=3 "a\"b\\c"=4 purchase=2"#)
