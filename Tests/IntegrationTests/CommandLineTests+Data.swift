@@ -88,20 +88,9 @@ extension CommandLineTests {
     @Test("simulate's --deadline also ends a request waiting on a server that does not answer")
     func simulateDeadlineEndsAWait() throws {
         // A listener that never accepts: the kernel completes the handshake, nobody answers.
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(listener) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(listener, pointer, length) == 0 && listen(listener, 64) == 0
-                    && getsockname(listener, pointer, &length) == 0
-            }
-        }
-        #expect(bound)
-        let target = "http://127.0.0.1:\(UInt16(bigEndian: address.sin_port))"
+        let listener = try SilentListener(backlog: 64)
+        defer { withExtendedLifetime(listener) {} }  // open until the test ends, not its last use
+        let target = "http://127.0.0.1:\(listener.port)"
         let keys = ["--publishable-key", "pk", "--secret-key", "sk", "--app", "sim"]
         // Each request waits up to the 30 s I/O timeout; until 2026-12-05 the deadline was looked at
         // only between requests, so this ran about 32 s and printed "recv failed: errno 11".

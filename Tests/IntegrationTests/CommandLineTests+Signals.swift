@@ -12,28 +12,16 @@ extension CommandLineTests {
     @Test("SIGTERM while serve is still starting (waiting for PostgreSQL) ends in a clean shutdown, not a kill")
     func signalDuringStartUp() throws {
         // A "PostgreSQL" that takes the connection and never says a word: start-up waits on it.
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        try #require(listener >= 0)
-        defer { close(listener) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(listener, pointer, length) == 0 && listen(listener, 4) == 0
-                    && getsockname(listener, pointer, &length) == 0
-            }
-        }
-        try #require(bound)
-        let port = UInt16(bigEndian: address.sin_port)
+        let listener = try SilentListener(backlog: 4)
+        defer { withExtendedLifetime(listener) {} }  // open until the test ends, not its last use
+        let port = listener.port
         let data = NSTemporaryDirectory() + "/detour-startup-signal-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: data) }
         let serve = try PipelineProcess(
             ["serve", "--http-addr", "127.0.0.1:0", "--data-dir", data],
             environment: ["DATABASE_URL": "postgresql://nobody@127.0.0.1:\(port)/none?connect_timeout=4"])
         // Its first connection shows it is inside start-up (loading keys); then the signal.
-        var incoming = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
+        var incoming = pollfd(fd: listener.descriptor, events: Int16(POLLIN), revents: 0)
         try #require(poll(&incoming, 1, 30_000) == 1, "serve never connected; log: \(serve.standardError)")
         serve.signal(SIGTERM)
         let status = serve.waitForExit(timeout: .seconds(60))
