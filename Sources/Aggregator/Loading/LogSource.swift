@@ -5,7 +5,7 @@ import Glibc
 /// The ingest nodes' logs as the loader sees them: nodes are the sub-directories of
 /// `<data>/segments/`, each read from a position with a bound on records and bytes.
 /// This is the only file that talks to `EventLog`'s reader.
-struct LogSource {
+package struct LogSource {
     /// `<data>/segments`.
     let directory: String
 
@@ -17,13 +17,12 @@ struct LogSource {
     ///   went quiet, no `load.failing` and `--once` exiting 0 with "no event log", while ingest
     ///   answered 503.
     func nodes() throws(AggregatorError) -> [String] {
-        var status = stat()
-        guard stat(directory, &status) == 0 else {
-            let code = errno
-            if code == ENOENT || code == ENOTDIR { return [] }
-            throw .log(node: "*", reason: "cannot read \(directory): \(String(cString: strerror(code)))")
+        switch Self.presence(of: directory) {
+        case .absent: return []
+        case .unreachable(let reason):
+            throw .log(node: "*", reason: "cannot read \(directory): \(reason)")
+        case .present: break
         }
-        guard status.st_mode & S_IFMT == S_IFDIR else { return [] }
         do {
             return try FileManager.default.contentsOfDirectory(atPath: directory).filter { name in
                 var isDir: ObjCBool = false
@@ -35,6 +34,25 @@ struct LogSource {
             // Foundation's error reads `NSCocoaErrorDomain Code=257 "(null)"`; say what errno says.
             throw .log(node: "*", reason: "cannot list \(directory): \(systemReason(listing: directory) ?? "\(error)")")
         }
+    }
+
+    /// Whether a segments directory is there: a directory; absent (no such path, a path through a
+    /// file, or a file in its place: an empty log, or a mistyped `--data-dir`); or there but not
+    /// reachable (EACCES, ELOOP: the load fails, naming errno's words).
+    package enum Presence: Equatable {
+        case present
+        case absent
+        case unreachable(String)
+    }
+
+    /// The `Presence` of `directory` (one `stat`).
+    package static func presence(of directory: String) -> Presence {
+        var status = stat()
+        guard stat(directory, &status) == 0 else {
+            let code = errno
+            return code == ENOENT || code == ENOTDIR ? .absent : .unreachable(String(cString: strerror(code)))
+        }
+        return status.st_mode & S_IFMT == S_IFDIR ? .present : .absent
     }
 
     /// errno's words for why `directory` cannot be listed (`Permission denied`), nil when it can.

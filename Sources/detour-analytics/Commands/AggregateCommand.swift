@@ -122,9 +122,7 @@ enum AggregateCommand: Command {
     static func warnIfNoEventLog(_ segments: String, once: Bool) {
         // Only a log that is not there: one that cannot be reached (EACCES) fails the load, naming
         // the reason, and "no event log" would hide it.
-        var status = stat()
-        guard !isDirectory(segments), stat(segments, &status) != 0 ? errno == ENOENT || errno == ENOTDIR : true
-        else { return }
+        guard LogSource.presence(of: segments) == .absent else { return }
         Logger(label: "aggregator").warning(
             "segments.missing", ["segments.path": segments, "hint": "is the data directory the one ingest writes?"])
         if once {
