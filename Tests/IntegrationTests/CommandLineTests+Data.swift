@@ -147,6 +147,18 @@ extension CommandLineTests {
         #expect(missing.errors.contains("no event log at \(typo)/segments"), "\(missing.errors)")
         // The variable too: scripts/run's data is in ./.data, and the default is ./data.
         #expect(missing.errors.contains("(check --data-dir or DETOUR_DATA_DIR)"), "\(missing.errors)")
+        // A log that cannot be reached is not "no event log" (until 2026-12-06 it was, as for a typo).
+        // ELOOP: this suite runs as root, whom EACCES does not stop.
+        let loop = data.path + "/loop"
+        try FileManager.default.createSymbolicLink(atPath: loop, withDestinationPath: loop)
+        for verb in [["segments", "list"], ["segments", "replay", "--from", "1"]] {
+            let unreachable = try PipelineProcess.runToEnd(
+                verb + ["--data-dir", loop], environment: ["DATABASE_URL": "postgresql://nobody@127.0.0.1:1/none"])
+            #expect(unreachable.status == 1, "\(verb): \(unreachable.output)")
+            #expect(
+                unreachable.errors.contains("cannot read \(loop)/segments: Too many levels of symbolic links"),
+                "\(verb): \(unreachable.errors)")
+        }
         try FileManager.default.createDirectory(
             atPath: data.path + "/segments/node-1", withIntermediateDirectories: true)
         let node = try PipelineProcess.runToEnd(["segments", "list", "--data-dir", data.path, "--node", "node-2"])

@@ -1,3 +1,4 @@
+import Aggregator
 import Foundation
 import Locking
 import Postgres
@@ -165,11 +166,17 @@ func isDirectory(_ path: String) -> Bool {
 
 /// `<data>/segments` when it is a directory; otherwise nil, after one line on standard error (for
 /// the commands that read the event log: a mistyped --data-dir must not look like an empty log).
+/// A path that cannot be reached (EACCES, ELOOP) is named with errno's words: until 2026-12-06 it
+/// read "no event log", the same words as a mistyped --data-dir.
 func eventLog(in data: String) -> String? {
     let segments = data + "/segments"
-    guard isDirectory(segments) else {
+    switch LogSource.presence(of: segments) {
+    case .present:
+        return segments
+    case .absent:
         complain("error: no event log at \(segments) (check --data-dir or DETOUR_DATA_DIR)\n")
-        return nil
+    case .unreachable(let reason):
+        complain("error: cannot read \(segments): \(reason)\n")
     }
-    return segments
+    return nil
 }
