@@ -130,18 +130,28 @@ struct KeyStoreTests {
         #expect(verdictAtStart() == .valid(.secret))
     }
 
-    @Test("a cache file that could not be written is written at the next refresh, though the keys did not change")
+    @Test("a cache file not written is written at the next refresh, though the keys did not change; logged once")
     func cacheWriteIsRetried() throws {
         let directory = try Self.temporaryDirectory() + "/not-yet"
         let cacheFile = directory + "/keys.json"
         let store = KeyStore(
             source: StaticKeySource([APIKeyRecord(appID: "app_a", kind: .publishable, key: "pk_retry")]),
             cacheFile: cacheFile)
-        #expect(store.refresh())
-        #expect(!FileManager.default.fileExists(atPath: cacheFile))
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        #expect(store.refresh())
+        let logged = try Logger.capture { lines in
+            #expect(store.refresh() && store.refresh() && store.refresh())
+            #expect(!FileManager.default.fileExists(atPath: cacheFile))
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            #expect(store.refresh())
+            // This store's lines (others may log meanwhile): its file is its own.
+            return lines().filter { $0.contains(cacheFile) }
+        }
         #expect(try String(contentsOfFile: cacheFile, encoding: .utf8).contains(apiKeyHash("pk_retry")))
+        // One error when the writes begin to fail and one notice when one works again, none per try
+        // (until 2026-12-05 every refresh logged an error while a full disk lasted).
+        #expect(logged.count == 2, "\(logged)")
+        #expect(logged.first?.contains("error ingest: keys.cache_write_failed") == true, "\(logged)")
+        #expect(logged.last?.contains("notice ingest: keys.cache_write_recovered") == true, "\(logged)")
+        #expect(logged.last?.contains("failed.writes=3") == true, "\(logged)")
     }
 
     @Test("a database never migrated: the key refresh's error says to run migrate, not only what is missing")

@@ -147,7 +147,7 @@ extension CommandLineTests {
         #expect(missing.errors.contains("no event log at \(typo)/segments"), "\(missing.errors)")
         // The variable too: scripts/run's data is in ./.data, and the default is ./data.
         #expect(missing.errors.contains("(check --data-dir or DETOUR_DATA_DIR)"), "\(missing.errors)")
-        // A log that cannot be reached is not "no event log" (until 2026-12-06 it was, as for a typo).
+        // A log that cannot be reached is not "no event log" (until 2026-12-05 it was, as for a typo).
         // ELOOP: this suite runs as root, whom EACCES does not stop.
         let loop = data.path + "/loop"
         try FileManager.default.createSymbolicLink(atPath: loop, withDestinationPath: loop)

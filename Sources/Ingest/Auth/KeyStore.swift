@@ -52,6 +52,10 @@ package final class KeyStore: Sendable {
     /// Refreshes failed since the last success: the first failure logs `keys.refresh_failed`, the
     /// next success `keys.refresh_recovered` with the count.
     private let failedRefreshes = Atomic<Int>(0)
+    /// Cache writes failed since the last one that worked: the first logs `keys.cache_write_failed`,
+    /// the next success `keys.cache_write_recovered` with the count. Until 2026-12-05 every failed
+    /// try logged an error, every refresh (10 s) for as long as a full disk lasted.
+    private let failedCacheWrites = Locked(0)
     /// Whether a key set was ever loaded (from the source or the cache file). Until then no key
     /// can be judged: a valid key would be refused as unknown, and the SDKs, which send once,
     /// would drop the event for good.
@@ -214,9 +218,22 @@ package final class KeyStore: Sendable {
             encoder.outputFormatting = [.sortedKeys]
             let data = try encoder.encode(CacheFile(version: 1, keys: records))
             try AtomicFile.write(data, to: cacheFile)
+            let failed = failedCacheWrites.withLock { failed in
+                defer { failed = 0 }
+                return failed
+            }
+            if failed > 0 {
+                logger.notice("keys.cache_write_recovered", ["file": cacheFile, "failed.writes": String(failed)])
+            }
             return true
         } catch {
-            logger.error("keys.cache_write_failed", ["file": cacheFile, "error": "\(error)"])
+            let failedBefore = failedCacheWrites.withLock { failed in
+                defer { failed += 1 }
+                return failed
+            }
+            if failedBefore == 0 {
+                logger.error("keys.cache_write_failed", ["file": cacheFile, "error": "\(error)"])
+            }
             return false
         }
     }

@@ -166,7 +166,7 @@ func isDirectory(_ path: String) -> Bool {
 
 /// `<data>/segments` when it is a directory; otherwise nil, after one line on standard error (for
 /// the commands that read the event log: a mistyped --data-dir must not look like an empty log).
-/// A path that cannot be reached (EACCES, ELOOP) is named with errno's words: until 2026-12-06 it
+/// A path that cannot be reached (EACCES, ELOOP) is named with errno's words: until 2026-12-05 it
 /// read "no event log", the same words as a mistyped --data-dir.
 func eventLog(in data: String) -> String? {
     let segments = data + "/segments"
