@@ -84,7 +84,7 @@ let package = Package(
             dependencies: ["Aggregator", "EventLog", "EventModel", "Postgres", "TestSupport", "Locking"],
             swiftSettings: strict),
         .testTarget(
-            name: "ReportsTests", dependencies: ["Reports", "Postgres", "TestSupport", "JSONText"],
+            name: "ReportsTests", dependencies: ["Reports", "Postgres", "TestSupport", "JSONText", "Locking"],
             swiftSettings: strict),
         .testTarget(
             name: "SimulatorTests", dependencies: ["Simulator", "EventModel", "Locking"], swiftSettings: strict),

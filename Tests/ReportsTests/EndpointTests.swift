@@ -1,5 +1,8 @@
 import Foundation
+import Locking
+import Postgres
 import Reports
+import TestSupport
 import Testing
 
 @Suite struct EndpointTests {
@@ -26,6 +29,46 @@ import Testing
                 connection: database.connection, today: nil, defaultFormat: .json)
             #expect(other.status == 200, "\(kind): \(other.body)")
         }
+    }
+
+    @Test("a report reads one snapshot: a load committing while it runs shows in all of it or none of it")
+    func oneSnapshot() throws {
+        let database = try Database()
+        defer { database.close() }
+        try loadSmallWorld(Fixture(database.connection))
+        let parameters = ["app": "a", "from": "2026-06-01", "to": "2026-06-30"]
+        let report: @Sendable () -> ReportResponse = {
+            ReportEndpoint.respond(
+                kind: "links", parameters: parameters, connection: database.connection, today: nil,
+                defaultFormat: .json)
+        }
+        let before = report()
+        #expect(before.status == 200, "\(before.body)")
+        // A "load" that moves the watermark and the per-link counts in one transaction, holding the
+        // link rollup until the report has read the watermark and waits for the rollup: the report's
+        // statements then fall on either side of its commit.
+        let loader = try database.db.connect()
+        defer { loader.close() }
+        try loader.execute("BEGIN")
+        try loader.execute("LOCK TABLE rollup_link_summary IN ACCESS EXCLUSIVE MODE")
+        try loader.execute("UPDATE load_checkpoints SET newest_received_at = newest_received_at + interval '1 hour'")
+        try loader.execute("UPDATE rollup_link_summary SET clicks = clicks + 1000, clicks_ios = clicks_ios + 1000")
+        let during = Locked<ReportResponse?>(nil)
+        let reader = Thread { during.withLock { $0 = report() } }
+        reader.start()
+        let waiting = try eventually(timeout: .seconds(60)) {
+            try loader.query(
+                "SELECT count(*) AS n FROM pg_locks WHERE relation = 'rollup_link_summary'::regclass AND NOT granted"
+            ).first?["n", as: Int.self] == 1
+        }
+        #expect(waiting, "the report never waited for the link rollup")
+        try loader.execute("COMMIT")
+        let answered = try eventually(timeout: .seconds(60)) { during.withLock { $0 != nil } }
+        #expect(answered)
+        // Until 2026-12-05 it stated the old watermark beside the new counts (clicks + 1000).
+        #expect(during.withLock { $0?.body } == before.body)
+        let after = report()
+        #expect(after.body != before.body && after.body.contains("2026-06-05T13:00:00.000000Z"), "\(after.body)")
     }
 
     @Test("totals per link add revenue of any size exactly (one amount of 31 decimals failed them: 503, retry later)")

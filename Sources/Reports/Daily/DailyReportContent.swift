@@ -21,9 +21,8 @@ struct DailyReportContent {
         connection: Connection, app: String, date: ReportDay, isComplete: Bool, requiredWatermark: String
     ) throws(ReportError) -> DailyReportContent {
         let service = ReportService(connection: connection)
-        return try service.run {
-            try connection.withTransaction { connection in
-                try connection.unsafeSQL("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        return try service.inSnapshot { () throws(ReportError) in
+            try service.run {
                 let links = try service.links(app: app, from: date, to: date)
                 return DailyReportContent(
                     app: app, date: date, isComplete: isComplete, requiredWatermark: requiredWatermark,

@@ -157,6 +157,22 @@ package struct ReportService {
         return watermark
     }
 
+    /// Runs `body`'s queries in one snapshot: a read-only repeatable-read transaction, so a load or
+    /// rollup pass committing meanwhile shows in all of what they read or in none of it (the
+    /// watermark stated, the per-link rows and the app-wide installs agree). Until 2026-12-05 the
+    /// API and `report` CLI read in several statements, each seeing what had committed by then.
+    ///
+    /// - Throws: what `body` throws (a `ReportError` as it is), `ReportError.database` for the
+    ///   transaction's own statements.
+    package func inSnapshot<T>(_ body: () throws(ReportError) -> T) throws(ReportError) -> T {
+        try run {
+            try connection.withTransaction { connection in
+                try connection.unsafeSQL("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                return try body()
+            }
+        }
+    }
+
     /// Runs a body of queries, mapping every failure to `ReportError.database` (with the hint to
     /// migrate when the schema lacks what a query names: `report links` on a database never migrated
     /// said only `relation "report_funnel_definitions" does not exist` until 2026-12-02).
