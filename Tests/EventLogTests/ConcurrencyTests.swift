@@ -1,5 +1,6 @@
 import Foundation
 import Locking
+import TestSupport
 import Testing
 
 @testable import EventLog
@@ -52,12 +53,25 @@ import Testing
             var configuration = testConfiguration(dir)
             configuration.maxPendingBytes = 4096
             configuration.enqueueTimeout = .milliseconds(1)
+            // Syncs wait while the gate is closed, so the queue fills for certain: until 2026-12-05
+            // nothing held the committer, and a writer without the bound passed too.
+            let gateClosed = Locked(false)
+            configuration.groupSync = { fd in
+                while gateClosed.withLock({ $0 }) { usleep(1_000) }
+                return fdatasync(fd) == 0 ? 0 : errno
+            }
             let writer = try LogWriter(configuration: configuration)
             defer { writer.close() }
             #expect(throws: LogError.tooLarge(bytes: 5001, limit: 4096)) {
                 try writer.append([[UInt8](repeating: UInt8(ascii: "x"), count: 5000)])
             }
             let outcomes = Locked<(ok: Int, refused: Int)>((0, 0))
+            gateClosed.withLock { $0 = true }
+            let opener = Thread {
+                _ = eventually { outcomes.withLock { $0.refused > 0 } }
+                gateClosed.withLock { $0 = false }
+            }
+            opener.start()
             try runThreads(16) { _ in
                 for _ in 0..<20 {
                     do throws(LogError) {
@@ -71,7 +85,7 @@ import Testing
             }
             let (ok, refused) = outcomes.withLock { $0 }
             #expect(ok + refused == 320)
-            #expect(ok > 0)
+            #expect(ok > 0 && refused > 0, "ok \(ok), refused \(refused)")
             #expect(try readAll(configuration.directory).records.count == ok)
         }
     }

@@ -245,6 +245,10 @@ struct BadInputTests {
         let rejected = response.json["rejected"] as? [[String: Any]] ?? []
         #expect(rejected.first?["code"] as? String == "event_too_large")
         #expect(rejected.first?["index"] as? Int == 1)
+        #expect(rejected.count == 1)
+        // The neighbour is accepted and in the log, not dropped with it.
+        #expect(response.json["accepted"] as? Int == 1, "\(response.text)")
+        #expect(server.sink.records.count == 1)
         #expect(server.isServing())
     }
 

@@ -25,13 +25,19 @@ struct CrashTests {
         var kills = 0
         for _ in 0..<Scale.kills {
             // Let some requests through, then kill at a random moment (bounded waits, no timing asserts).
-            load.waitForAcknowledgements(50, timeout: .seconds(60))
+            // Every life must accept: a restart that answered 503 for good (its log never writable
+            // again) passed while the first life's acknowledgements stood (until 2026-12-05).
+            #expect(
+                load.waitForAcknowledgements(50, timeout: .seconds(60)),
+                "life \(kills + 1) acknowledged nothing: \(load.snapshot.statuses); log: \(pipeline.log.suffix(2000))")
             Thread.sleep(forTimeInterval: Double.random(in: 0.05...0.8, using: &generator))
             pipeline.kill()
             kills += 1
             try pipeline.start()
         }
-        load.waitForAcknowledgements(50, timeout: .seconds(60))
+        #expect(
+            load.waitForAcknowledgements(50, timeout: .seconds(60)),
+            "the last life acknowledged nothing: \(load.snapshot.statuses); log: \(pipeline.log.suffix(2000))")
         load.stop()
         let status = pipeline.stop()
         #expect(status == 0, "the last life stops cleanly on SIGTERM; log: \(pipeline.log.suffix(2000))")
