@@ -27,10 +27,14 @@ import Testing
         var machine = SegmentStateMachine(limits: limits, nextSegmentID: 1, nextSequence: 0, diskBytes: 0)
         _ = machine.plan(frameBytes: 10, now: 0)
         machine.didWrite(frameBytes: 10, records: 1, now: 0, synced: true)
-        guard case .write(let young) = machine.plan(frameBytes: 10, now: 59_999_999) else { return }
+        guard case .write(let young) = machine.plan(frameBytes: 10, now: 59_999_999) else {
+            Issue.record("refused"); return
+        }
         #expect(!young.rotate)
         machine.didWrite(frameBytes: 10, records: 1, now: 59_999_999, synced: true)
-        guard case .write(let old) = machine.plan(frameBytes: 10, now: 60_000_000) else { return }
+        guard case .write(let old) = machine.plan(frameBytes: 10, now: 60_000_000) else {
+            Issue.record("refused"); return
+        }
         #expect(old.rotate && old.segment == 2)
     }
 
@@ -49,10 +53,10 @@ import Testing
         machine.didWrite(frameBytes: 10, records: 1, now: 0, synced: true)
         _ = machine.plan(frameBytes: 10, now: 1)
         machine.didFail(frameWasComplete: false, truncated: true)  // short write, cut: same segment
-        guard case .write(let retry) = machine.plan(frameBytes: 10, now: 2) else { return }
+        guard case .write(let retry) = machine.plan(frameBytes: 10, now: 2) else { Issue.record("refused"); return }
         #expect(!retry.rotate && retry.offset == 10)
         machine.didFail(frameWasComplete: true, truncated: true)  // fsync failed: a reader may have seen it
-        guard case .write(let next) = machine.plan(frameBytes: 10, now: 3) else { return }
+        guard case .write(let next) = machine.plan(frameBytes: 10, now: 3) else { Issue.record("refused"); return }
         #expect(next.rotate && next.segment == 2)
     }
 
@@ -68,7 +72,7 @@ import Testing
         machine.undoWrites(records: 5, bytes: 150)  // the group's fdatasync failed
         machine.didFail(frameWasComplete: true, truncated: true)
         #expect(machine.nextSequence == 4 && machine.diskBytes == 100)
-        guard case .write(let next) = machine.plan(frameBytes: 10, now: 2) else { return }
+        guard case .write(let next) = machine.plan(frameBytes: 10, now: 2) else { Issue.record("refused"); return }
         #expect(next.rotate && next.segment == 2)
     }
 
@@ -77,12 +81,12 @@ import Testing
         var limits = self.limits
         limits.syncIntervalMicros = 1000
         var machine = SegmentStateMachine(limits: limits, nextSegmentID: 1, nextSequence: 0, diskBytes: 0)
-        guard case .write(let first) = machine.plan(frameBytes: 10, now: 0) else { return }
+        guard case .write(let first) = machine.plan(frameBytes: 10, now: 0) else { Issue.record("refused"); return }
         #expect(!first.syncAfterWrite)
         machine.didWrite(frameBytes: 10, records: 1, now: 0, synced: false)
         #expect(machine.microsUntilSync(now: 400) == 600)
         #expect(!machine.isSyncDue(now: 999) && machine.isSyncDue(now: 1000))
-        guard case .write(let late) = machine.plan(frameBytes: 10, now: 1500) else { return }
+        guard case .write(let late) = machine.plan(frameBytes: 10, now: 1500) else { Issue.record("refused"); return }
         #expect(late.syncAfterWrite)
     }
 }
