@@ -29,6 +29,35 @@ extension CommandLineTests {
         #expect(serve.standardError.contains("shutdown.begin signal=SIGTERM"), "\(serve.standardError)")
     }
 
+    @Test("serve whose standard error's reader has gone stops cleanly on SIGTERM, not killed by SIGPIPE")
+    func logReaderGone() throws {
+        let listener = try SilentListener(backlog: 4)
+        defer { withExtendedLifetime(listener) {} }
+        let data = try TemporaryDirectory()
+        let errors = Pipe()
+        let serve = Process()
+        serve.executableURL = URL(fileURLWithPath: PipelineProcess.binaryPath)
+        serve.arguments = ["serve", "--http-addr", "127.0.0.1:0", "--data-dir", data.path]
+        serve.environment = PipelineProcess.passedOn.merging([
+            "DATABASE_URL": "postgresql://nobody@127.0.0.1:\(listener.port)/none?connect_timeout=4"
+        ]) { $1 }
+        serve.standardOutput = FileHandle.nullDevice
+        serve.standardError = errors
+        try serve.run()
+        defer { if serve.isRunning { kill(serve.processIdentifier, SIGKILL) } }
+        // Inside start-up (it waits for PostgreSQL); then no one reads its standard error any more
+        // (`serve 2>&1 | tee log`, and Ctrl-C stopped tee).
+        var incoming = pollfd(fd: listener.descriptor, events: Int16(POLLIN), revents: 0)
+        try #require(poll(&incoming, 1, 30_000) == 1, "serve never connected")
+        try errors.fileHandleForReading.close()
+        serve.terminate()  // SIGTERM: its shutdown notice is the next line it writes
+        let exited = eventually { !serve.isRunning }
+        try #require(exited, "serve did not stop")
+        // It was killed by SIGPIPE (status 13, uncaught signal) until 2026-12-05.
+        #expect(serve.terminationReason == .exit, "killed by signal \(serve.terminationStatus)")
+        #expect(serve.terminationStatus == 0)
+    }
+
     @Test("SIGTERM again stops an aggregator whose clean shutdown waits for a cycle blocked on a lock, at once")
     func secondSignalForcesShutdown() throws {
         let database = try TestDatabase.make()

@@ -39,6 +39,13 @@ enum Termination {
         private let sources: [any DispatchSourceSignal]
 
         fileprivate init() {
+            // A log line written after whatever reads standard error went away (`serve 2>&1 | tee`,
+            // and Ctrl-C stopped tee too; a log shipper restarting) killed a long-running command
+            // with SIGPIPE: the shutdown notice ended a clean stop as a kill, and a PostgreSQL
+            // outage's warning killed ingest (until 2026-12-05). Ignored, the write fails with EPIPE
+            // and the line is dropped. Sockets never raised it (libmicrohttpd and libpq suppress it);
+            // the one-shot commands keep the default, so `report links | head` ends quietly.
+            signal(SIGPIPE, SIG_IGN)
             var sources: [any DispatchSourceSignal] = []
             for (number, label) in [(SIGINT, "SIGINT"), (SIGTERM, "SIGTERM"), (SIGHUP, "SIGHUP")] {
                 signal(number, SIG_IGN)  // let Dispatch see the signal instead of the default action
