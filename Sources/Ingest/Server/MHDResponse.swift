@@ -10,11 +10,15 @@ func makeResponse(
     let made: OpaquePointer?
     if let stream = response.stream {
         // Owned by the response until libmicrohttpd frees it (`releaseStream`), which it does
-        // when the body is sent or the connection ends, and at once when creating it fails.
+        // when the body is sent or the connection ends.
         let owner = Unmanaged.passRetained(
             StreamOwner(stream, connection: connection.map(SuspendedConnection.init), core: core)
         ).toOpaque()
         made = MHD_create_response_from_callback(sizeUnknown, streamBlockSize, readStream, owner, releaseStream)
+        // A response that could not be made (out of memory) never calls `releaseStream` (0.9.75's
+        // response.c returns NULL before keeping it): released here, which cancels the body, whose
+        // producer would otherwise make the whole report for nobody and keep it (until 2026-12-05).
+        if made == nil { Unmanaged<StreamOwner>.fromOpaque(owner).release() }
     } else {
         made = response.body.withUnsafeBytes { bytes in
             MHD_create_response_from_buffer(
