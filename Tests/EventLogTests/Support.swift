@@ -56,7 +56,7 @@ func writeFrames(_ configuration: LogConfiguration, frames: Int, perFrame: Int =
     let writer = try LogWriter(configuration: configuration)
     for frame in 0..<frames { try writer.append((0..<perFrame).map { envelope(frame * perFrame + $0) }) }
     writer.close()
-    let path = try #require(try segmentPaths(configuration.directory).last)
+    let path = try #require(try segmentPaths(configuration.directory, node: configuration.node).last)
     let report = try SegmentInspector.inspect(path: path)
     #expect(report.frames.count == frames)
     return (path, report.frames.map(\.offset))

@@ -219,6 +219,18 @@ struct OpenAPITests {
             .report(status: 503, code: "database_unavailable", message: ""),
             .report(status: 409, code: "unknown_time_zone", message: ""),
         ]
+        // A case added to IngestError does not compile here until it is listed: add it to `errors`
+        // above too, so its code is checked against the spec (the list alone let a new case slip by).
+        for error in errors {
+            switch error {
+            case .notFound, .methodNotAllowed, .missingKey, .missingAppID, .invalidKey, .keysUnavailable,
+                .keyNotAllowed, .bodyTooLarge, .decompressedTooLarge, .unsupportedEncoding, .unsupportedMediaType,
+                .invalidEncoding, .invalidFraming, .invalidJSON, .invalidBody, .tooManyEvents, .tooManyValues,
+                .rateLimited, .logUnavailable, .shuttingDown, .overloaded, .invalidParameter, .reportsUnavailable,
+                .reportsBusy, .report:
+                break
+            }
+        }
         let produced = Set(errors.map(\.answer.code))
         #expect(produced == spec.allErrorCodes)
         for (key, statuses) in spec.operations {

@@ -70,9 +70,15 @@ import Testing
 
     @Test("the token bucket makes the second caller wait for the first caller's events")
     func tokenBucketPaces() {
-        let bucket = TokenBucket(rate: 100, burst: .zero)
-        _ = bucket.reserve(10)  // 10 events at 100/s occupy the next 100 ms
-        let wait = bucket.reserve(1)
-        #expect(wait > .milliseconds(50) && wait <= .milliseconds(100))
+        // The clock is given, so the figures are exact (a wall-clock bound here could fail on a
+        // stalled thread until 2026-12-05).
+        let start = ContinuousClock.now
+        let bucket = TokenBucket(rate: 100, burst: .zero, start: start)
+        #expect(bucket.reserve(10, now: start) == .zero)  // 10 events at 100/s occupy the next 100 ms
+        #expect(bucket.reserve(1, now: start) == .milliseconds(100))
+        #expect(bucket.reserve(1, now: start + .milliseconds(30)) == .milliseconds(80))
+        // Idle past its slots, a bucket without burst does not save them up.
+        #expect(bucket.reserve(1, now: start + .seconds(1)) == .zero)
+        #expect(bucket.reserve(1, now: start + .seconds(1)) == .milliseconds(10))
     }
 }

@@ -14,16 +14,16 @@ final class TokenBucket: Sendable {
     /// - Parameters:
     ///   - rate: events per second (> 0).
     ///   - burst: how much idle time may be caught up at once (default 100 ms).
-    init(rate: Double, burst: Duration = .milliseconds(100)) {
+    ///   - start: when the first slot is free (now, unless a test gives the clock).
+    init(rate: Double, burst: Duration = .milliseconds(100), start: ContinuousClock.Instant = .now) {
         self.rate = rate
         self.burst = burst
-        nextFree = Locked(ContinuousClock.now)
+        nextFree = Locked(start)
     }
 
-    /// How long the caller must wait before sending `events` events; reserves them.
-    func reserve(_ events: Int) -> Duration {
-        let now = ContinuousClock.now
-        return nextFree.withLock { next in
+    /// How long the caller must wait, from `now`, before sending `events` events; reserves them.
+    func reserve(_ events: Int, now: ContinuousClock.Instant = .now) -> Duration {
+        nextFree.withLock { next in
             let slot = max(next, now - burst)
             next = slot + .nanoseconds(Int64(Double(max(events, 1)) / rate * 1e9))
             return slot > now ? slot - now : .zero
