@@ -5,7 +5,7 @@ import Testing
 @testable import Aggregator
 
 @Suite struct SchedulingTests {
-    @Test("the timer loads new events without being asked, and stop waits for the running cycle")
+    @Test("the timer loads new events without being asked, and stop leaves it stopped")
     func timerLoads() throws {
         let world = try World()
         defer { world.tearDown() }

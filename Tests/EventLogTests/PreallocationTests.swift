@@ -61,7 +61,7 @@ import Testing
             let open = try #require(segments.last)
             // The preallocator zero-fills the open segment ahead of its frames (on its own thread).
             var openReport = try SegmentInspector.inspect(path: open.path)
-            for _ in 0..<500 where openReport.zeroTailBytes == 0 {
+            for _ in 0..<6000 where openReport.zeroTailBytes == 0 {  // at most 60 s
                 usleep(10_000)
                 openReport = try SegmentInspector.inspect(path: open.path)
             }

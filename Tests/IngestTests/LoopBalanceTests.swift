@@ -61,7 +61,7 @@ struct OpenConnectionMetricTests {
         #expect(try gauge("ingest_http_connections") == 11)
         clients.removeAll()  // closes them
         var open: Int? = nil
-        for _ in 0..<50 {  // at most 5 s: libmicrohttpd notices the closes on its next loop turn
+        for _ in 0..<600 {  // at most 60 s: libmicrohttpd notices the closes on its next loop turn
             open = try gauge("ingest_http_connections")
             if open == 1 { break }
             Thread.sleep(forTimeInterval: 0.1)

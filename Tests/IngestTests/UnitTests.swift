@@ -329,7 +329,7 @@ struct ShutdownTests {
         stopper.start()
         // The shutdown has begun once the port refuses connections; the stuck request holds it there.
         var refusing = false
-        for _ in 0..<500 {
+        for _ in 0..<6000 {  // at most 60 s, as `eventually`
             if (try? RawHTTPClient(port: port)) == nil {
                 refusing = true
                 break

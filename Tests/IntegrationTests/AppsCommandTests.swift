@@ -159,8 +159,8 @@ struct AppsCommandTests {
         let hasLog = try admin.query("SELECT (pg_stat_file('server.log', true)).size IS NOT NULL AS l")
             .first?["l", as: Bool.self]
         guard hasLog == true else {
-            print("keysStayOutOfStatementLogs: no server.log in the data directory (not a pg.sh cluster); skipped")
-            return
+            // Reported as skipped, not passed (until 2026-12-05 it returned and counted as a pass).
+            try Test.cancel("skipped: no server.log in the data directory (not a scripts/lib/pg.sh cluster)")
         }
         // Every statement of these commands is logged with its parameters, as `log_statement = all`
         // (or `mod`, or `log_min_duration_statement`) does on a server an operator has configured so.

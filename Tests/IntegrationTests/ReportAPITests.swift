@@ -229,7 +229,7 @@ struct ReportAPIIntegrationTests {
         }.start()
         // Bounded wait until the report's backend is blocked on the lock.
         var isWaiting = false
-        for _ in 0..<200 {
+        for _ in 0..<1200 {  // at most 60 s
             let rows = try connection.query(
                 """
                 SELECT count(*) AS n FROM pg_stat_activity

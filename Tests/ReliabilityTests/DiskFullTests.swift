@@ -65,9 +65,10 @@ struct DiskFullTests {
     func realENOSPC() throws {
         let mountPoint = try TemporaryDirectory(prefix: chaosName("detour-chaos-tmpfs"))
         guard (try? LocalCluster.shell(#"mount -t tmpfs -o size=6m tmpfs "$1""#, mountPoint.path)) != nil else {
-            // Not root or no CAP_SYS_ADMIN: the cap test above covers the behaviour.
+            // Not root or no CAP_SYS_ADMIN: the cap test above covers the behaviour. Reported as
+            // skipped, not passed (until 2026-12-05 it returned and counted as a pass).
             Scale.record("tmpfs_skipped", 1)
-            return
+            try Test.cancel("skipped: cannot mount a tmpfs here; needs root")
         }
         defer { _ = try? LocalCluster.shell(#"umount -l "$1""#, mountPoint.path) }
         let database = try TestDatabase.make()
