@@ -304,6 +304,28 @@ struct AppsCommandTests {
         // Nothing refused changed anything.
         let zone = try connection.query("SELECT time_zone FROM apps WHERE id = 'tz'")
         #expect(try zone.first?["time_zone", as: String.self] == "America/New_York")
+
+        // A rebuild that fails (here the load lock is held elsewhere past a lock timeout; a SIGKILL
+        // or a lost connection alike) changes nothing, the settings included, and the same command
+        // then does it all. Until 2026-12-05 the new zone stayed beside rollups of the old one, and
+        // the command run again said "unchanged" and rebuilt nothing.
+        let holder = try database.connect()
+        defer { holder.close() }
+        try holder.execute("SELECT pg_advisory_lock(1684370546, hashtext(current_schema()))")
+        let impatient = database.url.replacing(
+            "options=-csearch_path%3D", with: "options=-clock_timeout%3D500%20-csearch_path%3D")
+        let tokyo = ["apps", "update", "--id", "tz", "--time-zone", "Asia/Tokyo"]
+        let failed = try PipelineProcess.runToEnd(tokyo, environment: ["DATABASE_URL": impatient])
+        #expect(failed.status == 69, "\(failed.output) \(failed.errors)")
+        #expect(failed.errors.contains("rebuilding the rollups failed, so nothing was changed"), "\(failed.errors)")
+        let kept = try connection.query("SELECT time_zone FROM apps WHERE id = 'tz'")
+        #expect(try kept.first?["time_zone", as: String.self] == "America/New_York")
+        #expect(try clickDays() == ["2026-06-01"])
+        try holder.execute("SELECT pg_advisory_unlock(1684370546, hashtext(current_schema()))")
+        let retried = try PipelineProcess.runToEnd(tokyo, environment: environment)
+        #expect(retried.status == 0, "\(retried.errors)")
+        #expect(retried.output.contains("every rollup rebuilt"), "\(retried.output)")
+        #expect(try clickDays() == ["2026-06-02"])  // 02:00 UTC is 11:00 in Tokyo
     }
 
     /// POSTs one SDK event with `key` and returns the status.

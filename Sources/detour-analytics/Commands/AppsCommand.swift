@@ -127,8 +127,24 @@ enum AppsCommand: Command {
         let connection = try Connection(url: try requireDatabase(url))
         defer { connection.close() }
         if let timeZone { try checkTimeZone(timeZone, connection) }
-        let (changes, settingsChanged) = try connection.withTransaction { connection in
-            try applyUpdate(id: id, name: name, timeZone: timeZone, windowSeconds: windowSeconds, connection)
+        // The settings and the rebuild commit together. Until 2026-12-05 the settings were committed
+        // first: a rebuild cut short (SIGKILL, an OOM kill, a lost connection, an error) left the
+        // new settings beside rollups made with the old ones, and the same command run again said
+        // "unchanged" and rebuilt nothing, so reports kept the old days without a word.
+        let changes: [String]
+        let settingsChanged: Bool
+        do {
+            (changes, settingsChanged) = try connection.withTransaction { connection in
+                let applied = try applyUpdate(
+                    id: id, name: name, timeZone: timeZone, windowSeconds: windowSeconds, connection)
+                if applied.settingsChanged, rebuild { try ReportService(connection: connection).rebuild() }
+                return applied
+            }
+        } catch let error as ReportError {
+            complain(
+                "error: rebuilding the rollups failed, so nothing was changed (run the command again): "
+                    + "\(error.description)\n")
+            return error.exitCode
         }
         guard !changes.isEmpty else {
             print("app \(id): unchanged (it has these settings already); rollups not rebuilt")
@@ -139,12 +155,6 @@ enum AppsCommand: Command {
         guard rebuild else {
             print("rollups not rebuilt (--no-rebuild): reports keep the old settings until `report rebuild`")
             return 0
-        }
-        do throws(ReportError) {
-            try ReportService(connection: connection).rebuild()
-        } catch {
-            complain("error: the settings are changed, but rebuilding the rollups failed: \(error.description)\n")
-            return error.exitCode
         }
         print("every rollup rebuilt from the raw tables with the new settings")
         return 0
