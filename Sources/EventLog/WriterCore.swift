@@ -231,13 +231,16 @@ final class WriterCore: @unchecked Sendable {
         }
         if case .failure(let error) = result { return Self.classify(error) }
         dataEnd = offset + Int64(frameLength)
-        preallocator?.didWrite(end: dataEnd, limit: preallocationLimit())
+        // This frame is not in `machine.diskBytes` yet (the caller counts it next): until
+        // 2026-12-05 the zeros could run past the disk cap by the frame's size.
+        preallocator?.didWrite(end: dataEnd, limit: preallocationLimit(uncounted: Int64(frameLength)))
         return nil
     }
 
-    /// How far zeros may go: not past the segment size limit, nor the disk cap's headroom.
-    private func preallocationLimit() -> Int64 {
-        let headroom = maxDiskBytes.map { max(0, $0 - machine.diskBytes) } ?? maxSegmentBytes
+    /// How far zeros may go: not past the segment size limit, nor the disk cap's headroom, less
+    /// `uncounted` bytes written and not yet in `machine.diskBytes`.
+    private func preallocationLimit(uncounted: Int64 = 0) -> Int64 {
+        let headroom = maxDiskBytes.map { max(0, $0 - machine.diskBytes - uncounted) } ?? maxSegmentBytes
         return min(maxSegmentBytes, dataEnd + headroom)
     }
 
