@@ -71,6 +71,49 @@ import Testing
         #expect(after.body != before.body && after.body.contains("2026-06-05T13:00:00.000000Z"), "\(after.body)")
     }
 
+    @Test("a report states the watermark its numbers reach: a load not rolled up yet is not claimed")
+    func watermarkRolledUp() throws {
+        let database = try Database()
+        defer { database.close() }
+        let fixture = Fixture(database.connection, queued: true)
+        try fixture.app("a")
+        fixture.click("c1", path: "/x", at: "2026-06-01T10:00:00Z")
+        try fixture.load()
+        try fixture.watermark("2026-06-01T10:00:00Z")
+        try fixture.process()
+        func state() throws -> (stated: String?, loads: String?, clicks: Int, body: String) {
+            let row = try database.connection.query(
+                """
+                SELECT to_char(w.watermark AT TIME ZONE 'UTC', 'HH24:MI') AS stated,
+                       to_char(w.loads_watermark AT TIME ZONE 'UTC', 'HH24:MI') AS loads,
+                       (SELECT coalesce(sum(clicks), 0)::int FROM report_link_daily WHERE app_id = 'a') AS clicks
+                FROM report_watermark w
+                """
+            ).first
+            let answer = ReportEndpoint.respond(
+                kind: "links", parameters: ["app": "a", "from": "2026-06-01", "to": "2026-06-01"],
+                connection: database.connection, today: nil, defaultFormat: .json)
+            return (
+                try row?["stated", as: String?.self] ?? nil, try row?["loads", as: String?.self] ?? nil,
+                try row?["clicks", as: Int.self] ?? -1, answer.body
+            )
+        }
+        var now = try state()
+        #expect(now.stated == "10:00" && now.loads == "10:00" && now.clicks == 1)
+        // Loaded, its rollup work queued and not applied: the reports still count one click, and
+        // state 10:00, the loads being at 11:00. Until 2026-12-05 they stated 11:00 over one click.
+        fixture.click("c2", path: "/x", at: "2026-06-01T11:00:00Z")
+        try fixture.load()
+        try fixture.watermark("2026-06-01T11:00:00Z")
+        now = try state()
+        #expect(now.stated == "10:00" && now.loads == "11:00" && now.clicks == 1, "\(now)")
+        #expect(now.body.contains(#""watermark":"2026-06-01T10:00:00.000000Z""#), "\(now.body)")
+        try fixture.process()
+        now = try state()
+        #expect(now.stated == "11:00" && now.loads == "11:00" && now.clicks == 2, "\(now)")
+        #expect(now.body.contains(#""watermark":"2026-06-01T11:00:00.000000Z""#), "\(now.body)")
+    }
+
     @Test("totals per link add revenue of any size exactly (one amount of 31 decimals failed them: 503, retry later)")
     func totalsOfLargeAmounts() throws {
         let database = try Database()

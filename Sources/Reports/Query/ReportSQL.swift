@@ -242,14 +242,18 @@ package enum ReportSQL {
         """
     }
 
-    /// Whether day `day` of `app` is completely loaded. Columns: `watermark` (text or NULL),
-    /// `required` (text: end of the day in the app's time zone plus `graceSeconds`), `complete` (bool:
-    /// every node's log was loaded through `required`, `loaded_through` of sql/063: per node the
+    /// Whether day `day` of `app` is completely loaded. Columns: `watermark` (text or NULL: the
+    /// loads', `report_watermark.loads_watermark`), `required` (text: end of the day in the app's
+    /// time zone plus `graceSeconds`), `complete` (bool: every node's log was loaded through
+    /// `required`, `loads_through` of sql/083, 063's `loaded_through`: per node the
     /// later of its newest loaded `received_at` and when a cycle last read it to its end, the
     /// earliest over the nodes), `pending_days` (rollup days up to `day` queued by `queue_rollups`
     /// and not processed yet), `behind` (text: the nodes not loaded through `required`, one per line),
     /// `unknown_time_zone` (the app's zone when PostgreSQL does not know it, else NULL; `required` is
     /// then figured in UTC so that the row still comes).
+    /// The loads' values, not the rolled-up ones a report states (sql/083): with no work queued for
+    /// `day` or a day before it (`pending_days`), their rollups count every loaded row of them,
+    /// whatever is queued for later days.
     /// A day queued after `day` does not count: what the report says of `day` and the days before
     /// it is in their own rollup rows, and under steady traffic a load queues the current day every
     /// few seconds, so until 2026-12-04 a finished day was refused (`rollups pending`) whenever the
@@ -259,9 +263,9 @@ package enum ReportSQL {
     /// behind still had unloaded segments of it.
     package static func completeness(app: String, day: ReportDay, graceSeconds: Int) -> SQL {
         """
-        SELECT to_char(w.watermark AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS watermark,
+        SELECT to_char(w.loads_watermark AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS watermark,
                to_char(r.required AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS required,
-               coalesce(w.loaded_through >= r.required, false) AS complete,
+               coalesce(w.loads_through >= r.required, false) AS complete,
                CASE WHEN NOT z.known THEN s.time_zone END AS unknown_time_zone,
                (SELECT count(*) FROM rollup_pending_keys p
                 WHERE p.app_id = \(app) AND p.day <= \(day.iso8601)::date) AS pending_days,

@@ -9,7 +9,7 @@ enum VersionCommand: Command {
         Usage: detour-analytics version [--sql-dir DIR]     (or detour-analytics --version)
 
         Prints one line: the program's version and the newest migration in the sql directory migrate
-        would apply, e.g. `detour-analytics 0.1.0 (schema 082_revenue_amount_bounded)`, to compare
+        would apply, e.g. `detour-analytics 0.1.0 (schema 083_watermark_rolled_up)`, to compare
         with the newest row of schema_migrations. Needs no database. When that directory holds no
         migration file, the line says so in place of the migration (the exit status is still 0).
 
