@@ -250,6 +250,51 @@ struct ReportAPIIntegrationTests {
         #expect(result.get()?.text.contains("/a-only-link") == true)
     }
 
+    @Test("the API reads a report in one snapshot: a rollup pass committing while it runs shows in all of it or none")
+    func oneSnapshot() throws {
+        let database = try TestDatabase.make()
+        defer { database.drop() }
+        let connection = try database.connect()
+        defer { connection.close() }
+        try Self.seed(connection)
+        let (reportURL, _) = Self.reportURL(database)
+        let server = try Server(database: database, reportURL: reportURL)
+        let path = "/api/reports/links?from=2026-06-01&to=2026-06-30"
+        let before = try server.get(path, key: "sk_a_2222")
+        #expect(before.status == 200, "\(before.text)")
+        // A "pass" that moves the watermark and the per-link counts in one transaction, holding the
+        // link summary until the report has read the watermark and waits for it.
+        let loader = try database.connect()
+        defer { loader.close() }
+        try loader.unsafeSQL(
+            """
+            BEGIN; LOCK TABLE rollup_link_summary IN ACCESS EXCLUSIVE MODE;
+            UPDATE load_checkpoints SET newest_received_at = newest_received_at + interval '1 hour';
+            UPDATE rollup_link_summary SET clicks = clicks + 1000, clicks_ios = clicks_ios + 1000
+            """)
+        let during = LockedBox<HTTP.Response?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let base = server.base
+        Thread {
+            during.set(
+                try? HTTP.get(base + path, headers: ["X-App-ID": Self.appA, "Authorization": "Bearer sk_a_2222"]))
+            done.signal()
+        }.start()
+        let waiting = try eventually {
+            try loader.query(
+                "SELECT count(*) AS n FROM pg_locks WHERE relation = 'rollup_link_summary'::regclass AND NOT granted"
+            ).first?["n", as: Int.self] == 1
+        }
+        #expect(waiting, "the report never waited for the link summary")
+        try loader.unsafeSQL("COMMIT")
+        #expect(done.wait(timeout: .now() + 60) == .success)
+        // Until 2026-12-05 (the API's provider read outside the CLI's snapshot) it stated the old
+        // watermark beside the new counts.
+        #expect(during.get()?.text == before.text, "\(during.get()?.text ?? "no answer")")
+        let after = try server.get(path, key: "sk_a_2222")
+        #expect(after.text != before.text && after.text.contains("2026-06-05T13:00:00.000000Z"), "\(after.text)")
+    }
+
     @Test("PostgreSQL unreachable: reports answer 503 database_unavailable, ingest keeps serving")
     func databaseUnreachable() throws {
         let database = try TestDatabase.make()
