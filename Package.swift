@@ -46,7 +46,7 @@ let package = Package(
             swiftSettings: strict),
         .target(
             name: "Aggregator",
-            dependencies: ["EventModel", "EventLog", "Postgres", "Observability", "CivilTime"],
+            dependencies: ["EventModel", "EventLog", "Postgres", "Observability", "CivilTime", "Locking"],
             swiftSettings: strict),
         .target(
             name: "Reports", dependencies: ["Postgres", "Observability", "CivilTime", "JSONText", "CZlib", "CZstd"],

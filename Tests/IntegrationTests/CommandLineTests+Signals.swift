@@ -58,31 +58,46 @@ extension CommandLineTests {
         #expect(serve.terminationStatus == 0)
     }
 
-    @Test("SIGTERM again stops an aggregator whose clean shutdown waits for a cycle blocked on a lock, at once")
-    func secondSignalForcesShutdown() throws {
+    @Test("SIGTERM stops an aggregator whose cycle waits for a lock at once and cleanly: the statement is cancelled")
+    func stopCancelsTheWait() throws {
         let database = try TestDatabase.make()
         defer { database.drop() }
         let (aggregate, holder, data) = try aggregateStoppingOnLock(database)
         defer { withExtendedLifetime(data) { holder.close() } }
+        // The lock stays held: until 2026-12-05 the clean stop waited for it (minutes behind a long
+        // `report rebuild`), and only the same signal again, or SIGKILL, ended the process.
+        let status = aggregate.waitForExit(timeout: .seconds(60))
+        #expect(status == 0, "exit \(String(describing: status)); log: \(aggregate.standardError)")
+        #expect(aggregate.standardError.contains("load.cancelled reason=stopping"), "\(aggregate.standardError)")
+        #expect(!aggregate.standardError.contains("load.failing"), "\(aggregate.standardError)")
+        #expect(!aggregate.standardError.contains("shutdown.forced"), "\(aggregate.standardError)")
+        // Nothing committed behind the holder's back: its lock was never given up.
+        #expect(try holder.query("SELECT count(*) AS n FROM load_checkpoints").first?["n", as: Int.self] == 0)
+        try holder.execute("ROLLBACK")
+    }
+
+    @Test("SIGTERM again stops an aggregator whose clean shutdown waits for a cycle still connecting, at once")
+    func secondSignalForcesShutdown() throws {
+        let (aggregate, listener, data) = try aggregateStoppingOnConnect()
+        defer { withExtendedLifetime((listener, data)) {} }
         // Past the window in which a repeat counts as the same delivery (its design, not a bound on
         // the code's speed; `doubledSignalIsOneRequest` tests the window itself).
         Thread.sleep(forTimeInterval: (Termination.repeatWindow + .milliseconds(100)) / .seconds(1))
-        // The clean stop waits for the cycle, which waits for the lock, held until this test ends.
-        // The second signal was ignored: nothing but SIGKILL stopped the process. The other signal
-        // is the same request (Ctrl-C under scripts/run: SIGINT from the terminal, SIGTERM from the
-        // script), the same one again forces the stop.
+        // The clean stop waits for the cycle, which waits for a server that never answers (nothing to
+        // cancel yet) until its connect timeout, a minute. The second signal was ignored until
+        // 2026-12-02: nothing but SIGKILL stopped the process. The other signal is the same request
+        // (Ctrl-C under scripts/run: SIGINT from the terminal, SIGTERM from the script), the same
+        // one again forces the stop.
         aggregate.signal(SIGINT)
         aggregate.signal(SIGTERM)
         let status = aggregate.waitForExit(timeout: .seconds(30))
         #expect(status == 128 + SIGTERM, "exit \(String(describing: status)); log: \(aggregate.standardError)")
         #expect(aggregate.standardError.contains("shutdown.forced signal=SIGTERM"), "\(aggregate.standardError)")
-        try holder.execute("ROLLBACK")
     }
 
     /// An `aggregate` whose load cycle waits for a lock another session holds (as a long report
-    /// rebuild or migration can), sent SIGTERM once it waits: it has begun its clean stop, which waits
-    /// for the cycle. The holder's transaction keeps the lock until it rolls back or closes; the
-    /// data directory lives as long as the caller keeps it.
+    /// rebuild or migration can), sent SIGTERM once it waits. The holder's transaction keeps the lock
+    /// until it rolls back or closes; the data directory lives as long as the caller keeps it.
     private func aggregateStoppingOnLock(_ database: TestDatabase, environment: [String: String] = [:]) throws
         -> (PipelineProcess, Connection, TemporaryDirectory)
     {
@@ -97,7 +112,7 @@ extension CommandLineTests {
         let observer = try database.connect()
         defer { observer.close() }
         var waiting = false
-        for _ in 0..<1500 where !waiting {
+        for _ in 0..<3000 where !waiting {  // at most 60 s
             waiting =
                 try observer.query(
                     "SELECT count(*) AS n FROM pg_locks WHERE NOT granted AND relation = 'load_checkpoints'::regclass"
@@ -106,30 +121,47 @@ extension CommandLineTests {
         }
         try #require(waiting, "the load cycle never waited for the lock; log: \(aggregate.standardError)")
         aggregate.signal(SIGTERM)
-        for _ in 0..<500 where !aggregate.standardError.contains("shutdown.begin") {
+        return (aggregate, holder, data)
+    }
+
+    /// An `aggregate` whose first cycle connects to a "PostgreSQL" that takes the connection and never
+    /// answers (connect timeout a minute), sent SIGTERM once it connects: its clean stop waits for the
+    /// cycle, which has no statement to cancel. Closing the listener resets the connection.
+    private func aggregateStoppingOnConnect(environment: [String: String] = [:]) throws
+        -> (PipelineProcess, SilentListener, TemporaryDirectory)
+    {
+        let listener = try SilentListener(backlog: 4)
+        let data = try TemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: data.path + "/segments", withIntermediateDirectories: true)
+        let url = "postgresql://nobody@127.0.0.1:\(listener.port)/none?connect_timeout=60"
+        let aggregate = try PipelineProcess(
+            ["aggregate", "--data-dir", data.path], environment: environment.merging(["DATABASE_URL": url]) { $1 })
+        var incoming = pollfd(fd: listener.descriptor, events: Int16(POLLIN), revents: 0)
+        try #require(poll(&incoming, 1, 60_000) == 1, "aggregate never connected; log: \(aggregate.standardError)")
+        aggregate.signal(SIGTERM)
+        for _ in 0..<3000 where !aggregate.standardError.contains("shutdown.begin") {  // at most 60 s
             Thread.sleep(forTimeInterval: 0.02)
         }
         try #require(aggregate.standardError.contains("shutdown.begin signal=SIGTERM"), "\(aggregate.standardError)")
-        return (aggregate, holder, data)
+        return (aggregate, listener, data)
     }
 
     @Test(
         "the same signal twice at once (timeout(1) sends it to the process and to its group) is one request to stop cleanly"
     )
     func doubledSignalIsOneRequest() throws {
-        let database = try TestDatabase.make()
-        defer { database.drop() }
         // A window of a minute: the second signal below comes within it however slow this machine
         // is. Until 2026-12-02 a doubled delivery forced the stop (exit 143): every `timeout -s TERM`.
-        let (aggregate, holder, data) = try aggregateStoppingOnLock(
-            database, environment: ["DETOUR_TEST_SIGNAL_REPEAT_MS": "60000"])
-        defer { withExtendedLifetime(data) { holder.close() } }
+        let (aggregate, listener, data) = try aggregateStoppingOnConnect(
+            environment: ["DETOUR_TEST_SIGNAL_REPEAT_MS": "60000"])
+        defer { withExtendedLifetime((listener, data)) {} }
         aggregate.signal(SIGTERM)
         // Not forced: still waiting for its cycle (bounded wait for an exit that must not come).
         #expect(aggregate.waitForExit(timeout: .seconds(1)) == nil, "\(aggregate.standardError)")
         #expect(!aggregate.standardError.contains("shutdown.forced"), "\(aggregate.standardError)")
-        // Once the lock is given back, the cycle ends and the process stops cleanly.
-        try holder.execute("ROLLBACK")
+        // Once the "server" goes (the listener closed resets the connection), the cycle ends and the
+        // process stops cleanly.
+        listener.close()
         #expect(aggregate.waitForExit(timeout: .seconds(30)) == 0, "\(aggregate.standardError)")
     }
 

@@ -1,6 +1,7 @@
 import EventLog
 import EventModel
 import Foundation
+import Locking
 import Observability
 import Postgres
 
@@ -90,6 +91,9 @@ final class Loader {
     let hooks: LoaderHooks
     let logger = Logger(label: "aggregator")
     private(set) var connection: Connection?
+    /// A canceller of `connection`'s statements, for `Aggregator.stop()` on another thread (the
+    /// loader itself is used on the aggregator's queue only); nil while there is no connection.
+    let canceller = Locked<QueryCanceller?>(nil)
     private var partitions = PartitionCache()
     /// The last attempt to create pending day partitions failed (logged once until one succeeds).
     private var isPartitionsFailing = false
@@ -114,6 +118,7 @@ final class Loader {
             try connection.unsafeSQL(LoadSQL.sessionSettings)
             try connection.unsafeSQL(LoadSQL.createStaging)
             self.connection = connection
+            canceller.withLock { $0 = connection.canceller() }
             partitions.reset()
             return connection
         } catch {
@@ -123,6 +128,7 @@ final class Loader {
 
     /// Closes the connection; the next cycle opens a new one.
     func disconnect() {
+        canceller.withLock { $0 = nil }
         connection?.close()
         connection = nil
         partitions.reset()

@@ -4,6 +4,7 @@ import EventModel
 import Foundation
 package import Observability
 import Postgres
+import Synchronization
 
 /// Loads the event log into PostgreSQL on a schedule: one serial `DispatchQueue` and one
 /// `DispatchSourceTimer`. A cycle runs on the queue; when it ends, the state machine decides the
@@ -41,6 +42,9 @@ package final class Aggregator: @unchecked Sendable {
     private var rollupsPending = true
     /// When `process_rollups()` last succeeded (nil: never).
     private var lastRollupPass: ContinuousClock.Instant?
+    /// Set by `stop()` (from any thread) before it cancels the running statement: a cycle or pass
+    /// that fails then was cancelled for the stop, not failing.
+    private let stopping = Atomic<Bool>(false)
 
     /// Deletes loaded segments older than the configured age; given the node, the position loaded
     /// through and the age. Returns the deleted paths (logged).
@@ -110,9 +114,21 @@ package final class Aggregator: @unchecked Sendable {
         }
     }
 
-    /// Stops scheduling, waits for a running cycle to finish (commit or roll back), and closes the
-    /// connection. Idempotent.
+    /// Stops scheduling, cancels the statement a running cycle or rollup pass waits for, waits for
+    /// it to end (commit or roll back), and closes the connection. Idempotent.
+    ///
+    /// The cancel (`PQcancel`, sent from a thread of its own, so a server gone from the network
+    /// cannot hold the stop on it) ends a wait on a lock (a long `report rebuild`, a migration) or a
+    /// slow statement at once; the cycle rolls back, as a forced stop's would, and loses nothing.
+    /// Until 2026-12-05 the stop waited for it, minutes behind a rebuild, and `docker stop` killed the
+    /// process at its grace period's end. A cycle still connecting is not cancelled (it has no
+    /// statement yet): the stop waits for `connect_timeout`, or the same signal again forces it.
     package func stop() {
+        if !stopping.exchange(true, ordering: .acquiringAndReleasing),
+            let canceller = loader.canceller.withLock({ $0 })
+        {
+            Thread.detachNewThread { canceller.cancel() }
+        }
         queue.sync {
             guard machine.state != .stopped else { return }
             machine.stop()
@@ -209,6 +225,10 @@ package final class Aggregator: @unchecked Sendable {
             heldZones = zones
             return .success(RollupPass(keys: keys, held: held))
         } catch {
+            if stopping.load(ordering: .acquiring) {
+                logger.info("rollups.cancelled", ["reason": "stopping", "error": error.description])
+                return .failure(error)
+            }
             metrics.rollupFailures.increment()
             logger.warning("rollups.failed", ["error": error.description])
             return .failure(error)
@@ -259,6 +279,12 @@ package final class Aggregator: @unchecked Sendable {
                 result = .success(.skipped(duration: ContinuousClock.now - start))
             }
         } catch {
+            if stopping.load(ordering: .acquiring) {
+                // Cancelled by stop() (or failing as it stops): rolled back, nothing lost, and no
+                // failure to count or back off from; the aggregator is stopped next.
+                logger.info("load.cancelled", ["reason": "stopping", "error": error.description])
+                return .failure(error)
+            }
             metrics.failures.increment()
             outcome = .failed(reason: error.description)
             result = .failure(error)

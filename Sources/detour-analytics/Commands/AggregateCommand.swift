@@ -18,8 +18,9 @@ enum AggregateCommand: Command {
         PostgreSQL does not know has its rollups held back, named on a warning line), 69 when PostgreSQL is unavailable or failing
         (as the report commands), 1 on any other failure (a node's log that cannot be read: the other
         nodes are loaded, and the line names it). Without --once,
-        SIGINT/SIGTERM/SIGHUP stop it once the running cycle has committed or rolled back (exit 0);
-        the same signal again stops it at once (exit 128 + the signal; PostgreSQL rolls the cycle back).
+        SIGINT/SIGTERM/SIGHUP stop it once the running cycle has committed or rolled back (exit 0; a
+        statement it waits for, such as a lock held by a long report rebuild, is cancelled); the same
+        signal again stops it at once (exit 128 + the signal; PostgreSQL rolls the cycle back).
 
           --once                  load the backlog and exit (cron)
         \(databaseHelp)

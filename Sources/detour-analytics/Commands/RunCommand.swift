@@ -12,7 +12,8 @@ enum RunCommand: Command {
         Serves the ingest HTTP endpoint and loads the event log into PostgreSQL on a timer, in one
         process. Ingest never waits on PostgreSQL: while it is down, events are acknowledged from the
         log and loaded when it returns. SIGINT/SIGTERM/SIGHUP stop cleanly: ingest stops accepting and
-        makes in-flight events durable, the running load cycle finishes, then the process exits 0. The
+        makes in-flight events durable, the running load cycle finishes (a statement it waits for is
+        cancelled and the cycle rolled back), then the process exits 0. The
         same signal again stops it at once (exit 128 + the signal; nothing acknowledged is lost).
 
         \(databaseHelp)

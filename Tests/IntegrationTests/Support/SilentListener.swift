@@ -1,8 +1,9 @@
 import Foundation
+import Glibc
 
 /// A TCP listener on 127.0.0.1 that never accepts: the kernel completes a client's handshake, and
 /// nobody ever answers (a server that hangs, a "PostgreSQL" that takes the connection and never
-/// says a word). Closed when released.
+/// says a word). Closed by `close()` or when released.
 final class SilentListener {
     let descriptor: Int32
     let port: UInt16
@@ -24,12 +25,21 @@ final class SilentListener {
             }
         }
         guard bound else {
-            close(fd)
+            Glibc.close(fd)
             throw Failure()
         }
         descriptor = fd
         port = UInt16(bigEndian: address.sin_port)
     }
 
-    deinit { close(descriptor) }
+    private var isClosed = false
+
+    /// Closes the listener now: the connections waiting in its backlog are reset.
+    func close() {
+        guard !isClosed else { return }
+        isClosed = true
+        Glibc.close(descriptor)
+    }
+
+    deinit { close() }
 }
