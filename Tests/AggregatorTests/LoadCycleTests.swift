@@ -2,6 +2,7 @@ import EventLog
 import EventModel
 import Foundation
 import Postgres
+import TestSupport
 import Testing
 
 @testable import Aggregator
@@ -107,6 +108,34 @@ import Testing
         #expect(try world.count("select count(*) from rollup_clicks where app_id = 'app_b'") == 1)
         // What the held work rolled up to is what a rebuild computes from the raw rows.
         try expectRebuildMatches(connection)
+    }
+
+    @Test("a running aggregator applies held rollup work within a rollup interval of the zone being known again, idle")
+    func heldWorkAppliedWhenIdle() throws {
+        let world = try World()
+        defer { world.tearDown() }
+        let connection = try world.connect()
+        defer { connection.close() }
+        try connection.execute("ALTER TABLE apps DROP CONSTRAINT apps_time_zone_known")
+        try connection.execute("INSERT INTO apps (id, name, time_zone) VALUES ('app_b', 'B', 'Gone/Zone')")
+        try world.write([click("cb", app: "app_b"), event("ib", app: "app_b", device: "dev-b", installClick: "cb")])
+        var configuration = world.configuration()
+        configuration.rollupInterval = .milliseconds(200)
+        let aggregator = try world.aggregator(configuration)
+        defer { aggregator.stop() }
+        aggregator.start()
+        func held() throws -> Int { try world.count("select count(*) from rollup_pending_keys where app_id = 'app_b'") }
+        let wasHeld = try eventually {
+            try world.count("select count(*) from events where app_id = 'app_b'") == 1
+                && world.registry.render().contains("aggregator_rollup_held_apps 1.0")
+        }
+        try #require(wasHeld, "app_b's work was never held")
+        #expect(try held() > 0)
+        // Nothing new arrives: only idle cycles run. Until 2026-12-05 the pass that held the work
+        // ended the passes, and it stayed queued until the next event of any app.
+        try connection.execute("UPDATE apps SET time_zone = 'UTC' WHERE id = 'app_b'")
+        #expect(try eventually { try held() == 0 }, "the held work was never applied")
+        #expect(try world.count("select count(*) from rollup_clicks where app_id = 'app_b'") == 1)
     }
 
     /// Released into `zone` with the held events at `time`: in the UTC day before their local day

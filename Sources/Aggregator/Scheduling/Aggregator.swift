@@ -40,6 +40,13 @@ package final class Aggregator: @unchecked Sendable {
     private var heldZones: [String: String] = [:]
     /// Rollup work may be queued (true at start: a previous process may have left some).
     private var rollupsPending = true
+    /// The last pass held some app's work back (sql/079): passes keep running every
+    /// `rollupInterval`, idle or not, so the work is applied within one interval of the zone being
+    /// known again, and each pass moves the watermark the reports state (sql/083). Until
+    /// 2026-12-05 a pass that held work cleared `rollupsPending`: on a quiet system no pass ran
+    /// again, the released app's report stated a watermark over rollups without its held rows, and
+    /// every app's `loaded_through` stood still (retention's quiet-night advance stopped).
+    private var rollupsHeld = false
     /// When `process_rollups()` last succeeded (nil: never).
     private var lastRollupPass: ContinuousClock.Instant?
     /// Set by `stop()` (from any thread) before it cancels the running statement: a cycle or pass
@@ -210,6 +217,7 @@ package final class Aggregator: @unchecked Sendable {
         do {
             let (keys, held, duration) = try loader.processRollups()
             rollupsPending = false
+            rollupsHeld = !held.isEmpty
             lastRollupPass = .now
             metrics.rollupSeconds.observe(duration.seconds)
             metrics.rollupKeys.increment(by: keys)
@@ -242,9 +250,10 @@ package final class Aggregator: @unchecked Sendable {
     /// brought, and under steady ingest one pass per `rollupInterval` does the same work once.
     /// Returns the duration of the pass when one ran.
     private func maybeProcessRollups(idle: Bool) -> Duration? {
-        guard rollupsPending else { return nil }
+        guard rollupsPending || rollupsHeld else { return nil }
         let due = lastRollupPass.map { ContinuousClock.now - $0 >= configuration.rollupInterval } ?? true
-        guard idle || due else { return nil }
+        // Held work alone waits for the interval: an idle cycle comes every loadInterval.
+        guard (idle && rollupsPending) || due else { return nil }
         let start = ContinuousClock.now
         _ = rollupPass()
         return ContinuousClock.now - start
