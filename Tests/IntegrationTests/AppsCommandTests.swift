@@ -328,6 +328,36 @@ struct AppsCommandTests {
         #expect(try clickDays() == ["2026-06-02"])  // 02:00 UTC is 11:00 in Tokyo
     }
 
+    @Test("apps update beside an app whose zone PostgreSQL does not know: settings changed, no rebuild, that app named")
+    func updateBesideUnknownZones() throws {
+        let database = try TestDatabase.make()
+        defer { database.drop() }
+        let environment = ["DATABASE_URL": database.url]
+        let connection = try database.connect()
+        defer { connection.close() }
+        // Two apps on a name the server once knew (sql/079's case: a legacy zone gone from tzdata).
+        try connection.execute("ALTER TABLE apps DROP CONSTRAINT apps_time_zone_known")
+        try connection.execute(
+            "INSERT INTO apps (id, name, time_zone) VALUES ('x1', 'X1', 'US/Bogus'), ('x2', 'X2', 'US/Bogus')")
+        func zone(_ app: String) throws -> String? {
+            try connection.query("SELECT time_zone FROM apps WHERE id = \(app)").first?["time_zone", as: String.self]
+        }
+        // Until 2026-12-05 each update's rebuild failed on the other app and rolled its own change
+        // back (exit 69, "run the command again", which failed the same way for good).
+        let first = try PipelineProcess.runToEnd(
+            ["apps", "update", "--id", "x1", "--time-zone", "Europe/Berlin"], environment: environment)
+        #expect(first.status == 78, "\(first.output) \(first.errors)")
+        #expect(first.output.contains("app x1: time zone Europe/Berlin (was US/Bogus)"), "\(first.output)")
+        #expect(
+            first.errors.contains(#"PostgreSQL does not know the time zone of app x2 ("US/Bogus")"#), "\(first.errors)")
+        #expect(try zone("x1") == "Europe/Berlin")
+        let second = try PipelineProcess.runToEnd(
+            ["apps", "update", "--id", "x2", "--time-zone", "Europe/Berlin"], environment: environment)
+        #expect(second.status == 0, "\(second.errors)")
+        #expect(second.output.contains("every rollup rebuilt"), "\(second.output)")
+        #expect(try zone("x2") == "Europe/Berlin")
+    }
+
     /// POSTs one SDK event with `key` and returns the status.
     private func post(_ base: String, key: String) throws -> Int {
         var request = URLRequest(url: URL(string: base + "/api/analytics/retention")!)

@@ -133,11 +133,20 @@ enum AppsCommand: Command {
         // "unchanged" and rebuilt nothing, so reports kept the old days without a word.
         let changes: [String]
         let settingsChanged: Bool
+        // Other apps whose time zone PostgreSQL does not know (sql/079): a rebuild recomputes every
+        // app and fails on them, so it is not tried. Tried inside the transaction (until
+        // 2026-12-05, one attempt only), two apps left with the same legacy zone could never be
+        // moved: each update's rebuild failed on the other, and rolled its own change back.
+        var unknownZones: [(app: String, zone: String)] = []
         do {
             (changes, settingsChanged) = try connection.withTransaction { connection in
                 let applied = try applyUpdate(
                     id: id, name: name, timeZone: timeZone, windowSeconds: windowSeconds, connection)
-                if applied.settingsChanged, rebuild { try ReportService(connection: connection).rebuild() }
+                guard applied.settingsChanged, rebuild else { return applied }
+                unknownZones = try connection.query("SELECT app_id, time_zone FROM rollup_unknown_zone_apps()").map {
+                    (try $0["app_id", as: String.self], try $0["time_zone", as: String.self])
+                }
+                if unknownZones.isEmpty { try ReportService(connection: connection).rebuild() }
                 return applied
             }
         } catch let error as ReportError {
@@ -155,6 +164,15 @@ enum AppsCommand: Command {
         guard rebuild else {
             print("rollups not rebuilt (--no-rebuild): reports keep the old settings until `report rebuild`")
             return 0
+        }
+        guard unknownZones.isEmpty else {
+            let named = unknownZones.map { "\($0.app) (\"\($0.zone)\")" }.joined(separator: ", ")
+            complain(
+                "error: the settings are changed, but the rollups were not rebuilt: PostgreSQL does not know the time"
+                    + " zone of app \(named), and a rebuild recomputes every app; give it a zone it knows (apps update"
+                    + " --id \(unknownZones[0].app) --time-zone ZONE), then run `report rebuild`. Until then reports"
+                    + " keep the old settings\n")
+            return 78  // EX_CONFIG, as for an unknown zone elsewhere
         }
         print("every rollup rebuilt from the raw tables with the new settings")
         return 0
