@@ -358,6 +358,39 @@ struct AppsCommandTests {
         #expect(try zone("x2") == "Europe/Berlin")
     }
 
+    @Test("an app's key commands do not wait for an apps update of it whose rollup rebuild is running")
+    func keyCommandsDuringUpdate() throws {
+        let database = try TestDatabase.make()
+        defer { database.drop() }
+        let environment = ["DATABASE_URL": database.url]
+        _ = try PipelineProcess.createApp(id: "busy", name: "Busy", environment: environment)
+        // The load lock held elsewhere (a load, or a long `report rebuild`): the update's rebuild
+        // waits for it, inside the transaction that holds the app's row.
+        let holder = try database.connect()
+        defer { holder.close() }
+        try holder.execute("SELECT pg_advisory_lock(1684370546, hashtext(current_schema()))::text")
+        let update = try PipelineProcess(
+            ["apps", "update", "--id", "busy", "--time-zone", "Asia/Tokyo"], environment: environment)
+        let waiting = try eventually {
+            try holder.query("SELECT count(*) AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")
+                .first?["n", as: Int.self] == 1
+        }
+        try #require(waiting, "the update never waited for the load lock: \(update.standardError)")
+        // Until 2026-12-05 both waited (the app's row FOR UPDATE) for as long as the rebuild took:
+        // here until the holder lets go, so to the end of these 60 s bounds.
+        let created = try PipelineProcess.runToEnd(
+            ["apps", "keys", "create", "--app", "busy", "--kind", "secret", "--json"], environment: environment)
+        #expect(created.status == 0, "\(created.errors)")
+        let json = try? JSONSerialization.jsonObject(with: Data(created.output.utf8)) as? [String: String]
+        let prefix = json?["prefix"]
+        let revoked = try PipelineProcess.runToEnd(
+            ["apps", "keys", "revoke", "--app", "busy", "--prefix", prefix ?? "?"], environment: environment)
+        #expect(revoked.status == 0, "\(revoked.errors)")
+        #expect(update.isRunning, "the update did not wait: \(update.standardError)")
+        try holder.execute("SELECT pg_advisory_unlock(1684370546, hashtext(current_schema()))::text")
+        #expect(update.waitForExit(timeout: .seconds(60)) == 0, "\(update.standardError)")
+    }
+
     /// POSTs one SDK event with `key` and returns the status.
     private func post(_ base: String, key: String) throws -> Int {
         var request = URLRequest(url: URL(string: base + "/api/analytics/retention")!)

@@ -17,8 +17,10 @@ extension AppsCommand {
         let connection = try Connection(url: try requireDatabase(url))
         defer { connection.close() }
         let key = try connection.withTransaction { connection in
-            // Locks the app's row, so a concurrent `apps` command cannot delete it under us.
-            guard try !connection.query("SELECT 1 FROM apps WHERE id = \(app) FOR UPDATE").isEmpty else {
+            // Holds the app's row (FOR KEY SHARE: it cannot be deleted under us), and does not wait
+            // for an `apps update` of its settings, whose rollup rebuild can take minutes: until
+            // 2026-12-05 (FOR UPDATE) a key command of that app waited for all of it.
+            guard try !connection.query("SELECT 1 FROM apps WHERE id = \(app) FOR KEY SHARE").isEmpty else {
                 throw AppsError.noSuchApp(app)
             }
             return try insertKey(connection, app: app, kind: keyKind)
@@ -51,9 +53,14 @@ extension AppsCommand {
         let connection = try Connection(url: try requireDatabase(url))
         defer { connection.close() }
         let revoked = try connection.withTransaction { connection -> [String] in
-            // The app's row first: two revocations of its last two keys at once take turns, so the
-            // second sees the first's and is refused as the last key.
-            _ = try connection.query("SELECT 1 FROM apps WHERE id = \(app) FOR UPDATE")
+            // Two revocations of the app's last two keys at once take turns (a lock per app and
+            // schema), so the second sees the first's and is refused as the last key. Not the app's
+            // row FOR UPDATE (until 2026-12-05): revoking a leaked key waited behind an `apps update`
+            // of the same app and its rollup rebuild, minutes.
+            // 1684370539 is 'detk' (the load lock's first key is 'detr', LoadSQL.lock).
+            _ = try connection.query(
+                "SELECT pg_advisory_xact_lock(1684370539, hashtext(current_schema() || ':' || \(app)))::text AS l")
+            _ = try connection.query("SELECT 1 FROM apps WHERE id = \(app) FOR KEY SHARE")
             let rows = try connection.query(
                 """
                 SELECT kind, prefix, revoked_at IS NOT NULL AS revoked FROM api_keys

@@ -186,7 +186,9 @@ enum AppsCommand: Command {
         id: String, name: String?, timeZone: String?, windowSeconds: [(column: String, label: String, seconds: Int64)],
         _ connection: Connection
     ) throws -> (changes: [String], settingsChanged: Bool) {
-        let rows = try connection.query("SELECT name, time_zone FROM apps WHERE id = \(id) FOR UPDATE")
+        // FOR NO KEY UPDATE: two updates of the app take turns, and the key commands (FOR KEY SHARE)
+        // do not wait for this one's rebuild.
+        let rows = try connection.query("SELECT name, time_zone FROM apps WHERE id = \(id) FOR NO KEY UPDATE")
         guard let before = rows.first else { throw AppsError.noSuchApp(id) }
         var changes: [String] = []
         if let name, case let was = try before["name", as: String.self], was != name {
