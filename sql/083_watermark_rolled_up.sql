@@ -51,15 +51,25 @@ SELECT CASE WHEN q.any THEN a.watermark ELSE l.watermark END AS watermark,
        l.loaded_through AS loads_through
 FROM loads l CROSS JOIN queued q LEFT JOIN rollup_applied a ON true;
 
--- 075's process_rollups() and rebuild_rollups(), recording what they apply once they hold the load
--- lock (a fresh snapshot: every load committed before the lock is counted).
-CREATE OR REPLACE FUNCTION process_rollups()
-RETURNS integer
+-- Takes the load lock (075) and records what the loads stand at: called first by a pass and a
+-- rebuild, in their transaction. The lock waits for a load in progress; the statement after it
+-- reads a fresh snapshot, so every load committed before the lock is counted.
+CREATE FUNCTION rollup_lock_and_record_applied()
+RETURNS void
 LANGUAGE plpgsql AS $fn$
 BEGIN
     PERFORM pg_advisory_xact_lock(1684370546, hashtext(current_schema()));
     UPDATE rollup_applied a SET watermark = w.loads_watermark, loaded_through = w.loads_through
     FROM report_watermark w;
+END
+$fn$;
+
+-- 075's process_rollups() and rebuild_rollups(), recording what they apply.
+CREATE OR REPLACE FUNCTION process_rollups()
+RETURNS integer
+LANGUAGE plpgsql AS $fn$
+BEGIN
+    PERFORM rollup_lock_and_record_applied();
     RETURN process_rollups_locked();
 END
 $fn$;
@@ -69,9 +79,7 @@ CREATE OR REPLACE FUNCTION rebuild_rollups()
 RETURNS void
 LANGUAGE plpgsql AS $fn$
 BEGIN
-    PERFORM pg_advisory_xact_lock(1684370546, hashtext(current_schema()));
-    UPDATE rollup_applied a SET watermark = w.loads_watermark, loaded_through = w.loads_through
-    FROM report_watermark w;
+    PERFORM rollup_lock_and_record_applied();
     PERFORM rebuild_rollups_locked();
 END
 $fn$;

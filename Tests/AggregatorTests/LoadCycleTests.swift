@@ -66,10 +66,7 @@ import Testing
         defer { world.tearDown() }
         let connection = try world.connect()
         defer { connection.close() }
-        // As a name the server knew when the app was made and no longer does (apps_time_zone_known
-        // refuses it on insert, so it is dropped here to make such a row).
-        try connection.execute("ALTER TABLE apps DROP CONSTRAINT apps_time_zone_known")
-        try connection.execute("INSERT INTO apps (id, name, time_zone) VALUES ('app_b', 'B', 'Gone/Zone')")
+        try Self.addAppInGoneZone(connection)
         // Each app: a click, an install through it, and actions over three days (17 devices).
         try world.write(
             [
@@ -110,14 +107,20 @@ import Testing
         try expectRebuildMatches(connection)
     }
 
+    /// Adds app `app_b` in `Gone/Zone`: as a name the server knew when the app was made and no
+    /// longer does (apps_time_zone_known refuses it on insert, so it is dropped here to make such a row).
+    static func addAppInGoneZone(_ connection: Connection) throws {
+        try connection.execute("ALTER TABLE apps DROP CONSTRAINT apps_time_zone_known")
+        try connection.execute("INSERT INTO apps (id, name, time_zone) VALUES ('app_b', 'B', 'Gone/Zone')")
+    }
+
     @Test("a running aggregator applies held rollup work within a rollup interval of the zone being known again, idle")
     func heldWorkAppliedWhenIdle() throws {
         let world = try World()
         defer { world.tearDown() }
         let connection = try world.connect()
         defer { connection.close() }
-        try connection.execute("ALTER TABLE apps DROP CONSTRAINT apps_time_zone_known")
-        try connection.execute("INSERT INTO apps (id, name, time_zone) VALUES ('app_b', 'B', 'Gone/Zone')")
+        try Self.addAppInGoneZone(connection)
         try world.write([click("cb", app: "app_b"), event("ib", app: "app_b", device: "dev-b", installClick: "cb")])
         var configuration = world.configuration()
         configuration.rollupInterval = .milliseconds(200)
