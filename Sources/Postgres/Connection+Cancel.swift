@@ -36,11 +36,3 @@ extension Connection {
         return QueryCanceller(handle)
     }
 }
-
-extension PostgresError {
-    /// Whether the statement was cancelled (SQLSTATE 57014: `PQcancel`, or `statement_timeout`).
-    package var isCancelled: Bool {
-        if case .server(let sqlState, _, _, _, _) = self { return sqlState == "57014" }
-        return false
-    }
-}

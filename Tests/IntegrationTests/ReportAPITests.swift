@@ -262,16 +262,10 @@ struct ReportAPIIntegrationTests {
         let path = "/api/reports/links?from=2026-06-01&to=2026-06-30"
         let before = try server.get(path, key: "sk_a_2222")
         #expect(before.status == 200, "\(before.text)")
-        // A "pass" that moves the watermark and the per-link counts in one transaction, holding the
-        // link summary until the report has read the watermark and waits for it.
+        // A pass that moves the watermark and the per-link counts, caught half way (RollupPassRace).
         let loader = try database.connect()
         defer { loader.close() }
-        try loader.unsafeSQL(
-            """
-            BEGIN; LOCK TABLE rollup_link_summary IN ACCESS EXCLUSIVE MODE;
-            UPDATE load_checkpoints SET newest_received_at = newest_received_at + interval '1 hour';
-            UPDATE rollup_link_summary SET clicks = clicks + 1000, clicks_ios = clicks_ios + 1000
-            """)
+        let pass = try RollupPassRace(on: loader)
         let during = LockedBox<HTTP.Response?>(nil)
         let done = DispatchSemaphore(value: 0)
         let base = server.base
@@ -280,13 +274,8 @@ struct ReportAPIIntegrationTests {
                 try? HTTP.get(base + path, headers: ["X-App-ID": Self.appA, "Authorization": "Bearer sk_a_2222"]))
             done.signal()
         }.start()
-        let waiting = try eventually {
-            try loader.query(
-                "SELECT count(*) AS n FROM pg_locks WHERE relation = 'rollup_link_summary'::regclass AND NOT granted"
-            ).first?["n", as: Int.self] == 1
-        }
-        #expect(waiting, "the report never waited for the link summary")
-        try loader.unsafeSQL("COMMIT")
+        #expect(try pass.reportWaits(), "the report never waited for the link summary")
+        try pass.commit()
         #expect(done.wait(timeout: .now() + 60) == .success)
         // Until 2026-12-05 (the API's provider read outside the CLI's snapshot) it stated the old
         // watermark beside the new counts.

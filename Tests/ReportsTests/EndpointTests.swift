@@ -44,25 +44,15 @@ import Testing
         }
         let before = report()
         #expect(before.status == 200, "\(before.body)")
-        // A "load" that moves the watermark and the per-link counts in one transaction, holding the
-        // link rollup until the report has read the watermark and waits for the rollup: the report's
-        // statements then fall on either side of its commit.
+        // A pass that moves the watermark and the per-link counts, caught half way (RollupPassRace).
         let loader = try database.db.connect()
         defer { loader.close() }
-        try loader.execute("BEGIN")
-        try loader.execute("LOCK TABLE rollup_link_summary IN ACCESS EXCLUSIVE MODE")
-        try loader.execute("UPDATE load_checkpoints SET newest_received_at = newest_received_at + interval '1 hour'")
-        try loader.execute("UPDATE rollup_link_summary SET clicks = clicks + 1000, clicks_ios = clicks_ios + 1000")
+        let pass = try RollupPassRace(on: loader)
         let during = Locked<ReportResponse?>(nil)
         let reader = Thread { during.withLock { $0 = report() } }
         reader.start()
-        let waiting = try eventually(timeout: .seconds(60)) {
-            try loader.query(
-                "SELECT count(*) AS n FROM pg_locks WHERE relation = 'rollup_link_summary'::regclass AND NOT granted"
-            ).first?["n", as: Int.self] == 1
-        }
-        #expect(waiting, "the report never waited for the link rollup")
-        try loader.execute("COMMIT")
+        #expect(try pass.reportWaits(), "the report never waited for the link rollup")
+        try pass.commit()
         let answered = try eventually(timeout: .seconds(60)) { during.withLock { $0 != nil } }
         #expect(answered)
         // Until 2026-12-05 it stated the old watermark beside the new counts (clicks + 1000).

@@ -93,11 +93,8 @@ package enum ReportEndpoint {
                 throw .invalidParameter(name: "report", message: "expected links, funnel, retention or attribution")
             }
             let service = ReportService(connection: connection)
-            // One snapshot for every statement, the app's today among them (ReportService.inSnapshot).
-            let (query, report) = try service.inSnapshot { () throws(ReportError) in
-                let query = try service.query(parameters, today: today, defaultFormat: defaultFormat)
-                return (query, try service.report(reportKind, query))
-            }
+            let (query, report) = try service.served(
+                reportKind, parameters, today: today, defaultFormat: defaultFormat)
             // JSON, the API's and scripts' format, is written as it is read; CSV and the
             // terminal table are rendered whole.
             let content: ReportResponse.Content =

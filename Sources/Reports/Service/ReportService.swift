@@ -46,6 +46,17 @@ package struct ReportService {
         return try ReportQuery.parse(parameters, today: end ?? .todayUTC, defaultFormat: defaultFormat)
     }
 
+    /// What the CLI and the API serve: `parameters` parsed (`query(_:today:defaultFormat:)`) and the
+    /// report of `kind` run for them, every statement in one snapshot (`inSnapshot`).
+    package func served(
+        _ kind: ReportKind, _ parameters: [String: String], today: ReportDay? = nil, defaultFormat: ReportFormat
+    ) throws(ReportError) -> (query: ReportQuery, report: any RenderableReport) {
+        try inSnapshot { () throws(ReportError) in
+            let query = try self.query(parameters, today: today, defaultFormat: defaultFormat)
+            return (query, try report(kind, query))
+        }
+    }
+
     /// App-wide installs per day (`report_installs_daily`).
     func installs(app: String, from: ReportDay, to: ReportDay) throws -> [InstallsRow] {
         var installs: [InstallsRow] = []

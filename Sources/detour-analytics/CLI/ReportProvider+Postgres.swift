@@ -31,13 +31,10 @@ extension PostgresReportProvider {
                 throw .invalidParameter(name: "format", message: "expected json or csv, got \(format.prefix(40))")
             }
             let service = ReportService(connection: connection)
-            // One snapshot for all of it (ReportService.inSnapshot), as for the CLI: until 2026-12-05
-            // the API read in several statements, and a rollup pass committing in between could pair
-            // an old watermark with new counts, or new per-link rows with old app-wide installs.
-            let (query, report) = try service.inSnapshot { () throws(ReportError) in
-                let query = try service.query(request.parameters, today: today, defaultFormat: .json)
-                return (query, try service.report(kind, query))
-            }
+            // In one snapshot, as the CLI's (`ReportService.served`): until 2026-12-05 the API read in
+            // several statements, and a rollup pass committing in between could pair an old
+            // watermark with new counts, or new per-link rows with old app-wide installs.
+            let (query, report) = try service.served(kind, request.parameters, today: today, defaultFormat: .json)
             let contentType = ReportEndpoint.contentType(query.format)
             // Compressed when the client accepts zstd or gzip (here too, on the report worker).
             let encoding = ReportEncoding.negotiate(request.acceptEncoding)
